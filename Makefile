@@ -1,0 +1,61 @@
+# A thin wrapper over CMake: the README's two commands, `make run` and
+# `make test`, and the rest of the developer's loop. Every target first makes
+# sure the Debian packages it needs are there (scripts/deps.sh).
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD     ?= build
+CMAKE_GEN  = cmake -S . -Wno-dev
+# The main build uses clang so that the libFuzzer drivers are built (and run
+# briefly) with everything else; the sanitizer build uses gcc, so both
+# compilers see the code with -Wall -Wextra -Werror.
+MAIN_CC   ?= clang
+
+.PHONY: all deps deps-test build run test test-sanitize bench fuzz format clean
+
+all: build
+
+deps:
+	@scripts/deps.sh build
+
+deps-test:
+	@scripts/deps.sh test
+
+build: deps
+	@$(CMAKE_GEN) -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(MAIN_CC) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@scripts/run.sh $(BUILD)
+
+test: deps-test build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# ASan+UBSan over the whole suite, then ThreadSanitizer over the threaded
+# tests (a separate build: TSan and ASan cannot share one).
+test-sanitize: deps-test
+	@$(CMAKE_GEN) -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=gcc \
+	    -DSL_SANITIZE=address,undefined -DSL_BUILD_BENCH=OFF >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	@$(CMAKE_GEN) -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=gcc \
+	    -DSL_SANITIZE=thread -DSL_BUILD_BENCH=OFF >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -L threads -j $(JOBS)
+
+bench:
+	@scripts/deps.sh bench
+	@$(CMAKE_GEN) -B build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$(MAIN_CC) \
+	    -DSL_BUILD_TESTS=OFF >/dev/null
+	@cmake --build build-release -j $(JOBS)
+	@bench/run.sh build-release
+
+# Every fuzzer for longer than the smoke run of `make test` (FUZZ_SECONDS each).
+FUZZ_SECONDS ?= 60
+fuzz: build
+	@scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
+
+format:
+	@find include lib cli server store rulesdb tests bench fuzz -name '*.[ch]' 2>/dev/null | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan build-tsan build-release

@@ -1,0 +1,61 @@
+/*
+ * algo.h - the one ops table every algorithm implements (internal).
+ *
+ * Each lib/algo/<name>.c defines one `const struct sl__algo_ops` and nothing
+ * else visible. The operations are pure: they touch only the state blob they
+ * are given, never read a clock, never allocate, never fail. Integer
+ * arithmetic only, saturating (lib/util/sat.h); a `now` earlier than the last
+ * time the state has seen is treated as that last time (CONTRACTS C1).
+ *
+ * Deciding is split in two so the limiter can be all-or-nothing across many
+ * limits: check() computes the decision without changing the state, then
+ * commit() records it — called only when the whole request is admitted, or,
+ * for a denied request, on limits with count_rejected. A lone limit is
+ * sl_algo_decide(): check, then commit when appropriate.
+ */
+#ifndef SL_ALGO_H
+#define SL_ALGO_H
+
+#include "sluice.h"
+
+/* States of at most this many bytes live inline in a table entry; larger
+ * ones (sliding_log's ring, concurrency's slots) out of line. */
+#define SL__STATE_INLINE 24
+
+struct sl__algo_ops {
+    const char *name;
+    /* Bytes of state for these parameters; a multiple of 8. */
+    size_t (*state_size)(const struct sl_limit *l);
+    /* Algorithm-specific validation (sl_limit_validate does the common part):
+     * SL_OK or SL_EINVAL with a static sentence in *why. */
+    int (*validate)(const struct sl_limit *l, const char **why);
+    /* A fresh state: what a key that was never seen starts with. */
+    void (*init)(void *st, const struct sl_limit *l, int64_t now_ns);
+    /* Decide `cost` (0 peeks) at `now` without changing `st`. Fills every
+     * field of `d` (verdict, quota, remaining, reset, retry_after, delay). */
+    void (*check)(const void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
+                  struct sl_decision *d);
+    /* Record the request that check() decided as `d` (admitted, or denied
+     * and counted because of count_rejected). May set d->lease. Never
+     * called for cost 0. */
+    void (*commit)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
+                   struct sl_decision *d);
+    /* The time from which the state equals a fresh one (fully drained); a
+     * table may drop the entry then without changing any decision. */
+    int64_t (*whole_at)(const void *st, const struct sl_limit *l);
+    /* concurrency only (NULL elsewhere): free slot `lease`. */
+    int (*release)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease);
+};
+
+extern const struct sl__algo_ops sl__algo_token_bucket;
+extern const struct sl__algo_ops sl__algo_gcra;
+extern const struct sl__algo_ops sl__algo_leaky_bucket;
+extern const struct sl__algo_ops sl__algo_fixed_window;
+extern const struct sl__algo_ops sl__algo_sliding_window;
+extern const struct sl__algo_ops sl__algo_sliding_log;
+extern const struct sl__algo_ops sl__algo_concurrency;
+
+/* The ops of `l->algo` (never NULL for a validated limit). */
+const struct sl__algo_ops *sl__algo_ops(enum sl_algo algo);
+
+#endif /* SL_ALGO_H */
