@@ -1,0 +1,66 @@
+/*
+ * config-t.h - the types of sluiced's configuration (internal).
+ *
+ * One struct holds everything `sluiced -c FILE` can set; defaults come from
+ * sl__config_init() and every field says its unit. Strings are owned by the
+ * struct and freed by sl__config_free().
+ */
+#ifndef SL_SERVER_CONFIG_T_H
+#define SL_SERVER_CONFIG_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+#define SL__MAX_LISTENERS 8
+#define SL__MAX_RULE_FILES 64
+
+enum sl__log_level {
+    SL__LOG_ERROR = 0,
+    SL__LOG_WARN = 1,
+    SL__LOG_INFO = 2,
+    SL__LOG_DEBUG = 3,
+};
+
+struct sl__listener {
+    char address[64]; /* numeric IPv4 or IPv6 address */
+    uint16_t port;    /* 0: the kernel picks one (printed at start) */
+    unsigned protos;  /* enum sl__proto_bit set */
+    /* copied from the server limits so a connection needs only its listener */
+    size_t max_frame_bytes;
+};
+
+struct sl__config {
+    char *path; /* the file it was read from, NULL for defaults */
+
+    struct sl__listener listeners[SL__MAX_LISTENERS];
+    size_t n_listeners;
+    unsigned workers; /* 0: one per core */
+
+    char *rules_files[SL__MAX_RULE_FILES]; /* resolved against the config dir */
+    size_t n_rules_files;
+    char *rules_db; /* SQLite rules database, NULL: none */
+    bool rules_watch;
+    int64_t rules_debounce_ms;
+
+    char store[16];           /* "memory" */
+    size_t store_max_bytes;   /* hard cap of the state table */
+    unsigned store_shards;    /* 0: the table's default */
+    enum sl_on_full store_on_full;
+
+    unsigned max_connections;  /* over all workers */
+    size_t max_frame_bytes;    /* largest request/frame accepted */
+    int64_t idle_timeout_ms;   /* close a connection silent this long; 0 never */
+    int64_t read_timeout_ms;   /* close one stuck mid-frame this long; 0 never */
+    int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
+
+    enum sl__log_level log_level;
+
+    /* From the command line, not the file. */
+    bool test_clock;
+    int64_t test_clock_start_ms;
+};
+
+#endif /* SL_SERVER_CONFIG_T_H */

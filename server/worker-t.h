@@ -1,0 +1,43 @@
+/*
+ * worker-t.h - the types of a worker: one thread, one libuv loop, its own
+ * listening sockets (SO_REUSEPORT), connections, rules reader and store
+ * (internal).
+ */
+#ifndef SL_SERVER_WORKER_T_H
+#define SL_SERVER_WORKER_T_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "config-t.h"
+#include "sluice.h"
+
+struct sl__server;
+struct sl__store;
+struct sl__conn;
+
+struct sl__worker {
+    unsigned id;
+    struct sl__server *srv;
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_async_t wake;  /* the main thread asks the worker to stop */
+    uv_timer_t sweep; /* idle/read timeouts, once a second */
+
+    uv_tcp_t lsock[SL__MAX_LISTENERS]; /* listening handles */
+    int lfd[SL__MAX_LISTENERS];        /* their sockets, made by the server */
+    size_t n_lsock;
+
+    sl_rules_reader *rules;
+    struct sl__store *store;
+    /* Scratch for resolving one request (a protocol fills it and hands it to
+     * the store within one call; never kept across calls). */
+    struct sl_match *matches; /* SL_MAX_DESCRIPTORS */
+
+    struct sl__conn *conns; /* list of open connections */
+    unsigned n_conns;
+    bool stopping;
+    int64_t stop_deadline_ms; /* loop time after which the rest are aborted */
+};
+
+#endif /* SL_SERVER_WORKER_T_H */

@@ -1,0 +1,24 @@
+/*
+ * worker.h - starting and stopping workers, and what a protocol may ask its
+ * worker for (internal). Types in worker-t.h.
+ */
+#ifndef SL_SERVER_WORKER_H
+#define SL_SERVER_WORKER_H
+
+#include "worker-t.h"
+
+/* Prepare worker `id` of `srv` (loop, store, rules reader); its listening
+ * sockets must be in w->lfd. 0 or a negative SL_E* code. */
+int sl__worker_init(struct sl__worker *w, struct sl__server *srv, unsigned id);
+/* Run the worker's loop on its own thread. */
+int sl__worker_start(struct sl__worker *w);
+/* Ask it to stop (thread-safe): stop listening, flush, exit the loop. */
+void sl__worker_stop(struct sl__worker *w);
+/* Wait for the thread and free everything. */
+void sl__worker_join(struct sl__worker *w);
+
+/* The current rules snapshot (never NULL while the server runs); valid
+ * until the next call on this worker. */
+const sl_rules *sl__worker_rules(struct sl__worker *w);
+
+#endif /* SL_SERVER_WORKER_H */
