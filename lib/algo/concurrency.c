@@ -1,69 +1,204 @@
 /*
- * concurrency.c - the concurrency algorithm (placeholder ops table).
+ * concurrency.c - the in-flight limit (CONTRACTS C3), as nginx limit_conn
+ * and Stripe's concurrent request limiter: at most `requests` slots held at
+ * once. An admitted request of cost c takes c slots under one lease id;
+ * release(lease) frees them; a lease not released within lease_ns frees
+ * itself (so a crashed client cannot leak slots).
  *
- * Does: provides a complete ops table so the library links; admits everything.
- * Does not: limit anything yet; the exact implementation replaces this file.
+ * State: a 24-byte header and up to `requests` leases of 24 bytes each
+ * (id, expiry, slots), kept in the order they were taken, which is also
+ * the order of their expiries (the clock is clamped so it never goes back
+ * and lease_ns is fixed for a limit). `requests` is capped at
+ * SL__CONC_MAX (10,000), i.e. at most 240 KB for one key.
+ *
+ * Lease ids are unique within one state: a counter seeded from the time the
+ * state was created, never 0, so a lease held on an earlier incarnation of a
+ * key (dropped from the table once all its leases expired) is unlikely to
+ * match a new one.
+ *
+ * Deliberately does not: count rejected acquisitions (count_rejected does
+ * not apply: a rejected request holds no slot and gets no lease), queue
+ * waiters, read a clock, allocate, or use floating point.
  */
 #include <string.h>
 
 #include "algo/algo.h"
+#include "util/sat.h"
+
+/* Cap on `requests` for concurrency: bounds a key's state to 240 KB. */
+#define SL__CONC_MAX 10000u
+
+struct cc_lease {
+    uint64_t id;
+    int64_t expires_ns; /* the slots are free from this time on */
+    uint64_t slots;
+};
+
+struct cc_state {
+    uint64_t next_id; /* the id the next lease gets; never 0 */
+    int64_t last_ns;  /* last time an operation changed the state */
+    uint64_t n;       /* leases in use in `leases` (some may have expired) */
+    struct cc_lease leases[];
+};
+
+/* The state seen at `now`: clamped time, first unexpired lease, slots held. */
+struct cc_view {
+    int64_t t_ns;
+    uint64_t first;
+    uint64_t held;
+};
+
+static void view(const struct cc_state *s, int64_t now_ns, struct cc_view *v)
+{
+    v->t_ns = sl__max64(now_ns, s->last_ns);
+    v->first = 0;
+    v->held = 0;
+    while (v->first < s->n && s->leases[v->first].expires_ns <= v->t_ns)
+        v->first++;
+    for (uint64_t i = v->first; i < s->n; i++)
+        v->held += s->leases[i].slots;
+}
+
+/* Until every held lease has expired; 0 when none is held. */
+static int64_t reset_ns(const struct cc_state *s, const struct cc_view *v)
+{
+    if (v->first == s->n)
+        return 0;
+    return s->leases[s->n - 1].expires_ns - v->t_ns;
+}
+
+/* Until enough leases expire that `cost` slots are free (no release
+ * assumed, so an upper bound); cost <= requests. */
+static int64_t retry_ns(const struct cc_state *s, const struct sl_limit *l, const struct cc_view *v,
+                        uint64_t cost)
+{
+    uint64_t must_free = v->held - (l->requests - cost), freed = 0;
+
+    for (uint64_t i = v->first; i < s->n; i++) {
+        freed += s->leases[i].slots;
+        if (freed >= must_free)
+            return s->leases[i].expires_ns - v->t_ns;
+    }
+    return 0; /* not reached: all held slots free eventually */
+}
 
 static size_t state_size(const struct sl_limit *l)
 {
-    (void)l;
-    return 8;
+    return sizeof(struct cc_state) + sizeof(struct cc_lease) * (size_t)l->requests;
 }
 
 static int validate(const struct sl_limit *l, const char **why)
 {
-    (void)l;
-    (void)why;
+    if (l->lease_ns <= 0) {
+        *why = "concurrency: lease must be a positive duration (the time after which an "
+               "unreleased slot frees itself)";
+        return SL_EINVAL;
+    }
+    if (l->requests > SL__CONC_MAX) {
+        *why = "concurrency: requests (max in flight) must be at most 10000";
+        return SL_EINVAL;
+    }
     return SL_OK;
 }
 
 static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
+    struct cc_state *s = st;
+
     (void)l;
-    (void)now_ns;
-    memset(st, 0, 8);
+    s->next_id = now_ns > 0 ? (uint64_t)now_ns : 1;
+    s->last_ns = INT64_MIN;
+    s->n = 0;
 }
 
+/* Fills every field of `d` for acquiring `cost` slots at `now` (clamped to
+ * the last operation) without changing the state; expired leases count as
+ * free. */
 static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                   struct sl_decision *d)
 {
-    (void)st;
-    (void)now_ns;
-    (void)cost;
+    const struct cc_state *s = st;
+    struct cc_view v;
+    uint64_t free_n;
+
+    view(s, now_ns, &v);
+    free_n = v.held >= l->requests ? 0 : l->requests - v.held;
     memset(d, 0, sizeof(*d));
-    d->verdict = SL_ALLOW;
     d->quota = sl_limit_quota(l);
-    d->remaining = d->quota;
+    if (cost <= free_n) {
+        d->verdict = SL_ALLOW;
+        d->remaining = sl__sat_i64(free_n - cost);
+        d->reset_ns = cost > 0 ? sl__sat_add(v.t_ns, l->lease_ns) - v.t_ns : reset_ns(s, &v);
+        return;
+    }
+    d->verdict = SL_DENY;
+    d->remaining = sl__sat_i64(free_n);
+    d->reset_ns = reset_ns(s, &v);
+    d->retry_after_ns = cost > l->requests ? -1 : retry_ns(s, l, &v, cost);
 }
 
+/* Drops the expired leases at the front and moves the clock to `t_ns`. */
+static void compact(struct cc_state *s, const struct cc_view *v)
+{
+    if (v->first > 0) {
+        memmove(s->leases, s->leases + v->first,
+                sizeof(struct cc_lease) * (size_t)(s->n - v->first));
+        s->n -= v->first;
+    }
+    s->last_ns = v->t_ns;
+}
+
+/* Takes `cost` slots under a new lease id, returned in d->lease. A denied
+ * request (count_rejected) takes nothing. */
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    (void)st;
-    (void)l;
-    (void)now_ns;
-    (void)cost;
-    (void)d;
+    struct cc_state *s = st;
+    struct cc_view v;
+    struct cc_lease *ls;
+
+    if (d->verdict == SL_DENY)
+        return;
+    view(s, now_ns, &v);
+    compact(s, &v);
+    if (s->n >= l->requests) /* cannot happen after an admitting check */
+        return;
+    ls = &s->leases[s->n++];
+    ls->id = s->next_id;
+    ls->expires_ns = sl__sat_add(v.t_ns, l->lease_ns);
+    ls->slots = cost;
+    s->next_id = s->next_id == UINT64_MAX ? 1 : s->next_id + 1;
+    d->lease = ls->id;
 }
 
+/* Frees lease `lease`: SL_OK, or SL_ENOENT if it is not held (never taken,
+ * released already, or expired). */
+static int release(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease)
+{
+    struct cc_state *s = st;
+    struct cc_view v;
+
+    (void)l;
+    view(s, now_ns, &v);
+    compact(s, &v);
+    for (uint64_t i = 0; i < s->n; i++) {
+        if (s->leases[i].id == lease && lease != 0) {
+            memmove(s->leases + i, s->leases + i + 1,
+                    sizeof(struct cc_lease) * (size_t)(s->n - i - 1));
+            s->n--;
+            return SL_OK;
+        }
+    }
+    return SL_ENOENT;
+}
+
+/* Whole once the newest lease has expired (or nothing is held). */
 static int64_t whole_at(const void *st, const struct sl_limit *l)
 {
-    (void)st;
-    (void)l;
-    return INT64_MIN;
-}
+    const struct cc_state *s = st;
 
-static int release_(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease)
-{
-    (void)st;
     (void)l;
-    (void)now_ns;
-    (void)lease;
-    return SL_ENOENT;
+    return s->n == 0 ? INT64_MIN : s->leases[s->n - 1].expires_ns;
 }
 
 const struct sl__algo_ops sl__algo_concurrency = {
@@ -74,5 +209,5 @@ const struct sl__algo_ops sl__algo_concurrency = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
-    .release = release_,
+    .release = release,
 };
