@@ -278,6 +278,11 @@ struct sl_match {
     size_t key_len;
     bool unlimited;
     const char *detailed_metric; /* metric label, NULL when not detailed */
+    /* Added by the rules (issue 4), all borrowed from the snapshot: */
+    bool quota_mode;           /* Envoy quota_mode: deny only if all quota descriptors do */
+    bool value_to_metric;      /* Envoy value_to_metric: put request values in metric names */
+    const char *metadata_json; /* the rule's `metadata` as a JSON object, or NULL */
+    const char *rule_path;     /* "domain.key_value.key2" of the matched rule, or NULL */
 };
 
 /* Resolve descriptor `i` of `req`; n_limits 0 when no rule applies. */
