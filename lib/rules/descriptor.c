@@ -1,0 +1,312 @@
+/*
+ * descriptor.c - compile the YAML documents of one rules text into domains:
+ * `domain`, nested `descriptors` with `key`, `value` (exact, or with '*'
+ * wildcards), the Envoy flags, and each descriptor's limits (policy.c).
+ *
+ * Every problem is diagnosed and compilation goes on, so that one run
+ * reports all of them; a text with any diagnostic yields no domain at all
+ * (nothing half-loaded). Merging domains from several texts is builder.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rules/ycheck.h"
+
+enum {
+    D_KEY,
+    D_VALUE,
+    D_RATE_LIMIT,
+    D_LIMITS,
+    D_DESCRIPTORS,
+    D_SHADOW,
+    D_QUOTA,
+    D_DETAILED,
+    D_VALUE_TO_METRIC,
+    D_SHARE,
+    D_METADATA,
+    D_N
+};
+static const char *const d_names[D_N] = {
+    "key",         "value",      "rate_limit",      "limits",          "descriptors",
+    "shadow_mode", "quota_mode", "detailed_metric", "value_to_metric", "share_threshold",
+    "metadata"};
+
+static bool parse_list(struct sl__cctx *c, const struct sl__ynode *seq, struct sl__rnode *parent,
+                       int depth);
+
+void sl__rnode_free_kids(struct sl__rnode *n)
+{
+    for (size_t i = 0; i < n->n_kids; i++) {
+        struct sl__rnode *k = n->kids[i];
+        if (k == NULL) /* moved away by a merge */
+            continue;
+        sl__rnode_free_kids(k);
+        free(k);
+    }
+    for (size_t i = 0; i < n->n_limits; i++) {
+        struct sl__rlimit *rl = &n->limits[i];
+        free(rl->name);
+        for (size_t j = 0; j < rl->n_replaces; j++)
+            free(rl->replaces[j]);
+        free(rl->replaces);
+    }
+    free(n->limits);
+    free(n->kids);
+    free(n->exact);
+    free(n->wild);
+    free(n->keyonly);
+    free(n->key);
+    free(n->value);
+    free(n->metadata_json);
+    free(n->path);
+}
+
+void sl__rdomain_free(struct sl__rdomain *dom)
+{
+    if (dom == NULL)
+        return;
+    sl__rnode_free_kids(&dom->root);
+    free(dom->name);
+    free(dom->origin);
+    free(dom);
+}
+
+static bool set_path(struct sl__cctx *c, const struct sl__rnode *parent, struct sl__rnode *n)
+{
+    size_t need = strlen(parent->path) + strlen(n->key) + (n->value ? strlen(n->value) : 0) + 3;
+
+    n->path = malloc(need);
+    if (n->path == NULL) {
+        c->d->oom = true;
+        return false;
+    }
+    snprintf(n->path, need, "%s.%s%s%s", parent->path, n->key, n->value ? "_" : "",
+             n->value ? n->value : "");
+    return true;
+}
+
+static bool parse_identity(struct sl__cctx *c, const struct sl__ynode *map,
+                           const struct sl__ynode **v, struct sl__rnode *n)
+{
+    if (v[D_KEY] == NULL) {
+        SL__ERR(c, map, "a descriptor needs a key");
+        return false;
+    }
+    if (!sl__y_str(c, v[D_KEY], "key", &n->key))
+        return false;
+    if (n->key[0] == '\0') {
+        SL__ERR(c, v[D_KEY], "a descriptor key must not be empty");
+        return false;
+    }
+    if (v[D_VALUE] != NULL) {
+        if (!sl__y_str(c, v[D_VALUE], "value", &n->value))
+            return false;
+        if (n->value[0] == '\0') { /* Envoy: an empty value is no value */
+            free(n->value);
+            n->value = NULL;
+        }
+    }
+    n->wildcard = n->value != NULL && strchr(n->value, '*') != NULL;
+    return true;
+}
+
+static bool parse_flags(struct sl__cctx *c, const struct sl__ynode **v, struct sl__rnode *n)
+{
+    bool ok = true;
+
+    if (v[D_SHADOW] != NULL)
+        ok = sl__y_bool(c, v[D_SHADOW], "shadow_mode", &n->shadow) && ok;
+    if (v[D_QUOTA] != NULL)
+        ok = sl__y_bool(c, v[D_QUOTA], "quota_mode", &n->quota_mode) && ok;
+    if (v[D_DETAILED] != NULL)
+        ok = sl__y_bool(c, v[D_DETAILED], "detailed_metric", &n->detailed_metric) && ok;
+    if (v[D_VALUE_TO_METRIC] != NULL)
+        ok = sl__y_bool(c, v[D_VALUE_TO_METRIC], "value_to_metric", &n->value_to_metric) && ok;
+    if (v[D_SHARE] != NULL)
+        ok = sl__y_bool(c, v[D_SHARE], "share_threshold", &n->share_threshold) && ok;
+    if (ok && n->share_threshold && !n->wildcard) {
+        SL__ERR(c, v[D_SHARE], "share_threshold needs a wildcard value such as 'files/*'");
+        ok = false;
+    }
+    if (v[D_METADATA] != NULL)
+        ok = sl__y_json(c, v[D_METADATA], &n->metadata_json) && ok;
+    return ok;
+}
+
+static bool same_identity(const struct sl__rnode *a, const struct sl__rnode *b)
+{
+    if (strcmp(a->key, b->key) != 0)
+        return false;
+    if (a->value == NULL || b->value == NULL)
+        return a->value == b->value;
+    return strcmp(a->value, b->value) == 0;
+}
+
+static bool check_duplicate(struct sl__cctx *c, const struct sl__ynode *at,
+                            const struct sl__rnode *parent, const struct sl__rnode *n)
+{
+    for (size_t i = 0; i < parent->n_kids; i++) {
+        if (same_identity(parent->kids[i], n)) {
+            SL__ERR(c, at, "duplicate descriptor '%.200s' (first defined at line %d); merge them",
+                    n->path, parent->kids[i]->line);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool add_kid(struct sl__cctx *c, struct sl__rnode *parent, struct sl__rnode *n)
+{
+    struct sl__rnode **k = realloc(parent->kids, (parent->n_kids + 1) * sizeof(*k));
+
+    if (k == NULL) {
+        c->d->oom = true;
+        return false;
+    }
+    parent->kids = k;
+    k[parent->n_kids++] = n;
+    return true;
+}
+
+static bool parse_one(struct sl__cctx *c, const struct sl__ynode *map, struct sl__rnode *parent,
+                      int depth)
+{
+    const struct sl__ynode *v[D_N];
+    struct sl__rnode *n;
+    bool ok = sl__y_fields(c, map, "a descriptor", d_names, D_N, v);
+
+    if (map->type != SL__Y_MAP)
+        return false;
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        c->d->oom = true;
+        return false;
+    }
+    n->line = map->line;
+    n->col = map->col;
+    if (!parse_identity(c, map, v, n) || !set_path(c, parent, n) ||
+        !check_duplicate(c, map, parent, n)) {
+        sl__rnode_free_kids(n);
+        free(n);
+        return false;
+    }
+    ok = parse_flags(c, v, n) && ok;
+    ok = sl__parse_policy(c, v[D_RATE_LIMIT], v[D_LIMITS], n) && ok;
+    if (v[D_DESCRIPTORS] != NULL)
+        ok = parse_list(c, v[D_DESCRIPTORS], n, depth + 1) && ok;
+    if (!add_kid(c, parent, n)) {
+        sl__rnode_free_kids(n);
+        free(n);
+        return false;
+    }
+    return ok;
+}
+
+static bool parse_list(struct sl__cctx *c, const struct sl__ynode *seq, struct sl__rnode *parent,
+                       int depth)
+{
+    bool ok = true;
+
+    if (seq->type != SL__Y_SEQ) {
+        SL__ERR(c, seq, "descriptors must be a list of descriptors (- key: ...)");
+        return false;
+    }
+    if (depth >= SL_MAX_ENTRIES) {
+        SL__ERR(c, seq, "descriptors nest deeper than %d levels, which no request can match",
+                SL_MAX_ENTRIES);
+        return false;
+    }
+    for (size_t i = 0; i < seq->n_kids; i++)
+        ok = parse_one(c, seq->kids[i], parent, depth) && ok;
+    return ok;
+}
+
+static struct sl__rdomain *new_domain(struct sl__cctx *c, const struct sl__ynode *doc,
+                                      const struct sl__ynode *name)
+{
+    struct sl__rdomain *dom = calloc(1, sizeof(*dom));
+    char where[64];
+
+    if (dom == NULL)
+        return NULL;
+    snprintf(where, sizeof(where), ":%d:%d", doc->line, doc->col);
+    dom->src = c->src;
+    dom->name = sl__strdup(name->text);
+    dom->root.path = sl__strdup(name->text);
+    dom->origin = malloc(strlen(c->origin) + sizeof(where));
+    if (dom->name == NULL || dom->root.path == NULL || dom->origin == NULL) {
+        sl__rdomain_free(dom);
+        return NULL;
+    }
+    memcpy(dom->origin, c->origin, strlen(c->origin));
+    memcpy(dom->origin + strlen(c->origin), where, strlen(where) + 1);
+    return dom;
+}
+
+static bool parse_doc(struct sl__cctx *c, const struct sl__ynode *doc, struct sl__rdomain **out)
+{
+    static const char *const names[] = {"domain", "descriptors"};
+    const struct sl__ynode *v[2];
+    struct sl__rdomain *dom;
+    bool ok = sl__y_fields(c, doc, "a rules document", names, 2, v);
+
+    *out = NULL;
+    if (doc->type != SL__Y_MAP)
+        return false;
+    if (v[0] == NULL || v[0]->type != SL__Y_SCALAR || v[0]->len == 0) {
+        SL__ERR(c, v[0] ? v[0] : doc, "a rules document needs a non-empty domain: name");
+        return false;
+    }
+    dom = new_domain(c, doc, v[0]);
+    if (dom == NULL) {
+        c->d->oom = true;
+        return false;
+    }
+    c->domain = dom->name;
+    if (v[1] != NULL)
+        ok = parse_list(c, v[1], &dom->root, 0) && ok;
+    *out = dom;
+    return ok;
+}
+
+static bool push_domain(struct sl__rdomain ***out, size_t *n_out, struct sl__rdomain *dom)
+{
+    struct sl__rdomain **v = realloc(*out, (*n_out + 1) * sizeof(*v));
+
+    if (v == NULL)
+        return false;
+    *out = v;
+    v[(*n_out)++] = dom;
+    return true;
+}
+
+static bool empty_doc(const struct sl__ynode *doc)
+{
+    return doc->type == SL__Y_SCALAR && doc->plain && doc->len == 0;
+}
+
+int sl__rules_compile_docs(struct sl__ynode **docs, size_t n_docs, const char *origin,
+                           enum sl_rules_source src, struct sl__diags *d, struct sl__rdomain ***out,
+                           size_t *n_out)
+{
+    struct sl__cctx c = {.origin = origin, .d = d, .src = src};
+    size_t before = d->n, first = *n_out;
+
+    for (size_t i = 0; i < n_docs; i++) {
+        struct sl__rdomain *dom = NULL;
+        if (empty_doc(docs[i]))
+            continue;
+        parse_doc(&c, docs[i], &dom);
+        if (dom != NULL && !push_domain(out, n_out, dom)) {
+            sl__rdomain_free(dom);
+            d->oom = true;
+        }
+    }
+    if (d->n == before && !d->oom)
+        return SL_OK;
+    for (size_t i = first; i < *n_out; i++) /* nothing half-loaded */
+        sl__rdomain_free((*out)[i]);
+    *n_out = first;
+    return d->oom ? SL_ENOMEM : SL_EPARSE;
+}

@@ -1,0 +1,224 @@
+/*
+ * match.c - resolve one request descriptor to the rule that applies, the
+ * Envoy way: the rule must have the same depth as the descriptor; at each
+ * level an exact value beats a wildcard beats a key-only default, and the
+ * search never backtracks. Also builds the counter key: domain and matched
+ * entries, length-prefixed so no two distinct descriptors share a key.
+ *
+ * Hot path: no allocation, no lock (the snapshot is immutable); binary
+ * search over exact values, linear over the (few) wildcards and defaults.
+ * It does not decide anything (the limiter does).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rules/rules_int.h"
+
+static int cmp_cstr(const char *a, const char *b)
+{
+    return strcmp(a, b);
+}
+
+static int by_key_value(const void *a, const void *b)
+{
+    const struct sl__rnode *x = *(struct sl__rnode *const *)a;
+    const struct sl__rnode *y = *(struct sl__rnode *const *)b;
+    int c = cmp_cstr(x->key, y->key);
+
+    if (c != 0 || x->value == NULL || y->value == NULL)
+        return c;
+    return cmp_cstr(x->value, y->value);
+}
+
+static struct sl__rnode **group(struct sl__rnode *n, int which, size_t *count)
+{
+    struct sl__rnode **v = calloc(n->n_kids ? n->n_kids : 1, sizeof(*v));
+    size_t k = 0;
+
+    if (v == NULL)
+        return NULL;
+    for (size_t i = 0; i < n->n_kids; i++) {
+        struct sl__rnode *c = n->kids[i];
+        int kind = c->value == NULL ? 2 : c->wildcard ? 1 : 0;
+        if (kind == which)
+            v[k++] = c;
+    }
+    *count = k;
+    return v;
+}
+
+int sl__rnode_index(struct sl__rnode *n)
+{
+    free(n->exact);
+    free(n->wild);
+    free(n->keyonly);
+    n->exact = group(n, 0, &n->n_exact);
+    n->wild = group(n, 1, &n->n_wild);
+    n->keyonly = group(n, 2, &n->n_keyonly);
+    if (n->exact == NULL || n->wild == NULL || n->keyonly == NULL)
+        return SL_ENOMEM;
+    qsort(n->exact, n->n_exact, sizeof(*n->exact), by_key_value);
+    qsort(n->keyonly, n->n_keyonly, sizeof(*n->keyonly), by_key_value);
+    for (size_t i = 0; i < n->n_kids; i++) {
+        int rc = sl__rnode_index(n->kids[i]);
+        if (rc != SL_OK)
+            return rc;
+    }
+    return SL_OK;
+}
+
+/* Compare a request string with a rule's NUL-terminated one. */
+static int cmp_str(struct sl_str s, const char *c)
+{
+    size_t cl = strlen(c);
+    int r = memcmp(s.p, c, s.len < cl ? s.len : cl);
+
+    if (r != 0)
+        return r;
+    return s.len < cl ? -1 : s.len > cl;
+}
+
+static struct sl__rnode *find_sorted(struct sl__rnode **v, size_t n, const struct sl_entry *e,
+                                     bool with_value)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_str(e->key, v[mid]->key);
+        if (c == 0 && with_value)
+            c = cmp_str(e->value, v[mid]->value);
+        if (c == 0)
+            return v[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+static struct sl__rnode *find_wild(const struct sl__rnode *n, const struct sl_entry *e)
+{
+    for (size_t i = 0; i < n->n_wild; i++) {
+        struct sl__rnode *w = n->wild[i];
+        if (cmp_str(e->key, w->key) == 0 && sl__glob_match(w->value, e->value.p, e->value.len))
+            return w;
+    }
+    return NULL;
+}
+
+static struct sl__rnode *find_kid(const struct sl__rnode *n, const struct sl_entry *e)
+{
+    struct sl__rnode *k = find_sorted(n->exact, n->n_exact, e, true);
+
+    if (k == NULL)
+        k = find_wild(n, e);
+    if (k == NULL)
+        k = find_sorted(n->keyonly, n->n_keyonly, e, false);
+    return k;
+}
+
+static const struct sl__rdomain *find_domain(const sl_rules *r, struct sl_str name)
+{
+    size_t lo = 0, hi = r->n_domains;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_str(name, r->domains[mid]->name);
+        if (c == 0)
+            return r->domains[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain)
+{
+    return r != NULL && find_domain(r, domain) != NULL;
+}
+
+/* Append a tag byte, a 16-bit big-endian length and the bytes. */
+static bool put(struct sl_match *m, char tag, const char *p, size_t len)
+{
+    if (len > 0xffff || m->key_len + 3 + len > SL_KEY_MAX)
+        return false;
+    m->key[m->key_len++] = tag;
+    m->key[m->key_len++] = (char)(len >> 8);
+    m->key[m->key_len++] = (char)(len & 0xff);
+    memcpy(m->key + m->key_len, p, len);
+    m->key_len += len;
+    return true;
+}
+
+static int build_key(struct sl_match *m, struct sl_str domain, const struct sl_descriptor *d,
+                     const struct sl__rnode *const *path)
+{
+    bool ok = put(m, 'd', domain.p, domain.len);
+
+    for (size_t i = 0; ok && i < d->n_entries; i++) {
+        const struct sl__rnode *n = path[i];
+        ok = put(m, 'k', d->entries[i].key.p, d->entries[i].key.len);
+        if (ok && n->share_threshold)
+            ok = put(m, 'p', n->value, strlen(n->value));
+        else if (ok)
+            ok = put(m, 'v', d->entries[i].value.p, d->entries[i].value.len);
+    }
+    return ok ? SL_OK : SL_ETOOBIG;
+}
+
+static void fill(struct sl_match *m, const struct sl__rnode *n)
+{
+    m->unlimited = n->unlimited;
+    m->quota_mode = n->quota_mode;
+    m->value_to_metric = n->value_to_metric;
+    m->detailed_metric = n->detailed_metric ? n->path : NULL;
+    m->metadata_json = n->metadata_json;
+    m->rule_path = n->path;
+    for (size_t i = 0; i < n->n_limits; i++)
+        m->limits[i] = &n->limits[i].l;
+    m->n_limits = n->n_limits;
+}
+
+int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, struct sl_match *out)
+{
+    const struct sl__rnode *path[SL_MAX_ENTRIES];
+    const struct sl__rdomain *dom;
+    const struct sl_descriptor *d;
+    const struct sl__rnode *n;
+
+    out->n_limits = 0;
+    out->key_len = 0;
+    out->unlimited = false;
+    out->quota_mode = false;
+    out->value_to_metric = false;
+    out->detailed_metric = NULL;
+    out->metadata_json = NULL;
+    out->rule_path = NULL;
+    if (r == NULL || req == NULL || i >= req->n_descriptors)
+        return SL_EINVAL;
+    d = &req->descriptors[i];
+    if (d->n_entries > SL_MAX_ENTRIES)
+        return SL_ETOOBIG;
+    dom = find_domain(r, req->domain);
+    if (dom == NULL || d->n_entries == 0)
+        return SL_OK;
+    n = &dom->root;
+    for (size_t k = 0; k < d->n_entries; k++) {
+        n = find_kid(n, &d->entries[k]);
+        if (n == NULL)
+            return SL_OK;
+        path[k] = n;
+    }
+    if (n->n_limits == 0 && !n->unlimited)
+        return SL_OK;
+    if (build_key(out, req->domain, d, path) != SL_OK) {
+        out->key_len = 0;
+        return SL_ETOOBIG;
+    }
+    fill(out, n);
+    return SL_OK;
+}
