@@ -1,0 +1,491 @@
+/*
+ * limiter.c - one request against all limits of all its descriptors at once
+ * (CONTRACTS C2): all-or-nothing, reported per descriptor and overall, and
+ * concurrency leases as one printable token.
+ *
+ * How: every (descriptor, limit) pair becomes an item whose state key is the
+ * matched key bytes followed by the limit's id (so a changed limit starts
+ * fresh and an unchanged one keeps its state across reloads, C4). The shards
+ * of all items are locked in ascending order; every item is found or
+ * created and pinned, then checked; only if the request is admitted are the
+ * items committed (on a denial only count_rejected limits record it, so a
+ * blocked request never eats another limit's quota - the counter pollution of
+ * envoyproxy/ratelimit#1060). Then the shards are unlocked.
+ *
+ * Decisions made here: identical items (same key, same limit) in one request
+ * are merged into one check of the summed cost; a shadow limit never denies
+ * or delays, and it is committed exactly as an enforced limit would be (so
+ * when it would deny it records nothing unless count_rejected), which keeps
+ * its reports equal to what enforcing it would show.
+ *
+ * It does not match rules (lib/rules resolves descriptors into sl_match) and
+ * does not read the clock (req->now_ns).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algo/algo.h"
+#include "table.h"
+#include "util/sat.h"
+
+#define MAX_ITEMS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS)
+#define LEASE_HEX 40 /* 24 hex of fingerprint + 16 hex of lease */
+
+struct sl_limiter {
+    sl_table *table;
+};
+
+/* One limit of one descriptor in the request being checked. */
+struct item {
+    struct sl__fp fp;
+    const struct sl_limit *l;
+    uint64_t cost;
+    unsigned shard;
+    int primary; /* index of the item that carries the check (itself if first) */
+    bool have;   /* ref is valid (entry exists) */
+    bool committed;
+    struct sl__ref ref;
+    struct sl_decision d;
+};
+
+struct batch {
+    struct item it[MAX_ITEMS];
+    size_t n;
+    unsigned shards[MAX_ITEMS];
+    size_t nshards;
+};
+
+void sl_limiter_config_init(struct sl_limiter_config *c)
+{
+    sl_table_config_init(&c->table);
+}
+
+int sl_limiter_new(const struct sl_limiter_config *c, sl_limiter **out)
+{
+    sl_limiter *lim;
+    int rc;
+
+    *out = NULL;
+    lim = calloc(1, sizeof(*lim));
+    if (lim == NULL)
+        return SL_ENOMEM;
+    rc = sl_table_new(&c->table, &lim->table);
+    if (rc != SL_OK) {
+        free(lim);
+        return rc;
+    }
+    *out = lim;
+    return SL_OK;
+}
+
+void sl_limiter_free(sl_limiter *lim)
+{
+    if (lim == NULL)
+        return;
+    sl_table_free(lim->table);
+    free(lim);
+}
+
+sl_table *sl_limiter_table(sl_limiter *lim)
+{
+    return lim->table;
+}
+
+/* ------------------------------------------------------- building items */
+
+static uint64_t descriptor_cost(const struct sl_request *req, size_t i)
+{
+    if (req->descriptors != NULL && i < req->n_descriptors && req->descriptors[i].hits >= 0)
+        return (uint64_t)req->descriptors[i].hits;
+    return req->hits;
+}
+
+/* Reject what exceeds a cap or makes no sense, before touching any state. */
+static int validate(const struct sl_match *m, size_t n, const struct sl_request *req)
+{
+    size_t leases = 0;
+
+    if (n > SL_MAX_DESCRIPTORS ||
+        (req->descriptors != NULL && req->n_descriptors > SL_MAX_DESCRIPTORS))
+        return SL_ETOOBIG;
+    if (n > 0 && m == NULL)
+        return SL_EINVAL;
+    for (size_t i = 0; req->descriptors != NULL && i < req->n_descriptors; i++)
+        if (req->descriptors[i].n_entries > SL_MAX_ENTRIES)
+            return SL_ETOOBIG;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].n_limits > SL_MAX_LIMITS || m[i].key_len > SL_KEY_MAX)
+            return SL_ETOOBIG;
+        if (m[i].unlimited)
+            continue;
+        for (size_t j = 0; j < m[i].n_limits; j++) {
+            const struct sl_limit *l = m[i].limits[j];
+            if (l == NULL || sl__algo_ops(l->algo) == NULL)
+                return SL_EINVAL;
+            leases += l->algo == SL_ALGO_CONCURRENCY;
+        }
+    }
+    return leases > SL_MAX_LEASES ? SL_ETOOBIG : SL_OK;
+}
+
+static void add_shard(struct batch *b, unsigned shard)
+{
+    size_t i = b->nshards;
+
+    for (size_t k = 0; k < b->nshards; k++)
+        if (b->shards[k] == shard)
+            return;
+    /* Insertion sort: the lock order must be ascending to avoid deadlock. */
+    while (i > 0 && b->shards[i - 1] > shard) {
+        b->shards[i] = b->shards[i - 1];
+        i--;
+    }
+    b->shards[i] = shard;
+    b->nshards++;
+}
+
+static void build_items(sl_limiter *lim, const struct sl_match *m, size_t n,
+                        const struct sl_request *req, struct batch *b, uint16_t *first,
+                        uint16_t *count)
+{
+    char buf[SL_KEY_MAX + sizeof(uint64_t)];
+
+    b->n = 0;
+    b->nshards = 0;
+    for (size_t i = 0; i < n; i++) {
+        first[i] = (uint16_t)b->n;
+        count[i] = 0;
+        if (m[i].unlimited || m[i].n_limits == 0)
+            continue;
+        memcpy(buf, m[i].key, m[i].key_len);
+        for (size_t j = 0; j < m[i].n_limits; j++) {
+            struct item *it = &b->it[b->n];
+            uint64_t id = m[i].limits[j]->id;
+            for (int k = 0; k < 8; k++)
+                buf[m[i].key_len + k] = (char)(id >> (8 * k));
+            memset(it, 0, sizeof(*it));
+            sl__table_hash(lim->table, buf, m[i].key_len + 8, &it->fp);
+            it->l = m[i].limits[j];
+            it->cost = descriptor_cost(req, i);
+            it->shard = sl__table_shard(lim->table, &it->fp);
+            it->primary = (int)b->n;
+            for (size_t k = 0; k < b->n; k++) {
+                struct item *o = &b->it[k];
+                if (o->primary == (int)k && memcmp(&o->fp, &it->fp, sizeof(it->fp)) == 0 &&
+                    o->l->id == it->l->id) {
+                    it->primary = (int)k;
+                    o->cost = sl__sat_addu(o->cost, it->cost);
+                    break;
+                }
+            }
+            add_shard(b, it->shard);
+            b->n++;
+            count[i]++;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ deciding */
+
+/* Find (or create, when it will consume) every primary item's entry and
+ * pin it, so that making room for one item never evicts another. */
+static int acquire_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = &b->it[i];
+        struct sl__ref ref;
+        if (it->primary != (int)i || it->cost == 0)
+            continue;
+        int rc =
+            sl__table_get(lim->table, &it->fp, it->l, now_ns, SL__GET_CREATE | SL__GET_PIN, &ref);
+        if (rc != SL_OK)
+            return rc;
+    }
+    return SL_OK;
+}
+
+/* With no entry created or removed from here on, take stable refs and
+ * check every primary item. */
+static int check_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = &b->it[i];
+        if (it->primary != (int)i)
+            continue;
+        it->have = sl__table_get(lim->table, &it->fp, it->l, now_ns, 0, &it->ref) == SL_OK;
+        if (it->have)
+            sl__algo_ops(it->l->algo)->check(it->ref.state, it->l, now_ns, it->cost, &it->d);
+        else if (sl__fresh_check(it->l, now_ns, it->cost, &it->d) != SL_OK)
+            return SL_ENOMEM;
+    }
+    return SL_OK;
+}
+
+/* Commit per C2; on a denial, report the unchanged state of the limits
+ * that are not committed. */
+static void commit_all(struct batch *b, bool denied, int64_t now_ns)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = &b->it[i];
+        const struct sl__algo_ops *ops = sl__algo_ops(it->l->algo);
+        if (it->primary != (int)i || !it->have || it->cost == 0)
+            continue;
+        bool self_deny = it->d.verdict == SL_DENY;
+        bool commit = it->l->count_rejected || (!denied && !self_deny);
+        if (commit) {
+            ops->commit(it->ref.state, it->l, now_ns, it->cost, &it->d);
+            it->committed = true;
+        } else if (denied && !self_deny) {
+            ops->check(it->ref.state, it->l, now_ns, 0, &it->d);
+        }
+    }
+}
+
+/* Put back every entry found by check_all and unpin it. */
+static void put_all(sl_limiter *lim, struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->it[i].primary == (int)i && b->it[i].have)
+            sl__table_put(lim->table, &b->it[i].ref, b->it[i].l, true);
+}
+
+/* After a failure part-way through acquire_all: unpin what was pinned. */
+static void unpin_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct sl__ref ref;
+        if (b->it[i].primary != (int)i)
+            continue;
+        if (sl__table_get(lim->table, &b->it[i].fp, b->it[i].l, now_ns, 0, &ref) == SL_OK)
+            sl__table_put(lim->table, &ref, b->it[i].l, true);
+    }
+}
+
+/* ----------------------------------------------------------- reporting */
+
+/* A shadow limit's decision as reported: never a denial or a delay. */
+static struct sl_decision reported(const struct item *it, bool *shadow_denied)
+{
+    struct sl_decision d = it->d;
+
+    if (it->l->shadow && d.verdict != SL_ALLOW) {
+        if (d.verdict == SL_DENY)
+            *shadow_denied = true;
+        d.verdict = SL_ALLOW;
+        d.retry_after_ns = 0;
+        d.delay_ns = 0;
+    }
+    return d;
+}
+
+static bool retry_longer(int64_t a, int64_t b)
+{
+    if (a < 0 || b < 0)
+        return a < 0 && b >= 0;
+    return a > b;
+}
+
+/* Does (a, la) rank above the current pick (b, lb) for a descriptor's
+ * status? Deny (longest retry) > delay (longest) > lowest remaining (tie:
+ * the longer period). */
+static bool ranks_above(const struct sl_decision *a, const struct sl_limit *la,
+                        const struct sl_decision *b, const struct sl_limit *lb)
+{
+    if (a->verdict != b->verdict)
+        return a->verdict > b->verdict;
+    if (a->verdict == SL_DENY)
+        return retry_longer(a->retry_after_ns, b->retry_after_ns);
+    if (a->verdict == SL_DELAY && a->delay_ns != b->delay_ns)
+        return a->delay_ns > b->delay_ns;
+    if (a->remaining != b->remaining)
+        return a->remaining < b->remaining;
+    return la->period_ns > lb->period_ns;
+}
+
+static void report_descriptor(const struct batch *b, size_t first, size_t count,
+                              struct sl_status *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->d.verdict = SL_ALLOW;
+    for (size_t k = first; k < first + count; k++) {
+        const struct item *it = &b->it[k];
+        const struct item *p = &b->it[it->primary];
+        struct sl_decision d = reported(p, &st->shadow_denied);
+        if (st->limit == NULL || ranks_above(&d, p->l, &st->d, st->limit)) {
+            st->d = d;
+            st->limit = it->l;
+        }
+    }
+}
+
+static char hexdigit(unsigned v)
+{
+    return "0123456789abcdef"[v & 15];
+}
+
+static void put_hex(char *out, uint64_t v, int digits)
+{
+    for (int i = digits - 1; i >= 0; i--, v >>= 4)
+        out[i] = hexdigit((unsigned)v);
+}
+
+/* The token of every lease taken: "FP(24 hex)LEASE(16 hex)" joined by '.'. */
+static void write_leases(const struct batch *b, char *out)
+{
+    size_t len = 0;
+
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = &b->it[i];
+        if (it->primary != (int)i || !it->committed || it->l->algo != SL_ALGO_CONCURRENCY ||
+            it->d.verdict == SL_DENY)
+            continue;
+        if (len > 0)
+            out[len++] = '.';
+        put_hex(out + len, it->fp.w[0], 8);
+        put_hex(out + len + 8, it->fp.w[1], 8);
+        put_hex(out + len + 16, it->fp.w[2], 8);
+        put_hex(out + len + 24, it->d.lease, 16);
+        len += LEASE_HEX;
+    }
+    out[len] = '\0';
+}
+
+static void result_init(struct sl_result *res, size_t n)
+{
+    res->verdict = SL_ALLOW;
+    res->delay_ns = 0;
+    res->n_statuses = n;
+    res->lease[0] = '\0';
+}
+
+static void report(const struct batch *b, const uint16_t *first, const uint16_t *count, size_t n,
+                   struct sl_result *res)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct sl_status *st = &res->statuses[i];
+        report_descriptor(b, first[i], count[i], st);
+        if (st->d.verdict > res->verdict)
+            res->verdict = st->d.verdict;
+        if (st->d.verdict == SL_DELAY && st->d.delay_ns > res->delay_ns)
+            res->delay_ns = st->d.delay_ns;
+    }
+    /* A denial anywhere means nothing was admitted: no delay, no lease. */
+    if (res->verdict == SL_DENY)
+        res->delay_ns = 0;
+    else
+        write_leases(b, res->lease);
+}
+
+/* Is any enforced (non-shadow) limit denying? */
+static bool any_denial(const struct batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->it[i].d.verdict == SL_DENY && !b->it[i].l->shadow && b->it[i].primary == (int)i)
+            return true;
+    return false;
+}
+
+/*
+ * Contract: see sluice.h. `m[i]` is descriptor i's match; req supplies the
+ * costs (hits, per-descriptor hits) and now_ns. Thread-safe: shards are
+ * locked in ascending order for the duration of the decision. Returns SL_OK;
+ * SL_ETOOBIG/SL_EINVAL before touching state; SL_EFULL (a new key refused by
+ * on_full deny, or no room), SL_ETOOBIG (a state larger than a shard's
+ * share) or SL_ENOMEM with nothing consumed - `res` then says deny.
+ */
+int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
+                             const struct sl_request *req, struct sl_result *res)
+{
+    struct batch batch, *b = &batch;
+    uint16_t first[SL_MAX_DESCRIPTORS], count[SL_MAX_DESCRIPTORS];
+    int rc;
+
+    if (lim == NULL || req == NULL || res == NULL)
+        return SL_EINVAL;
+    rc = validate(m, n, req);
+    if (rc != SL_OK)
+        return rc;
+    result_init(res, n);
+    /* `batch` (~40 KiB) is on the stack: on the heap it would be an
+     * allocation per request. */
+    build_items(lim, m, n, req, b, first, count);
+    for (size_t k = 0; k < b->nshards; k++)
+        sl__table_lock(lim->table, b->shards[k]);
+    rc = acquire_all(lim, b, req->now_ns);
+    if (rc == SL_OK)
+        rc = check_all(lim, b, req->now_ns);
+    if (rc == SL_OK) {
+        commit_all(b, any_denial(b), req->now_ns);
+        put_all(lim, b);
+    } else {
+        unpin_all(lim, b, req->now_ns);
+    }
+    for (size_t k = b->nshards; k-- > 0;)
+        sl__table_unlock(lim->table, b->shards[k]);
+    if (rc != SL_OK) {
+        res->verdict = SL_DENY;
+        return rc;
+    }
+    report(b, first, count, n, res);
+    return SL_OK;
+}
+
+/* ------------------------------------------------------------- leases */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int parse_hex(const char *p, int digits, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < digits; i++) {
+        int h = hexval(p[i]);
+        if (h < 0)
+            return SL_EINVAL;
+        v = v << 4 | (uint64_t)h;
+    }
+    *out = v;
+    return SL_OK;
+}
+
+/* Contract: see sluice.h. The token alone names each slot (fingerprint and
+ * lease id); the limit comes from the copy stored with the state. */
+int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns)
+{
+    struct sl__fp fps[SL_MAX_LEASES];
+    uint64_t ids[SL_MAX_LEASES];
+    size_t n = 0;
+    int released = 0;
+
+    if (lim == NULL || lease == NULL || len == 0 || len >= SL_LEASE_MAX)
+        return SL_EINVAL;
+    for (size_t off = 0;; off += LEASE_HEX + 1) {
+        uint64_t w[3];
+        if (n == SL_MAX_LEASES || len - off < LEASE_HEX)
+            return SL_EINVAL;
+        for (int k = 0; k < 3; k++)
+            if (parse_hex(lease + off + 8 * k, 8, &w[k]) != SL_OK)
+                return SL_EINVAL;
+        if (parse_hex(lease + off + 24, 16, &ids[n]) != SL_OK)
+            return SL_EINVAL;
+        for (int k = 0; k < 3; k++)
+            fps[n].w[k] = (uint32_t)w[k];
+        n++;
+        if (off + LEASE_HEX == len)
+            break;
+        if (lease[off + LEASE_HEX] != '.')
+            return SL_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++)
+        released += sl__table_release_fp(lim->table, &fps[i], now_ns, ids[i]) == SL_OK;
+    return released > 0 ? SL_OK : SL_ENOENT;
+}

@@ -1,0 +1,75 @@
+/*
+ * table.h - the state table's internal interface, for the limiter (internal).
+ *
+ * The public sl_table_* calls lock one shard per call. The limiter needs more:
+ * it checks several limits, on several shards, all-or-nothing, so it hashes
+ * keys itself, locks the shards involved in ascending order, and works on
+ * entries with the shards held. That is what this header offers; it does not
+ * offer any way to iterate keys (there are none stored: only fingerprints).
+ *
+ * Ownership: a struct sl__ref points into a shard and is valid only while
+ * that shard stays locked and no entry is created or removed in it.
+ */
+#ifndef SL_TABLE_H
+#define SL_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+/* A key's 96-bit keyed fingerprint (SipHash-2-4-128 under the table's
+ * secret, truncated). Entries are identified by it alone: the key bytes are
+ * never stored. It also picks the shard and the home slot, so an entry can be
+ * found again from a fingerprint printed in a lease token. */
+struct sl__fp {
+    uint32_t w[3];
+};
+
+/* A found entry, valid while its shard is locked and unchanged. */
+struct sl__ref {
+    void *state; /* the algorithm's state blob */
+    void *entry; /* internal */
+    unsigned shard;
+    uint32_t pos; /* index slot */
+};
+
+/* Flags of sl__table_get(). */
+#define SL__GET_CREATE 1u /* create a fresh state when absent */
+#define SL__GET_PIN    2u /* protect the entry from eviction until put */
+
+void sl__table_hash(const sl_table *t, const void *key, size_t len, struct sl__fp *fp);
+unsigned sl__table_shard(const sl_table *t, const struct sl__fp *fp);
+void sl__table_lock(sl_table *t, unsigned shard);
+void sl__table_unlock(sl_table *t, unsigned shard);
+
+/*
+ * With fp's shard locked: find the entry of `fp` for limit `l`, creating a
+ * fresh one (init at now_ns) with SL__GET_CREATE. An entry that belongs to a
+ * different algorithm (or, out of line, a different limit id) is replaced
+ * when creating and reported absent otherwise.
+ * Returns 0 (ref filled), SL_ENOENT (absent, not created), SL_EFULL (no room
+ * under the cap and nothing evictable, or on_full deny), SL_ETOOBIG (the
+ * state alone exceeds a shard's share of the cap), SL_ENOMEM.
+ * Creating may evict or move other entries of the shard: refs taken before
+ * are stale afterwards (pinned entries are never evicted, but may move).
+ */
+int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l, int64_t now_ns,
+                  unsigned flags, struct sl__ref *ref);
+/* After using ref's state: record when it becomes drained (for expiry) and,
+ * with unpin, make it evictable again. Shard still locked. */
+void sl__table_put(sl_table *t, const struct sl__ref *ref, const struct sl_limit *l, bool unpin);
+/* With the shard locked: find `fp` whatever its limit (SL_ENOENT if
+ * absent), and remove the entry a ref names. */
+int sl__table_find(sl_table *t, const struct sl__fp *fp, struct sl__ref *ref);
+void sl__table_remove(sl_table *t, const struct sl__ref *ref);
+/* Lock, release `lease` on the concurrency entry `fp` using the limit copy
+ * stored with it, unlock. SL_ENOENT when the entry or the lease is gone. */
+int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease);
+/* Index slots examined by lookups so far (for the hash-flooding test). */
+uint64_t sl__table_probes(const sl_table *t);
+/* Decide `cost` against a fresh state of `l` without storing anything (a
+ * peek at an absent key). SL_ENOMEM if a large state cannot be built. */
+int sl__fresh_check(const struct sl_limit *l, int64_t now_ns, uint64_t cost, struct sl_decision *d);
+
+#endif /* SL_TABLE_H */
