@@ -1,0 +1,82 @@
+/*
+ * metrics.h - sluiced's Prometheus metrics registry (internal).
+ *
+ * Built for the hot path: every worker thread counts into its own block
+ * (single writer, no shared atomic, no lock, no allocation); a scrape sums
+ * the blocks. Series keyed by request-derived label values (domain, limit,
+ * Envoy detailed_metric names) are capped: at most `series_cap` distinct
+ * (domain, limit) pairs per worker and in the scraped output; beyond that
+ * they are counted under the label value "__overflow__", so hostile traffic
+ * cannot grow the registry or the scrape. Label values are truncated to
+ * SL__METRIC_LABEL_MAX bytes, invalid UTF-8 and control bytes become '?'.
+ *
+ * It does not serve HTTP and does not read the table, the rules or the
+ * clock: the caller passes durations and scrape-time gauges in.
+ *
+ * Ownership: the registry is the caller's (sl__metrics_new/free). Threads:
+ * the sl__metrics_* counting calls for worker w may only be made by the one
+ * thread that owns w; sl__metrics_render() may run on any thread at any time.
+ */
+#ifndef SL_SERVER_METRICS_H
+#define SL_SERVER_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+#define SL__METRIC_LABEL_MAX 96
+#define SL__METRIC_OVERFLOW  "__overflow__"
+
+struct sl__metrics;
+
+struct sl__metrics_config {
+    unsigned workers;    /* counting threads, >= 1 */
+    unsigned series_cap; /* distinct (domain, limit) pairs, >= 1 */
+    uint8_t secret[16];  /* key of the label hash (random per process) */
+};
+
+/* Outcomes counted per (domain, limit). */
+enum sl__metric_outcome {
+    SL__OUTCOME_ALLOW = 0,
+    SL__OUTCOME_DELAY,
+    SL__OUTCOME_DENY,
+    SL__OUTCOME_SHADOW_DENY, /* a shadow-mode limit would have denied */
+    SL__OUTCOME_COUNT
+};
+
+/* Scrape-time values the caller reads from elsewhere (table, config). */
+struct sl__metrics_gauges {
+    uint64_t table_entries;      /* keys tracked now */
+    uint64_t table_bytes;        /* memory in use by the table */
+    uint64_t table_max_bytes;    /* its cap */
+    uint64_t table_evictions;    /* counter */
+    uint64_t table_full_denials; /* counter */
+    uint64_t reloads;            /* successful rule reloads, counter */
+    uint64_t reload_failures;    /* rejected reloads, counter */
+};
+
+/* SL_OK, SL_EINVAL (0 workers or cap), SL_ENOMEM. */
+int sl__metrics_new(const struct sl__metrics_config *c, struct sl__metrics **out);
+void sl__metrics_free(struct sl__metrics *m);
+
+/* Count one decision for (domain, limit) on worker w (hot path). */
+void sl__metrics_decision(struct sl__metrics *m, unsigned w, struct sl_str domain,
+                          struct sl_str limit, enum sl__metric_outcome outcome);
+/* A request named a domain no rule knows (hot path). */
+void sl__metrics_unknown_domain(struct sl__metrics *m, unsigned w);
+/* One check took `ns` nanoseconds (hot path). */
+void sl__metrics_latency(struct sl__metrics *m, unsigned w, int64_t ns);
+/* A connection opened (+1) or closed (-1) on worker w. */
+void sl__metrics_connection(struct sl__metrics *m, unsigned w, int delta);
+
+/*
+ * Write the whole exposition (text format 0.0.4) into buf[0..cap): the
+ * workers' counters summed, then `g`. SL_OK with *len, or SL_ETOOBIG; a
+ * buffer of sl__metrics_render_bound() bytes is always enough.
+ */
+int sl__metrics_render(struct sl__metrics *m, const struct sl__metrics_gauges *g, char *buf,
+                       size_t cap, size_t *len);
+size_t sl__metrics_render_bound(const struct sl__metrics *m);
+
+#endif /* SL_SERVER_METRICS_H */

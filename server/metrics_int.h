@@ -1,0 +1,46 @@
+/*
+ * metrics_int.h - the registry's layout, shared by metrics.c (counting)
+ * and metrics_render.c (scraping). Internal to those two files.
+ */
+#ifndef SL_SERVER_METRICS_INT_H
+#define SL_SERVER_METRICS_INT_H
+
+#include <stdatomic.h>
+
+#include "metrics.h"
+
+/* Check-latency histogram bucket bounds, nanoseconds (le, +Inf implied). */
+#define SL__LAT_BUCKETS 13
+extern const int64_t sl__lat_bounds_ns[SL__LAT_BUCKETS];
+extern const char *const sl__lat_bounds_text[SL__LAT_BUCKETS];
+
+struct sl__series {
+    _Atomic uint32_t ready; /* labels written and published (release) */
+    uint16_t domain_len, limit_len;
+    uint64_t hash;
+    char domain[SL__METRIC_LABEL_MAX];
+    char limit[SL__METRIC_LABEL_MAX];
+    _Atomic uint64_t n[SL__OUTCOME_COUNT];
+};
+
+/* One worker's counters; only that worker writes them. */
+struct sl__wmetrics {
+    _Alignas(64) size_t n_series; /* slots in use (writer only) */
+    struct sl__series *slots;     /* open addressing, mask + 1 slots */
+    size_t mask;
+    struct sl__series overflow; /* everything past the cap */
+    _Atomic uint64_t unknown_domains;
+    _Atomic int64_t connections;
+    _Atomic uint64_t connections_total;
+    _Atomic uint64_t lat_buckets[SL__LAT_BUCKETS + 1]; /* last: +Inf */
+    _Atomic uint64_t lat_sum_ns;
+};
+
+struct sl__metrics {
+    unsigned workers;
+    unsigned series_cap;
+    uint8_t secret[16];
+    struct sl__wmetrics *w; /* [workers] */
+};
+
+#endif /* SL_SERVER_METRICS_INT_H */
