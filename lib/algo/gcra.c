@@ -39,10 +39,17 @@ static void debt_set(struct gcra_state *s, u128 v)
     s->debt_hi = (uint64_t)(v >> 64);
 }
 
-/* Units of debt that make INT64_MAX ns: the cap that keeps reports finite. */
+static u128 dvt_of(const struct sl_limit *l);
+
+/* The debt saturates here: INT64_MAX ns (reports stay finite), or the
+ * tolerance if that is longer, so an admission is never clipped. Only a
+ * counted denial can reach it. */
 static u128 debt_cap(const struct sl_limit *l)
 {
-    return (u128)INT64_MAX * l->requests;
+    u128 ns_max = (u128)INT64_MAX * l->requests;
+    u128 dvt = dvt_of(l);
+
+    return dvt > ns_max ? dvt : ns_max;
 }
 
 /* ceil(v / requests) as ns, saturated at INT64_MAX. */

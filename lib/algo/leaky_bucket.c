@@ -41,9 +41,17 @@ static void water_set(struct leaky_state *s, u128 v)
     s->water_hi = (uint64_t)(v >> 64);
 }
 
+static u128 capacity_of(const struct sl_limit *l);
+
+/* The water saturates here: INT64_MAX ns of drain (reports stay finite), or
+ * the capacity if that is larger, so an admission is never clipped. Only a
+ * counted denial can reach it. */
 static u128 water_cap(const struct sl_limit *l)
 {
-    return (u128)INT64_MAX * l->requests;
+    u128 ns_max = (u128)INT64_MAX * l->requests;
+    u128 cap = capacity_of(l);
+
+    return cap > ns_max ? cap : ns_max;
 }
 
 /* ceil(v / requests) as ns, saturated at INT64_MAX. */

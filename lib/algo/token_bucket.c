@@ -116,6 +116,10 @@ static void plain_commit(struct tb_state *s, const struct sl_limit *l, int64_t n
     u128 deficit = deficit_at(s, l, now_ns) + (u128)cost * (uint64_t)l->period_ns;
     u128 max = (u128)INT64_MAX * l->requests;
 
+    /* saturate at INT64_MAX ns of refill, or the capacity if larger (so an
+     * admission is never clipped; only a counted denial gets here) */
+    if (max < capacity_of(l))
+        max = capacity_of(l);
     if (deficit > max)
         deficit = max;
     s->a = (uint64_t)deficit;

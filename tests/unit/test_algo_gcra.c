@@ -140,12 +140,28 @@ static void extreme_parameters(void **unused)
     bk_init(&st, &slow, T0);
     bk_run(&st, &slow, slow_rows, BK_N(slow_rows));
 
+    /* A tolerance longer than INT64_MAX ns is kept exactly, not clipped:
+     * after a burst of 2^62 the next 2^62 + 1 cells do not fit. */
+    slow.burst = INT64_MAX;
+    bk_init(&st, &slow, T0);
+    sl_algo_decide(&st, &slow, T0, (uint64_t)1 << 62, &d);
+    assert_int_equal(d.verdict, SL_ALLOW);
+    assert_int_equal(d.reset_ns, INT64_MAX);
+    sl_algo_decide(&st, &slow, T0, ((uint64_t)1 << 62) + 1, &d);
+    assert_int_equal(d.verdict, SL_DENY);
+    assert_int_equal(d.retry_after_ns, INT64_MAX);
+    sl_algo_decide(&st, &slow, T0, (uint64_t)1 << 62, &d);
+    assert_int_equal(d.verdict, SL_ALLOW);
+
     /* burst INT64_MAX: limit 2^63, so any cost up to 2^63 passes once. */
     bk_init(&st, &fast, T0);
     sl_algo_decide(&st, &fast, T0, (uint64_t)1 << 63, &d);
     assert_int_equal(d.verdict, SL_ALLOW);
     assert_int_equal(d.remaining, 0);
     assert_int_equal(d.reset_ns, 1); /* 2^63 cells at 2^64-1 per ns */
+    sl_algo_decide(&st, &fast, T0, 1, &d);
+    assert_int_equal(d.verdict, SL_DENY);
+    assert_int_equal(d.retry_after_ns, 1);
     sl_algo_decide(&st, &fast, T0, UINT64_MAX, &d);
     assert_int_equal(d.verdict, SL_DENY);
     assert_int_equal(d.retry_after_ns, -1);
