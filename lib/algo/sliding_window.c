@@ -169,7 +169,7 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
     view(st, l, now_ns, &v);
     memset(d, 0, sizeof(*d));
     d->quota = sl_limit_quota(l);
-    if (fits(&v, l, cost)) {
+    if (cost == 0 || fits(&v, l, cost)) { /* a peek is always admitted */
         d->verdict = SL_ALLOW;
         v.cur = sl__sat_addu(v.cur, cost);
         d->remaining = remaining(&v, l);
