@@ -31,7 +31,7 @@
 
 #define SEED    0x5eed2024u
 #define TRACES  1000
-#define EVENTS  40
+#define EVENTS  60
 #define YEAR_NS (INT64_C(31536000) * SL_NS_PER_S)
 
 typedef unsigned __int128 u128;
