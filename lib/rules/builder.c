@@ -57,6 +57,19 @@ const char *sl_rules_builder_diag(const sl_rules_builder *b, size_t i)
     return i < b->d.n ? b->d.v[i] : NULL;
 }
 
+size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, size_t max)
+{
+    for (size_t i = 0; i < b->n_doms && i < max; i++)
+        names[i] = b->doms[i]->name;
+    return b->n_doms;
+}
+
+void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
+                            const char *msg)
+{
+    sl__diag(&b->d, origin, line, col, "%s", msg);
+}
+
 static const struct sl__rdomain *file_domain(struct sl__rdomain *const *v, size_t n,
                                              const char *name)
 {

@@ -138,6 +138,14 @@ int sl__rnode_index(struct sl__rnode *n);
 /* '*' matches any run of bytes, everything else itself. */
 bool sl__glob_match(const char *pat, const char *s, size_t len);
 
+/* The names of the domains a builder holds so far (for the rules database,
+ * which stores one domain per row). Returns how many there are; fills at
+ * most `max` borrowed names. */
+size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, size_t max);
+/* Record one more diagnostic in a builder (its build then fails). */
+void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
+                            const char *msg);
+
 char *sl__strdup(const char *s);
 char *sl__strndup(const char *s, size_t n);
 
