@@ -10,7 +10,7 @@
 #include "sluice.h"
 #include "http_buf.h"
 
-void sl__buf_init(struct sl__buf *b, char *p, size_t cap)
+void sl__wr_init(struct sl__wr *b, char *p, size_t cap)
 {
     b->p = p;
     b->cap = cap;
@@ -18,7 +18,7 @@ void sl__buf_init(struct sl__buf *b, char *p, size_t cap)
     b->overflow = false;
 }
 
-void sl__buf_put(struct sl__buf *b, const char *s, size_t n)
+void sl__wr_put(struct sl__wr *b, const char *s, size_t n)
 {
     if (b->overflow || n > b->cap - b->len) {
         b->overflow = true;
@@ -29,12 +29,12 @@ void sl__buf_put(struct sl__buf *b, const char *s, size_t n)
     b->len += n;
 }
 
-void sl__buf_puts(struct sl__buf *b, const char *s)
+void sl__wr_puts(struct sl__wr *b, const char *s)
 {
-    sl__buf_put(b, s, strlen(s));
+    sl__wr_put(b, s, strlen(s));
 }
 
-void sl__buf_u64(struct sl__buf *b, uint64_t v)
+void sl__wr_u64(struct sl__wr *b, uint64_t v)
 {
     char tmp[20];
     size_t i = sizeof(tmp);
@@ -43,26 +43,26 @@ void sl__buf_u64(struct sl__buf *b, uint64_t v)
         tmp[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v != 0);
-    sl__buf_put(b, tmp + i, sizeof(tmp) - i);
+    sl__wr_put(b, tmp + i, sizeof(tmp) - i);
 }
 
-void sl__buf_i64(struct sl__buf *b, int64_t v)
+void sl__wr_i64(struct sl__wr *b, int64_t v)
 {
     if (v < 0) {
-        sl__buf_put(b, "-", 1);
+        sl__wr_put(b, "-", 1);
         /* -(v + 1) + 1 avoids negating INT64_MIN. */
-        sl__buf_u64(b, (uint64_t)(-(v + 1)) + 1);
+        sl__wr_u64(b, (uint64_t)(-(v + 1)) + 1);
         return;
     }
-    sl__buf_u64(b, (uint64_t)v);
+    sl__wr_u64(b, (uint64_t)v);
 }
 
-void sl__buf_json_str(struct sl__buf *b, const char *s, size_t n)
+void sl__wr_json_str(struct sl__wr *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     size_t run = 0; /* start of the pending run of plain bytes */
 
-    sl__buf_put(b, "\"", 1);
+    sl__wr_put(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
@@ -70,7 +70,7 @@ void sl__buf_json_str(struct sl__buf *b, const char *s, size_t n)
 
         if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
             continue;
-        sl__buf_put(b, s + run, i - run);
+        sl__wr_put(b, s + run, i - run);
         run = i + 1;
         if (c == '"' || c == '\\') {
             esc[1] = (char)c;
@@ -85,13 +85,13 @@ void sl__buf_json_str(struct sl__buf *b, const char *s, size_t n)
             esc[1] = 'r';
             elen = 2;
         }
-        sl__buf_put(b, esc, elen);
+        sl__wr_put(b, esc, elen);
     }
-    sl__buf_put(b, s + run, n - run);
-    sl__buf_put(b, "\"", 1);
+    sl__wr_put(b, s + run, n - run);
+    sl__wr_put(b, "\"", 1);
 }
 
-int sl__buf_finish(struct sl__buf *b, size_t *len)
+int sl__wr_finish(struct sl__wr *b, size_t *len)
 {
     if (b->overflow)
         return SL_ETOOBIG;

@@ -84,18 +84,18 @@ const struct sl_status *sl__hdr_primary(const struct sl_result *res)
     return best;
 }
 
-static void put_sf_string(struct sl__buf *b, const char *s)
+static void put_sf_string(struct sl__wr *b, const char *s)
 {
-    sl__buf_put(b, "\"", 1);
+    sl__wr_put(b, "\"", 1);
     for (; s != NULL && *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
-            sl__buf_put(b, "\\", 1);
+            sl__wr_put(b, "\\", 1);
         if (c < 0x20 || c > 0x7e)
             c = '?';
-        sl__buf_put(b, (const char *)&c, 1);
+        sl__wr_put(b, (const char *)&c, 1);
     }
-    sl__buf_put(b, "\"", 1);
+    sl__wr_put(b, "\"", 1);
 }
 
 static const char *limit_name(const struct sl_limit *l)
@@ -113,51 +113,51 @@ static bool seen_before(const struct sl_result *res, size_t i)
     return false;
 }
 
-static void put_ietf(struct sl__buf *b, const struct sl_result *res, bool policy)
+static void put_ietf(struct sl__wr *b, const struct sl_result *res, bool policy)
 {
     bool first = true;
 
-    sl__buf_puts(b, policy ? "RateLimit-Policy: " : "RateLimit: ");
+    sl__wr_puts(b, policy ? "RateLimit-Policy: " : "RateLimit: ");
     for (size_t i = 0; i < res->n_statuses && i < SL_MAX_DESCRIPTORS; i++) {
         const struct sl_status *s = &res->statuses[i];
         if (s->limit == NULL || seen_before(res, i))
             continue;
         if (!first)
-            sl__buf_put(b, ", ", 2);
+            sl__wr_put(b, ", ", 2);
         first = false;
         put_sf_string(b, limit_name(s->limit));
         if (policy) {
-            sl__buf_put(b, ";q=", 3);
-            sl__buf_i64(b, sf_int(s->d.quota));
+            sl__wr_put(b, ";q=", 3);
+            sl__wr_i64(b, sf_int(s->d.quota));
             if (s->limit->period_ns > 0) {
-                sl__buf_put(b, ";w=", 3);
-                sl__buf_i64(b, sf_int(ceil_s(s->limit->period_ns)));
+                sl__wr_put(b, ";w=", 3);
+                sl__wr_i64(b, sf_int(ceil_s(s->limit->period_ns)));
             }
         } else {
-            sl__buf_put(b, ";r=", 3);
-            sl__buf_i64(b, sf_int(s->d.remaining));
-            sl__buf_put(b, ";t=", 3);
-            sl__buf_i64(b, sf_int(ceil_s(s->d.reset_ns)));
+            sl__wr_put(b, ";r=", 3);
+            sl__wr_i64(b, sf_int(s->d.remaining));
+            sl__wr_put(b, ";t=", 3);
+            sl__wr_i64(b, sf_int(ceil_s(s->d.reset_ns)));
         }
     }
-    sl__buf_put(b, "\r\n", 2);
+    sl__wr_put(b, "\r\n", 2);
 }
 
-static void put_header_i64(struct sl__buf *b, const char *name, int64_t v)
+static void put_header_i64(struct sl__wr *b, const char *name, int64_t v)
 {
-    sl__buf_puts(b, name);
-    sl__buf_put(b, ": ", 2);
-    sl__buf_i64(b, v);
-    sl__buf_put(b, "\r\n", 2);
+    sl__wr_puts(b, name);
+    sl__wr_put(b, ": ", 2);
+    sl__wr_i64(b, v);
+    sl__wr_put(b, "\r\n", 2);
 }
 
 int sl__hdr_write(const struct sl_result *res, int64_t now_ns, unsigned fams, char *buf, size_t cap,
                   size_t *len)
 {
     const struct sl_status *p = sl__hdr_primary(res);
-    struct sl__buf b;
+    struct sl__wr b;
 
-    sl__buf_init(&b, buf, cap);
+    sl__wr_init(&b, buf, cap);
     if (p != NULL && (fams & SL__HDR_IETF)) {
         put_ietf(&b, res, true);
         put_ietf(&b, res, false);
@@ -171,5 +171,5 @@ int sl__hdr_write(const struct sl_result *res, int64_t now_ns, unsigned fams, ch
     if (p != NULL && (fams & SL__HDR_RETRY_AFTER) && res->verdict == SL_DENY &&
         p->d.verdict == SL_DENY && p->d.retry_after_ns >= 0)
         put_header_i64(&b, "Retry-After", ceil_s(p->d.retry_after_ns));
-    return sl__buf_finish(&b, len);
+    return sl__wr_finish(&b, len);
 }

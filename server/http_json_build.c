@@ -57,105 +57,105 @@ static const char *limit_name(const struct sl_limit *l)
     return l->name != NULL ? l->name : "";
 }
 
-static void envoy_status(struct sl__buf *b, const struct sl_status *s)
+static void envoy_status(struct sl__wr *b, const struct sl_status *s)
 {
     const char *unit;
     uint32_t per_unit;
     int64_t remaining = s->d.remaining;
 
     if (s->limit == NULL) {
-        sl__buf_puts(b, "{\"code\":\"OK\"}");
+        sl__wr_puts(b, "{\"code\":\"OK\"}");
         return;
     }
     sl__json_envoy_unit(s->limit, &unit, &per_unit);
-    sl__buf_puts(b, s->d.verdict == SL_DENY ? "{\"code\":\"OVER_LIMIT\"" : "{\"code\":\"OK\"");
-    sl__buf_puts(b, ",\"currentLimit\":{\"name\":");
-    sl__buf_json_str(b, limit_name(s->limit), strlen(limit_name(s->limit)));
-    sl__buf_puts(b, ",\"requestsPerUnit\":");
-    sl__buf_u64(b, per_unit);
-    sl__buf_puts(b, ",\"unit\":\"");
-    sl__buf_puts(b, unit);
-    sl__buf_puts(b, "\"},\"limitRemaining\":");
-    sl__buf_i64(b, remaining < 0 ? 0 : remaining > UINT32_MAX ? UINT32_MAX : remaining);
-    sl__buf_puts(b, ",\"durationUntilReset\":\"");
-    sl__buf_i64(b, ceil_div(s->d.reset_ns, SL_NS_PER_S));
-    sl__buf_puts(b, "s\"}");
+    sl__wr_puts(b, s->d.verdict == SL_DENY ? "{\"code\":\"OVER_LIMIT\"" : "{\"code\":\"OK\"");
+    sl__wr_puts(b, ",\"currentLimit\":{\"name\":");
+    sl__wr_json_str(b, limit_name(s->limit), strlen(limit_name(s->limit)));
+    sl__wr_puts(b, ",\"requestsPerUnit\":");
+    sl__wr_u64(b, per_unit);
+    sl__wr_puts(b, ",\"unit\":\"");
+    sl__wr_puts(b, unit);
+    sl__wr_puts(b, "\"},\"limitRemaining\":");
+    sl__wr_i64(b, remaining < 0 ? 0 : remaining > UINT32_MAX ? UINT32_MAX : remaining);
+    sl__wr_puts(b, ",\"durationUntilReset\":\"");
+    sl__wr_i64(b, ceil_div(s->d.reset_ns, SL_NS_PER_S));
+    sl__wr_puts(b, "s\"}");
 }
 
 int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, size_t *len)
 {
-    struct sl__buf b;
+    struct sl__wr b;
 
-    sl__buf_init(&b, buf, cap);
-    sl__buf_puts(&b, res->verdict == SL_DENY ? "{\"overallCode\":\"OVER_LIMIT\""
-                                             : "{\"overallCode\":\"OK\"");
-    sl__buf_puts(&b, ",\"statuses\":[");
+    sl__wr_init(&b, buf, cap);
+    sl__wr_puts(&b, res->verdict == SL_DENY ? "{\"overallCode\":\"OVER_LIMIT\""
+                                            : "{\"overallCode\":\"OK\"");
+    sl__wr_puts(&b, ",\"statuses\":[");
     for (size_t i = 0; i < res->n_statuses && i < SL_MAX_DESCRIPTORS; i++) {
         if (i > 0)
-            sl__buf_put(&b, ",", 1);
+            sl__wr_put(&b, ",", 1);
         envoy_status(&b, &res->statuses[i]);
     }
-    sl__buf_puts(&b, "]}");
-    return sl__buf_finish(&b, len);
+    sl__wr_puts(&b, "]}");
+    return sl__wr_finish(&b, len);
 }
 
-static void check_status(struct sl__buf *b, const struct sl_status *s)
+static void check_status(struct sl__wr *b, const struct sl_status *s)
 {
-    sl__buf_puts(b, "{\"decision\":\"");
-    sl__buf_puts(b, sl_verdict_name(s->limit != NULL ? s->d.verdict : SL_ALLOW));
-    sl__buf_puts(b, "\",\"limit\":");
+    sl__wr_puts(b, "{\"decision\":\"");
+    sl__wr_puts(b, sl_verdict_name(s->limit != NULL ? s->d.verdict : SL_ALLOW));
+    sl__wr_puts(b, "\",\"limit\":");
     if (s->limit == NULL) {
-        sl__buf_puts(b, "null}");
+        sl__wr_puts(b, "null}");
         return;
     }
     if (s->limit->name != NULL)
-        sl__buf_json_str(b, s->limit->name, strlen(s->limit->name));
+        sl__wr_json_str(b, s->limit->name, strlen(s->limit->name));
     else
-        sl__buf_puts(b, "null");
-    sl__buf_puts(b, ",\"quota\":");
-    sl__buf_i64(b, s->d.quota);
-    sl__buf_puts(b, ",\"remaining\":");
-    sl__buf_i64(b, s->d.remaining);
-    sl__buf_puts(b, ",\"reset_ms\":");
-    sl__buf_i64(b, sl_ns_to_ms_ceil(s->d.reset_ns));
-    sl__buf_puts(b, ",\"retry_after_ms\":");
-    sl__buf_i64(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
-    sl__buf_puts(b, "}");
+        sl__wr_puts(b, "null");
+    sl__wr_puts(b, ",\"quota\":");
+    sl__wr_i64(b, s->d.quota);
+    sl__wr_puts(b, ",\"remaining\":");
+    sl__wr_i64(b, s->d.remaining);
+    sl__wr_puts(b, ",\"reset_ms\":");
+    sl__wr_i64(b, sl_ns_to_ms_ceil(s->d.reset_ns));
+    sl__wr_puts(b, ",\"retry_after_ms\":");
+    sl__wr_i64(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
+    sl__wr_puts(b, "}");
 }
 
 int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, size_t *len)
 {
-    struct sl__buf b;
+    struct sl__wr b;
     char msg[256];
 
-    sl__buf_init(&b, buf, cap);
-    sl__buf_puts(&b, "{\"decision\":\"");
-    sl__buf_puts(&b, sl_verdict_name(res->verdict));
-    sl__buf_puts(&b, "\",\"delay_ms\":");
-    sl__buf_i64(&b, res->verdict == SL_DELAY ? sl_ns_to_ms_ceil(res->delay_ns) : 0);
-    sl__buf_puts(&b, ",\"statuses\":[");
+    sl__wr_init(&b, buf, cap);
+    sl__wr_puts(&b, "{\"decision\":\"");
+    sl__wr_puts(&b, sl_verdict_name(res->verdict));
+    sl__wr_puts(&b, "\",\"delay_ms\":");
+    sl__wr_i64(&b, res->verdict == SL_DELAY ? sl_ns_to_ms_ceil(res->delay_ns) : 0);
+    sl__wr_puts(&b, ",\"statuses\":[");
     for (size_t i = 0; i < res->n_statuses && i < SL_MAX_DESCRIPTORS; i++) {
         if (i > 0)
-            sl__buf_put(&b, ",", 1);
+            sl__wr_put(&b, ",", 1);
         check_status(&b, &res->statuses[i]);
     }
-    sl__buf_put(&b, "]", 1);
+    sl__wr_put(&b, "]", 1);
     if (res->verdict == SL_DENY) {
         sl__json_deny_message(res, msg, sizeof(msg));
-        sl__buf_puts(&b, ",\"message\":");
-        sl__buf_json_str(&b, msg, strlen(msg));
+        sl__wr_puts(&b, ",\"message\":");
+        sl__wr_json_str(&b, msg, strlen(msg));
     }
-    sl__buf_put(&b, "}", 1);
-    return sl__buf_finish(&b, len);
+    sl__wr_put(&b, "}", 1);
+    return sl__wr_finish(&b, len);
 }
 
 int sl__json_build_error(const char *message, char *buf, size_t cap, size_t *len)
 {
-    struct sl__buf b;
+    struct sl__wr b;
 
-    sl__buf_init(&b, buf, cap);
-    sl__buf_puts(&b, "{\"error\":");
-    sl__buf_json_str(&b, message, strlen(message));
-    sl__buf_put(&b, "}", 1);
-    return sl__buf_finish(&b, len);
+    sl__wr_init(&b, buf, cap);
+    sl__wr_puts(&b, "{\"error\":");
+    sl__wr_json_str(&b, message, strlen(message));
+    sl__wr_put(&b, "}", 1);
+    return sl__wr_finish(&b, len);
 }

@@ -98,7 +98,7 @@ static int merge_all(struct sl__metrics *m, struct merge *mg)
 }
 
 /* A label value, escaped per the exposition format. */
-static void put_label(struct sl__buf *b, const char *s, size_t n)
+static void put_label(struct sl__wr *b, const char *s, size_t n)
 {
     size_t run = 0;
 
@@ -109,44 +109,44 @@ static void put_label(struct sl__buf *b, const char *s, size_t n)
                                          : NULL;
         if (esc == NULL)
             continue;
-        sl__buf_put(b, s + run, i - run);
-        sl__buf_put(b, esc, 2);
+        sl__wr_put(b, s + run, i - run);
+        sl__wr_put(b, esc, 2);
         run = i + 1;
     }
-    sl__buf_put(b, s + run, n - run);
+    sl__wr_put(b, s + run, n - run);
 }
 
-static void put_head(struct sl__buf *b, const char *name, const char *type, const char *help)
+static void put_head(struct sl__wr *b, const char *name, const char *type, const char *help)
 {
-    sl__buf_puts(b, "# HELP ");
-    sl__buf_puts(b, name);
-    sl__buf_put(b, " ", 1);
-    sl__buf_puts(b, help);
-    sl__buf_puts(b, "\n# TYPE ");
-    sl__buf_puts(b, name);
-    sl__buf_put(b, " ", 1);
-    sl__buf_puts(b, type);
-    sl__buf_put(b, "\n", 1);
+    sl__wr_puts(b, "# HELP ");
+    sl__wr_puts(b, name);
+    sl__wr_put(b, " ", 1);
+    sl__wr_puts(b, help);
+    sl__wr_puts(b, "\n# TYPE ");
+    sl__wr_puts(b, name);
+    sl__wr_put(b, " ", 1);
+    sl__wr_puts(b, type);
+    sl__wr_put(b, "\n", 1);
 }
 
-static void put_series(struct sl__buf *b, const char *name, const struct sl__series *l,
+static void put_series(struct sl__wr *b, const char *name, const struct sl__series *l,
                        const char *outcome, uint64_t v)
 {
-    sl__buf_puts(b, name);
-    sl__buf_puts(b, "{domain=\"");
+    sl__wr_puts(b, name);
+    sl__wr_puts(b, "{domain=\"");
     put_label(b, l->domain, l->domain_len);
-    sl__buf_puts(b, "\",limit=\"");
+    sl__wr_puts(b, "\",limit=\"");
     put_label(b, l->limit, l->limit_len);
     if (outcome != NULL) {
-        sl__buf_puts(b, "\",outcome=\"");
-        sl__buf_puts(b, outcome);
+        sl__wr_puts(b, "\",outcome=\"");
+        sl__wr_puts(b, outcome);
     }
-    sl__buf_puts(b, "\"} ");
-    sl__buf_u64(b, v);
-    sl__buf_put(b, "\n", 1);
+    sl__wr_puts(b, "\"} ");
+    sl__wr_u64(b, v);
+    sl__wr_put(b, "\n", 1);
 }
 
-static void put_decisions(struct sl__buf *b, struct merge *mg, const struct sl__series *ovl)
+static void put_decisions(struct sl__wr *b, struct merge *mg, const struct sl__series *ovl)
 {
     static const char *const outcomes[] = {"allow", "delay", "deny"};
 
@@ -166,20 +166,20 @@ static void put_decisions(struct sl__buf *b, struct merge *mg, const struct sl__
     }
 }
 
-static void put_seconds(struct sl__buf *b, uint64_t ns)
+static void put_seconds(struct sl__wr *b, uint64_t ns)
 {
     char frac[10];
 
-    sl__buf_u64(b, ns / 1000000000u);
+    sl__wr_u64(b, ns / 1000000000u);
     ns %= 1000000000u;
     for (int i = 8; i >= 0; i--, ns /= 10)
         frac[i] = (char)('0' + ns % 10);
     frac[9] = '\0';
-    sl__buf_put(b, ".", 1);
-    sl__buf_puts(b, frac);
+    sl__wr_put(b, ".", 1);
+    sl__wr_puts(b, frac);
 }
 
-static void put_latency(struct sl__buf *b, struct sl__metrics *m)
+static void put_latency(struct sl__wr *b, struct sl__metrics *m)
 {
     uint64_t cum = 0, sum = 0;
 
@@ -188,29 +188,29 @@ static void put_latency(struct sl__buf *b, struct sl__metrics *m)
     for (int i = 0; i <= SL__LAT_BUCKETS; i++) {
         for (unsigned w = 0; w < m->workers; w++)
             cum += load(&m->w[w].lat_buckets[i]);
-        sl__buf_puts(b, "sluice_check_duration_seconds_bucket{le=\"");
-        sl__buf_puts(b, i < SL__LAT_BUCKETS ? sl__lat_bounds_text[i] : "+Inf");
-        sl__buf_puts(b, "\"} ");
-        sl__buf_u64(b, cum);
-        sl__buf_put(b, "\n", 1);
+        sl__wr_puts(b, "sluice_check_duration_seconds_bucket{le=\"");
+        sl__wr_puts(b, i < SL__LAT_BUCKETS ? sl__lat_bounds_text[i] : "+Inf");
+        sl__wr_puts(b, "\"} ");
+        sl__wr_u64(b, cum);
+        sl__wr_put(b, "\n", 1);
     }
     for (unsigned w = 0; w < m->workers; w++)
         sum += load(&m->w[w].lat_sum_ns);
-    sl__buf_puts(b, "sluice_check_duration_seconds_sum ");
+    sl__wr_puts(b, "sluice_check_duration_seconds_sum ");
     put_seconds(b, sum);
-    sl__buf_puts(b, "\nsluice_check_duration_seconds_count ");
-    sl__buf_u64(b, cum);
-    sl__buf_put(b, "\n", 1);
+    sl__wr_puts(b, "\nsluice_check_duration_seconds_count ");
+    sl__wr_u64(b, cum);
+    sl__wr_put(b, "\n", 1);
 }
 
-static void put_scalar(struct sl__buf *b, const char *name, const char *type, const char *help,
+static void put_scalar(struct sl__wr *b, const char *name, const char *type, const char *help,
                        int64_t v)
 {
     put_head(b, name, type, help);
-    sl__buf_puts(b, name);
-    sl__buf_put(b, " ", 1);
-    sl__buf_i64(b, v);
-    sl__buf_put(b, "\n", 1);
+    sl__wr_puts(b, name);
+    sl__wr_put(b, " ", 1);
+    sl__wr_i64(b, v);
+    sl__wr_put(b, "\n", 1);
 }
 
 static int64_t clamp(uint64_t v)
@@ -218,7 +218,7 @@ static int64_t clamp(uint64_t v)
     return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
-static void put_workers(struct sl__buf *b, struct sl__metrics *m)
+static void put_workers(struct sl__wr *b, struct sl__metrics *m)
 {
     uint64_t unknown = 0, total = 0;
     int64_t open = 0;
@@ -235,7 +235,7 @@ static void put_workers(struct sl__buf *b, struct sl__metrics *m)
                clamp(total));
 }
 
-static void put_gauges(struct sl__buf *b, const struct sl__metrics_gauges *g)
+static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
 {
     put_scalar(b, "sluice_table_entries", "gauge", "Keys tracked in the state table.",
                clamp(g->table_entries));
@@ -255,17 +255,17 @@ static void put_gauges(struct sl__buf *b, const struct sl__metrics_gauges *g)
 int sl__metrics_render(struct sl__metrics *m, const struct sl__metrics_gauges *g, char *buf,
                        size_t cap, size_t *len)
 {
-    struct sl__buf b;
+    struct sl__wr b;
     struct merge mg;
     int rc = merge_all(m, &mg);
 
     if (rc == SL_OK) {
-        sl__buf_init(&b, buf, cap);
+        sl__wr_init(&b, buf, cap);
         put_decisions(&b, &mg, &m->w[0].overflow);
         put_latency(&b, m);
         put_workers(&b, m);
         put_gauges(&b, g);
-        rc = sl__buf_finish(&b, len);
+        rc = sl__wr_finish(&b, len);
     }
     free(mg.slots);
     free(mg.order);
