@@ -14,7 +14,7 @@
 
 #include "sluice.h"
 
-#define SL__MAX_LISTENERS 8
+#define SL__MAX_LISTENERS  8
 #define SL__MAX_RULE_FILES 64
 
 enum sl__log_level {
@@ -45,9 +45,9 @@ struct sl__config {
     bool rules_watch;
     int64_t rules_debounce_ms;
 
-    char store[16];           /* "memory" */
-    size_t store_max_bytes;   /* hard cap of the state table */
-    unsigned store_shards;    /* 0: the table's default */
+    char store[16];         /* "memory" */
+    size_t store_max_bytes; /* hard cap of the state table */
+    unsigned store_shards;  /* 0: the table's default */
     enum sl_on_full store_on_full;
 
     unsigned max_connections;  /* over all workers */

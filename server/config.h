@@ -20,6 +20,10 @@ void sl__config_free(struct sl__config *c);
  */
 int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen);
 
+/* Fill what the file left out (the default listener) and copy the server
+ * limits into each listener. sl__config_load() calls it. */
+void sl__config_finish(struct sl__config *c);
+
 /* Print every configuration key with its default and meaning. */
 void sl__config_help(FILE *f);
 

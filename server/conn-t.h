@@ -31,8 +31,8 @@ struct sl__buf {
 
 /* A place in the output stream reserved for a reply that comes later. */
 struct sl__slot {
-    size_t held_off;   /* bytes of `held` written before this slot */
-    size_t data_off;   /* filled out of order: the reply in `slotdata` */
+    size_t held_off; /* bytes of `held` written before this slot */
+    size_t data_off; /* filled out of order: the reply in `slotdata` */
     size_t data_len;
     bool filled;
 };
@@ -46,6 +46,7 @@ enum sl__conn_flag {
     SL__CONN_PAUSED = 1u << 1,      /* reading stopped for back-pressure */
     SL__CONN_HANDLE_GONE = 1u << 2, /* uv_close() finished */
     SL__CONN_PEER_GONE = 1u << 3,   /* EOF or error: nothing more to send */
+    SL__CONN_IN_READ = 1u << 4,     /* inside the protocol's on_read */
 };
 
 struct sl__conn {

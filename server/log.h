@@ -16,10 +16,10 @@ int sl__log_parse_level(const char *s, size_t len);
 
 void sl__log(enum sl__log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define sl__err(...) sl__log(SL__LOG_ERROR, __VA_ARGS__)
+#define sl__err(...)  sl__log(SL__LOG_ERROR, __VA_ARGS__)
 #define sl__warn(...) sl__log(SL__LOG_WARN, __VA_ARGS__)
 #define sl__info(...) sl__log(SL__LOG_INFO, __VA_ARGS__)
-#define sl__dbg(...)                                                                              \
+#define sl__dbg(...)                                                                               \
     do {                                                                                           \
         if (sl__log_enabled(SL__LOG_DEBUG))                                                        \
             sl__log(SL__LOG_DEBUG, __VA_ARGS__);                                                   \

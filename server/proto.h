@@ -24,7 +24,6 @@ const struct sl__proto *sl__proto_find(const char *name, size_t len);
  * among those whose bit is in `enabled`. Returns 1 with *out set, -2 when
  * more bytes are needed to tell, -1 when no enabled protocol accepts them.
  */
-int sl__proto_sniff(unsigned enabled, const char *buf, size_t len,
-                    const struct sl__proto **out);
+int sl__proto_sniff(unsigned enabled, const char *buf, size_t len, const struct sl__proto **out);
 
 #endif /* SL_SERVER_PROTO_H */

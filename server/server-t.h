@@ -20,7 +20,7 @@ struct sl__server {
     sl_rules_slot *rules;
     struct sl__worker *workers;
     unsigned n_workers;
-    atomic_uint n_conns; /* open connections over all workers */
+    atomic_uint n_conns;               /* open connections over all workers */
     uint16_t ports[SL__MAX_LISTENERS]; /* bound ports, per listener */
 
     uv_loop_t *loop; /* the main thread's: signals, reload, watching */

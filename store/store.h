@@ -37,21 +37,33 @@ struct sl__store;
 /* err: 0 or a negative SL_E* code (then `res` is NULL). */
 typedef void (*sl__store_cb)(void *arg, int err, const struct sl_result *res);
 
+/*
+ * What to decide: `req` (its time, cost and descriptors) and either the
+ * rules snapshot to resolve it with (`rules` non-NULL: the store applies
+ * matching, Envoy `replaces` and `quota_mode` exactly as sl_limiter_check)
+ * or, with `rules` NULL, descriptors already resolved into `m[0..n)` (an ad
+ * hoc limit such as CL.THROTTLE's). Borrowed for the start call only; an
+ * asynchronous store takes its own sl_rules_ref().
+ */
+struct sl__store_req {
+    const struct sl_request *req;
+    const sl_rules *rules;
+    const struct sl_match *m;
+    size_t n;
+};
+
 struct sl__store_ops {
     const char *name;
-    /* Decide req->hits (0 peeks) on every limit of the n resolved
-     * descriptors, all-or-nothing (sl_limiter_check_matched semantics). */
-    int (*check)(struct sl__store *s, const struct sl_request *req, const struct sl_match *m,
-                 size_t n, sl__store_cb cb, void *arg);
-    /* Report the state as a cost-0 check would, creating no key. */
-    int (*peek)(struct sl__store *s, const struct sl_request *req, const struct sl_match *m,
-                size_t n, sl__store_cb cb, void *arg);
-    /* Forget the state of every limit of the n descriptors; the result's
-     * statuses are those of fresh keys. */
-    int (*reset)(struct sl__store *s, const struct sl_request *req, const struct sl_match *m,
-                 size_t n, sl__store_cb cb, void *arg);
-    /* Release every concurrency slot named by a lease token; err SL_ENOENT
-     * if nothing was held, SL_EINVAL for a malformed token. */
+    /* Decide req->hits (0 peeks) on every limit of every descriptor,
+     * all-or-nothing (sl_limiter_check / _check_matched semantics). */
+    int (*check)(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg);
+    /* Report the state as a cost-0 check would, consuming nothing. */
+    int (*peek)(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg);
+    /* Forget the state of every limit of every descriptor; the result's
+     * statuses are those of the fresh state. */
+    int (*reset)(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg);
+    /* Release every concurrency slot named by a lease token; `res` is NULL,
+     * err SL_ENOENT if nothing was held, SL_EINVAL for a malformed token. */
     int (*release)(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
                    sl__store_cb cb, void *arg);
     void (*free)(struct sl__store *s);

@@ -1,0 +1,18 @@
+/*
+ * listen.h - listening sockets with SO_REUSEPORT (internal). Debian's libuv
+ * 1.44 has no flag for it, so the socket is made here and handed to libuv
+ * with uv_tcp_open().
+ */
+#ifndef SL_SERVER_LISTEN_H
+#define SL_SERVER_LISTEN_H
+
+#include <stdint.h>
+
+/*
+ * A bound, non-blocking TCP socket on address:port with SO_REUSEADDR and
+ * SO_REUSEPORT, not yet listening. *port is updated to the bound port (for
+ * port 0). Returns the fd, or -errno with a message in `err`.
+ */
+int sl__listen_socket(const char *address, uint16_t *port, char *err, size_t errlen);
+
+#endif /* SL_SERVER_LISTEN_H */

@@ -1,0 +1,23 @@
+/*
+ * resp_write.h - RESP2 reply encoding into a growable buffer (internal).
+ * Each function appends one complete value (or an array header); none can
+ * fail (the buffer grows through the daemon's allocation wrapper).
+ */
+#ifndef SL_SERVER_RESP_WRITE_H
+#define SL_SERVER_RESP_WRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn-t.h"
+
+void sl__resp_w_simple(struct sl__buf *b, const char *s);      /* +s */
+void sl__resp_w_error(struct sl__buf *b, const char *fmt, ...) /* -ERR-like line */
+    __attribute__((format(printf, 2, 3)));
+void sl__resp_w_int(struct sl__buf *b, int64_t v);                /* :v */
+void sl__resp_w_bulk(struct sl__buf *b, const void *p, size_t n); /* $n p */
+void sl__resp_w_cstr(struct sl__buf *b, const char *s);           /* bulk of a C string */
+void sl__resp_w_nil(struct sl__buf *b);                           /* $-1 */
+void sl__resp_w_array(struct sl__buf *b, size_t n);               /* *n, then n values */
+
+#endif /* SL_SERVER_RESP_WRITE_H */

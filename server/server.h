@@ -1,0 +1,27 @@
+/*
+ * server.h - the daemon as a whole (internal): start every worker, serve
+ * until SIGTERM/SIGINT, reload rules on SIGHUP and on file changes. Types in
+ * server-t.h.
+ */
+#ifndef SL_SERVER_SERVER_H
+#define SL_SERVER_SERVER_H
+
+#include "config.h"
+#include "server-t.h"
+
+/*
+ * Run sluiced with `cfg` (moved into the server; freed at exit) until a
+ * termination signal. Returns the process exit code: 0 after a graceful
+ * shutdown, 1 when it could not start (the reason is logged).
+ */
+int sl__server_run(struct sl__config *cfg);
+
+/* Check `cfg` as `sluiced -t` does: the rules build and the listeners'
+ * addresses parse. 0 when it would start. */
+int sl__server_test_config(const struct sl__config *cfg);
+
+/* Start and stop watching the rules files (watch.c), main thread only. */
+void sl__watch_start(struct sl__server *srv);
+void sl__watch_stop(struct sl__server *srv);
+
+#endif /* SL_SERVER_SERVER_H */
