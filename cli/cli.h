@@ -1,0 +1,37 @@
+/*
+ * cli.h - what the `sluice` subcommands share: the command table entry and
+ * the helpers that read files and build a rules snapshot from them (with
+ * every diagnostic printed).
+ *
+ * Exit codes of every command: 0 success, 1 the input is invalid or the
+ * operation failed (a message on stderr says why), 2 usage error.
+ */
+#ifndef SL_CLI_H
+#define SL_CLI_H
+
+#include <stdio.h>
+
+#include "sluice.h"
+
+struct sl__cli_cmd {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the command's name */
+    void (*help)(FILE *out);
+};
+
+extern const struct sl__cli_cmd sl__cmd_check;
+extern const struct sl__cli_cmd sl__cmd_simulate;
+extern const struct sl__cli_cmd sl__cmd_rules;
+
+/* Read a whole file ("-" is stdin) into a NUL-terminated malloc'd buffer.
+ * 0, or -1 with a message on stderr. */
+int sl__cli_read_file(const char *path, char **out, size_t *len);
+
+/* Add each file to `b` as SL_SRC_FILE; returns how many could not be read. */
+int sl__cli_add_files(sl_rules_builder *b, char *const *files, size_t n);
+
+/* Print every diagnostic of `b` on stderr, one per line. */
+void sl__cli_print_diags(const sl_rules_builder *b);
+
+#endif /* SL_CLI_H */

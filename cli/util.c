@@ -1,0 +1,68 @@
+/*
+ * util.c - file reading and diagnostics printing for the `sluice`
+ * subcommands. Nothing here decides or parses rules itself.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define FILE_MAX (64 << 20) /* rules files and rule texts: 64 MiB at most */
+
+int sl__cli_read_file(const char *path, char **out, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    size_t cap = 4096, n = 0;
+    char *buf = NULL;
+
+    if (f == NULL) {
+        fprintf(stderr, "sluice: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        char *b = realloc(buf, cap + 1);
+        if (b == NULL)
+            break;
+        buf = b;
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap || cap >= FILE_MAX)
+            break;
+        cap *= 2;
+    }
+    bool failed = buf == NULL || ferror(f) || n >= FILE_MAX;
+    if (f != stdin)
+        fclose(f);
+    if (failed) {
+        fprintf(stderr, "sluice: %s: cannot read it (or larger than 64 MiB)\n", path);
+        free(buf);
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int sl__cli_add_files(sl_rules_builder *b, char *const *files, size_t n)
+{
+    int unreadable = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        char *text;
+        size_t len;
+        if (sl__cli_read_file(files[i], &text, &len) != 0) {
+            unreadable++;
+            continue;
+        }
+        sl_rules_builder_add_yaml(b, text, len, files[i], SL_SRC_FILE);
+        free(text);
+    }
+    return unreadable;
+}
+
+void sl__cli_print_diags(const sl_rules_builder *b)
+{
+    for (size_t i = 0; i < sl_rules_builder_ndiags(b); i++)
+        fprintf(stderr, "%s\n", sl_rules_builder_diag(b, i));
+}
