@@ -141,8 +141,12 @@ static int sniff(const char *buf, size_t len)
 {
     unsigned char b = (unsigned char)buf[0];
 
-    /* a multibulk array, or an inline command word */
-    return b == '*' || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') ? 1 : 0;
+    /* a multibulk array or an inline command word; other RESP type bytes
+     * too, so that a confused client gets a protocol error, not silence */
+    return b == '*' || b == '$' || b == '+' || b == '-' || b == ':' || (b >= 'A' && b <= 'Z') ||
+                   (b >= 'a' && b <= 'z')
+               ? 1
+               : 0;
 }
 
 static atomic_uint_fast64_t next_id = 1;

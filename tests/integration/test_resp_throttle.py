@@ -1,0 +1,112 @@
+"""CL.THROTTLE against the real sluiced with redis-py and redis-cli: the
+redis-cell README example, redis-cell's own reference trace, a burst then a
+denial, the test clock reopening the bucket, and redis-cell's errors."""
+import subprocess
+
+import pytest
+import redis
+
+
+def cell_seconds(ms):
+    """redis-cell's rounding: whole seconds, plus one if >= 1 ms is left."""
+    if ms < 0:
+        return -1
+    return ms // 1000 + (1 if ms % 1000 >= 1 else 0)
+
+
+def test_readme_example(sluiced):
+    s = sluiced()
+    # "CL.THROTTLE user123 15 30 60": limit 16, 15 left, allowed, the one
+    # token comes back after 60/30 = 2 s.
+    assert s.client().execute_command("CL.THROTTLE", "user123", 15, 30, 60) == [0, 16, 15, -1, 2]
+
+
+def test_readme_example_with_redis_cli(sluiced):
+    s = sluiced()
+    out = subprocess.run(
+        ["redis-cli", "-p", str(s.port), "CL.THROTTLE", "user123", "15", "30", "60", "1"],
+        capture_output=True, text=True, timeout=10, check=True,
+    ).stdout.split()
+    assert out == ["0", "16", "15", "-1", "2"]
+
+
+# redis-cell's reference trace (src/cell/mod.rs, it_rate_limits): limit 5
+# (max_burst 4), 1 per second. (t_ms, quantity, remaining, reset_ms,
+# retry_ms (-1000: never), limited).
+CELL_TRACE = [
+    (0, 6, 5, 0, -1000, True),
+    (0, 1, 4, 1000, -1000, False),
+    (0, 1, 3, 2000, -1000, False),
+    (0, 1, 2, 3000, -1000, False),
+    (0, 1, 1, 4000, -1000, False),
+    (0, 1, 0, 5000, -1000, False),
+    (0, 1, 0, 5000, 1000, True),
+    (3000, 1, 2, 3000, -1000, False),
+    (3100, 1, 1, 3900, -1000, False),
+    (4000, 1, 1, 4000, -1000, False),
+    (8000, 1, 4, 1000, -1000, False),
+    (9500, 1, 4, 1000, -1000, False),
+    (9500, 0, 4, 1000, -1000, False),
+    (9500, 2, 2, 3000, -1000, False),
+    (9500, 5, 2, 3000, 3000, True),
+]
+
+
+def test_redis_cell_reference_trace(sluiced):
+    s = sluiced()
+    c = s.client()
+    now = 0
+    for i, (t, qty, remaining, reset_ms, retry_ms, limited) in enumerate(CELL_TRACE):
+        if t > now:
+            s.advance(t - now)
+            now = t
+        want = [int(limited), 5, remaining, cell_seconds(retry_ms) if limited else -1,
+                cell_seconds(reset_ms)]
+        got = c.execute_command("CL.THROTTLE", "foo", 4, 1, 1, qty)
+        assert got == want, f"case {i}: t={t} quantity={qty}"
+
+
+def test_burst_then_deny_then_clock_reopens(sluiced):
+    s = sluiced()
+    c = s.client()
+    burst, period = 4, 60  # 1 token per minute, 5 at once
+    for i in range(burst + 1):
+        limited, limit, remaining, retry, reset = c.execute_command(
+            "CL.THROTTLE", "burst", burst, 1, period)
+        assert (limited, limit, remaining, retry) == (0, burst + 1, burst - i, -1)
+        assert reset == (i + 1) * period
+    limited, _, remaining, retry, reset = c.execute_command("CL.THROTTLE", "burst", burst, 1, period)
+    assert (limited, remaining, retry, reset) == (1, 0, period, (burst + 1) * period)
+    # another key is independent
+    assert c.execute_command("CL.THROTTLE", "other", burst, 1, period)[0] == 0
+    # one emission interval later exactly one more request goes through
+    s.advance(period * 1000)
+    assert c.execute_command("CL.THROTTLE", "burst", burst, 1, period)[0] == 0
+    assert c.execute_command("CL.THROTTLE", "burst", burst, 1, period)[0] == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["k", 1, 0, 60], "Cell error: Zero rates are not supported"),
+    (["k", 1, 10, 0], "Cell error: Zero rates are not supported"),
+    (["k", "x", 10, 60], "Cell error: Couldn't parse as integer: x"),
+    (["k", 1, 10, 60, "1.5"], "Cell error: Couldn't parse as integer: 1.5"),
+    (["k", 1, 10], "Cell error: Usage: cl.throttle"),
+    (["k", 1, 10, 60, 1, 2], "Cell error: Usage: cl.throttle"),
+    (["k", -1, 10, 60], "must not be negative"),
+])
+def test_errors_keep_the_connection(sluiced, args, message):
+    s = sluiced()
+    c = s.client(single_connection_client=True)
+    with pytest.raises(redis.ResponseError) as e:
+        c.execute_command("CL.THROTTLE", *args)
+    assert message in str(e.value)
+    assert c.ping() is True  # same connection, still served
+
+
+def test_quantity_zero_peeks(sluiced):
+    s = sluiced()
+    c = s.client()
+    first = c.execute_command("CL.THROTTLE", "peek", 9, 10, 10, 0)
+    again = c.execute_command("CL.THROTTLE", "peek", 9, 10, 10, 0)
+    assert first == again == [0, 10, 10, -1, 0]
+    assert c.execute_command("CL.THROTTLE", "peek", 9, 10, 10)[2] == 9
