@@ -18,6 +18,8 @@
 
 #include <uv.h>
 
+#include "config-t.h" /* struct sl__listener: protocols read c->ls->max_frame_bytes */
+
 struct sl__worker;
 struct sl__listener;
 struct sl__proto;
