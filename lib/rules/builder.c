@@ -120,6 +120,10 @@ int sl_rules_builder_add_yaml(sl_rules_builder *b, const char *text, size_t len,
     sl__ydocs_free(docs, n_docs);
     if (rc == SL_OK)
         check_domains(b, tmp, 0, n_tmp, origin);
+    if (rc == SL_OK && b->d.n == before && n_tmp == 0) {
+        free(tmp);
+        return SL_OK;
+    }
     if (rc == SL_OK && b->d.n == before) {
         struct sl__rdomain **v = realloc(b->doms, (b->n_doms + n_tmp) * sizeof(*v));
         if (v != NULL) {
@@ -237,7 +241,8 @@ static int merge_all(sl_rules_builder *b, sl_rules *r)
 {
     size_t out = 0;
 
-    qsort(b->doms, b->n_doms, sizeof(*b->doms), by_name_then_src);
+    if (b->n_doms > 1)
+        qsort(b->doms, b->n_doms, sizeof(*b->doms), by_name_then_src);
     for (size_t i = 0; i < b->n_doms; i++) {
         struct sl__rdomain *dom = b->doms[i];
         b->doms[i] = NULL;
