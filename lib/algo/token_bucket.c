@@ -151,8 +151,8 @@ static void warm_resync(struct tb_state *s, const struct sl_limit *l, int64_t no
 }
 
 /* Guava's storedPermitsToWaitTime + fresh permits, for `cost` permits taken
- * from `stored` units: the exact wait, rounded up to a whole ns. */
-static int64_t warm_wait(const struct sl_limit *l, uint64_t stored, uint64_t cost, uint64_t *spent)
+ * from `stored` units: the exact wait in ns, rounded up (< 2^127). */
+static u128 warm_wait(const struct sl_limit *l, uint64_t stored, uint64_t cost, uint64_t *spent)
 {
     uint64_t wr = warm_wr(l);
     u128 need = (u128)cost * (2 * (u128)(uint64_t)l->period_ns);
@@ -164,26 +164,27 @@ static int64_t warm_wait(const struct sl_limit *l, uint64_t stored, uint64_t cos
     u128 quad = (u128)take_above * ((u128)stored + (stored - take_above) - wr);
     u128 lin = need - take_above; /* stable-interval units: 1/(2R) ns each */
     u128 two_r = 2 * (u128)l->requests;
-    u128 whole = lin / two_r;
     u128 frac = (lin % two_r) * wr + quad;
     u128 den = 2 * (u128)wr * l->requests;
-    u128 wait = whole + frac / den + (frac % den != 0);
 
     *spent = spend;
-    return clamp_i64(wait);
+    return lin / two_r + frac / den + (frac % den != 0);
 }
 
-/* Guava's reserveEarliestAvailable at `now`, applied to `s`. */
+/* Guava's reserveEarliestAvailable at `now`, applied to `s`; the next free
+ * time saturates at INT64_MAX. */
 static void warm_reserve(struct tb_state *s, const struct sl_limit *l, int64_t now_ns,
                          uint64_t cost)
 {
     uint64_t spent;
-    int64_t wait;
+    u128 wait;
+    __int128 next;
 
     warm_resync(s, l, now_ns);
     wait = warm_wait(l, s->b, cost, &spent);
     s->b -= spent;
-    s->a = (uint64_t)sl__sat_add((int64_t)s->a, wait);
+    next = wait > (u128)UINT64_MAX ? (__int128)INT64_MAX : (__int128)(int64_t)s->a + (__int128)wait;
+    s->a = (uint64_t)(next > INT64_MAX ? INT64_MAX : (int64_t)next);
 }
 
 /* When the stored permits are back at the maximum (a fresh, cold state). */
@@ -210,7 +211,7 @@ static void warm_check(const struct tb_state *s, const struct sl_limit *l, int64
         d->remaining = (int64_t)after.a <= now ? 1 : 0;
     } else {
         d->verdict = SL_DENY;
-        d->retry_after_ns = next_free - now;
+        d->retry_after_ns = sl__sat_sub(next_free, now);
     }
     d->reset_ns = sl__max64(0, sl__sat_sub(warm_whole_at(&after, l), now));
 }

@@ -258,7 +258,7 @@ static void tb_decide(struct model *m, int64_t now, uint64_t c, struct sl_decisi
     const struct sl_limit *l = &m->l;
     struct q iv = interval_of(l);
     struct q cap = qi(l->burst < 0 ? (i128)l->requests : l->burst);
-    struct q tokens = qmin(cap, qadd(m->x, qdiv(qi(now - m->last_ns), iv)));
+    struct q tokens = qmin(cap, qadd(m->x, qdiv(qi((i128)now - m->last_ns), iv)));
     struct q cost = qi(c);
     struct q after = qsub(tokens, cost);
 
@@ -331,7 +331,7 @@ static void leaky_decide(struct model *m, int64_t now, uint64_t c, struct sl_dec
     i128 burst = l->burst < 0 ? 0 : l->burst;
     struct q cap = qi(burst + 1);
     struct q undelayed = qi((l->nodelay ? burst : l->delay) + 1);
-    struct q water = qmax(qi(0), qsub(m->x, qdiv(qi(now - m->last_ns), iv)));
+    struct q water = qmax(qi(0), qsub(m->x, qdiv(qi((i128)now - m->last_ns), iv)));
     struct q next = qadd(water, qi(c));
 
     d->quota = sat64(burst + 1);
@@ -404,11 +404,11 @@ static void guava_reserve(struct model *m, const struct guava *g, int64_t now, u
     struct q spend, wait;
 
     if (now > m->next_free_ns) { /* resync */
-        m->x = qmin(g->max, qadd(m->x, qdiv(qi(now - m->next_free_ns), g->cooldown)));
+        m->x = qmin(g->max, qadd(m->x, qdiv(qi((i128)now - m->next_free_ns), g->cooldown)));
         m->next_free_ns = now;
     }
     spend = qmin(qi(c), m->x);
-    if (qcmp(qmul(qi(c), g->stable), qi(INT64_MAX)) >= 0) {
+    if (qcmp(qmul(qi(c), g->stable), qi((i128)INT64_MAX - m->next_free_ns)) >= 0) {
         /* every permit costs at least `stable`: the wait saturates (and the
          * exact sum would not fit this model's 128 bits) */
         m->next_free_ns = INT64_MAX;
@@ -441,13 +441,12 @@ static void warm_decide(struct model *m, int64_t now, uint64_t c, struct sl_deci
         d->remaining = after.next_free_ns <= now ? 1 : 0;
     } else {
         d->verdict = SL_DENY;
-        d->retry_after_ns = m->next_free_ns - now;
+        d->retry_after_ns = sat64((i128)m->next_free_ns - now);
     }
     /* reset is reported for the state the decision leaves when admitted,
      * and for the unchanged state when denied */
-    d->reset_ns = guava_whole_at(d->verdict == SL_DENY ? m : &after, &g) - now;
-    if (d->reset_ns < 0)
-        d->reset_ns = 0;
+    i128 reset = (i128)guava_whole_at(d->verdict == SL_DENY ? m : &after, &g) - now;
+    d->reset_ns = reset < 0 ? 0 : sat64(reset);
     *m = after;
 }
 
@@ -520,6 +519,19 @@ static void check_burst_invariant(const struct sl_limit *l, const struct admitte
     }
 }
 
+/* Times at the ends of int64 as well as ordinary ones (edge-time traces). */
+static bool edge_times;
+
+static int64_t rnd_edge_time(void)
+{
+    static const int64_t edges[] = {INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX};
+    uint64_t r = rnd_in(0, 9);
+
+    if (r < 7)
+        return edges[r];
+    return (int64_t)rnd();
+}
+
 /* Run one random trace of `l` on the library and on `model`. */
 static void run_trace(const struct sl_limit *l, model_fn model, int trace, int *invariant_checks)
 {
@@ -528,7 +540,8 @@ static void run_trace(const struct sl_limit *l, model_fn model, int trace, int *
     struct admitted adm[EVENTS];
     size_t n_adm = 0;
     int64_t interval = l->period_ns / (int64_t)l->requests + 1;
-    int64_t t = INT64_C(1700000000000000000) + (int64_t)rnd_in(0, UINT64_C(1) << 40);
+    int64_t t = edge_times ? rnd_edge_time()
+                           : INT64_C(1700000000000000000) + (int64_t)rnd_in(0, UINT64_C(1) << 40);
     int64_t last = t; /* the library's last recorded time, as seen here */
 
     bk_init(&st, l, t);
@@ -538,7 +551,7 @@ static void run_trace(const struct sl_limit *l, model_fn model, int trace, int *
         struct sl_decision got, want;
         int64_t eff;
 
-        t = rnd_next_time(t, interval, l->period_ns);
+        t = edge_times ? rnd_edge_time() : rnd_next_time(t, interval, l->period_ns);
         eff = t > last ? t : last;
         memset(&want, 0, sizeof(want));
         model(&m, eff, c, &want);
@@ -601,6 +614,8 @@ static void run_many(enum sl_algo algo, bool warm, model_fn model)
 {
     int traces = 0, invariant_checks = 0;
 
+    edge_times = false;
+
     rng_state = SEED ^ ((uint64_t)algo << 32) ^ (uint64_t)warm;
     print_message("seed %#llx (%s%s)\n", (unsigned long long)SEED, sl_algo_name(algo),
                   warm ? ", warm-up" : "");
@@ -612,6 +627,35 @@ static void run_many(enum sl_algo algo, bool warm, model_fn model)
     assert_int_equal(traces, TRACES);
     if (algo == SL_ALGO_TOKEN_BUCKET && !warm)
         assert_int_equal(invariant_checks, TRACES);
+}
+
+/* The same comparison with times at the ends of int64 (and random ones, in
+ * any order): nothing wraps, the models still agree. */
+static void diff_edge_times(void **unused)
+{
+    static const struct {
+        enum sl_algo algo;
+        bool warm;
+        model_fn model;
+    } runs[] = {
+        {SL_ALGO_TOKEN_BUCKET, false, tb_decide},
+        {SL_ALGO_TOKEN_BUCKET, true, warm_decide},
+        {SL_ALGO_GCRA, false, gcra_decide},
+        {SL_ALGO_LEAKY_BUCKET, false, leaky_decide},
+    };
+    int traces = 0, unused_checks = 0;
+
+    rng_state = SEED ^ 0xed9e;
+    edge_times = true;
+    for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++) {
+        for (int i = 0; i < TRACES / 4; i++) {
+            struct sl_limit l = runs[r].warm ? rnd_warm_limit() : rnd_limit(runs[r].algo);
+            run_trace(&l, runs[r].model, i, &unused_checks);
+            traces++;
+        }
+    }
+    edge_times = false;
+    assert_int_equal(traces, TRACES);
 }
 
 static void diff_token_bucket(void **unused)
@@ -637,10 +681,9 @@ static void diff_leaky_bucket(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(diff_token_bucket),
-        cmocka_unit_test(diff_token_bucket_warmup),
-        cmocka_unit_test(diff_gcra),
-        cmocka_unit_test(diff_leaky_bucket),
+        cmocka_unit_test(diff_token_bucket), cmocka_unit_test(diff_token_bucket_warmup),
+        cmocka_unit_test(diff_gcra),         cmocka_unit_test(diff_leaky_bucket),
+        cmocka_unit_test(diff_edge_times),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
