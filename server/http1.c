@@ -1,0 +1,318 @@
+/*
+ * http1.c - HTTP/1.1 as a sluiced protocol: sniffing by the method token,
+ * framing with Debian's http-parser, keep-alive and pipelining (answers go
+ * out in request order through the core's reply slots), and the limits:
+ * a head above SL__H1_MAX_HEAD is 431, a body above the listener's frame
+ * size is 413, anything http-parser refuses is 400 — each answered once,
+ * then the connection closes. Slow clients are the core's read timeout:
+ * an incomplete request is never consumed, so the core sees it pending.
+ *
+ * A request is parsed only once it is complete (its head ends, its body is
+ * all there), from its first byte, so a half-received request costs no
+ * parser state between reads. It does not route or answer requests
+ * (http_api.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <http_parser.h>
+
+#include "conn.h"
+#include "http1.h"
+#include "proto.h"
+#include "xalloc.h"
+
+struct parse {
+    struct sl__h1_req *r;
+    struct sl_str url;
+    bool in_auth, expect_continue, complete, too_large;
+    size_t max_body;
+    struct sl__buf *body;
+};
+
+static _Thread_local struct sl__buf body_buf, out_buf;
+
+static struct parse *P(http_parser *p)
+{
+    return p->data;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len)
+{
+    P(p)->url = (struct sl_str){at, len};
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+    P(p)->in_auth = len == 13 && strncasecmp(at, "authorization", 13) == 0;
+    if (len == 6 && strncasecmp(at, "expect", 6) == 0)
+        P(p)->expect_continue = true; /* value checked below */
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+    struct parse *x = P(p);
+
+    if (x->in_auth)
+        x->r->authorization = (struct sl_str){at, len};
+    x->in_auth = false;
+    if (x->expect_continue && !(len == 12 && strncasecmp(at, "100-continue", 12) == 0))
+        x->expect_continue = false;
+    return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+    struct parse *x = P(p);
+
+    if (p->content_length != ULLONG_MAX && p->content_length > x->max_body) {
+        x->too_large = true;
+        http_parser_pause(p, 1);
+    }
+    return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+    struct parse *x = P(p);
+
+    if (x->body->len + len > x->max_body) {
+        x->too_large = true;
+        http_parser_pause(p, 1);
+        return 0;
+    }
+    sl__buf_append(x->body, at, len);
+    return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+    P(p)->complete = true;
+    http_parser_pause(p, 1); /* stop exactly at the end of this request */
+    return 0;
+}
+
+static const http_parser_settings settings = {
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* ------------------------------------------------------------ answers */
+
+static const char *reason(int status)
+{
+    static const struct {
+        int status;
+        const char *text;
+    } reasons[] = {
+        {100, "Continue"},
+        {200, "OK"},
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {405, "Method Not Allowed"},
+        {413, "Content Too Large"},
+        {429, "Too Many Requests"},
+        {431, "Request Header Fields Too Large"},
+        {500, "Internal Server Error"},
+        {503, "Service Unavailable"},
+    };
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+        if (reasons[i].status == status)
+            return reasons[i].text;
+    }
+    return "Unknown";
+}
+
+void sl__h1_respond(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
+                    const char *headers, size_t headers_len, const char *body, size_t body_len)
+{
+    char line[160];
+    int n = snprintf(
+        line, sizeof(line), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s",
+        status, reason(status),
+        body_len > 0 && body[0] == '{' ? "application/json" : "text/plain; charset=utf-8", body_len,
+        keep_alive ? "" : "Connection: close\r\n");
+
+    out_buf.len = 0;
+    sl__buf_append(&out_buf, line, (size_t)n);
+    if (headers_len > 0)
+        sl__buf_append(&out_buf, headers, headers_len);
+    sl__buf_append(&out_buf, "\r\n", 2);
+    if (body_len > 0)
+        sl__buf_append(&out_buf, body, body_len);
+    if (slot >= 0)
+        sl__conn_slot_fill(c, slot, out_buf.p, out_buf.len);
+    else
+        sl__conn_write(c, out_buf.p, out_buf.len);
+}
+
+/* An error answered once, after which the connection closes. */
+static ssize_t refuse(struct sl__conn *c, int status, const char *why)
+{
+    char body[200];
+    int n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}", why);
+
+    sl__h1_respond(c, -1, false, status, NULL, 0, body, (size_t)n);
+    return -1;
+}
+
+/* ------------------------------------------------------------ framing */
+
+/* Offset just past the blank line ending the head in b[0..n), 0 if none. */
+static size_t head_end(const char *b, size_t n)
+{
+    for (const char *p = memchr(b, '\n', n); p != NULL;
+         p = memchr(p + 1, '\n', n - (size_t)(p + 1 - b))) {
+        size_t i = (size_t)(p - b) + 1;
+        if (i < n && b[i] == '\n')
+            return i + 1;
+        if (i + 1 < n && b[i] == '\r' && b[i + 1] == '\n')
+            return i + 2;
+    }
+    return 0;
+}
+
+static size_t max_body(const struct sl__conn *c)
+{
+    size_t frame = c->ls->max_frame_bytes;
+    return frame > 2 * SL__H1_MAX_HEAD ? frame - SL__H1_MAX_HEAD : frame / 2;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * SL_NS_PER_S + ts.tv_nsec;
+}
+
+/* Split the request target into path and query. */
+static int split_url(struct sl_str url, struct sl__h1_req *r)
+{
+    struct http_parser_url u;
+
+    http_parser_url_init(&u);
+    if (http_parser_parse_url(url.p, url.len, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH)))
+        return -1;
+    r->path = (struct sl_str){url.p + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len};
+    if (u.field_set & (1 << UF_QUERY))
+        r->query = (struct sl_str){url.p + u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len};
+    return 0;
+}
+
+/*
+ * One request from b[0..n): its length when handled, 0 when incomplete,
+ * -1 when the connection must close (an error was answered).
+ */
+static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
+{
+    struct sl__h1_state *st = c->proto_state;
+    struct sl__h1_req r = {0};
+    struct parse x = {.r = &r, .max_body = max_body(c), .body = &body_buf};
+    http_parser p;
+    size_t head = head_end(b, n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD), used;
+
+    if (head == 0)
+        return n >= SL__H1_MAX_HEAD ? refuse(c, 431, "request head too large") : 0;
+    body_buf.len = 0;
+    http_parser_init(&p, HTTP_REQUEST);
+    p.data = &x;
+    used = http_parser_execute(&p, &settings, b, n);
+    if (x.too_large)
+        return refuse(c, 413, "request body too large");
+    if (HTTP_PARSER_ERRNO(&p) != HPE_OK && HTTP_PARSER_ERRNO(&p) != HPE_PAUSED)
+        return refuse(c, 400, http_errno_description(HTTP_PARSER_ERRNO(&p)));
+    if (p.upgrade)
+        return refuse(c, 400, "protocol upgrades are not supported");
+    if (!x.complete) {
+        if (x.expect_continue && !st->continue_sent) {
+            sl__conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+            st->continue_sent = true;
+        }
+        return 0;
+    }
+    st->continue_sent = false;
+    if (split_url(x.url, &r) != 0)
+        return refuse(c, 400, "malformed request target");
+    r.method = (int)p.method;
+    r.body = (struct sl_str){body_buf.p != NULL ? body_buf.p : "", body_buf.len};
+    r.keep_alive = http_should_keep_alive(&p) != 0;
+    r.start_ns = mono_ns();
+    sl__http_api_dispatch(c, &r);
+    return r.keep_alive ? (ssize_t)used : -1;
+}
+
+static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
+{
+    size_t off = 0;
+
+    while (off < len) {
+        if (c->slot_n == SL__CONN_MAX_SLOTS)
+            break; /* every reply slot waits on the store: read no further */
+        ssize_t n = one_request(c, buf + off, len - off);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        off += (size_t)n;
+    }
+    return (ssize_t)off;
+}
+
+/* ------------------------------------------------------------ sniffing */
+
+static const char *const methods[] = {"GET ",  "POST ",    "PUT ",   "DELETE ",
+                                      "HEAD ", "OPTIONS ", "PATCH ", NULL};
+
+/* A method token and a space, then a first line ending in HTTP/1.x. */
+static int sniff(const char *buf, size_t len)
+{
+    for (size_t i = 0; methods[i] != NULL; i++) {
+        size_t m = strlen(methods[i]);
+        if (memcmp(buf, methods[i], len < m ? len : m) != 0)
+            continue;
+        if (len < m)
+            return -2;
+        const char *nl = memchr(buf, '\n', len);
+        if (nl == NULL)
+            return len >= SL__H1_MAX_HEAD ? 1 : -2;
+        size_t line = (size_t)(nl - buf);
+        if (line > 0 && buf[line - 1] == '\r')
+            line--;
+        return line >= m + 8 && memcmp(buf + line - 8, "HTTP/1.", 7) == 0 ? 1 : 0;
+    }
+    return 0;
+}
+
+static int on_open(struct sl__conn *c)
+{
+    c->proto_state = sl__xzalloc(sizeof(struct sl__h1_state));
+    return 0;
+}
+
+static void on_close(struct sl__conn *c)
+{
+    if (c->proto_state != NULL)
+        sl__http_api_close(c);
+    free(c->proto_state);
+    c->proto_state = NULL;
+}
+
+const struct sl__proto sl__proto_http1 = {
+    .name = "http1",
+    .bit = SL__PROTO_HTTP1,
+    .sniff = sniff,
+    .on_open = on_open,
+    .on_read = on_read,
+    .on_close = on_close,
+};
