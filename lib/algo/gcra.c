@@ -12,7 +12,8 @@
  * It does not read a clock, allocate, or know about keys; it does not map
  * durations to redis-cell's seconds or its -1 "allowed" retry (the RESP layer
  * does). A denial counted because of count_rejected pushes the TAT forward
- * exactly as an admission of the same cost would.
+ * exactly as an admission of the same cost would, and its decision then
+ * describes the state with it recorded (so retry_after is honest).
  */
 #include <string.h>
 
@@ -147,6 +148,19 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
     d->retry_after_ns = inc > dvt ? -1 : units_to_ns_ceil(next - dvt, l);
 }
 
+/* After a counted denial (count_rejected), the fields describe the state
+ * with it recorded, so a client that waits retry_after is admitted. */
+static void refresh_denial(const void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
+                           struct sl_decision *d)
+{
+    struct sl_decision after;
+
+    check(st, l, now_ns, cost, &after);
+    d->remaining = after.remaining;
+    d->reset_ns = after.reset_ns;
+    d->retry_after_ns = after.retry_after_ns;
+}
+
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
@@ -156,6 +170,8 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 
     debt_set(s, debt > cap ? cap : debt);
     s->last_ns = sl__max64(s->last_ns, now_ns);
+    if (d->verdict == SL_DENY)
+        refresh_denial(st, l, now_ns, cost, d);
 }
 
 static int64_t whole_at(const void *st, const struct sl_limit *l)

@@ -14,7 +14,8 @@
  *
  * It does not read a clock, allocate, or hold a request for its delay (the
  * caller does). A denial counted because of count_rejected adds its cost to
- * the water as an admission would (so it leaks out like one).
+ * the water as an admission would (so it leaks out like one), and its
+ * decision then describes the state with it recorded.
  */
 #include <string.h>
 
@@ -164,6 +165,19 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
     }
 }
 
+/* After a counted denial (count_rejected), the fields describe the state
+ * with it recorded, so a client that waits retry_after is admitted. */
+static void refresh_denial(const void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
+                           struct sl_decision *d)
+{
+    struct sl_decision after;
+
+    check(st, l, now_ns, cost, &after);
+    d->remaining = after.remaining;
+    d->reset_ns = after.reset_ns;
+    d->retry_after_ns = after.retry_after_ns;
+}
+
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
@@ -173,6 +187,8 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 
     water_set(s, water > cap ? cap : water);
     s->last_ns = sl__max64(s->last_ns, now_ns);
+    if (d->verdict == SL_DENY)
+        refresh_denial(st, l, now_ns, cost, d);
 }
 
 static int64_t whole_at(const void *st, const struct sl_limit *l)

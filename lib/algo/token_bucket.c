@@ -21,7 +21,8 @@
  * It does not read a clock or allocate. count_rejected: a counted denial
  * takes its tokens anyway (plain: the deficit grows past the capacity, a
  * debt repaid by refill before anything is admitted again; warm-up: the
- * reservation pushes the next free time forward, as Guava's reserve()).
+ * reservation pushes the next free time forward, as Guava's reserve()); its
+ * decision then describes the state with it recorded.
  */
 #include <string.h>
 
@@ -277,13 +278,22 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
                    struct sl_decision *d)
 {
     struct tb_state *s = st;
+    struct sl_decision after;
 
-    if (!is_warm(l)) {
+    if (is_warm(l)) {
+        s->last_ns = sl__max64(s->last_ns, now_ns);
+        warm_reserve(s, l, s->last_ns, cost);
+    } else {
         plain_commit(s, l, now_ns, cost);
-        return;
     }
-    s->last_ns = sl__max64(s->last_ns, now_ns);
-    warm_reserve(s, l, s->last_ns, cost);
+    if (d->verdict != SL_DENY)
+        return;
+    /* A counted denial (count_rejected): the fields describe the state with
+     * it recorded, so a client that waits retry_after is admitted. */
+    check(st, l, now_ns, cost, &after);
+    d->remaining = after.remaining;
+    d->reset_ns = after.reset_ns;
+    d->retry_after_ns = after.retry_after_ns;
 }
 
 static int64_t whole_at(const void *st, const struct sl_limit *l)

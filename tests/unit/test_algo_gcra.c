@@ -175,10 +175,11 @@ static void count_rejected_pushes_tat(void **unused)
     struct bk_state st;
     const struct bk_row rows[] = {
         {T0, 1, SL_ALLOW, 0, 0, BK_S(1), 0},
-        /* denied and counted: TAT T0+1s -> T0+2s */
-        {T0 + BK_MS(500), 1, SL_DENY, 0, BK_MS(500), BK_MS(500), 0},
-        /* without counting this would pass; now it waits for T0+1s+1s */
-        {T0 + BK_S(1), 1, SL_DENY, 0, BK_S(1), BK_S(1), 0},
+        /* denied and counted: TAT T0+1s -> T0+2s; the fields say so */
+        {T0 + BK_MS(500), 1, SL_DENY, 0, BK_MS(1500), BK_MS(1500), 0},
+        /* without counting this would pass; counted, TAT -> T0+3s */
+        {T0 + BK_S(1), 1, SL_DENY, 0, BK_S(2), BK_S(2), 0},
+        /* waiting retry_after is enough */
         {T0 + BK_S(3), 1, SL_ALLOW, 0, 0, BK_S(1), 0},
     };
 

@@ -147,8 +147,9 @@ static void count_rejected_adds_water(void **unused)
     const struct bk_row rows[] = {
         {T0, 1, SL_ALLOW, 1, 0, BK_S(1), 0},
         {T0, 1, SL_DELAY, 0, 0, BK_S(2), BK_S(1)},
-        {T0 + BK_MS(500), 1, SL_DENY, 0, BK_MS(500), BK_MS(1500), 0},
-        {T0 + BK_S(1), 1, SL_DENY, 0, BK_S(1), BK_S(2), 0},
+        /* counted: the water (and the fields) include the denial */
+        {T0 + BK_MS(500), 1, SL_DENY, 0, BK_MS(1500), BK_MS(2500), 0},
+        {T0 + BK_S(1), 1, SL_DENY, 0, BK_S(2), BK_S(3), 0},
         /* without count_rejected the bucket would be empty by now */
         {T0 + BK_S(3), 1, SL_DELAY, 0, 0, BK_S(2), BK_S(1)},
     };

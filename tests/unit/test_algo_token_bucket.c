@@ -95,9 +95,12 @@ static void warmup_count_rejected(void **unused)
     struct bk_state st;
     const struct bk_row rows[] = {
         {T0, 1, SL_ALLOW, 0, 0, BK_MS(1875), 0},
-        {T0 + BK_S(1), 1, SL_DENY, 0, BK_MS(375), BK_MS(875), 0},
-        /* the counted denial cost 1.125 s: free at 2.5 s, not 1.375 s */
-        {T0 + BK_MS(1375), 1, SL_DENY, 0, BK_MS(1125), BK_MS(2125), 0},
+        /* the counted denial reserves 1.125 s: free at 2.5 s, not 1.375 s,
+         * and its fields say so */
+        {T0 + BK_S(1), 1, SL_DENY, 0, BK_MS(1500), BK_MS(2500), 0},
+        /* counted again (0.875 s more): free at 3.375 s */
+        {T0 + BK_MS(1375), 1, SL_DENY, 0, BK_S(2), BK_MS(3500), 0},
+        {T0 + BK_MS(3375), 1, SL_ALLOW, 0, 0, BK_MS(2625), 0},
     };
 
     l.count_rejected = true;
@@ -182,8 +185,9 @@ static void plain_count_rejected_debt(void **unused)
     struct sl_decision d;
     const struct bk_row rows[] = {
         {T0, 1, SL_ALLOW, 0, 0, BK_S(1), 0},
-        {T0 + BK_MS(500), 1, SL_DENY, 0, BK_MS(500), BK_MS(500), 0},
-        {T0 + BK_S(1), 1, SL_DENY, 0, BK_S(1), BK_S(1), 0},
+        /* counted: the debt (and the fields) include the denial */
+        {T0 + BK_MS(500), 1, SL_DENY, 0, BK_MS(1500), BK_MS(1500), 0},
+        {T0 + BK_S(1), 1, SL_DENY, 0, BK_S(2), BK_S(2), 0},
         {T0 + BK_S(3), 1, SL_ALLOW, 0, 0, BK_S(1), 0},
     };
 

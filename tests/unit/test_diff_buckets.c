@@ -555,6 +555,17 @@ static void run_trace(const struct sl_limit *l, model_fn model, int trace, int *
         eff = t > last ? t : last;
         memset(&want, 0, sizeof(want));
         model(&m, eff, c, &want);
+        if (c != 0 && want.verdict == SL_DENY && l->count_rejected) {
+            /* a counted denial reports the state with it recorded */
+            struct model again = m;
+            struct sl_decision after;
+
+            memset(&after, 0, sizeof(after));
+            model(&again, eff, c, &after);
+            want.remaining = after.remaining;
+            want.reset_ns = after.reset_ns;
+            want.retry_after_ns = after.retry_after_ns;
+        }
         sl_algo_decide(&st, l, t, c, &got);
         compare(&want, &got, trace, ev, l, t, c);
         if (c != 0 && (got.verdict != SL_DENY || l->count_rejected))
