@@ -7,6 +7,7 @@
  * It does not compare contents: any event reloads, and a reload that builds
  * the same rules is harmless (unchanged limits keep their state).
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,14 +23,31 @@ static void on_debounce(uv_timer_t *t)
     sl__rules_reload(&srv->cfg, srv->rules, "file change");
 }
 
+/* Is `name` (a basename from inotify) one of the rules files? Directory
+ * watches see every file of the directory, the log file included. */
+static bool is_rules_file(const struct sl__server *srv, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (size_t i = 0; i < srv->cfg.n_rules_files; i++) {
+        const char *f = srv->cfg.rules_files[i];
+        size_t len = strlen(f);
+        if (len >= n && strcmp(f + len - n, name) == 0 && (len == n || f[len - n - 1] == '/'))
+            return true;
+    }
+    return false;
+}
+
 static void on_event(uv_fs_event_t *h, const char *filename, int events, int status)
 {
     struct sl__server *srv = h->data;
 
-    if (status < 0)
+    if (status < 0 || filename == NULL || !is_rules_file(srv, filename))
         return;
-    sl__dbg("watch: %s changed", filename ? filename : "?");
-    uv_timer_start(&srv->debounce, on_debounce, (uint64_t)srv->cfg.rules_debounce_ms, 0);
+    sl__dbg("watch: %s changed", filename);
+    /* the first event of a burst arms the timer; later ones ride along */
+    if (!uv_is_active((uv_handle_t *)&srv->debounce))
+        uv_timer_start(&srv->debounce, on_debounce, (uint64_t)srv->cfg.rules_debounce_ms, 0);
 }
 
 static void watch_path(struct sl__server *srv, const char *path)

@@ -106,7 +106,8 @@ log:
         return self.client().execute_command("SL.DEBUG", "CLOCK", "ADVANCE", ms)
 
     def log_text(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return self.log_path.read_text(errors="replace")
 
     def stop(self, sig=signal.SIGTERM, timeout=10):
