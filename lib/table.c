@@ -526,14 +526,17 @@ uint64_t sl__table_probes(const sl_table *t)
     return n;
 }
 
-/* Does the entry in `slot` hold a state for `l`? */
-static bool entry_matches(struct entry *e, uint64_t slot, const struct sl_limit *l, bool ool)
+/* Does the entry in `slot` hold a state for `l`, whose state is `size`
+ * bytes? */
+static bool entry_matches(struct entry *e, uint64_t slot, const struct sl_limit *l, size_t size)
 {
+    bool ool = size > SL__STATE_INLINE;
+
     if (((slot & S_ALGO) >> S_ALGO_SHIFT) != (uint64_t)l->algo || !!(slot & S_OOL) != ool)
         return false;
     if (ool) {
         const struct ool *o = (const struct ool *)(uintptr_t)e->st[0];
-        return o->lim.id == l->id && o->bytes == sizeof(struct ool) + sl_algo_state_size(l);
+        return o->lim.id == l->id && o->bytes == sizeof(struct ool) + size;
     }
     return true;
 }
@@ -599,9 +602,10 @@ int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l
     if (pos >= 0) {
         uint64_t slot = s->index[pos];
         struct entry *e = entry_at(t, s, (uint32_t)(slot & S_IDX) - 1);
-        bool ool = sl_algo_state_size(l) > SL__STATE_INLINE;
-        if (entry_matches(e, slot, l, ool)) {
-            s->index[pos] = slot | S_REF | ((flags & SL__GET_PIN) ? S_PIN : 0);
+        if (entry_matches(e, slot, l, sl_algo_state_size(l))) {
+            uint64_t marked = slot | S_REF | ((flags & SL__GET_PIN) ? S_PIN : 0);
+            if (marked != slot) /* no store when set: keeps lines clean */
+                s->index[pos] = marked;
             ref->state = entry_state(e, slot);
             ref->entry = e;
             ref->pos = (uint32_t)pos;

@@ -1,0 +1,300 @@
+/*
+ * bench_table.c - `make bench`, library part: checks per second through
+ * sl_table_check for every algorithm (one thread and two threads, a hot set
+ * of 1,000 keys and 1,000,000 keys in random order), bytes per tracked key
+ * (RSS growth over 1,000,000 16-byte keys), and for sliding_log bytes per
+ * logged request. Prints `name value unit` lines, with MET/MISSED and the
+ * target beside targeted figures (CONTRACTS C5).
+ *
+ * It does not pin threads (library benchmarks are not pinned, C5), compare
+ * with peers (the server benchmarks, bench/bench_*.sh, do) or assert
+ * anything: tests never measure time, this never decides pass/fail.
+ *
+ * Usage: bench_table [seconds-per-figure]   (default 0.3)
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sluice.h"
+
+#define T0        (INT64_C(1700000000) * SL_NS_PER_S)
+#define HOT_KEYS  1000u
+#define MANY_KEYS 1000000u
+#define KEY_LEN   16
+
+static double figure_s = 0.3;
+
+/* Key k as 16 bytes, "key:" and 12 hex digits, built in place: a server has
+ * the key of the request in cache, so the benchmark should not add a cache
+ * miss on a key array. */
+static inline void key_of(uint32_t k, char out[KEY_LEN])
+{
+    static const char hex[] = "0123456789abcdef";
+
+    memcpy(out, "key:0000", 8);
+    for (int i = 0; i < 8; i++)
+        out[8 + i] = hex[(k >> (28 - 4 * i)) & 15];
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Parameters that make each algorithm do its usual work: 1000 per second,
+ * so keys revisited within the run are sometimes denied. The out-of-line
+ * algorithms get small N so that a million keys fit in memory. */
+static void limit_for(enum sl_algo a, struct sl_limit *l)
+{
+    sl_limit_init(l);
+    l->algo = a;
+    l->requests = 1000;
+    l->period_ns = SL_NS_PER_S;
+    if (a == SL_ALGO_SLIDING_LOG || a == SL_ALGO_CONCURRENCY)
+        l->requests = 16;
+    if (a == SL_ALGO_CONCURRENCY)
+        l->lease_ns = 100 * SL_NS_PER_MS;
+    if (sl_limit_validate(l, NULL) != SL_OK) {
+        fprintf(stderr, "bench: invalid limit for %s\n", sl_algo_name(a));
+        exit(1);
+    }
+    sl_limit_finish(l);
+}
+
+static sl_table *new_table(size_t max_bytes)
+{
+    struct sl_table_config c;
+    sl_table *t;
+
+    sl_table_config_init(&c);
+    c.max_bytes = max_bytes;
+    for (int i = 0; i < 16; i++)
+        c.secret[i] = (uint8_t)(i * 37 + 11);
+    if (sl_table_new(&c, &t) != SL_OK) {
+        fprintf(stderr, "bench: cannot create a table of %zu bytes\n", max_bytes);
+        exit(1);
+    }
+    return t;
+}
+
+static size_t cap_for(const struct sl_limit *l)
+{
+    size_t state = sl_algo_state_size(l);
+    size_t per_key = state > 24 ? 64 + 160 + state : 96;
+    return per_key * MANY_KEYS * 2;
+}
+
+/* ------------------------------------------------------------ workers */
+
+struct run {
+    sl_table *t;
+    const struct sl_limit *l;
+    uint32_t first, n; /* this thread's keys: [first, first + n) */
+    uint64_t checks;   /* out */
+    double secs;       /* out */
+};
+
+static inline uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Check keys in random order for about figure_s seconds. */
+static void *worker(void *arg)
+{
+    struct run *r = arg;
+    struct sl_decision d;
+    uint64_t rng = 0x9e3779b97f4a7c15ull ^ r->first, done = 0;
+    int64_t now = T0;
+    double start = now_s(), end = start;
+
+    while (end - start < figure_s) {
+        for (int i = 0; i < 16384; i++) {
+            char key[KEY_LEN];
+            key_of(r->first + (uint32_t)(xorshift(&rng) % r->n), key);
+            now += 1000;
+            sl_table_check(r->t, key, KEY_LEN, r->l, now, 1, &d);
+        }
+        done += 16384;
+        end = now_s();
+    }
+    r->checks = done;
+    r->secs = end - start;
+    return NULL;
+}
+
+/* Insert every key of the set once, untimed, so the timed run measures
+ * lookups of tracked keys (as in steady state). */
+static void warm(sl_table *t, const struct sl_limit *l, uint32_t n)
+{
+    struct sl_decision d;
+
+    char key[KEY_LEN];
+
+    for (uint32_t k = 0; k < n; k++) {
+        key_of(k, key);
+        sl_table_check(t, key, KEY_LEN, l, T0, 1, &d);
+    }
+}
+
+/* Checks per second on `threads` threads over `n` keys (split between the
+ * threads, disjoint). */
+static double rate(const struct sl_limit *l, uint32_t n, int threads)
+{
+    sl_table *t = new_table(cap_for(l));
+    pthread_t th[2];
+    struct run r[2];
+    double total = 0;
+
+    warm(t, l, n);
+    for (int i = 0; i < threads; i++) {
+        r[i] = (struct run){t, l, (uint32_t)i * (n / threads), n / threads, 0, 0};
+        pthread_create(&th[i], NULL, worker, &r[i]);
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        total += (double)r[i].checks / r[i].secs;
+    }
+    sl_table_free(t);
+    return total;
+}
+
+/* ------------------------------------------------------------- memory */
+
+static long rss_bytes(void)
+{
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+/* In a child process (a clean heap): RSS growth per key after `logged`
+ * requests on each of `n` keys. */
+static double bytes_per_key(const struct sl_limit *l, uint32_t n, uint32_t logged)
+{
+    int fds[2];
+    double v = -1;
+
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sl_decision d;
+        long before = rss_bytes();
+        sl_table *t = new_table(cap_for(l));
+        char key[KEY_LEN];
+        for (uint32_t k = 0; k < n; k++) {
+            key_of(k, key);
+            for (uint32_t j = 0; j < logged; j++)
+                sl_table_check(t, key, KEY_LEN, l, T0 + j, 1, &d);
+        }
+        v = (double)(rss_bytes() - before) / n;
+        if (write(fds[1], &v, sizeof(v)) != sizeof(v))
+            _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    if (pid < 0 || read(fds[0], &v, sizeof(v)) != sizeof(v))
+        v = -1;
+    close(fds[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return v;
+}
+
+/* ------------------------------------------------------------- output */
+
+static void print_min(const char *name, double v, const char *unit, double target, bool has)
+{
+    if (!has)
+        printf("%s %.0f %s\n", name, v, unit);
+    else
+        printf("%s %.0f %s %s target>=%.0f\n", name, v, unit, v >= target ? "MET" : "MISSED",
+               target);
+}
+
+static void bench_algo(enum sl_algo a)
+{
+    struct sl_limit l;
+    char name[96];
+    const char *an = sl_algo_name(a);
+    bool targeted = a == SL_ALGO_GCRA || a == SL_ALGO_TOKEN_BUCKET;
+
+    limit_for(a, &l);
+    double bpk = bytes_per_key(&l, MANY_KEYS, 1);
+    snprintf(name, sizeof(name), "lib.%s.bytes_per_key", an);
+    if (targeted)
+        printf("%s %.1f bytes %s target<=64\n", name, bpk, bpk <= 64 ? "MET" : "MISSED");
+    else
+        printf("%s %.1f bytes\n", name, bpk);
+
+    double hot1 = rate(&l, HOT_KEYS, 1), many1 = rate(&l, MANY_KEYS, 1);
+    double hot2 = rate(&l, 2 * HOT_KEYS, 2), many2 = rate(&l, MANY_KEYS, 2);
+    snprintf(name, sizeof(name), "lib.%s.hot_1k.1t", an);
+    print_min(name, hot1, "checks/s", 20e6, targeted);
+    snprintf(name, sizeof(name), "lib.%s.keys_1m.1t", an);
+    print_min(name, many1, "checks/s", 4e6, targeted);
+    snprintf(name, sizeof(name), "lib.%s.hot_1k.2t", an);
+    print_min(name, hot2, "checks/s", 0, false);
+    snprintf(name, sizeof(name), "lib.%s.keys_1m.2t", an);
+    print_min(name, many2, "checks/s", 0, false);
+    snprintf(name, sizeof(name), "lib.%s.hot_1k.2t_over_1t", an);
+    if (targeted)
+        printf("%s %.2f x %s target>=1.70\n", name, hot2 / hot1,
+               hot2 / hot1 >= 1.7 ? "MET" : "MISSED");
+    else
+        printf("%s %.2f x\n", name, hot2 / hot1);
+    snprintf(name, sizeof(name), "lib.%s.keys_1m.2t_over_1t", an);
+    if (targeted)
+        printf("%s %.2f x %s target>=1.70\n", name, many2 / many1,
+               many2 / many1 >= 1.7 ? "MET" : "MISSED");
+    else
+        printf("%s %.2f x\n", name, many2 / many1);
+    fflush(stdout);
+}
+
+/* sliding_log's log: RSS per logged request, 10,000 keys with 1,000 each. */
+static void bench_log_bytes(void)
+{
+    struct sl_limit l;
+
+    sl_limit_init(&l);
+    l.algo = SL_ALGO_SLIDING_LOG;
+    l.requests = 1000;
+    l.period_ns = 3600 * SL_NS_PER_S;
+    sl_limit_finish(&l);
+    double per_key = bytes_per_key(&l, 10000, 1000);
+    printf("lib.sliding_log.bytes_per_logged_request %.2f bytes\n", per_key / 1000);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        double v = strtod(argv[1], NULL);
+        figure_s = v > 0 ? v : figure_s;
+    }
+    /* SL_BENCH_ALGO=gcra runs one algorithm only (for quick iterations). */
+    const char *only = getenv("SL_BENCH_ALGO");
+    for (int a = 0; a < SL_ALGO_COUNT; a++)
+        if (only == NULL || strcmp(only, sl_algo_name((enum sl_algo)a)) == 0)
+            bench_algo((enum sl_algo)a);
+    if (only == NULL || strcmp(only, "sliding_log") == 0)
+        bench_log_bytes();
+    return 0;
+}
