@@ -331,6 +331,10 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
 /* Release every slot named by a lease token from sl_result.lease.
  * SL_EINVAL for a malformed token, SL_ENOENT if nothing was held. */
 int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns);
+/* Forget the state of every limit of the resolved descriptors (admin reset;
+ * inspecting is sl_limiter_check_matched with hits 0). SL_ENOENT if none
+ * was tracked. */
+int sl_limiter_reset(sl_limiter *lim, const struct sl_match *m, size_t n);
 
 /* ------------------------------------------------------------- helpers */
 

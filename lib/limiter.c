@@ -144,6 +144,15 @@ static void add_shard(struct batch *b, unsigned shard)
     b->nshards++;
 }
 
+/* The fingerprint of one limit's state: `buf` holds the match key (key_len
+ * bytes) and has room for the limit id after it (C4). */
+static void limit_fp(const sl_table *t, char *buf, size_t key_len, uint64_t id, struct sl__fp *fp)
+{
+    for (int k = 0; k < 8; k++)
+        buf[key_len + k] = (char)(id >> (8 * k));
+    sl__table_hash(t, buf, key_len + 8, fp);
+}
+
 static void build_items(sl_limiter *lim, const struct sl_match *m, size_t n,
                         const struct sl_request *req, struct batch *b, uint16_t *first,
                         uint16_t *count)
@@ -160,11 +169,8 @@ static void build_items(sl_limiter *lim, const struct sl_match *m, size_t n,
         memcpy(buf, m[i].key, m[i].key_len);
         for (size_t j = 0; j < m[i].n_limits; j++) {
             struct item *it = &b->it[b->n];
-            uint64_t id = m[i].limits[j]->id;
-            for (int k = 0; k < 8; k++)
-                buf[m[i].key_len + k] = (char)(id >> (8 * k));
             memset(it, 0, sizeof(*it));
-            sl__table_hash(lim->table, buf, m[i].key_len + 8, &it->fp);
+            limit_fp(lim->table, buf, m[i].key_len, m[i].limits[j]->id, &it->fp);
             it->l = m[i].limits[j];
             it->cost = descriptor_cost(req, i);
             it->shard = sl__table_shard(lim->table, &it->fp);
@@ -428,6 +434,39 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     }
     report(b, first, count, n, res);
     return SL_OK;
+}
+
+/* Contract: see sluice.h. Each limit's key is found as check_matched
+ * builds it (match key + limit id). */
+int sl_limiter_reset(sl_limiter *lim, const struct sl_match *m, size_t n)
+{
+    char buf[SL_KEY_MAX + sizeof(uint64_t)];
+    int removed = 0;
+
+    if (lim == NULL || (n > 0 && m == NULL))
+        return SL_EINVAL;
+    if (n > SL_MAX_DESCRIPTORS)
+        return SL_ETOOBIG;
+    for (size_t i = 0; i < n; i++) {
+        if (m[i].key_len > SL_KEY_MAX || m[i].n_limits > SL_MAX_LIMITS)
+            return SL_ETOOBIG;
+        memcpy(buf, m[i].key, m[i].key_len);
+        for (size_t j = 0; j < m[i].n_limits; j++) {
+            struct sl__fp fp;
+            struct sl__ref ref;
+            if (m[i].limits[j] == NULL)
+                return SL_EINVAL;
+            limit_fp(lim->table, buf, m[i].key_len, m[i].limits[j]->id, &fp);
+            unsigned shard = sl__table_shard(lim->table, &fp);
+            sl__table_lock(lim->table, shard);
+            if (sl__table_find(lim->table, &fp, &ref) == SL_OK) {
+                sl__table_remove(lim->table, &ref);
+                removed++;
+            }
+            sl__table_unlock(lim->table, shard);
+        }
+    }
+    return removed > 0 ? SL_OK : SL_ENOENT;
 }
 
 /* ------------------------------------------------------------- leases */

@@ -433,6 +433,31 @@ static void test_full_table_denies_new_keys(void **st)
     sl_limiter_free(lim);
 }
 
+static void test_reset_forgets_every_limit(void **st)
+{
+    struct sl_limit a = limit_of(SL_ALGO_FIXED_WINDOW, 1, MIN);
+    struct sl_limit b = limit_of(SL_ALGO_GCRA, 1, MIN);
+    struct sl_match m;
+    struct sl_result res;
+    sl_limiter *lim = limiter(SL_ON_FULL_EVICT, 1 << 20);
+
+    (void)st;
+    match_of(&m, "r", &a, &b);
+    assert_int_equal(sl_limiter_reset(lim, &m, 1), SL_ENOENT);
+    assert_int_equal(check(lim, &m, 1, 1, T0, &res), SL_OK);
+    assert_int_equal(check(lim, &m, 1, 1, T0, &res), SL_OK);
+    assert_int_equal(res.verdict, SL_DENY);
+    assert_int_equal(sl_limiter_reset(lim, &m, 1), SL_OK);
+    assert_int_equal(check(lim, &m, 1, 1, T0, &res), SL_OK);
+    assert_int_equal(res.verdict, SL_ALLOW);
+    m.key_len = SL_KEY_MAX; /* the longest key still has room for the id */
+    assert_int_equal(check(lim, &m, 1, 1, T0, &res), SL_OK);
+    assert_int_equal(sl_limiter_reset(lim, &m, 1), SL_OK);
+    m.key_len = SL_KEY_MAX + 1;
+    assert_int_equal(sl_limiter_reset(lim, &m, 1), SL_ETOOBIG);
+    sl_limiter_free(lim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_count_rejected_records_denial),
         cmocka_unit_test(test_leases_release),
         cmocka_unit_test(test_full_table_denies_new_keys),
+        cmocka_unit_test(test_reset_forgets_every_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
