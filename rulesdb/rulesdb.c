@@ -16,8 +16,8 @@
 
 struct sl_rulesdb {
     sqlite3 *db;
-    char path[512];
-    char msg[512];
+    char path[400];
+    char msg[1024];
 };
 
 static const char schema[] = "CREATE TABLE rules ("
