@@ -47,10 +47,27 @@ static bool is_warm(const struct sl_limit *l)
     return l->warmup_ns > 0;
 }
 
+/* v / by, rounded up if `up`; a 64-bit division when v fits (the usual
+ * case: 128-bit division is several times slower). */
+static u128 div_u128(u128 v, uint64_t by, bool up)
+{
+    u128 q;
+    bool rem;
+
+    if ((v >> 64) == 0) {
+        q = (uint64_t)v / by;
+        rem = (uint64_t)v % by != 0;
+    } else {
+        q = v / by;
+        rem = v % by != 0;
+    }
+    return q + (up && rem);
+}
+
 /* ceil(v / requests) as ns, saturated at INT64_MAX. */
 static int64_t units_to_ns_ceil(u128 v, const struct sl_limit *l)
 {
-    u128 q = v / l->requests + (v % l->requests != 0);
+    u128 q = div_u128(v, l->requests, true);
     return q > (u128)INT64_MAX ? INT64_MAX : (int64_t)q;
 }
 
@@ -89,7 +106,8 @@ static void plain_report(const struct sl_limit *l, u128 deficit, struct sl_decis
 {
     u128 cap = capacity_of(l);
 
-    d->remaining = deficit >= cap ? 0 : clamp_i64((cap - deficit) / (uint64_t)l->period_ns);
+    d->remaining =
+        deficit >= cap ? 0 : clamp_i64(div_u128(cap - deficit, (uint64_t)l->period_ns, false));
     d->reset_ns = units_to_ns_ceil(deficit, l);
 }
 
