@@ -24,6 +24,7 @@ static int parse_len_line(const char *buf, size_t len, size_t *pos, long long *o
     size_t i = *pos + 1;
     long long v = 0;
     bool neg = false, digits = false;
+    int ndigits = 0;
 
     if (i < len && buf[i] == '-') {
         neg = true;
@@ -33,7 +34,8 @@ static int parse_len_line(const char *buf, size_t len, size_t *pos, long long *o
         char ch = buf[i];
         if (ch == '\r')
             break;
-        if (ch < '0' || ch > '9' || i - *pos > HDR_MAX)
+        /* 18 digits cannot overflow, and every cap is far below them */
+        if (ch < '0' || ch > '9' || ++ndigits > 18)
             return BAD;
         v = v * 10 + (ch - '0');
         digits = true;

@@ -86,18 +86,19 @@ static void inline_words(void **state)
 static void caps_and_malformations(void **state)
 {
     static const char *const bad[] = {
-        "*-1\r\n",                           /* a null array is no command */
-        "*1201\r\n",                         /* above SL__RESP_MAX_ARGS */
-        "*1\r\n$-1\r\n",                     /* a null bulk is no argument */
-        "*1\r\n$2000000\r\n",                /* declared above the cap: refused at once */
-        "*1\r\n:1\r\n",                      /* only bulk strings in a request */
-        "*1\r\n$1\r\nab\r\n",                /* payload longer than declared */
-        "*x\r\n",                            /* not a number */
-        "*\r\n",                             /* no digits */
-        "*1\n",                              /* LF without CR */
-        "*1234567890123456789012345678\r\n", /* header line above its cap */
-        "$3\r\nfoo\r\n",                     /* a bulk string alone */
-        "+OK\r\n",                           /* replies are not requests */
+        "*-1\r\n",                              /* a null array is no command */
+        "*1201\r\n",                            /* above SL__RESP_MAX_ARGS */
+        "*1\r\n$-1\r\n",                        /* a null bulk is no argument */
+        "*1\r\n$2000000\r\n",                   /* declared above the cap: refused at once */
+        "*1\r\n:1\r\n",                         /* only bulk strings in a request */
+        "*1\r\n$1\r\nab\r\n",                   /* payload longer than declared */
+        "*x\r\n",                               /* not a number */
+        "*\r\n",                                /* no digits */
+        "*1\n",                                 /* LF without CR */
+        "*1234567890123456789012345678\r\n",    /* header line above its cap */
+        "*1\r\n$9999999999999999999999999\r\n", /* found by fuzz_resp: no overflow */
+        "$3\r\nfoo\r\n",                        /* a bulk string alone */
+        "+OK\r\n",                              /* replies are not requests */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(parse(bad[i], CAP), -1);
