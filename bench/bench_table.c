@@ -269,6 +269,31 @@ static void bench_algo(enum sl_algo a)
     fflush(stdout);
 }
 
+/* Context for the per-key figures: the latency of one random memory access
+ * over 64 MiB (a dependent pointer chase), which bounds lookups over a
+ * million keys (each touches an index slot and an entry). */
+static void bench_memory_latency(void)
+{
+    size_t n = (64u << 20) / sizeof(uint64_t), steps = 2000000;
+    uint64_t *a = malloc(n * sizeof(uint64_t)), rng = 88172645463325252ull, p = 0;
+
+    if (a == NULL)
+        return;
+    for (size_t i = 0; i < n; i++)
+        a[i] = i;
+    for (size_t i = n - 1; i > 0; i--) { /* Sattolo: one cycle through all */
+        size_t j = (size_t)(xorshift(&rng) % i), t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+    double start = now_s();
+    for (size_t i = 0; i < steps; i++)
+        p = a[p];
+    double ns = (now_s() - start) / (double)steps * 1e9;
+    printf("lib.machine.random_access_64mib %.0f ns%s\n", ns, p == n ? " " : "");
+    free(a);
+}
+
 /* sliding_log's log: RSS per logged request, 10,000 keys with 1,000 each. */
 static void bench_log_bytes(void)
 {
@@ -289,6 +314,7 @@ int main(int argc, char **argv)
         double v = strtod(argv[1], NULL);
         figure_s = v > 0 ? v : figure_s;
     }
+    bench_memory_latency();
     /* SL_BENCH_ALGO=gcra runs one algorithm only (for quick iterations). */
     const char *only = getenv("SL_BENCH_ALGO");
     for (int a = 0; a < SL_ALGO_COUNT; a++)

@@ -550,7 +550,7 @@ static int create(sl_table *t, struct shard *s, const uint32_t fp[3], const stru
     bool ool = size > SL__STATE_INLINE;
     size_t extra = ool ? sizeof(struct ool) + size : 0;
     struct ool *o = NULL;
-    uint32_t pos;
+    uint32_t pos = 0; /* set by lookup(): the key is absent */
     int rc;
 
     if (extra > t->shard_budget)
