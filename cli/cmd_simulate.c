@@ -4,11 +4,12 @@
  * only, so the same input always gives the same output.
  *
  * Input: JSON lines (CONTRACTS C5) or, with --log-format combined, nginx's
- * combined access log, where each line is one request with two descriptors,
- * [{remote_address: ADDR}] and [{path: PATH}], in domain --domain (default
- * "nginx"). A bad line is reported on stderr with its number and skipped;
- * the exit status is then 1. Concurrency limits are not simulated (a trace
- * has no release events): their slots are never given back.
+ * combined access log, where each line is one request with three
+ * descriptors, [{remote_address: ADDR}], [{path: PATH}] and
+ * [{remote_address: ADDR, path: PATH}] (so rules per IP, per path and per
+ * IP on a path all apply), in domain --domain (default "nginx"). A bad line is reported on stderr
+ * with its number and skipped; the exit status is then 1. Concurrency limits are not simulated (a
+ * trace has no release events): their slots are never given back.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -179,8 +180,8 @@ static int one_json(struct run *r, const char *line, size_t len, long line_no)
 static int one_combined(struct run *r, const char *line, size_t len, long line_no)
 {
     struct sl__clf c;
-    struct sl_entry e[2];
-    struct sl_descriptor d[2];
+    struct sl_entry e[4];
+    struct sl_descriptor d[3];
     struct sl_request req;
 
     if (sl__clf_parse(line, len, &c) < 0) {
@@ -189,11 +190,14 @@ static int one_combined(struct run *r, const char *line, size_t len, long line_n
     }
     e[0] = (struct sl_entry){{"remote_address", 14}, c.remote_address};
     e[1] = (struct sl_entry){{"path", 4}, c.path};
+    e[2] = e[0];
+    e[3] = e[1];
     d[0] = (struct sl_descriptor){&e[0], 1, -1};
     d[1] = (struct sl_descriptor){&e[1], 1, -1};
+    d[2] = (struct sl_descriptor){&e[2], 2, -1};
     req = (struct sl_request){.domain = {r->o->domain, strlen(r->o->domain)},
                               .descriptors = d,
-                              .n_descriptors = 2,
+                              .n_descriptors = 3,
                               .hits = 1,
                               .now_ns = c.t_ms * SL_NS_PER_MS};
     return decide(r, &req, c.t_ms, line_no);

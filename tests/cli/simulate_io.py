@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """simulate_io.py SLUICE WORKDIR - `sluice simulate` input and output: bad
 lines are named on stderr and skipped (exit 1), output is deterministic,
-nginx combined logs give descriptors remote_address and path at 1 s
-resolution, and --summary counts per limit."""
+nginx combined logs give descriptors [remote_address], [path] and
+[remote_address, path] at 1 s resolution, and --summary counts per limit."""
 import json
 import os
 import subprocess
@@ -21,6 +21,10 @@ domain: nginx
 descriptors:
   - key: remote_address
     rate_limit: {unit: second, requests_per_unit: 1, name: per-ip}
+    descriptors:
+      - key: path
+        value: /home
+        rate_limit: {unit: minute, requests_per_unit: 1, name: home-per-ip}
   - key: path
     value: /login
     rate_limit: {unit: minute, requests_per_unit: 2, name: login}
@@ -83,12 +87,12 @@ if rc != 1 or "line 5:" not in err or len(got) != 4:
 t = 1700000040000  # 2023-11-14T22:14:00Z
 if [g["t_ms"] for g in got] != [t, t, t, t + 1000]:
     fail(f"combined times: {[g['t_ms'] for g in got]}")
-want = [("allow", "per-ip", "login"), ("allow", "per-ip", "login"),
-        ("deny", "per-ip", "(none)"), ("deny", "per-ip", "login")]
-for g, (dec, l0, l1) in zip(got, want):
-    names = (g["statuses"][0]["limit"], g["statuses"][1]["limit"] or "(none)")
-    if g["decision"] != dec or names != (l0, l1):
-        fail(f"combined decision {g}, want {dec} {l0} {l1}")
+want = [("allow", "per-ip", "login", "(none)"), ("allow", "per-ip", "login", "(none)"),
+        ("deny", "per-ip", "(none)", "home-per-ip"), ("deny", "per-ip", "login", "(none)")]
+for g, (dec, *limits) in zip(got, want):
+    names = [s["limit"] or "(none)" for s in g["statuses"]]
+    if g["decision"] != dec or names != limits:
+        fail(f"combined decision {g}, want {dec} {limits}")
 
 # --summary: per limit, allowed / delayed / denied.
 rc, out, err = simulate(log, "--log-format", "combined", "--summary")
