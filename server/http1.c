@@ -28,7 +28,7 @@
 struct parse {
     struct sl__h1_req *r;
     struct sl_str url;
-    bool in_auth, expect_continue, complete, too_large;
+    bool in_auth, in_expect, expect_continue, complete, too_large;
     size_t max_body;
     struct sl__buf *body;
 };
@@ -49,8 +49,7 @@ static int on_url(http_parser *p, const char *at, size_t len)
 static int on_header_field(http_parser *p, const char *at, size_t len)
 {
     P(p)->in_auth = len == 13 && strncasecmp(at, "authorization", 13) == 0;
-    if (len == 6 && strncasecmp(at, "expect", 6) == 0)
-        P(p)->expect_continue = true; /* value checked below */
+    P(p)->in_expect = len == 6 && strncasecmp(at, "expect", 6) == 0;
     return 0;
 }
 
@@ -60,9 +59,9 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 
     if (x->in_auth)
         x->r->authorization = (struct sl_str){at, len};
-    x->in_auth = false;
-    if (x->expect_continue && !(len == 12 && strncasecmp(at, "100-continue", 12) == 0))
-        x->expect_continue = false;
+    if (x->in_expect && len == 12 && strncasecmp(at, "100-continue", 12) == 0)
+        x->expect_continue = true;
+    x->in_auth = x->in_expect = false;
     return 0;
 }
 

@@ -16,6 +16,7 @@
  * token, kill switches, holding /v1/auth replies for a delay.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +426,7 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
     g.table_evictions = ts.evictions;
     g.table_full_denials = ts.full_denials;
     g.reloads = __atomic_load_n(&c->w->srv->reloads, __ATOMIC_RELAXED);
+    g.connections = (int64_t)atomic_load(&c->w->srv->n_conns);
     cap = sl__metrics_render_bound(m);
     buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
     if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK)

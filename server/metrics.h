@@ -54,6 +54,7 @@ struct sl__metrics_gauges {
     uint64_t table_full_denials; /* counter */
     uint64_t reloads;            /* successful rule reloads, counter */
     uint64_t reload_failures;    /* rejected reloads, counter */
+    int64_t connections;         /* open now; -1: use sl__metrics_connection() counts */
 };
 
 /* SL_OK, SL_EINVAL (0 workers or cap), SL_ENOMEM. */

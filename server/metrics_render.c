@@ -218,7 +218,7 @@ static int64_t clamp(uint64_t v)
     return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
-static void put_workers(struct sl__wr *b, struct sl__metrics *m)
+static void put_workers(struct sl__wr *b, struct sl__metrics *m, int64_t connections)
 {
     uint64_t unknown = 0, total = 0;
     int64_t open = 0;
@@ -230,7 +230,8 @@ static void put_workers(struct sl__wr *b, struct sl__metrics *m)
     }
     put_scalar(b, "sluice_unknown_domain_total", "counter",
                "Requests for a domain no rule knows (answered OK).", clamp(unknown));
-    put_scalar(b, "sluice_connections", "gauge", "Client connections open now.", open);
+    put_scalar(b, "sluice_connections", "gauge", "Client connections open now.",
+               connections >= 0 ? connections : open);
     put_scalar(b, "sluice_connections_total", "counter", "Client connections accepted.",
                clamp(total));
 }
@@ -263,7 +264,7 @@ int sl__metrics_render(struct sl__metrics *m, const struct sl__metrics_gauges *g
         sl__wr_init(&b, buf, cap);
         put_decisions(&b, &mg, &m->w[0].overflow);
         put_latency(&b, m);
-        put_workers(&b, m);
+        put_workers(&b, m, g->connections);
         put_gauges(&b, g);
         rc = sl__wr_finish(&b, len);
     }

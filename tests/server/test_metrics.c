@@ -285,7 +285,8 @@ static void test_gauges_and_connections(void **st)
                                    .table_evictions = 3,
                                    .table_full_denials = 4,
                                    .reloads = 5,
-                                   .reload_failures = 6};
+                                   .reload_failures = 6,
+                                   .connections = -1};
 
     sl__metrics_connection(m, 0, 1);
     sl__metrics_connection(m, 1, 1);
@@ -301,6 +302,10 @@ static void test_gauges_and_connections(void **st)
     assert_int_equal(num(find("sluice_table_full_denials_total", NULL, NULL, NULL)), 4);
     assert_int_equal(num(find("sluice_reloads_total", NULL, NULL, NULL)), 5);
     assert_int_equal(num(find("sluice_reload_failures_total", NULL, NULL, NULL)), 6);
+    /* A caller that knows the open connections overrides the workers' counts. */
+    g.connections = 7;
+    free(render(m, &g));
+    assert_int_equal(num(find("sluice_connections", NULL, NULL, NULL)), 7);
     sl__metrics_free(m);
     (void)st;
 }
@@ -309,7 +314,7 @@ static void test_buffer_limits_and_config(void **st)
 {
     struct sl__metrics_config bad = {.workers = 0, .series_cap = 4};
     struct sl__metrics *m = make(1, 2), *none = (void *)1;
-    static const struct sl__metrics_gauges g;
+    static const struct sl__metrics_gauges g = {.connections = -1};
     char small[64], *full;
     size_t len;
     char big[200];
