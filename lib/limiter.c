@@ -395,9 +395,9 @@ static bool any_denial(const struct batch *b)
  * Contract: see sluice.h. `m[i]` is descriptor i's match; req supplies the
  * costs (hits, per-descriptor hits) and now_ns. Thread-safe: shards are
  * locked in ascending order for the duration of the decision. Returns SL_OK;
- * SL_ETOOBIG/SL_EINVAL before touching state; SL_EFULL (a new key refused by
- * on_full deny, or no room), SL_ETOOBIG (a state larger than a shard's
- * share) or SL_ENOMEM with nothing consumed - `res` then says deny.
+ * SL_ETOOBIG/SL_EINVAL before touching state (res: deny, no statuses); SL_EFULL (a new key refused
+ * by on_full deny, or no room), SL_ETOOBIG (a state larger than a shard's share) or SL_ENOMEM with
+ * nothing consumed - `res` then says deny.
  */
 int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
                              const struct sl_request *req, struct sl_result *res)
@@ -409,8 +409,11 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     if (lim == NULL || req == NULL || res == NULL)
         return SL_EINVAL;
     rc = validate(m, n, req);
-    if (rc != SL_OK)
+    if (rc != SL_OK) {
+        result_init(res, 0);
+        res->verdict = SL_DENY; /* callers that ignore rc still deny */
         return rc;
+    }
     result_init(res, n);
     /* `batch` (~40 KiB) is on the stack: on the heap it would be an
      * allocation per request. */
