@@ -4,9 +4,9 @@
  * Plain: capacity B = burst (default requests), refilled continuously at
  * `requests` per `period` (bucket4j's greedy refill), starting full. A
  * request of cost c is admitted when c tokens are there. The state is the
- * deficit (tokens missing from a full bucket) in units of 1/requests ns of
- * refill time, so one token = period_ns units exactly; 128-bit, saturating at
- * INT64_MAX ns of refill time.
+ * deficit (tokens missing from a full bucket) as a backlog (backlog.h):
+ * exact in units of 1/requests ns of refill time, one token = period_ns
+ * units.
  *
  * Warm-up (`warmup_ns`, no burst): Guava's SmoothWarmingUp with coldFactor 3,
  * decided as tryAcquire(cost, 0): admitted when the next free time has come,
@@ -27,16 +27,13 @@
 #include <string.h>
 
 #include "algo/algo.h"
-#include "util/sat.h"
+#include "algo/backlog.h"
 
-typedef unsigned __int128 u128;
-
-/* 24 bytes. Plain: a = deficit low half, b = high half. Warm-up: a = the
- * next free time (ns), b = stored permits * 2 * period_ns. */
-struct tb_state {
+/* Warm-up state, 24 bytes like the plain one (struct sl__backlog). */
+struct warm_state {
     int64_t last_ns;
-    uint64_t a;
-    uint64_t b;
+    int64_t next_free_ns;
+    uint64_t stored; /* stored permits * 2 * period_ns */
 };
 
 /* warmup_ns * requests may not exceed this (exact warm-up arithmetic). */
@@ -47,103 +44,11 @@ static bool is_warm(const struct sl_limit *l)
     return l->warmup_ns > 0;
 }
 
-/* v / by, rounded up if `up`; a 64-bit division when v fits (the usual
- * case: 128-bit division is several times slower). */
-static u128 div_u128(u128 v, uint64_t by, bool up)
-{
-    u128 q;
-    bool rem;
-
-    if ((v >> 64) == 0) {
-        q = (uint64_t)v / by;
-        rem = (uint64_t)v % by != 0;
-    } else {
-        q = v / by;
-        rem = v % by != 0;
-    }
-    return q + (up && rem);
-}
-
-/* ceil(v / requests) as ns, saturated at INT64_MAX. */
-static int64_t units_to_ns_ceil(u128 v, const struct sl_limit *l)
-{
-    u128 q = div_u128(v, l->requests, true);
-    return q > (u128)INT64_MAX ? INT64_MAX : (int64_t)q;
-}
-
-static int64_t clamp_i64(u128 v)
-{
-    return v > (u128)INT64_MAX ? INT64_MAX : (int64_t)v;
-}
-
-static uint64_t elapsed_since(int64_t from_ns, int64_t to_ns)
-{
-    return to_ns > from_ns ? (uint64_t)to_ns - (uint64_t)from_ns : 0;
-}
-
-/* ------------------------------------------------------------- plain */
-
-static u128 capacity_of(const struct sl_limit *l)
+/* Capacity B (burst, default requests) in backlog units. */
+static unsigned __int128 capacity_of(const struct sl_limit *l)
 {
     uint64_t b = l->burst < 0 ? l->requests : (uint64_t)l->burst;
-    return (u128)b * (uint64_t)l->period_ns;
-}
-
-static u128 deficit_get(const struct tb_state *s)
-{
-    return ((u128)s->b << 64) | s->a;
-}
-
-static u128 deficit_at(const struct tb_state *s, const struct sl_limit *l, int64_t now_ns)
-{
-    u128 deficit = deficit_get(s);
-    u128 refill = (u128)elapsed_since(s->last_ns, now_ns) * l->requests;
-
-    return refill >= deficit ? 0 : deficit - refill;
-}
-
-static void plain_report(const struct sl_limit *l, u128 deficit, struct sl_decision *d)
-{
-    u128 cap = capacity_of(l);
-
-    d->remaining =
-        deficit >= cap ? 0 : clamp_i64(div_u128(cap - deficit, (uint64_t)l->period_ns, false));
-    d->reset_ns = units_to_ns_ceil(deficit, l);
-}
-
-static void plain_check(const struct tb_state *s, const struct sl_limit *l, int64_t now_ns,
-                        uint64_t cost, struct sl_decision *d)
-{
-    u128 deficit = deficit_at(s, l, now_ns);
-    u128 take = (u128)cost * (uint64_t)l->period_ns;
-    u128 cap = capacity_of(l);
-    u128 next = deficit + take; /* < 2^128: both < 2^127 */
-
-    if (cost == 0 || next <= cap) {
-        d->verdict = SL_ALLOW;
-        plain_report(l, cost == 0 ? deficit : next, d);
-        return;
-    }
-    d->verdict = SL_DENY;
-    plain_report(l, deficit, d);
-    d->retry_after_ns = take > cap ? -1 : units_to_ns_ceil(next - cap, l);
-}
-
-static void plain_commit(struct tb_state *s, const struct sl_limit *l, int64_t now_ns,
-                         uint64_t cost)
-{
-    u128 deficit = deficit_at(s, l, now_ns) + (u128)cost * (uint64_t)l->period_ns;
-    u128 max = (u128)INT64_MAX * l->requests;
-
-    /* saturate at INT64_MAX ns of refill, or the capacity if larger (so an
-     * admission is never clipped; only a counted denial gets here) */
-    if (max < capacity_of(l))
-        max = capacity_of(l);
-    if (deficit > max)
-        deficit = max;
-    s->a = (uint64_t)deficit;
-    s->b = (uint64_t)(deficit >> 64);
-    s->last_ns = sl__max64(s->last_ns, now_ns);
+    return sl__backlog_requests(l, b);
 }
 
 /* ----------------------------------------------------------- warm-up */
@@ -157,80 +62,84 @@ static uint64_t warm_wr(const struct sl_limit *l)
 }
 
 /* Guava's resync(): permits accrue from the next free time to `now`. */
-static void warm_resync(struct tb_state *s, const struct sl_limit *l, int64_t now_ns)
+static void warm_resync(struct warm_state *s, const struct sl_limit *l, int64_t now_ns)
 {
     uint64_t max = 2 * warm_wr(l);
-    u128 add;
+    unsigned __int128 add;
 
-    if (now_ns <= (int64_t)s->a)
+    if (now_ns <= s->next_free_ns)
         return;
-    add = (u128)elapsed_since((int64_t)s->a, now_ns) * (2 * (u128)l->requests);
-    s->b = add >= max - s->b ? max : s->b + (uint64_t)add;
-    s->a = (uint64_t)now_ns;
+    add = (unsigned __int128)((uint64_t)now_ns - (uint64_t)s->next_free_ns) *
+          (2 * (unsigned __int128)l->requests);
+    s->stored = add >= max - s->stored ? max : s->stored + (uint64_t)add;
+    s->next_free_ns = now_ns;
 }
 
 /* Guava's storedPermitsToWaitTime + fresh permits, for `cost` permits taken
  * from `stored` units: the exact wait in ns, rounded up (< 2^127). */
-static u128 warm_wait(const struct sl_limit *l, uint64_t stored, uint64_t cost, uint64_t *spent)
+static unsigned __int128 warm_wait(const struct sl_limit *l, uint64_t stored, uint64_t cost,
+                                   uint64_t *spent)
 {
     uint64_t wr = warm_wr(l);
-    u128 need = (u128)cost * (2 * (u128)(uint64_t)l->period_ns);
+    unsigned __int128 need =
+        (unsigned __int128)cost * (2 * (unsigned __int128)(uint64_t)l->period_ns);
     uint64_t spend = need < stored ? (uint64_t)need : stored;
     uint64_t above = stored > wr ? stored - wr : 0;
     uint64_t take_above = spend < above ? spend : above;
     /* Above the threshold the interval rises linearly: the trapezoid
      * (A - B)(A + B - WR) / (2 W R^2) with A, B the units before and after. */
-    u128 quad = (u128)take_above * ((u128)stored + (stored - take_above) - wr);
-    u128 lin = need - take_above; /* stable-interval units: 1/(2R) ns each */
-    u128 two_r = 2 * (u128)l->requests;
-    u128 frac = (lin % two_r) * wr + quad;
-    u128 den = 2 * (u128)wr * l->requests;
+    unsigned __int128 quad =
+        (unsigned __int128)take_above * ((unsigned __int128)stored + (stored - take_above) - wr);
+    unsigned __int128 lin = need - take_above; /* stable-interval units: 1/(2R) ns each */
+    uint64_t two_r = 2 * l->requests;
+    unsigned __int128 frac = (lin % two_r) * wr + quad;
+    unsigned __int128 den = 2 * (unsigned __int128)wr * l->requests;
 
     *spent = spend;
-    return lin / two_r + frac / den + (frac % den != 0);
+    return sl__div_u128(lin, two_r, false) + frac / den + (frac % den != 0);
 }
 
 /* Guava's reserveEarliestAvailable at `now`, applied to `s`; the next free
  * time saturates at INT64_MAX. */
-static void warm_reserve(struct tb_state *s, const struct sl_limit *l, int64_t now_ns,
+static void warm_reserve(struct warm_state *s, const struct sl_limit *l, int64_t now_ns,
                          uint64_t cost)
 {
     uint64_t spent;
-    u128 wait;
+    unsigned __int128 wait;
     __int128 next;
 
     warm_resync(s, l, now_ns);
-    wait = warm_wait(l, s->b, cost, &spent);
-    s->b -= spent;
-    next = wait > (u128)UINT64_MAX ? (__int128)INT64_MAX : (__int128)(int64_t)s->a + (__int128)wait;
-    s->a = (uint64_t)(next > INT64_MAX ? INT64_MAX : (int64_t)next);
+    wait = warm_wait(l, s->stored, cost, &spent);
+    s->stored -= spent;
+    next = wait > UINT64_MAX ? INT64_MAX : (__int128)s->next_free_ns + (__int128)wait;
+    s->next_free_ns = next > INT64_MAX ? INT64_MAX : (int64_t)next;
 }
 
 /* When the stored permits are back at the maximum (a fresh, cold state). */
-static int64_t warm_whole_at(const struct tb_state *s, const struct sl_limit *l)
+static int64_t warm_whole_at(const struct warm_state *s, const struct sl_limit *l)
 {
-    uint64_t missing = 2 * warm_wr(l) - s->b;
+    uint64_t missing = 2 * warm_wr(l) - s->stored;
     uint64_t two_r = 2 * l->requests;
     uint64_t rest = missing / two_r + (missing % two_r != 0);
 
-    return sl__sat_add((int64_t)s->a, sl__sat_i64(rest));
+    return sl__sat_add(s->next_free_ns, sl__sat_i64(rest));
 }
 
-static void warm_check(const struct tb_state *s, const struct sl_limit *l, int64_t now_ns,
+/* tryAcquire(cost, 0): admitted when the next free time has come. */
+static void warm_check(const struct warm_state *s, const struct sl_limit *l, int64_t now_ns,
                        uint64_t cost, struct sl_decision *d)
 {
-    struct tb_state after = *s;
+    struct warm_state after = *s;
     int64_t now = sl__max64(now_ns, s->last_ns);
-    int64_t next_free = (int64_t)s->a;
 
-    if (cost == 0 || next_free <= now) {
+    if (cost == 0 || s->next_free_ns <= now) {
         d->verdict = SL_ALLOW;
         if (cost != 0)
             warm_reserve(&after, l, now, cost);
-        d->remaining = (int64_t)after.a <= now ? 1 : 0;
+        d->remaining = after.next_free_ns <= now ? 1 : 0;
     } else {
         d->verdict = SL_DENY;
-        d->retry_after_ns = sl__sat_sub(next_free, now);
+        d->retry_after_ns = sl__sat_sub(s->next_free_ns, now);
     }
     d->reset_ns = sl__max64(0, sl__sat_sub(warm_whole_at(&after, l), now));
 }
@@ -239,7 +148,8 @@ static void warm_check(const struct tb_state *s, const struct sl_limit *l, int64
 
 static size_t state_size(const struct sl_limit *l)
 {
-    return sizeof(struct tb_state);
+    _Static_assert(sizeof(struct warm_state) == sizeof(struct sl__backlog), "one state size");
+    return sizeof(struct sl__backlog);
 }
 
 static int validate(const struct sl_limit *l, const char **why)
@@ -271,56 +181,50 @@ static int validate(const struct sl_limit *l, const char **why)
 
 static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
-    struct tb_state *s = st;
+    struct warm_state *s = st;
 
-    memset(s, 0, sizeof(*s));
-    s->last_ns = now_ns;
+    sl__backlog_init(st, now_ns); /* plain: full, no deficit */
     if (is_warm(l)) {
-        s->a = (uint64_t)now_ns; /* Guava: created at now, free at once */
-        s->b = 2 * warm_wr(l);   /* starts cold: maxPermits stored */
+        s->next_free_ns = now_ns;   /* Guava: created at now, free at once */
+        s->stored = 2 * warm_wr(l); /* starts cold: maxPermits stored */
     }
 }
 
 static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                   struct sl_decision *d)
 {
+    if (!is_warm(l)) {
+        sl__backlog_check(st, l, now_ns, cost, capacity_of(l), d);
+        return;
+    }
     memset(d, 0, sizeof(*d));
     d->quota = sl_limit_quota(l);
-    if (is_warm(l))
-        warm_check(st, l, now_ns, cost, d);
-    else
-        plain_check(st, l, now_ns, cost, d);
+    warm_check(st, l, now_ns, cost, d);
 }
 
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    struct tb_state *s = st;
+    struct warm_state *s = st;
     struct sl_decision after;
 
     if (is_warm(l)) {
         s->last_ns = sl__max64(s->last_ns, now_ns);
         warm_reserve(s, l, s->last_ns, cost);
     } else {
-        plain_commit(s, l, now_ns, cost);
+        sl__backlog_add(st, l, now_ns, cost, capacity_of(l));
     }
-    if (d->verdict != SL_DENY)
-        return;
-    /* A counted denial (count_rejected): the fields describe the state with
-     * it recorded, so a client that waits retry_after is admitted. */
-    check(st, l, now_ns, cost, &after);
-    d->remaining = after.remaining;
-    d->reset_ns = after.reset_ns;
-    d->retry_after_ns = after.retry_after_ns;
+    if (d->verdict == SL_DENY) {
+        check(st, l, now_ns, cost, &after);
+        sl__backlog_refresh(d, &after);
+    }
 }
 
 static int64_t whole_at(const void *st, const struct sl_limit *l)
 {
-    const struct tb_state *s = st;
-
     if (is_warm(l))
-        return warm_whole_at(s, l);
-    return sl__sat_add(s->last_ns, units_to_ns_ceil(deficit_get(s), l));
+        return warm_whole_at(st, l);
+    return sl__backlog_whole_at(st, l);
 }
 
 const struct sl__algo_ops sl__algo_token_bucket = {
