@@ -8,6 +8,11 @@
  * request denied only by some of its quota descriptors is decided again
  * without them (they are reported as denied, nothing of theirs consumed).
  *
+ * requests_per_unit: 0 (Envoy: deny everything) never reaches the table:
+ * such a limit is taken out of its match; an enforced one outside quota
+ * mode denies the whole request (the other limits are only peeked, so
+ * nothing is counted), a shadow one is reported as a shadow denial.
+ *
  * It allocates nothing and takes no lock; the limiter (lib/limiter.c) owns
  * all-or-nothing and the state table.
  */
@@ -52,6 +57,79 @@ static void apply_replaces(struct sl_match *m, size_t n)
     }
 }
 
+/* The status of a deny-all limit: denied until forever, the window's reset
+ * reported as Envoy does. */
+static void deny_all_status(const struct sl_limit *l, int64_t now_ns, struct sl_status *st)
+{
+    int64_t into = now_ns % l->period_ns;
+
+    memset(st, 0, sizeof(*st));
+    st->limit = l;
+    st->d.verdict = SL_DENY;
+    st->d.quota = 0;
+    st->d.remaining = 0;
+    st->d.reset_ns = l->period_ns - (into < 0 ? into + l->period_ns : into);
+    st->d.retry_after_ns = -1;
+    if (l->shadow) {
+        st->d.verdict = SL_ALLOW;
+        st->d.retry_after_ns = 0;
+        st->shadow_denied = true;
+    }
+}
+
+/* Take deny-all limits out of the matches; banned[i] is descriptor i's
+ * (an enforced one first). Returns true if the request must be denied. */
+static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **banned)
+{
+    bool deny = false;
+    size_t quota = 0, quota_banned = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t out = 0;
+        banned[i] = NULL;
+        for (size_t k = 0; k < m[i].n_limits; k++) {
+            const struct sl_limit *l = m[i].limits[k];
+            if (!sl__rlimit_of(l)->deny_all) {
+                m[i].limits[out++] = l;
+                continue;
+            }
+            if (banned[i] == NULL || (banned[i]->shadow && !l->shadow))
+                banned[i] = l;
+        }
+        m[i].n_limits = out;
+        bool enforced = banned[i] != NULL && !banned[i]->shadow;
+        deny = deny || (enforced && !m[i].quota_mode);
+        if (m[i].quota_mode && (out > 0 || banned[i] != NULL)) {
+            quota++;
+            quota_banned += enforced;
+        }
+    }
+    /* quota_mode: denied when every quota descriptor is over its limit */
+    return deny || (quota > 0 && quota_banned == quota);
+}
+
+/* Report every descriptor as it stands (cost 0: nothing counted), then the
+ * whole request as denied. */
+static int peek_denied(sl_limiter *lim, const struct sl_match *m, size_t n,
+                       const struct sl_request *req, struct sl_result *res)
+{
+    struct sl_descriptor d[SL_MAX_DESCRIPTORS];
+    struct sl_request peek = *req;
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        d[i] = req->descriptors[i];
+        d[i].hits = 0;
+    }
+    peek.descriptors = d;
+    peek.hits = 0;
+    rc = sl_limiter_check_matched(lim, m, n, &peek, res);
+    res->verdict = SL_DENY;
+    res->delay_ns = 0;
+    res->lease[0] = '\0';
+    return rc;
+}
+
 /* True when the denial came only from some (not all) quota descriptors. */
 static bool quota_excused(const struct sl_match *m, size_t n, const struct sl_result *res)
 {
@@ -94,6 +172,7 @@ int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_req
                      struct sl_result *res)
 {
     struct sl_match m[SL_MAX_DESCRIPTORS];
+    const struct sl_limit *banned[SL_MAX_DESCRIPTORS];
     size_t n;
     int rc;
 
@@ -108,8 +187,18 @@ int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_req
             return rc;
     }
     apply_replaces(m, n);
-    rc = sl_limiter_check_matched(lim, m, n, req, res);
-    if (rc == SL_OK && res->verdict == SL_DENY && quota_excused(m, n, res))
-        rc = recheck_without_denied_quota(lim, m, n, req, res);
+    if (take_deny_all(m, n, banned)) {
+        rc = peek_denied(lim, m, n, req, res);
+    } else {
+        rc = sl_limiter_check_matched(lim, m, n, req, res);
+        if (rc == SL_OK && res->verdict == SL_DENY && quota_excused(m, n, res))
+            rc = recheck_without_denied_quota(lim, m, n, req, res);
+    }
+    for (size_t i = 0; rc == SL_OK && i < n; i++) {
+        if (banned[i] != NULL && (!banned[i]->shadow || res->statuses[i].limit == NULL))
+            deny_all_status(banned[i], req->now_ns, &res->statuses[i]);
+        else if (banned[i] != NULL)
+            res->statuses[i].shadow_denied = true;
+    }
     return rc;
 }

@@ -208,6 +208,8 @@ static bool parse_list(struct sl__cctx *c, const struct sl__ynode *seq, struct s
 {
     bool ok = true;
 
+    if (seq->type == SL__Y_SCALAR && seq->plain && seq->len == 0)
+        return true; /* `descriptors:` with nothing after it, as Envoy allows */
     if (seq->type != SL__Y_SEQ) {
         SL__ERR(c, seq, "descriptors must be a list of descriptors (- key: ...)");
         return false;

@@ -51,6 +51,13 @@ static bool push_limit(struct sl__cctx *c, struct sl__rnode *node, const struct 
 {
     struct sl__rlimit *v;
 
+    for (size_t i = 0; i < rl->n_replaces; i++) {
+        if (strcmp(rl->replaces[i], rl->name) == 0) {
+            SL__ERR(c, at, "limit '%.200s' replaces itself; remove its own name from replaces",
+                    rl->name);
+            return false;
+        }
+    }
     if (node->n_limits >= SL_MAX_LIMITS) {
         SL__ERR(c, at, "a descriptor may carry at most %d limits", SL_MAX_LIMITS);
         return false;
@@ -111,12 +118,15 @@ static bool parse_rate_limit(struct sl__cctx *c, const struct sl__ynode *n, stru
     }
     if (v[RL_REQUESTS] != NULL)
         ok = sl__y_uint(c, v[RL_REQUESTS], "requests_per_unit", UINT32_MAX, &req) && ok;
-    if (!unlimited && ok && req == 0) {
-        SL__ERR(c, v[RL_REQUESTS] ? v[RL_REQUESTS] : n,
-                "requests_per_unit must be at least 1 (to deny everything, use 1 per year)");
+    if (!unlimited && ok && v[RL_REQUESTS] == NULL) {
+        SL__ERR(c, n, "rate_limit needs requests_per_unit (0 denies every request)");
         ok = false;
     }
-    rl.l.requests = req;
+    /* Envoy's requests_per_unit: 0 denies everything. No algorithm takes a
+     * quota of 0, so it is kept as a flag that check.c applies; the limit
+     * itself stays valid and never reaches the table. */
+    rl.deny_all = req == 0;
+    rl.l.requests = req == 0 ? 1 : req;
     if (v[RL_NAME] != NULL)
         ok = sl__y_str(c, v[RL_NAME], "name", &rl.name) && ok;
     if (v[RL_REPLACES] != NULL)

@@ -58,6 +58,7 @@ struct sl__rlimit {
     char *name;      /* owned; l.name points here */
     char **replaces; /* names of limits this one replaces */
     size_t n_replaces;
+    bool deny_all; /* Envoy requests_per_unit: 0: every request is denied */
 };
 
 static inline const struct sl__rlimit *sl__rlimit_of(const struct sl_limit *l)

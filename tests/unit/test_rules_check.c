@@ -41,6 +41,14 @@ static const char rules_text[] =
     "  - key: q2\n"
     "    quota_mode: true\n"
     "    rate_limit: {unit: minute, requests_per_unit: 2}\n"
+    "  - key: banned\n"
+    "    rate_limit: {unit: minute, requests_per_unit: 0, name: banned}\n"
+    "  - key: qb\n"
+    "    quota_mode: true\n"
+    "    rate_limit: {unit: minute, requests_per_unit: 0}\n"
+    "  - key: sb\n"
+    "    shadow_mode: true\n"
+    "    rate_limit: {unit: minute, requests_per_unit: 0}\n"
     "  - key: user\n"
     "    limits:\n"
     "      - {algorithm: fixed_window, requests: 10, period: 1m, name: per-minute}\n"
@@ -169,6 +177,32 @@ static void several_limits_on_one_descriptor(void **st)
     assert_string_equal(res.statuses[0].limit->name, "per-minute");
 }
 
+/* Envoy's requests_per_unit: 0 denies every request and counts nothing. */
+static void zero_requests_denies_everything(void **st)
+{
+    struct fx *f = *st;
+    struct sl_result res;
+
+    assert_int_equal(check(f, T0 + 5, (const char *[]){"banned"}, 1, &res), SL_DENY);
+    assert_string_equal(res.statuses[0].limit->name, "banned");
+    assert_int_equal(res.statuses[0].d.quota, 0);
+    assert_int_equal(res.statuses[0].d.retry_after_ns, -1);
+    assert_int_equal(res.statuses[0].d.reset_ns, 60 * SL_NS_PER_S - 5);
+    /* b is not counted by the denied request: its one request is still there */
+    assert_int_equal(check(f, T0 + 6, (const char *[]){"b", "banned"}, 2, &res), SL_DENY);
+    assert_int_equal(res.statuses[0].d.verdict, SL_ALLOW);
+    assert_int_equal(res.statuses[0].d.remaining, 1);
+    assert_int_equal(check(f, T0 + 7, (const char *[]){"b"}, 1, &res), SL_ALLOW);
+    /* quota mode: denied only when every quota descriptor is */
+    assert_int_equal(check(f, T0 + 8, (const char *[]){"qb", "q2"}, 2, &res), SL_ALLOW);
+    assert_int_equal(res.statuses[0].d.verdict, SL_DENY);
+    assert_int_equal(check(f, T0 + 9, (const char *[]){"qb"}, 1, &res), SL_DENY);
+    /* shadow: reported, never enforced */
+    assert_int_equal(check(f, T0 + 10, (const char *[]){"sb"}, 1, &res), SL_ALLOW);
+    assert_true(res.statuses[0].shadow_denied);
+    assert_non_null(res.statuses[0].limit);
+}
+
 static void errors(void **st)
 {
     struct fx *f = *st;
@@ -192,6 +226,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(quota_mode_denies_when_all_quota_descriptors_do, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(several_limits_on_one_descriptor, setup, teardown),
+        cmocka_unit_test_setup_teardown(zero_requests_denies_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,11 +126,14 @@ static const struct bad_case bad[] = {
      "period: 1s}\n",
      "t.yaml:5:9:", "requests must be at least 1"},
     {"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour}\n",
-     "t.yaml:4:17:", "requests_per_unit must be at least 1"},
+     "t.yaml:4:17:", "rate_limit needs requests_per_unit"},
     {"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 1, "
      "replaces: [{}]}\n",
      "t.yaml:4:", "non-empty name"},
     {"domain: d\ndescriptors:\n  - &x {key: a}\n  - *x\n", "t.yaml:4:", "aliases"},
+    {"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 1, "
+     "name: s, replaces: [{name: s}]}\n",
+     "t.yaml:4:17:", "replaces itself"},
 };
 
 static void each_error_has_position(void **st)
@@ -171,6 +174,19 @@ static void all_errors_at_once(void **st)
     assert_true(has_diag(b, "t.yaml:4:5:", "colour"));
     assert_true(has_diag(b, "t.yaml:6:48:", "no unit"));
     assert_true(has_diag(b, "t.yaml:8:51:", ">= 0"));
+    sl_rules_builder_free(b);
+}
+
+static void empty_descriptors_and_zero_requests_load(void **st)
+{
+    const char *text = "domain: d\ndescriptors:\n---\ndomain: e\ndescriptors:\n  - key: a\n"
+                       "    rate_limit: {unit: minute, requests_per_unit: 0}\n";
+    sl_rules_builder *b = sl_rules_builder_new();
+    sl_rules *r = NULL;
+
+    assert_int_equal(load(b, text, &r), SL_OK);
+    assert_true(sl_rules_has_domain(r, (struct sl_str){"d", 1}));
+    sl_rules_unref(r);
     sl_rules_builder_free(b);
 }
 
@@ -255,6 +271,7 @@ int main(void)
         cmocka_unit_test(envoy_file_loads),
         cmocka_unit_test(each_error_has_position),
         cmocka_unit_test(all_errors_at_once),
+        cmocka_unit_test(empty_descriptors_and_zero_requests_load),
         cmocka_unit_test(nothing_half_loaded),
         cmocka_unit_test(duplicate_domain_across_files),
         cmocka_unit_test(every_algorithm_and_extension_key),
