@@ -39,11 +39,15 @@
 --  ARGV[1] op: "check" | "peek" | "release"
 --  ARGV[2] now in whole us, or "redis" to use Redis TIME
 --  ARGV[3] extra expiry slack in ms added to every TTL
---  check/peek: ARGV[4] = n items, then NF fields per item:
+--  ARGV[4] the key prefix (for lease index keys)
+--  check/peek: ARGV[5] = n items, then NF fields per item:
 --    algo cost count_rejected shadow warm a b c d
---  release: ARGV[4] lease id, ARGV[5] = algo fields as one item (KEYS[1])
+--  release: KEYS = lease index keys "<prefix>:v1:lease:<h>:<id>" (each
+--    holds the name of the state key it was granted on), ARGV[5] = n, then
+--    the n lease ids.
 -- Reply: check/peek: { now_us, then per item: verdict remaining reset_ns
---   retry_ns delay_ns lease } ; release: { now_us, 1 released | 0 not held }
+--   retry_ns delay_ns lease } where lease is "" or "<h>-<id>" (h: 16 hex of
+--   SHA-1 of the state key); release: { now_us, slots released }
 
 local NF = 9
 local LIM = 9007199254740992 -- 2^53
@@ -75,10 +79,20 @@ local function ceil_div(a, b)
   return q
 end
 
+-- A duration of us microseconds and f ns (0 <= f <= 1000) in ns: a number
+-- when exact, else its decimal string (the C side reads both), so
+-- durations up to 2^53 us (285 years) stay exact.
+local function ns_val(us, f)
+  us = us + math.floor(f / 1000)
+  f = f % 1000
+  if us < 9007199254740 then return us * 1000 + f end
+  return string.format('%.0f%03d', ex(us), f)
+end
+
 -- ceil(1000 * d / r): a duration in ns from d units of 1/r us.
 local function ns_ceil(d, r)
   local q, m = divmod(d, r)
-  return ex(ex(1000 * q) + ceil_div(ex(1000 * m), r))
+  return ns_val(q, ceil_div(ex(1000 * m), r))
 end
 
 local function dec(v, rem, reset, retry, delay)
@@ -256,9 +270,7 @@ local function warm_fresh(it, now)
 end
 
 local function warm_resync(s, it, now)
-  if now < s[2] or (now == s[2] and s[3] >= 0) then
-    if now < s[2] or s[3] > 0 or now == s[2] then return s end
-  end
+  if now <= s[2] then return s end -- now (whole us) <= the free time
   local el = ex((now - s[2]) * 1000 - s[3])
   local max = badd(warm_wr(it), warm_wr(it))
   local add = bmul(big(el), big(ex(2 * it.b)))
@@ -282,24 +294,31 @@ local function warm_wait(it, stored, cost)
   local q, m = bdivmod(frac, den)
   local w = badd(whole, q)
   if not bzero(m) then w = badd(w, big(1)) end
-  return bnum(w), spend
+  return w, spend
 end
 
 local function warm_reserve(s, it, now, cost)
   s = warm_resync(s, it, now)
   local wait, spent = warm_wait(it, bparse(s[4]), cost)
-  local t = ex(s[3] + wait)
-  local q, m = divmod(t, 1000)
-  return { s[1], ex(s[2] + q), m, bstr(bsub(bparse(s[4]), spent)) }
+  local q, m = bdivmod(badd(wait, big(s[3])), big(1000))
+  return { s[1], ex(s[2] + bnum(q)), bnum(m), bstr(bsub(bparse(s[4]), spent)) }
 end
 
--- ns from `now_us` until the stored permits are back at the maximum.
-local function warm_whole_ns(s, it, now)
+-- From `now_us` until the stored permits are back at the maximum, as
+-- whole us and ns (us < 0: already whole).
+local function warm_whole(s, it, now)
   local missing = bsub(badd(warm_wr(it), warm_wr(it)), bparse(s[4]))
   local two_r = big(ex(2 * it.b))
   local q, m = bdivmod(missing, two_r)
-  local rest = bnum(q) + (bzero(m) and 0 or 1)
-  return ex((s[2] - now) * 1000 + s[3] + rest)
+  local rest = bnum(q) + (bzero(m) and 0 or 1) + s[3]
+  local rq, rm = divmod(rest, 1000)
+  return ex(s[2] - now + rq), rm
+end
+
+local function warm_reset(s, it, now)
+  local us, f = warm_whole(s, it, now)
+  if us < 0 then return 0 end
+  return ns_val(us, f)
 end
 
 local function warm_check(st, it, now, cost)
@@ -313,9 +332,9 @@ local function warm_check(st, it, now, cost)
     d.rem = (after[2] < t or (after[2] == t and after[3] == 0)) and 1 or 0
   else
     d = dec(DENY, 0)
-    d.retry = ex((st[2] - t) * 1000 + st[3])
+    d.retry = ns_val(st[2] - t, st[3])
   end
-  d.reset = math.max(0, warm_whole_ns(after, it, t))
+  d.reset = warm_reset(after, it, t)
   return d
 end
 
@@ -327,7 +346,8 @@ local function warm_commit(st, it, now, cost, d)
 end
 
 local function warm_ttl(st, it)
-  return ceil_div(math.max(0, warm_whole_ns(st, it, st[1])), 1000)
+  local us, f = warm_whole(st, it, st[1])
+  return us + (f > 0 and 1 or 0)
 end
 
 -- ------------------------------------------------------------ fixed_window
@@ -346,10 +366,10 @@ local function fw_check(st, it, now, cost)
   local _, cur, to_end = fw_view(st, it, now)
   local left = cur >= it.b and 0 or it.b - cur
   if cost <= left then
-    return dec(ALLOW, left - cost, (cur > 0 or cost > 0) and ex(1000 * to_end) or 0)
+    return dec(ALLOW, left - cost, (cur > 0 or cost > 0) and ns_val(to_end, 0) or 0)
   end
-  local d = dec(DENY, left, cur > 0 and ex(1000 * to_end) or 0)
-  d.retry = cost > it.b and -1 or ex(1000 * to_end)
+  local d = dec(DENY, left, cur > 0 and ns_val(to_end, 0) or 0)
+  d.retry = cost > it.b and -1 or ns_val(to_end, 0)
   return d
 end
 
@@ -398,7 +418,7 @@ end
 local function sw_reset(v, it)
   local left = it.a - v.e
   if v.cur > 0 then left = left + it.a elseif v.prev == 0 then return 0 end
-  return ex(1000 * left)
+  return ns_val(left, 0)
 end
 
 local function sw_retry(v, it, cost)
@@ -406,17 +426,17 @@ local function sw_retry(v, it, cost)
   if need <= it.b then
     local excess = ex(ex(v.prev * (it.a - v.e)) - (it.b - need) * it.a)
     local q, m = divmod(excess, v.prev)
-    return ex(1000 * q) + ceil_div(ex(1000 * m), v.prev)
+    return ns_val(q, ceil_div(ex(1000 * m), v.prev))
   end
   local x = ex((need - it.b) * it.a)
   local q, m = divmod(x, v.cur)
-  return ex(1000 * (it.a - v.e) + 1000 * q + ceil_div(ex(1000 * m), v.cur))
+  return ns_val(it.a - v.e + q, ceil_div(ex(1000 * m), v.cur))
 end
 
 local function sw_check(st, it, now, cost)
   local v = sw_view(st, it, now)
   local need = v.cur + cost
-  local fits = need <= it.b and sw_used({ prev = v.prev, cur = need, e = v.e }, it) <= it.b * it.a
+  local fits = cost == 0 or need <= it.b and sw_used({ prev = v.prev, cur = need, e = v.e }, it) <= it.b * it.a
   if fits then
     v.cur = need
     return dec(ALLOW, sw_remaining(v, it), sw_reset(v, it))
@@ -470,12 +490,12 @@ end
 local function sg_spacing(v, it)
   if it.c == 0 or v.live == 0 then return 0 end
   local untl = v.runs[#v.runs - 1] + math.min(it.c, it.a)
-  return untl > v.t and ex(1000 * (untl - v.t)) or 0
+  return untl > v.t and ns_val((untl - v.t), 0) or 0
 end
 
 local function sg_reset(v, it)
   if v.live == 0 then return 0 end
-  return ex(1000 * (v.runs[#v.runs - 1] + it.a - v.t))
+  return ns_val((v.runs[#v.runs - 1] + it.a - v.t), 0)
 end
 
 local function sg_check(st, it, now, cost)
@@ -486,7 +506,7 @@ local function sg_check(st, it, now, cost)
     if cost == 0 then
       return dec(ALLOW, spacing > 0 and 0 or free, sg_reset(v, it))
     end
-    return dec(ALLOW, it.c > 0 and 0 or free - cost, ex(1000 * it.a))
+    return dec(ALLOW, it.c > 0 and 0 or free - cost, ns_val(it.a, 0))
   end
   local d = dec(DENY, spacing > 0 and 0 or free, sg_reset(v, it))
   if cost > it.b then
@@ -535,7 +555,7 @@ end
 
 local function sg_ttl(st, it)
   if #st == 0 then return nil end
-  return ex(st[#st - 1] + it.a - st[#st - 1]) -- from the newest entry
+  return it.a -- the newest entry was logged at the state's clamped time
 end
 
 -- ------------------------------------------------------------- concurrency
@@ -563,14 +583,14 @@ local function cc_fresh(now) return { now, 0, -1 } end
 
 local function cc_reset(st, v)
   if v.first == nil then return 0 end
-  return ex(1000 * (st[#st - 1] - v.t))
+  return ns_val((st[#st - 1] - v.t), 0)
 end
 
 local function cc_check(st, it, now, cost)
   local v = cc_view(st, now)
   local free = v.held >= it.a and 0 or it.a - v.held
   if cost <= free then
-    return dec(ALLOW, free - cost, cost > 0 and ex(1000 * it.b) or cc_reset(st, v))
+    return dec(ALLOW, free - cost, cost > 0 and ns_val(it.b, 0) or cc_reset(st, v))
   end
   local d = dec(DENY, free, cc_reset(st, v))
   if cost > it.a then
@@ -581,7 +601,7 @@ local function cc_check(st, it, now, cost)
   for i = v.first, #st, 3 do
     freed = freed + st[i + 2]
     if freed >= must then
-      d.retry = ex(1000 * (st[i + 1] - v.t))
+      d.retry = ns_val((st[i + 1] - v.t), 0)
       return d
     end
   end
@@ -627,15 +647,15 @@ end
 -- ------------------------------------------------------------- dispatch
 
 local ALGOS = {
-  [0] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl },
-  [1] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl },
-  [2] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl },
+  [0] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
+  [1] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
+  [2] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
   [3] = { check = fw_check, commit = fw_commit, ttl = fw_ttl, refresh = true },
   [4] = { check = sw_check, commit = sw_commit, ttl = sw_ttl, refresh = true },
   [5] = { check = sg_check, commit = sg_commit, ttl = sg_ttl, refresh = true },
   [6] = { check = cc_check, commit = cc_commit, ttl = cc_ttl },
 }
-local WARM = { check = warm_check, commit = warm_commit, ttl = warm_ttl }
+local WARM = { check = warm_check, commit = warm_commit, ttl = warm_ttl, refresh = true }
 
 local function ops_of(it)
   if it.algo == 0 and it.warm == 1 then return WARM end
@@ -654,8 +674,8 @@ end
 
 local function load(key, it, now)
   local raw = redis.call('GET', key)
-  if raw then return cmsgpack.unpack(raw) end
-  return fresh(it, now)
+  if raw then return cmsgpack.unpack(raw), false end
+  return fresh(it, now), true
 end
 
 local function item_at(base)
@@ -674,30 +694,40 @@ local function now_us()
   return tonumber(ARGV[2])
 end
 
--- Write a state with its expiry in one command, or drop it once whole.
+-- Write a state with its expiry in one command (never a key without an
+-- expiry: envoyproxy/ratelimit#329). A state is kept `slack` ms past the
+-- time it is whole, as the memory table keeps a drained entry until it
+-- sweeps it: it still clamps a clock that steps back (C1).
 local function store(key, it, st, slack_ms)
-  local ttl_us = st and ops_of(it).ttl(st, it) or nil
-  if ttl_us == nil or ttl_us <= 0 then
+  if st == nil then
     redis.call('DEL', key)
     return
   end
+  local ttl_us = ops_of(it).ttl(st, it) or 0
+  if ttl_us < 0 then ttl_us = 0 end
   redis.call('SET', key, cmsgpack.pack(st), 'PX', ceil_div(ttl_us, 1000) + slack_ms)
 end
 
+local function lease_index(key, id)
+  local h = string.sub(redis.sha1hex(key), 1, 16)
+  return h, ARGV[4] .. ':v1:lease:' .. h .. ':' .. id
+end
+
 local function run_check(now, peek)
-  local n = tonumber(ARGV[4])
-  local items, states, decs = {}, {}, {}
+  local n = tonumber(ARGV[5])
+  local items, states, decs, absent = {}, {}, {}, {}
   local denied = false
   for i = 1, n do
-    local it = item_at(4 + (i - 1) * NF + 1)
+    local it = item_at(5 + (i - 1) * NF + 1)
     if peek then it.cost = 0 end
     items[i] = it
-    states[i] = load(KEYS[i], it, now)
+    states[i], absent[i] = load(KEYS[i], it, now)
     decs[i] = ops_of(it).check(states[i], it, now, it.cost)
     if decs[i].v == DENY and not it.shadow then denied = true end
   end
   -- Phase 2: every new state computed before anything is written, so a
-  -- range error leaves Redis untouched.
+  -- range error leaves Redis untouched. A counted denial (count_rejected)
+  -- reports the state with it recorded, as every C commit() does.
   local writes = {}
   for i = 1, n do
     local it, d = items[i], decs[i]
@@ -713,12 +743,18 @@ local function run_check(now, peek)
       elseif denied and not self_deny then
         decs[i] = ops.check(states[i], it, now, 0)
       end
+      -- The memory store creates the entry of every limit a request costs
+      -- something on, admitted or not; its creation time clamps later times.
+      if writes[i] == nil and absent[i] then writes[i] = states[i] end
     end
   end
   local slack = tonumber(ARGV[3])
   for i = 1, n do
-    if writes[i] ~= nil or (items[i].cost > 0 and (items[i].cr or not denied) and decs[i].v ~= DENY) then
-      store(KEYS[i], items[i], writes[i], slack)
+    if writes[i] ~= nil then store(KEYS[i], items[i], writes[i], slack) end
+    if decs[i].lease ~= '' then
+      local h, idx = lease_index(KEYS[i], decs[i].lease)
+      redis.call('SET', idx, KEYS[i], 'PX', ceil_div(items[i].b, 1000) + slack)
+      decs[i].lease = h .. '-' .. decs[i].lease
     end
   end
   local out = { now }
@@ -735,12 +771,20 @@ local function run_check(now, peek)
 end
 
 local function run_release(now)
-  local it = item_at(5)
-  local raw = redis.call('GET', KEYS[1])
-  if not raw then return { now, 0 } end
-  local s, found = cc_release(cmsgpack.unpack(raw), now, ARGV[4])
-  if found == 1 then store(KEYS[1], it, s, tonumber(ARGV[3])) end
-  return { now, found }
+  local released = 0
+  for j = 1, tonumber(ARGV[5]) do
+    local key = redis.call('GET', KEYS[j])
+    local raw = key and redis.call('GET', key)
+    if raw then
+      local s, found = cc_release(cmsgpack.unpack(raw), now, ARGV[5 + j])
+      if found == 1 then
+        store(key, { algo = 6 }, s, tonumber(ARGV[3]))
+        redis.call('DEL', KEYS[j])
+        released = released + 1
+      end
+    end
+  end
+  return { now, released }
 end
 
 local function main()

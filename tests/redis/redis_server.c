@@ -1,0 +1,109 @@
+/*
+ * redis_server.c - start and stop a real redis-server for the tests (see
+ * redis_server.h). Loopback only, no RDB/AOF, killed by PID.
+ */
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+int rs_free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    if (fd < 0)
+        return -1;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+bool rs_wait_ready(const struct rs_server *s)
+{
+    struct timespec nap = {0, 20 * 1000 * 1000};
+
+    for (int i = 0; i < 250; i++) {
+        struct timeval tv = {0, 200 * 1000};
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
+        if (c != NULL && c->err == 0) {
+            redisReply *r = redisCommand(c, "PING");
+            bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+            freeReplyObject(r);
+            redisFree(c);
+            if (ok)
+                return true;
+        } else if (c != NULL) {
+            redisFree(c);
+        }
+        if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
+            return false; /* it exited: missing binary or bad arguments */
+        nanosleep(&nap, NULL);
+    }
+    return false;
+}
+
+static int spawn(struct rs_server *s)
+{
+    char port[16];
+
+    snprintf(port, sizeof(port), "%d", s->port);
+    s->pid = fork();
+    if (s->pid < 0)
+        return -1;
+    if (s->pid == 0) {
+        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--loglevel", "warning", "--logfile", "/dev/null",
+               (char *)NULL);
+        fprintf(stderr, "redis_server: cannot run redis-server: %s\n", strerror(errno));
+        _exit(127);
+    }
+    return 0;
+}
+
+int rs_start(struct rs_server *s)
+{
+    for (int attempt = 0; attempt < 5; attempt++) {
+        s->port = rs_free_port();
+        if (s->port <= 0 || spawn(s) != 0)
+            continue;
+        if (rs_wait_ready(s))
+            return 0;
+        rs_stop(s);
+    }
+    fprintf(stderr, "redis_server: could not start redis-server (is it installed?)\n");
+    return -1;
+}
+
+void rs_signal(const struct rs_server *s, int sig)
+{
+    if (s->pid > 0)
+        kill(s->pid, sig);
+}
+
+void rs_stop(struct rs_server *s)
+{
+    if (s->pid <= 0)
+        return;
+    kill(s->pid, SIGCONT);
+    kill(s->pid, SIGTERM);
+    waitpid(s->pid, NULL, 0);
+    s->pid = 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * redis_server.h - a real redis-server for the tests: started on a free
+ * loopback port with no persistence, stopped by its PID.
+ *
+ * It does not skip anything: a missing redis-server binary fails the test
+ * that asked for one. It does not clean up after a crashed test process
+ * (the server dies with nothing to save; its port is free again).
+ */
+#ifndef SL_TEST_REDIS_SERVER_H
+#define SL_TEST_REDIS_SERVER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct rs_server {
+    pid_t pid;
+    int port;
+};
+
+/* Start one; SL_OK-style 0, or -1 (with a message on stderr). */
+int rs_start(struct rs_server *s);
+/* SIGTERM then wait; safe on a stopped (SIGSTOP) server. */
+void rs_stop(struct rs_server *s);
+/* Send a signal to the server (SIGSTOP / SIGCONT / SIGKILL). */
+void rs_signal(const struct rs_server *s, int sig);
+/* Block until the server answers PING (up to ~5 s); true when it does. */
+bool rs_wait_ready(const struct rs_server *s);
+/* A free TCP port on 127.0.0.1 (bound then released). */
+int rs_free_port(void);
+
+#endif
