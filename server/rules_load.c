@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "rules_load.h"
+#include "rulesdb.h"
 #include "xalloc.h"
 
 /* Rules files above this size are refused rather than read. */
@@ -48,6 +49,25 @@ static int read_file(const char *path, char **text, size_t *len)
     return SL_OK;
 }
 
+/* Add the database's rules after the files' (database rules win at the same
+ * descriptor). A database that does not exist yet is created empty. */
+static int load_db(const char *path, sl_rules_builder *b)
+{
+    char err[256];
+    sl_rulesdb *db = NULL;
+    int r = sl_rulesdb_open(path, true, &db, err, sizeof(err));
+
+    if (r != SL_OK) {
+        sl__err("%s: rules database: %s", path, err);
+        return r;
+    }
+    r = sl_rulesdb_load(db, b);
+    if (r != SL_OK && r != SL_EPARSE)
+        sl__err("%s: rules database: %s", path, sl_rulesdb_errmsg(db));
+    sl_rulesdb_close(db);
+    return r == SL_EPARSE ? SL_OK : r; /* SL_EPARSE: diagnostics are in the builder */
+}
+
 int sl__rules_load(const struct sl__config *cfg, sl_rules **out)
 {
     sl_rules_builder *b = sl_rules_builder_new();
@@ -65,6 +85,8 @@ int sl__rules_load(const struct sl__config *cfg, sl_rules **out)
             free(text);
         }
     }
+    if (r == SL_OK && cfg->rules_db != NULL)
+        r = load_db(cfg->rules_db, b);
     if (r == SL_OK) {
         r = sl_rules_build(b, out);
         for (size_t i = 0; i < sl_rules_builder_ndiags(b); i++)
@@ -86,6 +108,7 @@ int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const ch
         return err;
     }
     sl_rules_slot_publish(slot, r);
-    sl__info("rules: reloaded on %s (%zu files)", why, cfg->n_rules_files);
+    sl__info("rules: reloaded on %s (%zu files%s)", why, cfg->n_rules_files,
+             cfg->rules_db ? " and the database" : "");
     return SL_OK;
 }

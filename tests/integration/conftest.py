@@ -51,11 +51,13 @@ def free_port():
 class Sluiced:
     """One running sluiced: its port, files, log, and helpers."""
 
-    def __init__(self, tmp_path, rules, watch, test_clock, extra):
+    def __init__(self, tmp_path, rules, watch, test_clock, extra, database):
         self.dir = tmp_path
         self.port = free_port()
         self.rules_path = tmp_path / "rules.yaml"
         self.rules_path.write_text(rules)
+        self.db_path = tmp_path / "rules.db"
+        db_line = f"\n  database: {self.db_path.name}" if database else ""
         self.config_path = tmp_path / "sluice.yaml"
         self.config_path.write_text(
             f"""listeners:
@@ -66,7 +68,7 @@ workers: 2
 rules:
   files: [rules.yaml]
   watch: {'true' if watch else 'false'}
-  debounce: 50ms
+  debounce: 50ms{db_line}
 log:
   level: debug
 {extra}
@@ -126,10 +128,10 @@ log:
 def sluiced(tmp_path):
     started = []
 
-    def start(rules=DEFAULT_RULES, watch=False, test_clock=True, extra=""):
+    def start(rules=DEFAULT_RULES, watch=False, test_clock=True, extra="", database=False):
         d = tmp_path / f"s{len(started)}"
         d.mkdir()
-        s = Sluiced(d, rules, watch, test_clock, extra)
+        s = Sluiced(d, rules, watch, test_clock, extra, database)
         started.append(s)
         return s
 

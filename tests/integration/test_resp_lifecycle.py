@@ -6,6 +6,8 @@ import re
 import signal
 import subprocess
 
+import pytest
+
 from conftest import DEFAULT_RULES, recv_until, wait_for
 
 ONE_PER_MINUTE = DEFAULT_RULES.replace("requests_per_unit: 3", "requests_per_unit: 1")
@@ -101,3 +103,22 @@ def test_help_lists_every_key():
                 "server.max_connections", "server.max_frame_bytes", "server.idle_timeout",
                 "server.read_timeout", "log.level", "--test-clock", "-t"]:
         assert key in out.stdout
+
+
+
+@pytest.mark.skipif(not os.environ.get("SLUICE_CLI"), reason="the sluice CLI is not built")
+def test_rules_database_merged_on_reload(sluiced):
+    s = sluiced(database=True)
+    c = s.client()
+    peek = lambda: c.execute_command("SL.PEEK", "dbdom", "user", "u")[2][0]
+    assert peek()[1] is None  # no rule for this domain yet
+    rule = s.dir / "db_rule.yaml"
+    rule.write_text("domain: dbdom\ndescriptors:\n  - key: user\n    rate_limit:\n"
+                    "      unit: minute\n      requests_per_unit: 1\n")
+    add = subprocess.run([os.environ["SLUICE_CLI"], "rules", "add", "--db", str(s.db_path),
+                          str(rule)], capture_output=True, text=True, timeout=10)
+    assert add.returncode == 0, add.stderr
+    s.proc.send_signal(signal.SIGHUP)
+    assert wait_for(lambda: peek()[1] is not None)
+    assert peek()[2] == 1
+    assert quota(s) == 3  # the files' rules are still there
