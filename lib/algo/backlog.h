@@ -145,6 +145,22 @@ static inline void sl__backlog_refresh(struct sl_decision *d, const struct sl_de
     d->retry_after_ns = after->retry_after_ns;
 }
 
+/* commit() of a backlog algorithm: record `cost` and, for a denial counted
+ * because of count_rejected, refresh `d` to the state with it recorded
+ * (the delay, if any, is irrelevant to a denial). */
+static inline void sl__backlog_commit(struct sl__backlog *b, const struct sl_limit *l,
+                                      int64_t now_ns, uint64_t cost, unsigned __int128 capacity,
+                                      struct sl_decision *d)
+{
+    struct sl_decision after;
+
+    sl__backlog_add(b, l, now_ns, cost, capacity);
+    if (d->verdict == SL_DENY) {
+        sl__backlog_check(b, l, now_ns, cost, capacity, &after);
+        sl__backlog_refresh(d, &after);
+    }
+}
+
 /* When the backlog is 0: from then on the state equals a fresh one. */
 static inline int64_t sl__backlog_whole_at(const struct sl__backlog *b, const struct sl_limit *l)
 {

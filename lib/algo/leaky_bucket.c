@@ -84,13 +84,7 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    struct sl_decision after;
-
-    sl__backlog_add(st, l, now_ns, cost, capacity_of(l));
-    if (d->verdict == SL_DENY) {
-        check(st, l, now_ns, cost, &after);
-        sl__backlog_refresh(d, &after);
-    }
+    sl__backlog_commit(st, l, now_ns, cost, capacity_of(l), d);
 }
 
 static int64_t whole_at(const void *st, const struct sl_limit *l)

@@ -208,13 +208,13 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     struct warm_state *s = st;
     struct sl_decision after;
 
-    if (is_warm(l)) {
-        s->last_ns = sl__max64(s->last_ns, now_ns);
-        warm_reserve(s, l, s->last_ns, cost);
-    } else {
-        sl__backlog_add(st, l, now_ns, cost, capacity_of(l));
+    if (!is_warm(l)) {
+        sl__backlog_commit(st, l, now_ns, cost, capacity_of(l), d);
+        return;
     }
-    if (d->verdict == SL_DENY) {
+    s->last_ns = sl__max64(s->last_ns, now_ns);
+    warm_reserve(s, l, s->last_ns, cost);
+    if (d->verdict == SL_DENY) { /* counted: report the state with it */
         check(st, l, now_ns, cost, &after);
         sl__backlog_refresh(d, &after);
     }
