@@ -7,10 +7,9 @@
  * then the connection closes. Slow clients are the core's read timeout:
  * an incomplete request is never consumed, so the core sees it pending.
  *
- * A request is parsed only once it is complete (its head ends, its body is
- * all there), from its first byte, so a half-received request costs no
- * parser state between reads. It does not route or answer requests
- * (http_api.c).
+ * Framing is http1_parse.c (a request is parsed only once complete, so a
+ * half-received request costs no state between reads). It does not route or
+ * answer requests (http_api.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,92 +17,15 @@
 #include <strings.h>
 #include <time.h>
 
-#include <http_parser.h>
-
 #include "conn.h"
 #include "http1.h"
+#include "http1_parse.h"
 #include "proto.h"
 #include "xalloc.h"
 
-struct parse {
-    struct sl__h1_req *r;
-    struct sl_str url;
-    bool in_auth, in_expect, expect_continue, complete, too_large;
-    size_t max_body;
-    struct sl__buf *body;
-};
-
-static _Thread_local struct sl__buf body_buf, out_buf;
-
-static struct parse *P(http_parser *p)
-{
-    return p->data;
-}
-
-static int on_url(http_parser *p, const char *at, size_t len)
-{
-    P(p)->url = (struct sl_str){at, len};
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t len)
-{
-    P(p)->in_auth = len == 13 && strncasecmp(at, "authorization", 13) == 0;
-    P(p)->in_expect = len == 6 && strncasecmp(at, "expect", 6) == 0;
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    struct parse *x = P(p);
-
-    if (x->in_auth)
-        x->r->authorization = (struct sl_str){at, len};
-    if (x->in_expect && len == 12 && strncasecmp(at, "100-continue", 12) == 0)
-        x->expect_continue = true;
-    x->in_auth = x->in_expect = false;
-    return 0;
-}
-
-static int on_headers_complete(http_parser *p)
-{
-    struct parse *x = P(p);
-
-    if (p->content_length != ULLONG_MAX && p->content_length > x->max_body) {
-        x->too_large = true;
-        http_parser_pause(p, 1);
-    }
-    return 0;
-}
-
-static int on_body(http_parser *p, const char *at, size_t len)
-{
-    struct parse *x = P(p);
-
-    if (x->body->len + len > x->max_body) {
-        x->too_large = true;
-        http_parser_pause(p, 1);
-        return 0;
-    }
-    sl__buf_append(x->body, at, len);
-    return 0;
-}
-
-static int on_message_complete(http_parser *p)
-{
-    P(p)->complete = true;
-    http_parser_pause(p, 1); /* stop exactly at the end of this request */
-    return 0;
-}
-
-static const http_parser_settings settings = {
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_body = on_body,
-    .on_message_complete = on_message_complete,
-};
+static _Thread_local struct sl__buf out_buf;
+static _Thread_local char *body_mem;
+static _Thread_local size_t body_cap;
 
 /* ------------------------------------------------------------ answers */
 
@@ -168,20 +90,6 @@ static ssize_t refuse(struct sl__conn *c, int status, const char *why)
 
 /* ------------------------------------------------------------ framing */
 
-/* Offset just past the blank line ending the head in b[0..n), 0 if none. */
-static size_t head_end(const char *b, size_t n)
-{
-    for (const char *p = memchr(b, '\n', n); p != NULL;
-         p = memchr(p + 1, '\n', n - (size_t)(p + 1 - b))) {
-        size_t i = (size_t)(p - b) + 1;
-        if (i < n && b[i] == '\n')
-            return i + 1;
-        if (i + 1 < n && b[i] == '\r' && b[i + 1] == '\n')
-            return i + 2;
-    }
-    return 0;
-}
-
 static size_t max_body(const struct sl__conn *c)
 {
     size_t frame = c->ls->max_frame_bytes;
@@ -195,18 +103,14 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * SL_NS_PER_S + ts.tv_nsec;
 }
 
-/* Split the request target into path and query. */
-static int split_url(struct sl_str url, struct sl__h1_req *r)
+/* A body buffer for this thread as big as this listener allows. */
+static char *body_buffer(size_t need)
 {
-    struct http_parser_url u;
-
-    http_parser_url_init(&u);
-    if (http_parser_parse_url(url.p, url.len, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH)))
-        return -1;
-    r->path = (struct sl_str){url.p + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len};
-    if (u.field_set & (1 << UF_QUERY))
-        r->query = (struct sl_str){url.p + u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len};
-    return 0;
+    if (need > body_cap) {
+        body_mem = sl__xrealloc(body_mem, need);
+        body_cap = need;
+    }
+    return body_mem;
 }
 
 /*
@@ -216,39 +120,24 @@ static int split_url(struct sl_str url, struct sl__h1_req *r)
 static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
 {
     struct sl__h1_state *st = c->proto_state;
-    struct sl__h1_req r = {0};
-    struct parse x = {.r = &r, .max_body = max_body(c), .body = &body_buf};
-    http_parser p;
-    size_t head = head_end(b, n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD), used;
+    struct sl__h1_status why;
+    struct sl__h1_req r;
+    size_t limit = max_body(c);
+    ssize_t used = sl__h1_parse(b, n, body_buffer(limit), limit, &r, &why);
 
-    if (head == 0)
-        return n >= SL__H1_MAX_HEAD ? refuse(c, 431, "request head too large") : 0;
-    body_buf.len = 0;
-    http_parser_init(&p, HTTP_REQUEST);
-    p.data = &x;
-    used = http_parser_execute(&p, &settings, b, n);
-    if (x.too_large)
-        return refuse(c, 413, "request body too large");
-    if (HTTP_PARSER_ERRNO(&p) != HPE_OK && HTTP_PARSER_ERRNO(&p) != HPE_PAUSED)
-        return refuse(c, 400, http_errno_description(HTTP_PARSER_ERRNO(&p)));
-    if (p.upgrade)
-        return refuse(c, 400, "protocol upgrades are not supported");
-    if (!x.complete) {
-        if (x.expect_continue && !st->continue_sent) {
+    if (used == -1)
+        return refuse(c, why.status, why.why);
+    if (used == -2) {
+        if (why.expect_continue && !st->continue_sent) {
             sl__conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
             st->continue_sent = true;
         }
         return 0;
     }
     st->continue_sent = false;
-    if (split_url(x.url, &r) != 0)
-        return refuse(c, 400, "malformed request target");
-    r.method = (int)p.method;
-    r.body = (struct sl_str){body_buf.p != NULL ? body_buf.p : "", body_buf.len};
-    r.keep_alive = http_should_keep_alive(&p) != 0;
     r.start_ns = mono_ns();
     sl__http_api_dispatch(c, &r);
-    return r.keep_alive ? (ssize_t)used : -1;
+    return r.keep_alive ? used : -1;
 }
 
 static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)

@@ -1,0 +1,147 @@
+/*
+ * test_http_h1parse.c - framing of one HTTP/1.1 request: complete and
+ * incomplete heads and bodies, pipelined requests taken one at a time,
+ * chunked bodies, keep-alive rules, Expect: 100-continue, the limits (413,
+ * 431) and malformed input (400).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <http_parser.h>
+
+#include "http1_parse.h"
+
+static char body[64];
+static struct sl__h1_req req;
+static struct sl__h1_status st;
+
+static ssize_t parse(const char *text)
+{
+    return sl__h1_parse(text, strlen(text), body, sizeof(body), &req, &st);
+}
+
+static void assert_str(struct sl_str s, const char *want)
+{
+    assert_int_equal(s.len, strlen(want));
+    assert_memory_equal(s.p, want, s.len);
+}
+
+static void test_get_with_query(void **s)
+{
+    const char *t = "GET /v1/auth?domain=api&user=a HTTP/1.1\r\nHost: x\r\n"
+                    "Authorization: Bearer t0k\r\n\r\n";
+    assert_int_equal(parse(t), strlen(t));
+    assert_int_equal(req.method, HTTP_GET);
+    assert_str(req.path, "/v1/auth");
+    assert_str(req.query, "domain=api&user=a");
+    assert_str(req.authorization, "Bearer t0k");
+    assert_int_equal(req.body.len, 0);
+    assert_true(req.keep_alive);
+    (void)s;
+}
+
+static void test_post_body_and_pipelining(void **s)
+{
+    const char *first = "POST /v1/check HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+    char two[256];
+
+    snprintf(two, sizeof(two), "%sGET /healthz HTTP/1.1\r\n\r\n", first);
+    assert_int_equal(parse(two), strlen(first)); /* only the first request */
+    assert_int_equal(req.method, HTTP_POST);
+    assert_str(req.body, "hello");
+    assert_int_equal(parse(two + strlen(first)), strlen(two) - strlen(first));
+    assert_str(req.path, "/healthz");
+    (void)s;
+}
+
+static void test_incomplete(void **s)
+{
+    assert_int_equal(parse("GET /healthz HTTP/1.1\r\nHost: x\r\n"), -2);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc"), -2);
+    assert_false(st.expect_continue);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"),
+                     -2);
+    assert_true(st.expect_continue);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nExpect: other\r\nContent-Length: 3\r\n\r\n"), -2);
+    assert_false(st.expect_continue);
+    (void)s;
+}
+
+static void test_chunked(void **s)
+{
+    const char *t = "POST /v1/check HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+    assert_int_equal(parse(t), strlen(t));
+    assert_str(req.body, "abcde");
+    assert_int_equal(parse("POST /v1/check HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           "3\r\nabc\r\n"),
+                     -2);
+    (void)s;
+}
+
+static void test_keep_alive_rules(void **s)
+{
+    assert_true(parse("GET / HTTP/1.0\r\n\r\n") > 0);
+    assert_false(req.keep_alive);
+    assert_true(parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n") > 0);
+    assert_true(req.keep_alive);
+    assert_true(parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n") > 0);
+    assert_false(req.keep_alive);
+    (void)s;
+}
+
+static void test_limits(void **s)
+{
+    static char big[SL__H1_MAX_HEAD + 64];
+
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nContent-Length: 65\r\n\r\n"), -1);
+    assert_int_equal(st.status, 413);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           "41\r\n0123456789012345678901234567890123456789012345678901234567890123"
+                           "4\r\n0\r\n\r\n"),
+                     -1);
+    assert_int_equal(st.status, 413);
+    /* exactly the cap of body is fine */
+    assert_true(parse("POST /x HTTP/1.1\r\nContent-Length: 64\r\n\r\n"
+                      "0123456789012345678901234567890123456789012345678901234567890123") > 0);
+    assert_int_equal(req.body.len, 64);
+
+    memset(big, 'a', sizeof(big) - 1);
+    memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+    assert_int_equal(sl__h1_parse(big, SL__H1_MAX_HEAD - 1, body, sizeof(body), &req, &st), -2);
+    assert_int_equal(sl__h1_parse(big, SL__H1_MAX_HEAD, body, sizeof(body), &req, &st), -1);
+    assert_int_equal(st.status, 431);
+    (void)s;
+}
+
+static void test_malformed(void **s)
+{
+    static const char *const bad[] = {
+        "GET / HTTP/1.1\r\nNo colon here\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+        "BREW /pot HTTP/1.1\r\n\r\n",
+        "GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        "GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (parse(bad[i]) != -1 || st.status != 400 || st.why == NULL)
+            fail_msg("case %zu accepted: %s", i, bad[i]);
+    }
+    (void)s;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_get_with_query),   cmocka_unit_test(test_post_body_and_pipelining),
+        cmocka_unit_test(test_incomplete),       cmocka_unit_test(test_chunked),
+        cmocka_unit_test(test_keep_alive_rules), cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_malformed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
