@@ -462,6 +462,10 @@ void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
 {
     bool path_known = false;
 
+    if (r->method == HTTP_HEAD) { /* an answer to HEAD has no body */
+        sl__h1_respond(c, -1, r->keep_alive, 405, NULL, 0, NULL, 0);
+        return;
+    }
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const struct route *rt = &routes[i];
         if (strlen(rt->path) != r->path.len || memcmp(rt->path, r->path.p, r->path.len) != 0)

@@ -62,6 +62,8 @@ def test_not_found_and_wrong_method(http_sluiced):
     assert s.request("GET", "/v2/nothing")[0] == 404
     assert s.request("GET", "/v1/check")[0] == 405
     assert s.request("PUT", "/json", body="{}")[0] == 405
+    status, h, body = s.request("HEAD", "/healthz")
+    assert status == 405 and h["content-length"] == "0" and body == b""
 
 
 def test_http10_closes(http_sluiced):
