@@ -92,7 +92,8 @@ static char *resolve(const struct sl__config *c, const char *p)
     if (p[0] == '/' || slash == NULL)
         return sl__xstrndup(p, plen);
     dlen = (size_t)(slash - c->path) + 1;
-    out = sl__xstrndup(c->path, dlen + plen);
+    out = sl__xrealloc(NULL, dlen + plen + 1);
+    memcpy(out, c->path, dlen);
     memcpy(out + dlen, p, plen + 1);
     return out;
 }

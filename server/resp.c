@@ -17,6 +17,7 @@
 #include "proto.h"
 #include "resp.h"
 #include "resp_write.h"
+#include "worker-t.h"
 #include "xalloc.h"
 
 /* Sorted by nothing in particular: the table is short and lookups compare
@@ -90,25 +91,25 @@ static void unknown(const struct sl__resp_cmd *cmd, struct sl__buf *out)
 }
 
 static _Thread_local struct sl__resp_cmd cmd;
-static _Thread_local struct sl__buf reply;
 
 /* Run one command; 1 to close after its reply. */
 static int dispatch(struct sl__conn *c, struct sl__resp_state *st)
 {
     const struct sl__resp_command *k = lookup(cmd.argv[0]);
+    struct sl__buf *reply = &c->w->reply;
     int r = 0;
 
-    reply.len = 0;
+    reply->len = 0;
     if (k == NULL) {
-        unknown(&cmd, &reply);
+        unknown(&cmd, reply);
     } else if ((k->arity > 0 && cmd.argc != (size_t)k->arity) ||
                (k->arity < 0 && cmd.argc < (size_t)-k->arity)) {
-        sl__resp_w_error(&reply, "ERR wrong number of arguments for '%s' command", k->name);
+        sl__resp_w_error(reply, "ERR wrong number of arguments for '%s' command", k->name);
     } else {
-        r = k->fn(c, st, &cmd, &reply);
+        r = k->fn(c, st, &cmd, reply);
     }
-    if (reply.len > 0)
-        sl__conn_write(c, reply.p, reply.len);
+    if (reply->len > 0)
+        sl__conn_write(c, reply->p, reply->len);
     return r;
 }
 
@@ -122,10 +123,11 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
         if (n == -2)
             break;
         if (n < 0) {
-            reply.len = 0;
-            sl__resp_w_error(&reply, "ERR Protocol error: %s",
+            struct sl__buf *reply = &c->w->reply;
+            reply->len = 0;
+            sl__resp_w_error(reply, "ERR Protocol error: %s",
                              sl__resp_parse_error(buf + off, len - off, c->ls->max_frame_bytes));
-            sl__conn_write(c, reply.p, reply.len);
+            sl__conn_write(c, reply->p, reply->len);
             return -1;
         }
         if (cmd.argc > 0 && c->slot_n == SL__CONN_MAX_SLOTS)

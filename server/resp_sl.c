@@ -46,7 +46,6 @@ static int parse_i64(struct sl_str s, int64_t *out)
 
 static _Thread_local struct sl_entry entries[SL_MAX_DESCRIPTORS * SL_MAX_ENTRIES];
 static _Thread_local struct sl_descriptor descs[SL_MAX_DESCRIPTORS];
-static _Thread_local struct sl__buf areply;
 
 /* ------------------------------------------------------------ replies */
 
@@ -119,7 +118,7 @@ static void w_store_error(struct sl__buf *b, int err)
 static void on_done(void *arg, int err, const struct sl_result *res)
 {
     struct sl__resp_op *op = arg;
-    struct sl__buf *b = &areply;
+    struct sl__buf *b = &op->c->w->areply;
 
     b->len = 0;
     if (op->kind == SL__RESP_OP_RELEASE) {

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "config-t.h"
+#include "conn-t.h"
 #include "sluice.h"
 
 struct sl__server;
@@ -33,6 +34,10 @@ struct sl__worker {
     /* Scratch for resolving one request (a protocol fills it and hands it to
      * the store within one call; never kept across calls). */
     struct sl_match *matches; /* SL_MAX_DESCRIPTORS */
+    /* Reply scratch for protocols: `reply` for replies made while a command
+     * runs, `areply` for replies made in store callbacks (which may run
+     * inside a command). Reused, freed when the worker ends. */
+    struct sl__buf reply, areply;
 
     struct sl__conn *conns; /* list of open connections */
     unsigned n_conns;

@@ -132,6 +132,8 @@ void sl__worker_join(struct sl__worker *w)
     sl__store_free(w->store);
     sl_rules_reader_free(w->rules);
     free(w->matches);
+    sl__buf_free(&w->reply);
+    sl__buf_free(&w->areply);
 }
 
 const sl_rules *sl__worker_rules(struct sl__worker *w)
