@@ -1,0 +1,149 @@
+"""test_http_nginx.py - nginx (Debian's, started on loopback by the test) in
+front of a tiny upstream, asking sluiced through auth_request against
+GET /v1/auth, as docs/integrations.md describes. auth_request only
+understands 2xx, 401 and 403: nginx maps sluiced's 403 to a 429 and copies
+the rate-limit headers with auth_request_set / add_header ... always. A
+client sees 200s from the upstream, then 429 with Retry-After and RateLimit.
+"""
+import http.client
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import free_port
+from conftest_http import http_sluiced  # noqa: F401 (fixture)
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+# The snippet of docs/integrations.md, with ports and paths filled in.
+CONF = """
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log info;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+
+    upstream sluice {{
+        server 127.0.0.1:{sluice};
+        keepalive 8;
+    }}
+
+    server {{                      # the tiny upstream
+        listen 127.0.0.1:{upstream};
+        location / {{ return 200 "upstream says hi\\n"; }}
+    }}
+
+    server {{
+        listen 127.0.0.1:{port};
+
+        location / {{
+            auth_request /_sluice;
+            auth_request_set $rl_policy $upstream_http_ratelimit_policy;
+            auth_request_set $rl $upstream_http_ratelimit;
+            auth_request_set $rl_retry $upstream_http_retry_after;
+            auth_request_set $rl_reset $upstream_http_x_ratelimit_reset;
+            add_header RateLimit-Policy $rl_policy always;
+            add_header RateLimit $rl always;
+            add_header X-RateLimit-Reset $rl_reset always;
+            error_page 403 = @limited;
+            proxy_pass http://127.0.0.1:{upstream};
+        }}
+
+        location = /_sluice {{
+            internal;
+            proxy_pass http://sluice/v1/auth?domain=api&user=$http_x_user;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+
+        location @limited {{
+            add_header RateLimit-Policy $rl_policy always;
+            add_header RateLimit $rl always;
+            add_header Retry-After $rl_retry always;
+            default_type application/json;
+            return 429 '{{"error": "rate limited", "retry_after": "$rl_retry"}}\\n';
+        }}
+    }}
+}}
+"""
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    procs = []
+
+    def start(sluice_port):
+        d = tmp_path / "nginx"
+        d.mkdir()
+        port, upstream = free_port(), free_port()
+        conf = d / "nginx.conf"
+        conf.write_text(CONF.format(dir=d, sluice=sluice_port, upstream=upstream, port=port))
+        log = open(d / "stdout.log", "wb")
+        p = subprocess.Popen([NGINX, "-p", str(d), "-c", str(conf)], stdout=log,
+                             stderr=subprocess.STDOUT)
+        procs.append((p, log))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if p.poll() is not None:
+                raise RuntimeError("nginx exited:\n" + (d / "error.log").read_text())
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", upstream, timeout=1)
+                c.request("GET", "/")
+                if c.getresponse().status == 200:
+                    return port
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError("nginx did not start")
+
+    yield start
+    for p, log in procs:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGTERM)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()
+        log.close()
+
+
+def get(port, user):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    c.request("GET", "/anything", headers={"X-User": user})
+    r = c.getresponse()
+    out = r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    c.close()
+    return out
+
+
+@pytest.mark.skipif(not os.path.exists(NGINX), reason="nginx is not installed")
+def test_nginx_auth_request(http_sluiced, nginx):
+    s = http_sluiced()
+    port = nginx(s.port)
+    for remaining in (2, 1, 0):
+        status, h, body = get(port, "alice")
+        assert status == 200 and body == b"upstream says hi\n"
+        assert h["ratelimit-policy"] == '"api.user";q=3;w=60'
+        assert h["ratelimit"].startswith(f'"api.user";r={remaining};t=')
+        assert "retry-after" not in h
+    status, h, body = get(port, "alice")
+    assert status == 429
+    t = int(h["ratelimit"].rsplit("t=", 1)[1])
+    assert h["ratelimit"] == f'"api.user";r=0;t={t}'
+    assert h["retry-after"] == str(t)
+    assert b'"rate limited"' in body
+    # Another user is not affected.
+    assert get(port, "bob")[0] == 200
