@@ -677,3 +677,44 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
     shard_unlock(s);
     return rc;
 }
+
+/*
+ * The hot path, here beside the layout so that hashing aside it is one
+ * function: hash, lock one shard, find or create, check and commit, note
+ * when the state drains, unlock. `l` must be validated (sl_limit_validate).
+ * The state is found by key alone: callers that mix limits on one key should
+ * put the limit's id into the key, as the limiter does (CONTRACTS C4); an
+ * entry of another algorithm, or an out-of-line one of another limit id,
+ * starts fresh.
+ */
+int sl_table_check(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
+                   int64_t now_ns, uint64_t cost, struct sl_decision *d)
+{
+    const struct sl__algo_ops *ops;
+    struct sl__fp fp;
+    struct sl__ref ref;
+    struct shard *s;
+    int rc;
+
+    if (t == NULL || (key == NULL && key_len > 0) || l == NULL)
+        return SL_EINVAL;
+    if (key_len > SL_KEY_MAX)
+        return SL_ETOOBIG;
+    ops = sl__algo_ops(l->algo);
+    if (ops == NULL)
+        return SL_EINVAL;
+    if (cost == 0)
+        return sl_table_peek(t, key, key_len, l, now_ns, d);
+    sl__table_hash(t, key, key_len, &fp);
+    s = &t->shards[sl__table_shard(t, &fp)];
+    shard_lock(s);
+    rc = sl__table_get(t, &fp, l, now_ns, SL__GET_CREATE, &ref);
+    if (rc == SL_OK) {
+        ops->check(ref.state, l, now_ns, cost, d);
+        if (d->verdict != SL_DENY || l->count_rejected)
+            ops->commit(ref.state, l, now_ns, cost, d);
+        ((struct entry *)ref.entry)->whole_at_s = whole_at_seconds(ops->whole_at(ref.state, l));
+    }
+    shard_unlock(s);
+    return rc;
+}

@@ -1,6 +1,8 @@
 /*
- * table_api.c - the public per-key calls of the state table: check (the hot
- * path), peek, reset and release, each hashing the key and locking one shard.
+ * table_api.c - the public per-key calls of the state table other than the
+ * hot path (sl_table_check lives in table.c, beside the layout, so that it
+ * inlines): peek, reset and release, each hashing the key and locking one
+ * shard.
  *
  * It does not know the table's layout (table.c does) and does not combine
  * limits (the limiter does). No allocation per call, except creating an
@@ -41,38 +43,6 @@ static int check_args(const sl_table *t, const void *key, size_t key_len, const 
     if (key_len > SL_KEY_MAX)
         return SL_ETOOBIG;
     return SL_OK;
-}
-
-/*
- * The hot path. `l` must be validated (sl_limit_validate). The state is
- * found by key alone: callers that mix limits on one key should put the
- * limit's id into the key, as the limiter does (CONTRACTS C4); an entry of
- * another algorithm, or an out-of-line one of another limit id, starts fresh.
- */
-int sl_table_check(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
-                   int64_t now_ns, uint64_t cost, struct sl_decision *d)
-{
-    const struct sl__algo_ops *ops;
-    struct sl__fp fp;
-    struct sl__ref ref;
-    int rc = check_args(t, key, key_len, l);
-
-    if (rc != SL_OK)
-        return rc;
-    if (cost == 0)
-        return sl_table_peek(t, key, key_len, l, now_ns, d);
-    ops = sl__algo_ops(l->algo);
-    sl__table_hash(t, key, key_len, &fp);
-    sl__table_lock(t, sl__table_shard(t, &fp));
-    rc = sl__table_get(t, &fp, l, now_ns, SL__GET_CREATE, &ref);
-    if (rc == SL_OK) {
-        ops->check(ref.state, l, now_ns, cost, d);
-        if (d->verdict != SL_DENY || l->count_rejected)
-            ops->commit(ref.state, l, now_ns, cost, d);
-        sl__table_put(t, &ref, l, false);
-    }
-    sl__table_unlock(t, sl__table_shard(t, &fp));
-    return rc;
 }
 
 int sl_table_peek(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
