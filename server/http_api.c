@@ -12,8 +12,9 @@
  * a per-connection ring, answers are built in per-thread buffers. It does
  * not frame HTTP (http1.c) and does not decide anything itself.
  *
- * Not here yet: /v1/rules, /v1/config, the admin listener and its bearer
- * token, kill switches, holding /v1/auth replies for a delay.
+ * The operator endpoints /v1/rules and /v1/config are in http_admin.c. Not
+ * here yet: the admin listener and its bearer token, kill switches, holding
+ * /v1/auth replies for a delay.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +31,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "http1.h"
+#include "http_admin.h"
 #include "http_headers.h"
 #include "http_json.h"
 #include "http_query.h"
@@ -444,19 +446,34 @@ static const struct route {
     int method;
     const char *path;
     handler_fn fn;
+    bool prefix; /* path is a prefix: /v1/rules/{id} */
 } routes[] = {
-    {HTTP_POST, "/json", h_json},
-    {HTTP_POST, "/v1/check", h_check},
-    {HTTP_GET, "/v1/auth", h_auth},
-    {HTTP_POST, "/v1/acquire", h_acquire},
-    {HTTP_POST, "/v1/release", h_release},
-    {HTTP_GET, "/v1/keys", h_keys_get},
-    {HTTP_DELETE, "/v1/keys", h_keys_delete},
-    {HTTP_GET, "/metrics", h_metrics},
-    {HTTP_GET, "/healthz", h_healthz},
-    {HTTP_GET, "/readyz", h_readyz},
-    {HTTP_POST, "/v1/debug/clock", h_clock},
+    {HTTP_POST, "/json", h_json, false},
+    {HTTP_POST, "/v1/check", h_check, false},
+    {HTTP_GET, "/v1/auth", h_auth, false},
+    {HTTP_POST, "/v1/acquire", h_acquire, false},
+    {HTTP_POST, "/v1/release", h_release, false},
+    {HTTP_GET, "/v1/keys", h_keys_get, false},
+    {HTTP_DELETE, "/v1/keys", h_keys_delete, false},
+    {HTTP_GET, "/metrics", h_metrics, false},
+    {HTTP_GET, "/healthz", h_healthz, false},
+    {HTTP_GET, "/readyz", h_readyz, false},
+    {HTTP_POST, "/v1/debug/clock", h_clock, false},
+    {HTTP_GET, "/v1/config", sl__http_config, false},
+    {HTTP_GET, "/v1/rules", sl__http_rules_list, false},
+    {HTTP_POST, "/v1/rules", sl__http_rules_add, false},
+    {HTTP_PUT, "/v1/rules/", sl__http_rules_put, true},
+    {HTTP_DELETE, "/v1/rules/", sl__http_rules_delete, true},
 };
+
+static bool path_matches(const struct route *rt, struct sl_str path)
+{
+    size_t n = strlen(rt->path);
+
+    if (rt->prefix)
+        return path.len >= n && memcmp(rt->path, path.p, n) == 0;
+    return path.len == n && memcmp(rt->path, path.p, n) == 0;
+}
 
 void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
 {
@@ -468,7 +485,7 @@ void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
     }
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const struct route *rt = &routes[i];
-        if (strlen(rt->path) != r->path.len || memcmp(rt->path, r->path.p, r->path.len) != 0)
+        if (!path_matches(rt, r->path))
             continue;
         path_known = true;
         if (rt->method == r->method) {

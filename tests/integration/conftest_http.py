@@ -23,7 +23,7 @@ from conftest import DEFAULT_RULES, START_MS, free_port
 class HttpSluiced:
     """One running sluiced with an HTTP listener."""
 
-    def __init__(self, tmp_path, rules, test_clock, extra):
+    def __init__(self, tmp_path, rules, test_clock, extra, database=False):
         self.port = free_port()
         (tmp_path / "rules.yaml").write_text(rules)
         config = tmp_path / "sluice.yaml"
@@ -36,6 +36,7 @@ workers: 2
 rules:
   files: [rules.yaml]
   watch: false
+{"  database: rules.db" if database else ""}
 log:
   level: debug
 {extra}
@@ -102,10 +103,10 @@ log:
 def http_sluiced(tmp_path):
     started = []
 
-    def start(rules=DEFAULT_RULES, test_clock=True, extra=""):
+    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False):
         d = tmp_path / f"h{len(started)}"
         d.mkdir()
-        s = HttpSluiced(d, rules, test_clock, extra)
+        s = HttpSluiced(d, rules, test_clock, extra, database)
         started.append(s)
         return s
 
