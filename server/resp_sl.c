@@ -176,6 +176,23 @@ static const char cell_prefix[] = "\xff"
                                   "cl.throttle\xff";
 static const struct sl_match zero_match;
 
+/* sl_limit_finish() hashes every parameter; clients repeat the same
+ * parameters call after call, so the last identity is kept per thread. */
+static void finish_cached(struct sl_limit *l)
+{
+    static _Thread_local struct sl_limit last;
+    static _Thread_local bool have;
+
+    if (have && last.burst == l->burst && last.requests == l->requests &&
+        last.period_ns == l->period_ns) {
+        l->id = last.id;
+        return;
+    }
+    sl_limit_finish(l);
+    last = *l;
+    have = true;
+}
+
 int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
                       struct sl__buf *out)
 {
@@ -225,7 +242,7 @@ int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struc
     op->limit.requests = (uint64_t)v[1];
     op->limit.period_ns = v[2] * SL_NS_PER_S;
     op->limit.name = "cl.throttle";
-    sl_limit_finish(&op->limit);
+    finish_cached(&op->limit);
     /* everything after the key bytes is zero (fields may be added there) */
     memcpy(&m->key_len, &zero_match.key_len, sizeof(*m) - offsetof(struct sl_match, key_len));
     m->limits[0] = &op->limit;
