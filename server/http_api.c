@@ -69,7 +69,7 @@ static _Thread_local struct sl_entry qentries[SL_MAX_ENTRIES];
 
 static struct sl__metrics *metrics;
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
-static unsigned metrics_workers;
+static _Thread_local unsigned metrics_workers; /* read by this thread's init */
 
 static void metrics_init(void)
 {

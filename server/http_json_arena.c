@@ -2,13 +2,12 @@
  * http_json_arena.c - lets cJSON allocate from a caller's arena.
  *
  * cJSON only offers process-wide allocation hooks, so the hooks installed
- * here serve every cJSON user in the process: while a thread has an arena
+ * here (at start-up) serve every cJSON user in the process: while a thread has an arena
  * set (only inside sl__json_* calls) its allocations come from that arena,
  * otherwise from malloc as before. Frees of arena memory are no-ops; the
  * arena is emptied as a whole by sl__json_req_release(). It does not make
  * cJSON thread-safe beyond what cJSON already is (documents are per thread).
  */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include <cjson/cJSON.h>
@@ -16,7 +15,6 @@
 #include "http_json_int.h"
 
 static _Thread_local struct sl__json_arena *current;
-static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
 
 static bool in_arena(const struct sl__json_arena *a, const void *p)
 {
@@ -46,7 +44,9 @@ static void arena_free(void *p)
         free(p);
 }
 
-static void install_hooks(void)
+/* Installed before main() runs, while the process has one thread: cJSON's
+ * hooks are plain globals that its allocations read without a lock. */
+__attribute__((constructor)) static void install_hooks(void)
 {
     cJSON_Hooks h = {.malloc_fn = arena_malloc, .free_fn = arena_free};
     cJSON_InitHooks(&h);
@@ -64,7 +64,6 @@ struct cJSON *sl__json_parse_in(struct sl__json_arena *a, const char *body, size
 {
     struct cJSON *root;
 
-    pthread_once(&hooks_once, install_hooks);
     current = a;
     root = cJSON_ParseWithLength(body, len);
     current = NULL;
