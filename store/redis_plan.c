@@ -332,8 +332,10 @@ int sl__redis_plan_build(const struct sl__redis_opts *o, enum sl__redis_op op,
         rc = add_descriptor(o, req, m, i, plan, cmd, acc);
     if (rc == SL_OK)
         rc = push_fixed(o, op, req, plan->n_items, cmd);
-    for (size_t k = 0; rc == SL_OK && k < plan->n_items; k++)
+    for (size_t k = 0; rc == SL_OK && k < plan->n_items; k++) {
+        plan->item_cost[k] = op == SL__REDIS_PEEK ? 0 : acc[k].cost;
         rc = push_item(cmd, &acc[k], op);
+    }
     if (rc == SL_OK) {
         char buf[8];
         int len = snprintf(buf, sizeof(buf), "%zu", plan->n_items);
@@ -445,7 +447,7 @@ static void append_lease(char *out, const char *piece)
 }
 
 int sl__redis_plan_result(const struct sl__redis_plan *plan, const struct redisReply *r,
-                          struct sl_result *res, int64_t *now_us)
+                          struct sl_result *res, int64_t *now_us, struct sl_decision *items)
 {
     struct sl_decision d[SL__REDIS_MAX_ITEMS];
     const char *lease[SL__REDIS_MAX_ITEMS];
@@ -462,6 +464,8 @@ int sl__redis_plan_result(const struct sl__redis_plan *plan, const struct redisR
             return SL_EINVAL;
     if (now_us != NULL)
         *now_us = now;
+    if (items != NULL)
+        memcpy(items, d, sizeof(d[0]) * plan->n_items);
     res->verdict = SL_ALLOW;
     res->delay_ns = 0;
     res->n_statuses = plan->n_desc;
@@ -492,4 +496,80 @@ int sl__redis_plan_result(const struct sl__redis_plan *plan, const struct redisR
     for (size_t k = 0; k < plan->n_items; k++)
         append_lease(res->lease, lease[k]);
     return SL_OK;
+}
+
+/* -------------------------------------------------------------- release */
+
+static bool lease_piece_ok(const char *p, size_t len)
+{
+    size_t dash = 16;
+
+    if (len < 18 || len > LEASE_PIECE_MAX || p[dash] != '-')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = p[i];
+        bool hex = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+        if (i == dash ? ch != '-' : (i < dash ? !hex : !(ch >= '0' && ch <= '9')))
+            return false;
+    }
+    return true;
+}
+
+/* The lease index key of piece "<h>-<id>": "<prefix>:v1:lease:<h>:<id>". */
+static int push_index_key(struct sl__redis_cmd *c, const struct sl__redis_opts *o, const char *p,
+                          size_t len)
+{
+    size_t start = c->used;
+    bool ok = arena_put(c, o->prefix, strlen(o->prefix)) && arena_put(c, ":v1:lease:", 10) &&
+              arena_put(c, p, 16) && arena_put(c, ":", 1) && arena_put(c, p + 17, len - 17);
+
+    return ok ? push(c, c->arena + start, c->used - start) : SL_ETOOBIG;
+}
+
+int sl__redis_release_build(const struct sl__redis_opts *o, const char *lease, size_t len,
+                            int64_t now_ns, struct sl__redis_cmd *cmd)
+{
+    const char *piece[SL_MAX_LEASES];
+    size_t plen[SL_MAX_LEASES], n = 0, at = 0;
+    int rc = SL_OK;
+
+    if (lease == NULL || len == 0 || len >= SL_LEASE_MAX)
+        return SL_EINVAL;
+    while (at <= len) {
+        const char *dot = memchr(lease + at, '.', len - at);
+        size_t end = dot != NULL ? (size_t)(dot - lease) : len;
+        if (n == SL_MAX_LEASES || !lease_piece_ok(lease + at, end - at))
+            return SL_EINVAL;
+        piece[n] = lease + at;
+        plen[n++] = end - at;
+        at = end + 1;
+    }
+    cmd->used = 0;
+    cmd->argc = 2;
+    rc = push_i64(cmd, (int64_t)n);
+    for (size_t i = 0; rc == SL_OK && i < n; i++)
+        rc = push_index_key(cmd, o, piece[i], plen[i]);
+    if (rc == SL_OK)
+        rc = push_str(cmd, "release");
+    if (rc == SL_OK)
+        rc = o->redis_clock ? push_str(cmd, "redis")
+                            : push_i64(cmd, now_ns / 1000 - (now_ns % 1000 < 0));
+    if (rc == SL_OK)
+        rc = push_i64(cmd, o->slack_ms);
+    if (rc == SL_OK)
+        rc = push_str(cmd, o->prefix);
+    if (rc == SL_OK)
+        rc = push_i64(cmd, (int64_t)n);
+    for (size_t i = 0; rc == SL_OK && i < n; i++)
+        rc = push(cmd, arena_put(cmd, piece[i] + 17, plen[i] - 17), plen[i] - 17);
+    return rc;
+}
+
+int sl__redis_release_result(const struct redisReply *r)
+{
+    int64_t released;
+
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !int_at(r, 1, &released))
+        return SL_EINVAL;
+    return released > 0 ? SL_OK : SL_ENOENT;
 }

@@ -60,6 +60,7 @@ struct sl__redis_plan {
     uint16_t count[SL_MAX_DESCRIPTORS];
     struct sl__redis_slot slots[SL__REDIS_MAX_ITEMS];
     const struct sl_limit *item_l[SL__REDIS_MAX_ITEMS]; /* the item's first limit */
+    uint64_t item_cost[SL__REDIS_MAX_ITEMS];            /* merged cost sent */
 };
 
 /* Settings shared by every call of one store. */
@@ -103,12 +104,23 @@ int sl__redis_plan_build(const struct sl__redis_opts *o, enum sl__redis_op op,
 
 /*
  * Fill `res` from the script's reply to a plan's command. `now_us` (may be
- * NULL) receives the time the script used. SL_OK; SL_ERANGE when the script
- * refused for exactness (SLUICE_RANGE); SL_EINVAL for any other error reply
- * or a malformed one.
+ * NULL) receives the time the script used; `items` (may be NULL, else
+ * plan->n_items long) each item's own decision, before C2 reporting.
+ * SL_OK; SL_ERANGE when the script refused for exactness (SLUICE_RANGE);
+ * SL_EINVAL for any other error reply or a malformed one.
  */
 int sl__redis_plan_result(const struct sl__redis_plan *plan, const struct redisReply *r,
-                          struct sl_result *res, int64_t *now_us);
+                          struct sl_result *res, int64_t *now_us, struct sl_decision *items);
+
+/*
+ * The command releasing every slot of a lease token from a result of this
+ * store ("<h>-<id>" pieces joined by '.'), at `now_ns`. SL_OK, SL_EINVAL
+ * for a malformed token. Its reply gives SL_OK (something released) or
+ * SL_ENOENT through sl__redis_release_result.
+ */
+int sl__redis_release_build(const struct sl__redis_opts *o, const char *lease, size_t len,
+                            int64_t now_ns, struct sl__redis_cmd *cmd);
+int sl__redis_release_result(const struct redisReply *r);
 
 /* Is this error reply Redis's NOSCRIPT (the script cache was flushed)? */
 bool sl__redis_is_noscript(const struct redisReply *r);

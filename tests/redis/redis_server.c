@@ -45,7 +45,8 @@ bool rs_wait_ready(const struct rs_server *s)
         redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
         if (c != NULL && c->err == 0) {
             redisReply *r = redisCommand(c, "PING");
-            bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+            bool ok = r != NULL && (r->type == REDIS_REPLY_STATUS ||
+                                    (r->type == REDIS_REPLY_ERROR && strstr(r->str, "NOAUTH")));
             freeReplyObject(r);
             redisFree(c);
             if (ok)
@@ -70,8 +71,8 @@ static int spawn(struct rs_server *s)
         return -1;
     if (s->pid == 0) {
         execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--loglevel", "warning", "--logfile", "/dev/null",
-               (char *)NULL);
+               "--appendonly", "no", "--loglevel", "warning", "--logfile", "/dev/null", s->opt,
+               s->val, (char *)NULL);
         fprintf(stderr, "redis_server: cannot run redis-server: %s\n", strerror(errno));
         _exit(127);
     }
@@ -80,6 +81,20 @@ static int spawn(struct rs_server *s)
 
 int rs_start(struct rs_server *s)
 {
+    return rs_start_args(s, NULL, NULL);
+}
+
+int rs_restart(struct rs_server *s)
+{
+    if (spawn(s) != 0)
+        return -1;
+    return rs_wait_ready(s) ? 0 : -1;
+}
+
+int rs_start_args(struct rs_server *s, const char *opt, const char *val)
+{
+    s->opt = opt;
+    s->val = opt != NULL ? val : NULL;
     for (int attempt = 0; attempt < 5; attempt++) {
         s->port = rs_free_port();
         if (s->port <= 0 || spawn(s) != 0)

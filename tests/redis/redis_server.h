@@ -15,10 +15,15 @@
 struct rs_server {
     pid_t pid;
     int port;
+    const char *opt, *val; /* one extra option, or NULL */
 };
 
 /* Start one; SL_OK-style 0, or -1 (with a message on stderr). */
 int rs_start(struct rs_server *s);
+/* The same with one extra option and its value (e.g. --requirepass x). */
+int rs_start_args(struct rs_server *s, const char *opt, const char *val);
+/* Start again on s->port (after rs_stop), empty; 0 or -1. */
+int rs_restart(struct rs_server *s);
 /* SIGTERM then wait; safe on a stopped (SIGSTOP) server. */
 void rs_stop(struct rs_server *s);
 /* Send a signal to the server (SIGSTOP / SIGCONT / SIGKILL). */

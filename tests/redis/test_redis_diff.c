@@ -116,7 +116,7 @@ static int redis_check(enum sl__redis_op op, const struct sl_request *req, const
     assert_non_null(r);
     if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "SLUICE_RANGE") == NULL)
         fail_msg("script error: %s", r->str);
-    rc2 = sl__redis_plan_result(&plan, r, res, NULL);
+    rc2 = sl__redis_plan_result(&plan, r, res, NULL, NULL);
     freeReplyObject(r);
     return rc2;
 }

@@ -1,0 +1,103 @@
+/*
+ * redis.h - the Redis store (issue 7): the async store interface of
+ * store/store.h over one Redis, shared by every sluiced (internal).
+ *
+ * A check is one EVALSHA of store/lua/sluice.lua on one of a few pipelined
+ * hiredis connections per worker (libuv adapter, on the worker's loop).
+ * Every call has a timeout (a libuv timer; hiredis 0.14 has none); past it,
+ * on an error, with too many requests in flight, or while the circuit
+ * breaker is open, the domain's failure policy answers: allow, deny, or
+ * local (the memory store decides). Keys denied until T are answered from
+ * the over-limit cache until T without a round trip.
+ *
+ * It does not resolve Envoy `quota_mode` (a request with quota descriptors
+ * is decided as if none were quota descriptors), nor span Redis Cluster
+ * slots (issue 8).
+ *
+ * Ownership and threads: a store belongs to one worker loop and is used on
+ * that loop's thread only; its config is copied. The local limiter is
+ * borrowed and must outlive the store. Free it after the loop has stopped
+ * (sl__store_free runs the loop once more to close its handles).
+ */
+#ifndef SL_STORE_REDIS_H
+#define SL_STORE_REDIS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "redis_plan.h"
+#include "store.h"
+
+enum sl__redis_policy {
+    SL__POLICY_ALLOW = 0, /* answer allowed (fail open) */
+    SL__POLICY_DENY = 1,  /* answer denied (fail closed) */
+    SL__POLICY_LOCAL = 2, /* decide with this process's memory store */
+};
+
+#define SL__REDIS_MAX_DOMAIN_POLICIES 32
+#define SL__REDIS_CRED_MAX            128
+
+struct sl__redis_domain_policy {
+    char domain[SL__REDIS_CRED_MAX];
+    enum sl__redis_policy policy;
+};
+
+struct sl__redis_config {
+    char host[256];
+    int port;
+    char user[SL__REDIS_CRED_MAX];     /* ACL user; "" for AUTH password */
+    char password[SL__REDIS_CRED_MAX]; /* "" for no AUTH */
+    struct sl__redis_opts opts;        /* prefix, clock, expiry slack */
+    int64_t timeout_ms;                /* per call; default 5 */
+    unsigned connections;              /* per worker; default 2 */
+    unsigned max_in_flight;            /* per worker; default 1024 */
+    enum sl__redis_policy policy;      /* default failure policy: local */
+    struct sl__redis_domain_policy domains[SL__REDIS_MAX_DOMAIN_POLICIES];
+    size_t n_domains;
+    unsigned breaker_failures; /* consecutive failures that open it; 5 */
+    int64_t breaker_open_ms;   /* how long it stays open before a probe; 500 */
+    int64_t backoff_min_ms;    /* reconnection backoff; 50 */
+    int64_t backoff_max_ms;    /* ... doubling up to this; 2000 */
+    unsigned olc_entries;      /* over-limit cache slots; 0 disables; 4096 */
+    int64_t olc_max_ms;        /* longest a cached denial is trusted; 60000 */
+};
+void sl__redis_config_init(struct sl__redis_config *c);
+/* "allow" | "deny" | "local" -> policy; SL_EINVAL otherwise. */
+int sl__redis_policy_parse(const char *s, enum sl__redis_policy *out);
+
+enum sl__breaker { SL__BREAKER_CLOSED = 0, SL__BREAKER_OPEN = 1, SL__BREAKER_PROBING = 2 };
+
+/* Counters for /metrics and /readyz; read on the worker's thread. */
+struct sl__redis_stats {
+    uint64_t checks;       /* check/peek/reset/release started */
+    uint64_t script_calls; /* EVALSHA/EVAL sent */
+    uint64_t replies;      /* script replies used */
+    uint64_t timeouts;     /* calls answered by the policy after timeout_ms */
+    uint64_t errors;       /* error replies and lost connections */
+    uint64_t noscript;     /* NOSCRIPT answered by reloading the script */
+    uint64_t overflow;     /* refused: max_in_flight reached */
+    uint64_t unavailable;  /* refused: no connection ready / breaker open */
+    uint64_t policy_allow; /* answers by each failure policy */
+    uint64_t policy_deny;
+    uint64_t policy_local;
+    uint64_t olc_hits; /* answered from the over-limit cache */
+    uint64_t olc_inserts;
+    uint64_t reconnects;      /* connection attempts after the first */
+    uint64_t in_flight;       /* now */
+    unsigned conns_ready;     /* now */
+    enum sl__breaker breaker; /* now */
+};
+
+/* A Redis store on `loop` (the worker's); `local` decides for the `local`
+ * policy. Connects in the background: until a connection is ready, the
+ * policy answers. SL_OK, SL_EINVAL (bad config), SL_ENOMEM. */
+int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
+                        struct sl__store **out);
+/* Is `s` a Redis store? (stats and ready are only for those.) */
+bool sl__store_is_redis(const struct sl__store *s);
+void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *out);
+/* Ready: the breaker is closed and a connection is ready. */
+bool sl__store_redis_ready(const struct sl__store *s);
+
+#endif /* SL_STORE_REDIS_H */

@@ -1,0 +1,265 @@
+/*
+ * redis_conn.c - the Redis store's connections: hiredis async contexts on
+ * the worker's libuv loop, AUTH, SCRIPT LOAD (which doubles as the probe
+ * of the circuit breaker), reconnection with exponential backoff, and the
+ * breaker itself (consecutive failures open it; it stays open
+ * breaker_open_ms, during which every connection is dropped; the first
+ * connection that loads the script again closes it).
+ *
+ * It does not send checks (redis.c does, on a connection picked here) and
+ * never blocks: every wait is a libuv timer. Its handles are unreferenced
+ * so that they never keep a stopping worker's loop alive.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/adapters/libuv.h>
+
+#include "redis_int.h"
+
+static void schedule(struct sl__rconn *c, int64_t wait_ms);
+static void drop(struct sl__rconn *c);
+
+static int64_t now_ms(const struct sl__rstore *st)
+{
+    return (int64_t)uv_now(st->loop);
+}
+
+/* How long a connection may take to connect and load the script. */
+static int64_t probe_timeout_ms(const struct sl__rstore *st)
+{
+    int64_t t = st->cfg.timeout_ms * 20;
+    return t < 200 ? 200 : t;
+}
+
+static void count_ready(struct sl__rstore *st)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < st->cfg.connections; i++)
+        n += st->conns[i].state == SL__RC_READY;
+    st->stats.conns_ready = n;
+}
+
+static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rconn *c = priv;
+    redisReply *r = reply;
+
+    if (c->st->closing || r == NULL || c->ac != ac)
+        return;
+    if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+        drop(c);
+        return;
+    }
+    memcpy(c->st->sha, r->str, 41);
+    uv_timer_stop(&c->timer);
+    c->state = SL__RC_READY;
+    c->backoff_ms = c->st->cfg.backoff_min_ms;
+    sl__rconn_success(c->st);
+    count_ready(c->st);
+}
+
+static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rconn *c = priv;
+    redisReply *r = reply;
+
+    if (c->st->closing || r == NULL || c->ac != ac)
+        return;
+    if (r->type == REDIS_REPLY_ERROR) {
+        if (!c->st->auth_warned) /* once: it repeats at every reconnection */
+            fprintf(stderr, "sluiced: redis AUTH refused (check store.user/password): %s\n",
+                    r->str);
+        c->st->auth_warned = true;
+        drop(c);
+    }
+}
+
+void sl__rconn_reload(struct sl__rconn *c)
+{
+    if (c->ac != NULL)
+        redisAsyncCommand(c->ac, NULL, NULL, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct sl__rconn *c = ac->data;
+
+    if (c == NULL || c->st->closing || status == REDIS_OK || c->ac != ac)
+        return;
+    /* hiredis frees the context after this callback */
+    c->ac = NULL;
+    c->state = SL__RC_DOWN;
+    count_ready(c->st);
+    schedule(c, c->backoff_ms);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct sl__rconn *c = ac->data;
+
+    (void)status;
+    if (c == NULL || c->st->closing || c->ac != ac)
+        return; /* dropped by us: drop() already scheduled the next try */
+    c->ac = NULL;
+    c->state = SL__RC_DOWN;
+    count_ready(c->st);
+    schedule(c, c->backoff_ms);
+}
+
+static void unref_poll(redisAsyncContext *ac)
+{
+    redisLibuvEvents *p = ac->ev.data;
+
+    if (p != NULL)
+        uv_unref((uv_handle_t *)&p->handle);
+}
+
+static void start(struct sl__rconn *c)
+{
+    struct sl__rstore *st = c->st;
+    redisAsyncContext *ac;
+
+    if (c->started)
+        st->stats.reconnects++;
+    c->started = true;
+    ac = redisAsyncConnect(st->cfg.host, st->cfg.port);
+    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, st->loop) != REDIS_OK) {
+        if (ac != NULL)
+            redisAsyncFree(ac);
+        schedule(c, c->backoff_ms);
+        return;
+    }
+    unref_poll(ac);
+    ac->data = c;
+    c->ac = ac;
+    c->state = SL__RC_CONNECTING;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    if (st->cfg.password[0] != '\0' && st->cfg.user[0] != '\0')
+        redisAsyncCommand(ac, on_auth, c, "AUTH %s %s", st->cfg.user, st->cfg.password);
+    else if (st->cfg.password[0] != '\0')
+        redisAsyncCommand(ac, on_auth, c, "AUTH %s", st->cfg.password);
+    redisAsyncCommand(ac, on_loaded, c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
+    schedule(c, -probe_timeout_ms(st)); /* negative: a timeout, not a backoff */
+}
+
+/* The timer: a backoff that ends (connect now) or a probe that expired. */
+static void on_timer(uv_timer_t *t)
+{
+    struct sl__rconn *c = t->data;
+
+    if (c->st->closing)
+        return;
+    if (c->state == SL__RC_CONNECTING) {
+        drop(c); /* never connected or never loaded the script in time */
+        return;
+    }
+    if (c->state == SL__RC_DOWN && now_ms(c->st) >= c->st->open_until_ms) {
+        if (c->st->stats.breaker == SL__BREAKER_OPEN)
+            c->st->stats.breaker = SL__BREAKER_PROBING;
+        start(c);
+    } else if (c->state == SL__RC_DOWN)
+        schedule(c, c->st->open_until_ms - now_ms(c->st));
+}
+
+/* wait_ms >= 0: reconnect after it (and double the backoff); < 0: the
+ * probe timeout of a connection in progress. */
+static void schedule(struct sl__rconn *c, int64_t wait_ms)
+{
+    if (wait_ms >= 0) {
+        int64_t next = c->backoff_ms * 2;
+        c->backoff_ms = next > c->st->cfg.backoff_max_ms ? c->st->cfg.backoff_max_ms : next;
+    }
+    uv_timer_start(&c->timer, on_timer, (uint64_t)(wait_ms < 0 ? -wait_ms : wait_ms), 0);
+}
+
+/* Close the connection and schedule the next one; hiredis answers the
+ * pending calls with NULL (hiredis 0.14 calls no disconnect callback for a
+ * context that never connected, so this does not wait for one). */
+static void drop(struct sl__rconn *c)
+{
+    redisAsyncContext *ac = c->ac;
+
+    if (ac == NULL)
+        return;
+    c->ac = NULL;
+    c->state = SL__RC_DOWN;
+    count_ready(c->st);
+    schedule(c, c->backoff_ms);
+    redisAsyncDisconnect(ac);
+}
+
+int sl__rconn_init_all(struct sl__rstore *st)
+{
+    st->conns = calloc(st->cfg.connections, sizeof(*st->conns));
+    if (st->conns == NULL)
+        return SL_ENOMEM;
+    for (unsigned i = 0; i < st->cfg.connections; i++) {
+        struct sl__rconn *c = &st->conns[i];
+        c->st = st;
+        c->backoff_ms = st->cfg.backoff_min_ms;
+        uv_timer_init(st->loop, &c->timer);
+        uv_unref((uv_handle_t *)&c->timer);
+        c->timer.data = c;
+        start(c);
+    }
+    return SL_OK;
+}
+
+struct sl__rconn *sl__rconn_pick(struct sl__rstore *st)
+{
+    for (unsigned k = 0; k < st->cfg.connections; k++) {
+        struct sl__rconn *c = &st->conns[(st->next_conn + k) % st->cfg.connections];
+        if (c->state == SL__RC_READY && c->ac != NULL) {
+            st->next_conn = (st->next_conn + k + 1) % st->cfg.connections;
+            return c;
+        }
+    }
+    return NULL;
+}
+
+bool sl__rconn_available(struct sl__rstore *st)
+{
+    return st->stats.breaker == SL__BREAKER_CLOSED && st->stats.conns_ready > 0;
+}
+
+void sl__rconn_success(struct sl__rstore *st)
+{
+    st->failures = 0;
+    st->stats.breaker = SL__BREAKER_CLOSED;
+}
+
+void sl__rconn_failure(struct sl__rstore *st)
+{
+    if (st->stats.breaker != SL__BREAKER_CLOSED || ++st->failures < st->cfg.breaker_failures)
+        return;
+    /* Open: stop calling a dead Redis; drop every connection (which frees
+     * the calls stuck on it) and probe again after breaker_open_ms. */
+    st->stats.breaker = SL__BREAKER_OPEN;
+    st->open_until_ms = now_ms(st) + st->cfg.breaker_open_ms;
+    for (unsigned i = 0; i < st->cfg.connections; i++) {
+        st->conns[i].backoff_ms = st->cfg.breaker_open_ms;
+        drop(&st->conns[i]);
+    }
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void sl__rconn_close_all(struct sl__rstore *st)
+{
+    for (unsigned i = 0; st->conns != NULL && i < st->cfg.connections; i++) {
+        struct sl__rconn *c = &st->conns[i];
+        if (c->ac != NULL) {
+            c->ac->data = NULL;
+            redisAsyncFree(c->ac);
+            c->ac = NULL;
+        }
+        uv_close((uv_handle_t *)&c->timer, on_closed);
+    }
+}

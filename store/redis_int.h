@@ -1,0 +1,121 @@
+/*
+ * redis_int.h - the Redis store's internal types, shared by redis.c (the
+ * store operations and failure policy), redis_conn.c (connections,
+ * script loading, circuit breaker) and redis_olc.c (over-limit cache).
+ *
+ * Not for use outside store/redis*.c. Everything here lives on one worker
+ * loop's thread.
+ */
+#ifndef SL_STORE_REDIS_INT_H
+#define SL_STORE_REDIS_INT_H
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "redis.h"
+
+struct sl__rstore;
+
+enum sl__rconn_state { SL__RC_DOWN = 0, SL__RC_CONNECTING = 1, SL__RC_READY = 2 };
+
+/* One pipelined connection. */
+struct sl__rconn {
+    struct sl__rstore *st;
+    redisAsyncContext *ac; /* NULL while down */
+    enum sl__rconn_state state;
+    uv_timer_t timer;   /* reconnect backoff, or the connect/probe timeout */
+    int64_t backoff_ms; /* the next reconnection wait */
+    bool started;       /* connected at least once (later ones are reconnects) */
+};
+
+enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
+
+/* One call to Redis; a slot of the store's pool, busy until hiredis gives
+ * its reply (or NULL when the connection goes), even after a timeout has
+ * answered the caller, so the pool bounds what is outstanding. */
+struct sl__rreq {
+    struct sl__rstore *st;
+    struct sl__rreq *next_free;
+    uv_timer_t timer;
+    bool busy;
+    bool answered; /* the caller's callback has run */
+    bool retried;  /* resent once after NOSCRIPT */
+    enum sl__rreq_kind kind;
+    enum sl__redis_policy policy;
+    sl__store_cb cb;
+    void *arg;
+    char *fmt; /* the formatted command, kept for a NOSCRIPT resend */
+    size_t fmt_len;
+    struct sl__rconn *conn;
+    struct sl__redis_plan plan;
+    /* For the local policy after the call started: what sl_match and
+     * sl_request the memory store needs (keys copied, limits in the plan). */
+    int64_t now_ns;
+    uint64_t hits;
+    int64_t desc_hits[SL_MAX_DESCRIPTORS];
+    uint32_t key_off[SL_MAX_DESCRIPTORS];
+    uint16_t key_len[SL_MAX_DESCRIPTORS];
+    char *keys; /* grown once to the largest request seen, then reused */
+    size_t keys_cap;
+    uint64_t item_hash[SL__REDIS_MAX_ITEMS]; /* over-limit cache keys */
+};
+
+/* One over-limit cache slot: the state key (hashed) is denied for costs >=
+ * cost until until_ns. */
+struct sl__olc_slot {
+    uint64_t hash;
+    uint64_t cost;
+    int64_t until_ns;
+    int64_t reset_at_ns;
+};
+
+struct sl__rstore {
+    struct sl__store base;
+    uv_loop_t *loop;
+    struct sl__redis_config cfg;
+    sl_limiter *local;
+    char sha[41]; /* from SCRIPT LOAD; "" until a connection loaded it */
+    bool closing;
+    bool auth_warned;
+
+    struct sl__rconn *conns;
+    unsigned next_conn; /* round robin */
+    unsigned failures;  /* consecutive, for the breaker */
+    int64_t open_until_ms;
+    struct sl__redis_stats stats;
+
+    struct sl__rreq *reqs; /* pool of cfg.max_in_flight */
+    struct sl__rreq *free_reqs;
+
+    uint8_t olc_secret[16];
+    struct sl__olc_slot *olc; /* cfg.olc_entries, a power of two, or NULL */
+    uint64_t olc_mask;
+
+    struct sl__redis_plan plan; /* scratch: the plan being built */
+    struct sl__redis_cmd cmd;   /* scratch: one command being built */
+};
+
+/* redis_conn.c */
+int sl__rconn_init_all(struct sl__rstore *st);
+/* A ready connection (round robin), or NULL. */
+struct sl__rconn *sl__rconn_pick(struct sl__rstore *st);
+/* A call failed or timed out: count it; may open the breaker. */
+void sl__rconn_failure(struct sl__rstore *st);
+void sl__rconn_success(struct sl__rstore *st);
+/* May calls be sent now? (breaker closed and a connection ready) */
+bool sl__rconn_available(struct sl__rstore *st);
+void sl__rconn_close_all(struct sl__rstore *st);
+/* Queue SCRIPT LOAD on `c` (after NOSCRIPT). */
+void sl__rconn_reload(struct sl__rconn *c);
+
+/* redis_olc.c */
+int sl__olc_init(struct sl__rstore *st);
+uint64_t sl__olc_hash(const struct sl__rstore *st, const char *key, size_t len);
+/* Cached denial for `hash` at `now` covering `cost`, or NULL. */
+const struct sl__olc_slot *sl__olc_find(const struct sl__rstore *st, uint64_t hash, int64_t now_ns,
+                                        uint64_t cost);
+void sl__olc_insert(struct sl__rstore *st, uint64_t hash, uint64_t cost, int64_t until_ns,
+                    int64_t reset_at_ns);
+void sl__olc_forget(struct sl__rstore *st, uint64_t hash);
+
+#endif /* SL_STORE_REDIS_INT_H */

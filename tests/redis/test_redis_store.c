@@ -1,0 +1,473 @@
+/*
+ * test_redis_store.c - the asynchronous Redis store (store/redis.c) against
+ * real redis-server processes: exactly one EVALSHA per check and none for
+ * an over-limit cache hit (INFO commandstats), every failure policy while
+ * Redis is stopped with SIGSTOP (answered within 20x the timeout, the
+ * bound issue 7 sets), recovery after SIGCONT, a kill and restart,
+ * NOSCRIPT after SCRIPT FLUSH, AUTH, reset and concurrency release.
+ *
+ * The loop is driven here (a ticking timer keeps it alive: the store's own
+ * handles are unreferenced so they never hold a worker open). It does not
+ * compare decisions with the memory store field by field
+ * (test_redis_diff.c does).
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+#include <uv.h>
+
+#include "redis.h"
+#include "redis_server.h"
+
+#define S          INT64_C(1000000000)
+#define T0_NS      INT64_C(1750000000000000000)
+#define TIMEOUT_MS 10
+
+static struct rs_server server;
+static uv_loop_t loop;
+static uv_timer_t tick;
+static sl_limiter *local;
+static struct sl__store *store;
+static struct sl__redis_config cfg;
+static unsigned key_no;
+
+struct answer {
+    bool done;
+    int err;
+    struct sl_result res;
+    uint64_t started_ms, done_ms;
+};
+
+static void on_tick(uv_timer_t *t)
+{
+    (void)t;
+}
+
+static void on_answer(void *arg, int err, const struct sl_result *res)
+{
+    struct answer *a = arg;
+
+    a->done = true;
+    a->err = err;
+    a->done_ms = uv_now(&loop);
+    if (res != NULL)
+        a->res = *res;
+}
+
+/* Run the loop until *flag or `max_ms` pass. */
+static void spin(const bool *flag, uint64_t max_ms)
+{
+    uint64_t end;
+
+    uv_update_time(&loop);
+    end = uv_now(&loop) + max_ms;
+    while ((flag == NULL || !*flag) && uv_now(&loop) < end)
+        uv_run(&loop, UV_RUN_ONCE);
+}
+
+static bool ready_within(uint64_t max_ms)
+{
+    uv_update_time(&loop);
+    for (uint64_t end = uv_now(&loop) + max_ms; uv_now(&loop) < end;) {
+        if (sl__store_redis_ready(store))
+            return true;
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+    return sl__store_redis_ready(store);
+}
+
+static struct sl__redis_stats stats(void)
+{
+    struct sl__redis_stats s;
+
+    sl__store_redis_stats(store, &s);
+    return s;
+}
+
+/* A synchronous client for inspecting the server. */
+static redisReply *admin(const char *fmt, ...)
+{
+    va_list ap;
+    redisContext *c = redisConnect("127.0.0.1", server.port);
+    redisReply *r;
+
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}
+
+/* calls=N of `cmd` in INFO commandstats (0 when never called). */
+static long long calls_of(const char *cmd)
+{
+    redisReply *r = admin("INFO commandstats");
+    char needle[64];
+    const char *p;
+    long long n = 0;
+
+    assert_non_null(r);
+    snprintf(needle, sizeof(needle), "cmdstat_%s:calls=", cmd);
+    p = strstr(r->str, needle);
+    if (p != NULL)
+        n = strtoll(p + strlen(needle), NULL, 10);
+    freeReplyObject(r);
+    return n;
+}
+
+static void make_store(void)
+{
+    sl__store_free(store);
+    store = NULL;
+    assert_int_equal(sl__store_redis_new(&loop, &cfg, local, &store), SL_OK);
+    assert_true(ready_within(3000));
+}
+
+static int setup(void **state)
+{
+    struct sl_limiter_config lc;
+
+    (void)state;
+    if (rs_start(&server) != 0)
+        return -1;
+    uv_loop_init(&loop);
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(&tick, on_tick, 1, 1);
+    sl_limiter_config_init(&lc);
+    lc.table.max_bytes = 16u << 20;
+    if (sl_limiter_new(&lc, &local) != SL_OK)
+        return -1;
+    sl__redis_config_init(&cfg);
+    cfg.port = server.port;
+    cfg.timeout_ms = TIMEOUT_MS;
+    cfg.opts.slack_ms = 600000;
+    cfg.policy = SL__POLICY_LOCAL;
+    memcpy(cfg.domains[0].domain, "fail-open", sizeof("fail-open"));
+    cfg.domains[0].policy = SL__POLICY_ALLOW;
+    memcpy(cfg.domains[1].domain, "fail-closed", sizeof("fail-closed"));
+    cfg.domains[1].policy = SL__POLICY_DENY;
+    cfg.n_domains = 2;
+    make_store();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sl__store_free(store);
+    uv_close((uv_handle_t *)&tick, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    uv_loop_close(&loop);
+    sl_limiter_free(local);
+    rs_stop(&server);
+    return 0;
+}
+
+/* One descriptor with one limit, its own key. */
+struct one {
+    struct sl_limit l;
+    struct sl_match m;
+    struct sl_entry e;
+    struct sl_descriptor d;
+    struct sl_request req;
+};
+
+static void one_init(struct one *o, const char *domain, enum sl_algo a, uint64_t requests,
+                     int64_t period_ns)
+{
+    memset(o, 0, sizeof(*o));
+    sl_limit_init(&o->l);
+    o->l.algo = a;
+    o->l.requests = requests;
+    o->l.period_ns = period_ns;
+    if (a == SL_ALGO_CONCURRENCY)
+        o->l.lease_ns = 30 * S;
+    assert_int_equal(sl_limit_validate(&o->l, NULL), SL_OK);
+    sl_limit_finish(&o->l);
+    o->m.limits[0] = &o->l;
+    o->m.n_limits = 1;
+    o->m.key_len = (size_t)snprintf(o->m.key, sizeof(o->m.key), "store-test-%u", ++key_no);
+    o->e.key = (struct sl_str){"k", 1};
+    o->e.value = (struct sl_str){o->m.key, o->m.key_len};
+    o->d.entries = &o->e;
+    o->d.n_entries = 1;
+    o->d.hits = -1;
+    o->req.domain = (struct sl_str){domain, strlen(domain)};
+    o->req.descriptors = &o->d;
+    o->req.n_descriptors = 1;
+    o->req.hits = 1;
+    o->req.now_ns = T0_NS;
+}
+
+static void start_check(struct one *o, struct answer *a)
+{
+    struct sl__store_req q = {.req = &o->req, .m = &o->m, .n = 1};
+
+    memset(a, 0, sizeof(*a));
+    a->started_ms = uv_now(&loop);
+    assert_int_equal(store->ops->check(store, &q, on_answer, a), SL_OK);
+}
+
+static struct answer check_now(struct one *o)
+{
+    struct answer a;
+
+    start_check(o, &a);
+    spin(&a.done, 2000);
+    assert_true(a.done);
+    return a;
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void test_one_script_call_per_check(void **state)
+{
+    struct one o;
+    long long before;
+
+    (void)state;
+    one_init(&o, "d", SL_ALGO_GCRA, 10, 60 * S);
+    o.l.burst = 2;
+    sl_limit_finish(&o.l);
+    before = calls_of("evalsha");
+    for (int i = 0; i < 3; i++) {
+        struct answer a = check_now(&o);
+        assert_int_equal(a.err, SL_OK);
+        assert_int_equal(a.res.verdict, SL_ALLOW);
+        assert_int_equal(a.res.statuses[0].d.remaining, 2 - i);
+    }
+    assert_int_equal(calls_of("evalsha") - before, 3);
+    assert_int_equal(stats().script_calls >= 3, true);
+}
+
+static void test_over_limit_cache_avoids_round_trips(void **state)
+{
+    struct one o;
+    struct answer a;
+    long long before;
+    uint64_t hits;
+
+    (void)state;
+    one_init(&o, "d", SL_ALGO_FIXED_WINDOW, 2, 60 * S);
+    o.req.now_ns = T0_NS - T0_NS % (60 * S) + 10 * S; /* 50 s left in the window */
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+    a = check_now(&o); /* denied by Redis: learnt */
+    assert_int_equal(a.res.verdict, SL_DENY);
+    before = calls_of("evalsha");
+    hits = stats().olc_hits;
+    for (int i = 0; i < 50; i++) {
+        o.req.now_ns += S / 10;
+        o.req.hits = 1 + (uint64_t)(i % 3); /* costs >= the denied one */
+        a = check_now(&o);
+        assert_int_equal(a.res.verdict, SL_DENY);
+        assert_true(a.res.statuses[0].d.retry_after_ns > 0);
+        assert_ptr_equal(a.res.statuses[0].limit, &o.l);
+    }
+    assert_int_equal(calls_of("evalsha"), before); /* 0 commands for 50 checks */
+    assert_int_equal(stats().olc_hits - hits, 50);
+
+    /* A peek (cost 0) is not covered: it goes to Redis. */
+    o.req.hits = 0;
+    a = check_now(&o);
+    assert_int_equal(a.res.verdict, SL_ALLOW);
+    assert_int_equal(calls_of("evalsha"), before + 1);
+
+    /* Past the window the cached denial is over: Redis admits again. */
+    o.req.hits = 1;
+    o.req.now_ns = T0_NS - T0_NS % (60 * S) + 61 * S;
+    a = check_now(&o);
+    assert_int_equal(a.res.verdict, SL_ALLOW);
+    assert_int_equal(calls_of("evalsha"), before + 2);
+}
+
+static void test_reset_forgets_state_and_cache(void **state)
+{
+    struct one o;
+    struct answer a;
+    struct sl__store_req q;
+
+    (void)state;
+    one_init(&o, "d", SL_ALGO_FIXED_WINDOW, 1, 3600 * S);
+    assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+    assert_int_equal(check_now(&o).res.verdict, SL_DENY);
+    q = (struct sl__store_req){.req = &o.req, .m = &o.m, .n = 1};
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(store->ops->reset(store, &q, on_answer, &a), SL_OK);
+    spin(&a.done, 2000);
+    assert_true(a.done);
+    assert_int_equal(a.err, SL_OK);
+    assert_int_equal(a.res.statuses[0].d.remaining, 1);
+    assert_int_equal(check_now(&o).res.verdict, SL_ALLOW); /* not the cached denial */
+}
+
+static void test_concurrency_release(void **state)
+{
+    struct one o;
+    struct answer a, r;
+    char lease[SL_LEASE_MAX];
+
+    (void)state;
+    one_init(&o, "d", SL_ALGO_CONCURRENCY, 1, 0);
+    a = check_now(&o);
+    assert_int_equal(a.res.verdict, SL_ALLOW);
+    assert_true(a.res.lease[0] != '\0');
+    memcpy(lease, a.res.lease, sizeof(lease));
+    assert_int_equal(check_now(&o).res.verdict, SL_DENY);
+
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, on_answer, &r), SL_OK);
+    spin(&r.done, 2000);
+    assert_int_equal(r.err, SL_OK);
+    assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, on_answer, &r), SL_OK);
+    spin(&r.done, 2000);
+    assert_int_equal(r.err, SL_ENOENT); /* released already */
+    assert_int_equal(store->ops->release(store, "nonsense", 8, T0_NS, on_answer, &r), SL_EINVAL);
+}
+
+static void test_noscript_reloads(void **state)
+{
+    struct one o;
+    redisReply *r;
+    uint64_t before = stats().noscript;
+
+    (void)state;
+    one_init(&o, "d", SL_ALGO_TOKEN_BUCKET, 5, S);
+    r = admin("SCRIPT FLUSH");
+    freeReplyObject(r);
+    assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+    assert_int_equal(stats().noscript, before + 1);
+    assert_int_equal(check_now(&o).res.statuses[0].d.remaining, 3);
+}
+
+/* Under SIGSTOP, 300 concurrent checks in the three policies' domains:
+ * every one answered, by its policy, within 20x the timeout. */
+static void test_sigstop_policies_then_recovery(void **state)
+{
+    static struct one o[3];
+    static struct answer a[300];
+    const char *domains[3] = {"fail-open", "fail-closed", "other"};
+    uint64_t replies;
+
+    (void)state;
+    for (int d = 0; d < 3; d++)
+        one_init(&o[d], domains[d], SL_ALGO_FIXED_WINDOW, 1000, 60 * S);
+    rs_signal(&server, SIGSTOP);
+    uv_update_time(&loop);
+    for (int i = 0; i < 300; i++)
+        start_check(&o[i % 3], &a[i]);
+    for (int i = 0; i < 300; i++) {
+        spin(&a[i].done, 20 * TIMEOUT_MS + 1000);
+        assert_true(a[i].done);
+    }
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(a[i].err, SL_OK);
+        assert_true(a[i].done_ms - a[i].started_ms <= 20 * TIMEOUT_MS);
+        assert_int_equal(a[i].res.verdict, i % 3 == 1 ? SL_DENY : SL_ALLOW);
+    }
+    /* local: the memory store counted the 100 "other" checks, one each */
+    {
+        int64_t least = 1000;
+        for (int i = 2; i < 300; i += 3)
+            if (a[i].res.statuses[0].d.remaining < least)
+                least = a[i].res.statuses[0].d.remaining;
+        assert_int_equal(least, 1000 - 100);
+    }
+    assert_true(stats().timeouts > 0);
+    assert_true(stats().policy_local >= 100 && stats().policy_deny >= 100);
+    assert_int_not_equal(stats().breaker, SL__BREAKER_CLOSED);
+    assert_false(sl__store_redis_ready(store));
+
+    rs_signal(&server, SIGCONT);
+    assert_true(ready_within(5000));
+    replies = stats().replies;
+    assert_int_equal(check_now(&o[2]).err, SL_OK);
+    assert_int_equal(stats().replies, replies + 1);
+}
+
+static void test_kill_and_restart(void **state)
+{
+    struct one o;
+    struct answer a;
+    int port = server.port;
+
+    (void)state;
+    one_init(&o, "fail-closed", SL_ALGO_GCRA, 10, S);
+    rs_signal(&server, SIGKILL);
+    rs_stop(&server);
+    a = check_now(&o);
+    assert_int_equal(a.res.verdict, SL_DENY); /* the domain's policy */
+    spin(NULL, 100);
+    assert_false(sl__store_redis_ready(store));
+
+    server.port = port; /* same address: the store reconnects by itself */
+    assert_int_equal(rs_restart(&server), 0);
+    assert_true(ready_within(10000));
+    a = check_now(&o);
+    if (a.res.verdict != SL_ALLOW) {
+        struct sl__redis_stats x = stats();
+        fprintf(
+            stderr,
+            "ready=%d breaker=%d conns=%u replies=%llu errors=%llu timeouts=%llu unavail=%llu\n",
+            sl__store_redis_ready(store), x.breaker, x.conns_ready, (unsigned long long)x.replies,
+            (unsigned long long)x.errors, (unsigned long long)x.timeouts,
+            (unsigned long long)x.unavailable);
+    }
+    assert_int_equal(a.res.verdict, SL_ALLOW);
+    assert_true(stats().reconnects > 0);
+}
+
+static void test_auth(void **state)
+{
+    struct rs_server secured;
+    struct sl__redis_config c = cfg;
+    struct sl__store *s = NULL;
+    bool ok;
+
+    (void)state;
+    assert_int_equal(rs_start_args(&secured, "--requirepass", "s3cret"), 0);
+    c.port = secured.port;
+    memcpy(c.password, "s3cret", sizeof("s3cret"));
+    assert_int_equal(sl__store_redis_new(&loop, &c, local, &s), SL_OK);
+    uv_update_time(&loop);
+    for (uint64_t end = uv_now(&loop) + 3000; !sl__store_redis_ready(s) && uv_now(&loop) < end;)
+        uv_run(&loop, UV_RUN_ONCE);
+    ok = sl__store_redis_ready(s);
+    sl__store_free(s);
+
+    memcpy(c.password, "wrong", sizeof("wrong"));
+    assert_int_equal(sl__store_redis_new(&loop, &c, local, &s), SL_OK);
+    spin(NULL, 300);
+    assert_false(sl__store_redis_ready(s)); /* AUTH refused: never ready */
+    sl__store_free(s);
+    rs_stop(&secured);
+    assert_true(ok);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_script_call_per_check),
+        cmocka_unit_test(test_over_limit_cache_avoids_round_trips),
+        cmocka_unit_test(test_reset_forgets_state_and_cache),
+        cmocka_unit_test(test_concurrency_release),
+        cmocka_unit_test(test_noscript_reloads),
+        cmocka_unit_test(test_sigstop_policies_then_recovery),
+        cmocka_unit_test(test_kill_and_restart),
+        cmocka_unit_test(test_auth),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
