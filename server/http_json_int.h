@@ -1,5 +1,7 @@
 /*
- * http_json_int.h - what the http_json*.c files share (internal to them).
+ * http_json_int.h - what the http_json*.c files share (internal to them):
+ * parsing into an arena and Envoy's unit table. Nothing outside those files
+ * includes it; their public face is http_json.h.
  */
 #ifndef SL_SERVER_HTTP_JSON_INT_H
 #define SL_SERVER_HTTP_JSON_INT_H

@@ -1,6 +1,7 @@
 /*
  * metrics_int.h - the registry's layout, shared by metrics.c (counting)
- * and metrics_render.c (scraping). Internal to those two files.
+ * and metrics_render.c (scraping). Internal to those two files; callers use
+ * metrics.h and never see a worker block.
  */
 #ifndef SL_SERVER_METRICS_INT_H
 #define SL_SERVER_METRICS_INT_H
