@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <uv.h>
 
 #include "redis_plan.h"
@@ -65,6 +66,18 @@ struct sl__redis_config {
 void sl__redis_config_init(struct sl__redis_config *c);
 /* "allow" | "deny" | "local" -> policy; SL_EINVAL otherwise. */
 int sl__redis_policy_parse(const char *s, enum sl__redis_policy *out);
+
+/*
+ * One scalar configuration key of the Redis store (store/redis_config.c):
+ * `key` is the full dotted path ("store.redis.host", "store.clock",
+ * "store.redis.policies.<domain>"), `value` its text. SL_OK; SL_ENOENT when
+ * the key is not one of the Redis store's (the caller reports it unknown);
+ * SL_EINVAL with *why set to a static sentence saying what to fix.
+ */
+int sl__redis_config_set(struct sl__redis_config *c, const char *key, const char *value,
+                         const char **why);
+/* Every key with its default and meaning, one line each, for --help. */
+void sl__redis_config_help(FILE *out);
 
 enum sl__breaker { SL__BREAKER_CLOSED = 0, SL__BREAKER_OPEN = 1, SL__BREAKER_PROBING = 2 };
 
