@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -194,37 +193,40 @@ static long rss_bytes(void)
     return resident * sysconf(_SC_PAGESIZE);
 }
 
-/* In a child process (a clean heap): RSS growth per key after `logged`
- * requests on each of `n` keys. */
+/* RSS growth per key after `logged` requests on each of `n` keys, measured
+ * here and printed: run in a fresh process (see bytes_per_key), because a
+ * forked child would reuse its parent's freed, already resident heap. */
+static void measure_bytes_per_key(const struct sl_limit *l, uint32_t n, uint32_t logged)
+{
+    struct sl_decision d;
+    long before = rss_bytes();
+    sl_table *t = new_table(cap_for(l));
+    char key[KEY_LEN];
+
+    for (uint32_t k = 0; k < n; k++) {
+        key_of(k, key);
+        for (uint32_t j = 0; j < logged; j++)
+            sl_table_check(t, key, KEY_LEN, l, T0 + j, 1, &d);
+    }
+    printf("%.3f\n", (double)(rss_bytes() - before) / n);
+    sl_table_free(t);
+}
+
+/* Run `bench_table --rss ALGO N LOGGED [REQUESTS]` in a new process (a clean
+ * heap) and read its figure; -1 if that fails. */
 static double bytes_per_key(const struct sl_limit *l, uint32_t n, uint32_t logged)
 {
-    int fds[2];
+    char cmd[256];
     double v = -1;
 
-    if (pipe(fds) != 0)
+    snprintf(cmd, sizeof(cmd), "/proc/%ld/exe --rss %d %u %u %llu", (long)getpid(), (int)l->algo, n,
+             logged, (unsigned long long)l->requests);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
         return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        struct sl_decision d;
-        long before = rss_bytes();
-        sl_table *t = new_table(cap_for(l));
-        char key[KEY_LEN];
-        for (uint32_t k = 0; k < n; k++) {
-            key_of(k, key);
-            for (uint32_t j = 0; j < logged; j++)
-                sl_table_check(t, key, KEY_LEN, l, T0 + j, 1, &d);
-        }
-        v = (double)(rss_bytes() - before) / n;
-        if (write(fds[1], &v, sizeof(v)) != sizeof(v))
-            _exit(1);
-        _exit(0);
-    }
-    close(fds[1]);
-    if (pid < 0 || read(fds[0], &v, sizeof(v)) != sizeof(v))
+    if (fscanf(p, "%lf", &v) != 1)
         v = -1;
-    close(fds[0]);
-    if (pid > 0)
-        waitpid(pid, NULL, 0);
+    pclose(p);
     return v;
 }
 
@@ -309,11 +311,8 @@ static void bench_log_bytes(void)
 {
     struct sl_limit l;
 
-    sl_limit_init(&l);
-    l.algo = SL_ALGO_SLIDING_LOG;
+    limit_for(SL_ALGO_SLIDING_LOG, &l);
     l.requests = 1000;
-    l.period_ns = 3600 * SL_NS_PER_S;
-    sl_limit_finish(&l);
     double per_key = bytes_per_key(&l, 10000, 1000);
     printf("lib.sliding_log.bytes_per_logged_request %.2f bytes\n", per_key / 1000);
 }
@@ -324,8 +323,25 @@ static int parse_count(const char *s, int fallback)
     return v > 0 && v < 100 ? (int)v : fallback;
 }
 
+/* The child side of bytes_per_key(). */
+static int rss_main(char **argv)
+{
+    struct sl_limit l;
+
+    limit_for((enum sl_algo)strtol(argv[2], NULL, 10), &l);
+    l.requests = strtoull(argv[5], NULL, 10);
+    if (l.algo == SL_ALGO_SLIDING_LOG)
+        l.period_ns = 3600 * SL_NS_PER_S; /* nothing expires while logging */
+    sl_limit_finish(&l);
+    measure_bytes_per_key(&l, (uint32_t)strtoul(argv[3], NULL, 10),
+                          (uint32_t)strtoul(argv[4], NULL, 10));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && strcmp(argv[1], "--rss") == 0)
+        return rss_main(argv);
     if (argc > 1) {
         double v = strtod(argv[1], NULL);
         figure_s = v > 0 ? v : figure_s;
