@@ -126,9 +126,15 @@ static const uint8_t identity_key[16] = "sluice-limit-id";
 void sl_limit_finish(struct sl_limit *l)
 {
     int64_t v[10] = {
-        (int64_t)l->algo,      (int64_t)l->requests, l->period_ns,
-        l->burst,              l->delay,             (int64_t)l->nodelay,
-        l->min_interval_ns,    l->warmup_ns,         l->lease_ns,
+        (int64_t)l->algo,
+        (int64_t)l->requests,
+        l->period_ns,
+        l->burst,
+        l->delay,
+        (int64_t)l->nodelay,
+        l->min_interval_ns,
+        l->warmup_ns,
+        l->lease_ns,
         (int64_t)l->count_rejected * 2 + (l->algo == SL_ALGO_SLIDING_LOG ? l->log_cap : 0) * 4,
     };
     l->id = sl_siphash(identity_key, v, sizeof(v));
