@@ -388,8 +388,10 @@ static void send_reset_delete(struct sl__rstore *st, struct sl__rconn *c, size_t
         len[1 + k] = st->cmd.argvlen[3 + k];
         sl__olc_forget(st, sl__olc_hash(st, argv[1 + k], len[1 + k]));
     }
-    if (n_items > 0)
+    if (n_items > 0) {
         redisAsyncCommandArgv(c->ac, NULL, NULL, (int)(1 + n_items), argv, len);
+        sl__rconn_announce_reset(c, argv + 1, len + 1, n_items);
+    }
 }
 
 static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
@@ -605,6 +607,7 @@ bool sl__store_is_redis(const struct sl__store *s)
 void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *out)
 {
     *out = of(s)->stats;
+    out->olc_active = of(s)->olc != NULL && of(s)->sub.state == SL__RC_READY;
 }
 
 bool sl__store_redis_ready(const struct sl__store *s)

@@ -99,6 +99,7 @@ struct sl__redis_stats {
     uint64_t reconnects;      /* connection attempts after the first */
     uint64_t in_flight;       /* now */
     unsigned conns_ready;     /* now */
+    bool olc_active;          /* the cache is in use (reset announcements heard) */
     enum sl__breaker breaker; /* now */
 };
 

@@ -109,6 +109,56 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     schedule(c, c->backoff_ms);
 }
 
+/* The subscriber: the confirmation makes it ready (and empties the
+ * over-limit cache: announcements may have been missed while it was
+ * down); each message names reset state keys, one per line. */
+static void on_message(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rconn *c = priv;
+    redisReply *r = reply;
+    const char *p, *end;
+
+    if (c->st->closing || r == NULL || c->ac != ac || r->type != REDIS_REPLY_ARRAY ||
+        r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING)
+        return;
+    if (strcmp(r->element[0]->str, "subscribe") == 0) {
+        uv_timer_stop(&c->timer);
+        c->state = SL__RC_READY;
+        c->backoff_ms = c->st->cfg.backoff_min_ms;
+        sl__olc_clear(c->st);
+        return;
+    }
+    if (strcmp(r->element[0]->str, "message") != 0 || r->element[2]->type != REDIS_REPLY_STRING)
+        return;
+    p = r->element[2]->str;
+    end = p + r->element[2]->len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl != NULL ? nl : end;
+        sl__olc_forget(c->st, sl__olc_hash(c->st, p, (size_t)(stop - p)));
+        p = stop + 1;
+    }
+}
+
+void sl__rconn_announce_reset(struct sl__rconn *c, const char *const *keys, const size_t *lens,
+                              size_t n)
+{
+    size_t total = 0, at = 0;
+    char *msg;
+
+    for (size_t i = 0; i < n; i++)
+        total += lens[i] + 1;
+    if (c->ac == NULL || n == 0 || (msg = malloc(total)) == NULL)
+        return; /* the subscribers' entries still expire at their T */
+    for (size_t i = 0; i < n; i++) {
+        memcpy(msg + at, keys[i], lens[i]);
+        at += lens[i];
+        msg[at++] = '\n';
+    }
+    redisAsyncCommand(c->ac, NULL, NULL, "PUBLISH %s %b", c->st->channel, msg, total - 1);
+    free(msg);
+}
+
 static void unref_poll(redisAsyncContext *ac)
 {
     redisLibuvEvents *p = ac->ev.data;
@@ -142,7 +192,10 @@ static void start(struct sl__rconn *c)
         redisAsyncCommand(ac, on_auth, c, "AUTH %s %s", st->cfg.user, st->cfg.password);
     else if (st->cfg.password[0] != '\0')
         redisAsyncCommand(ac, on_auth, c, "AUTH %s", st->cfg.password);
-    redisAsyncCommand(ac, on_loaded, c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
+    if (c->sub)
+        redisAsyncCommand(ac, on_message, c, "SUBSCRIBE %s", st->channel);
+    else
+        redisAsyncCommand(ac, on_loaded, c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
     schedule(c, -probe_timeout_ms(st)); /* negative: a timeout, not a backoff */
 }
 
@@ -192,20 +245,27 @@ static void drop(struct sl__rconn *c)
     redisAsyncDisconnect(ac);
 }
 
+static void conn_init(struct sl__rstore *st, struct sl__rconn *c, bool sub)
+{
+    c->st = st;
+    c->sub = sub;
+    c->backoff_ms = st->cfg.backoff_min_ms;
+    uv_timer_init(st->loop, &c->timer);
+    uv_unref((uv_handle_t *)&c->timer);
+    c->timer.data = c;
+    start(c);
+}
+
 int sl__rconn_init_all(struct sl__rstore *st)
 {
     st->conns = calloc(st->cfg.connections, sizeof(*st->conns));
     if (st->conns == NULL)
         return SL_ENOMEM;
-    for (unsigned i = 0; i < st->cfg.connections; i++) {
-        struct sl__rconn *c = &st->conns[i];
-        c->st = st;
-        c->backoff_ms = st->cfg.backoff_min_ms;
-        uv_timer_init(st->loop, &c->timer);
-        uv_unref((uv_handle_t *)&c->timer);
-        c->timer.data = c;
-        start(c);
-    }
+    snprintf(st->channel, sizeof(st->channel), "%s:v1:reset", st->cfg.opts.prefix);
+    for (unsigned i = 0; i < st->cfg.connections; i++)
+        conn_init(st, &st->conns[i], false);
+    if (st->olc != NULL)
+        conn_init(st, &st->sub, true);
     return SL_OK;
 }
 
@@ -251,15 +311,20 @@ static void on_closed(uv_handle_t *h)
     (void)h;
 }
 
+static void close_one(struct sl__rconn *c)
+{
+    if (c->ac != NULL) {
+        c->ac->data = NULL;
+        redisAsyncFree(c->ac);
+        c->ac = NULL;
+    }
+    if (c->st != NULL) /* initialised */
+        uv_close((uv_handle_t *)&c->timer, on_closed);
+}
+
 void sl__rconn_close_all(struct sl__rstore *st)
 {
-    for (unsigned i = 0; st->conns != NULL && i < st->cfg.connections; i++) {
-        struct sl__rconn *c = &st->conns[i];
-        if (c->ac != NULL) {
-            c->ac->data = NULL;
-            redisAsyncFree(c->ac);
-            c->ac = NULL;
-        }
-        uv_close((uv_handle_t *)&c->timer, on_closed);
-    }
+    for (unsigned i = 0; st->conns != NULL && i < st->cfg.connections; i++)
+        close_one(&st->conns[i]);
+    close_one(&st->sub);
 }

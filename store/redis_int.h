@@ -26,6 +26,7 @@ struct sl__rconn {
     uv_timer_t timer;   /* reconnect backoff, or the connect/probe timeout */
     int64_t backoff_ms; /* the next reconnection wait */
     bool started;       /* connected at least once (later ones are reconnects) */
+    bool sub;           /* the subscriber to reset announcements, not for calls */
 };
 
 enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
@@ -79,6 +80,8 @@ struct sl__rstore {
     bool auth_warned;
 
     struct sl__rconn *conns;
+    struct sl__rconn sub; /* SUBSCRIBE <prefix>:v1:reset */
+    char channel[SL__REDIS_PREFIX_MAX + 16];
     unsigned next_conn; /* round robin */
     unsigned failures;  /* consecutive, for the breaker */
     int64_t open_until_ms;
@@ -107,11 +110,17 @@ bool sl__rconn_available(struct sl__rstore *st);
 void sl__rconn_close_all(struct sl__rstore *st);
 /* Queue SCRIPT LOAD on `c` (after NOSCRIPT). */
 void sl__rconn_reload(struct sl__rconn *c);
+/* Announce a reset of `n` state keys to every node (their over-limit
+ * caches forget them), on connection `c`. */
+void sl__rconn_announce_reset(struct sl__rconn *c, const char *const *keys, const size_t *lens,
+                              size_t n);
 
 /* redis_olc.c */
 int sl__olc_init(struct sl__rstore *st);
 uint64_t sl__olc_hash(const struct sl__rstore *st, const char *key, size_t len);
-/* Cached denial for `hash` at `now` covering `cost`, or NULL. */
+void sl__olc_clear(struct sl__rstore *st);
+/* Cached denial for `hash` at `now` covering `cost`, or NULL (always NULL
+ * while the reset announcements are not being received). */
 const struct sl__olc_slot *sl__olc_find(const struct sl__rstore *st, uint64_t hash, int64_t now_ns,
                                         uint64_t cost);
 void sl__olc_insert(struct sl__rstore *st, uint64_t hash, uint64_t cost, int64_t until_ns,

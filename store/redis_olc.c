@@ -7,7 +7,10 @@
  *
  * Per worker, bounded (a fixed array, 2-way set associative, the entry
  * that expires first is replaced), keyed by a keyed hash of the state
- * key. It does not decide which limits may be cached (redis.c excludes
+ * key. A reset anywhere is announced through Redis pub/sub
+ * (redis_conn.c) and forgotten here; while that subscription is down the
+ * cache is not used, and it is emptied when the subscription comes back.
+ * It does not decide which limits may be cached (redis.c excludes
  * count_rejected, concurrency and shadow limits) and it does not expire
  * entries on its own: a lookup past T misses.
  */
@@ -50,8 +53,8 @@ const struct sl__olc_slot *sl__olc_find(const struct sl__rstore *st, uint64_t ha
 {
     const struct sl__olc_slot *s;
 
-    if (st->olc == NULL)
-        return NULL;
+    if (st->olc == NULL || st->sub.state != SL__RC_READY)
+        return NULL; /* a reset elsewhere could go unheard */
     s = set_of(st, hash);
     for (int i = 0; i < 2; i++)
         if (s[i].hash == hash && now_ns < s[i].until_ns && cost >= s[i].cost)
@@ -90,4 +93,10 @@ void sl__olc_forget(struct sl__rstore *st, uint64_t hash)
     for (int i = 0; i < 2; i++)
         if (s[i].hash == hash)
             memset(&s[i], 0, sizeof(s[i]));
+}
+
+void sl__olc_clear(struct sl__rstore *st)
+{
+    if (st->olc != NULL)
+        memset(st->olc, 0, sizeof(*st->olc) * (st->olc_mask + 1));
 }

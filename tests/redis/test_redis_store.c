@@ -131,6 +131,9 @@ static void make_store(void)
     store = NULL;
     assert_int_equal(sl__store_redis_new(&loop, &cfg, local, &store), SL_OK);
     assert_true(ready_within(3000));
+    for (int i = 0; i < 3000 && !stats().olc_active; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(stats().olc_active);
 }
 
 static int setup(void **state)
