@@ -35,9 +35,13 @@
 #define INDEX_MAX      (1u << 25)       /* slots per shard */
 #define ENTRIES_MAX    ((1u << 24) - 1) /* entry numbers fit 24 bits */
 #define CHUNK_SHIFT_LO 3u
-#define CHUNK_SHIFT_HI 9u  /* 512 entries = 20 KiB */
-#define EVICT_SCAN     64u /* slots examined for drained ones */
-#define EXPIRE_STEP    2u  /* slots examined per insert */
+#define CHUNK_SHIFT_HI 9u /* 512 entries = 20 KiB */
+/* Slots examined for a drained entry before evicting a live one: each costs
+ * a likely cache miss on the entry, and a flood of new keys against a full
+ * table pays it per key, so it stays small; the amortised step on every insert
+ * keeps sweeping drained entries out meanwhile. */
+#define EVICT_SCAN  16u
+#define EXPIRE_STEP 2u /* slots examined per insert */
 
 /* Slot bits. */
 #define S_IDX        UINT64_C(0xffffff) /* entry number + 1; 0 = empty slot */

@@ -279,18 +279,22 @@ static void test_drained_entries_go_first(void **st)
     for (unsigned k = 0; k < n; k++)
         assert_int_equal(check_key(t, k, (k & 1) ? &lasting : &brief, T0, &d), SL_OK);
     /* Later, the brief ones are drained: new keys replace them, not the
-     * lasting ones. */
+     * lasting ones. The search for a drained entry is bounded (a flood of
+     * new keys must not make every insert scan the shard), so "first" is
+     * approximate: allow a rare eviction, no more. */
     for (unsigned k = n; k < n + n / 2; k++)
         assert_int_equal(check_key(t, k, &lasting, T0 + 5 * SL_NS_PER_S, &d), SL_OK);
     sl_table_stats(t, &s);
-    assert_int_equal(s.evictions, 0);
-    assert_true(s.expired >= n / 2);
+    assert_true(s.evictions <= n / 100);
+    assert_true(s.expired >= n / 2 - s.evictions);
+    unsigned kept = 0;
     for (unsigned k = 1; k < n; k += 2) {
         char key[32];
         int len = snprintf(key, sizeof(key), "client-%u", k);
         assert_int_equal(sl_table_peek(t, key, (size_t)len, &lasting, T0, &d), SL_OK);
-        assert_int_equal(d.remaining, sl_limit_quota(&lasting) - 1); /* still counted */
+        kept += d.remaining == sl_limit_quota(&lasting) - 1; /* still counted */
     }
+    assert_true(kept >= n / 2 - s.evictions);
     sl_table_free(t);
 }
 
