@@ -6,6 +6,7 @@
 # Pinned as CONTRACTS C5 says: the server side (sluiced with one worker, or
 # redis-server) on CPU 0, redis-benchmark on CPU 1.
 # Output: `name value unit` lines; ratios print MET or MISSED and the target.
+# Each figure is the median of SL_BENCH_ROUNDS (3) interleaved runs.
 # It does not build anything and kills only the servers it started (by PID).
 set -euo pipefail
 build=${1:-build-release}
@@ -77,12 +78,21 @@ rps() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t) ? "MET" : "MISSED" }'; }
 
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# Each figure is the median of $rounds runs, the three servers taking turns,
+# so that a burst of other load on the machine hits all of them alike.
+rounds=${SL_BENCH_ROUNDS:-3}
 for pipe in 1 16; do
     n=$n1
     [[ $pipe == 16 ]] && n=$n16
-    sl=$(rps "$sl_port" "$pipe" "$n" CL.THROTTLE key:__rand_int__ 15 30 60)
-    incr=$(rps "$rd_port" "$pipe" "$n" INCR key:__rand_int__)
-    lua=$(rps "$rd_port" "$pipe" "$n" EVALSHA "$sha" 1 tb:__rand_int__ 15 0.5)
+    sls=() incrs=() luas=()
+    for _ in $(seq "$rounds"); do
+        sls+=("$(rps "$sl_port" "$pipe" "$n" CL.THROTTLE key:__rand_int__ 15 30 60)")
+        incrs+=("$(rps "$rd_port" "$pipe" "$n" INCR key:__rand_int__)")
+        luas+=("$(rps "$rd_port" "$pipe" "$n" EVALSHA "$sha" 1 tb:__rand_int__ 15 0.5)")
+    done
+    sl=$(median "${sls[@]}") incr=$(median "${incrs[@]}") lua=$(median "${luas[@]}")
     sfx=$([[ $pipe == 1 ]] && echo "" || echo "_p$pipe")
     echo "resp_cl_throttle${sfx} $sl req/s"
     echo "redis_incr${sfx} $incr req/s"
