@@ -142,3 +142,28 @@ def test_truncated_frame_waits_while_others_are_served(sluiced):
         slow.sendall(b"f a msg\r\n")
         assert recv_until(slow, lambda d: d.endswith(b"\r\n") and len(d) >= 17) == \
             b"$10\r\nhalf a msg\r\n"
+
+
+def test_max_connections_refuses_the_extra_one(sluiced):
+    s = sluiced(extra="server:\n  max_connections: 2\n")
+    a, b = s.client(single_connection_client=True), s.client(single_connection_client=True)
+    assert a.ping() and b.ping()
+    with s.raw() as extra:
+        extra.sendall(b"PING\r\n")
+        assert recv_until(extra, lambda d: False) == b""  # accepted and closed at once
+    assert a.ping() and b.ping()  # the two in use are untouched
+    assert "server.max_connections is 2" in s.log_text()
+
+
+def test_redis_benchmark_handshake_and_load(sluiced):
+    """redis-benchmark (hiredis inside) asks CONFIG GET first, then pipelines."""
+    s = sluiced()
+    out = subprocess.run(["redis-benchmark", "-p", str(s.port), "-c", "5", "-n", "2000", "-P", "8",
+                          "-r", "100", "--csv", "CL.THROTTLE", "bench:__rand_int__", "1000", "1",
+                          "60"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "Could not fetch server CONFIG" not in out.stdout + out.stderr
+    # 2000 requests over at most 100 keys were really counted
+    used = sum(1000 + 1 - s.client().execute_command("CL.THROTTLE", f"bench:{k:012d}", 1000, 1, 60,
+                                                       0)[2] for k in range(100))
+    assert used == 2000
