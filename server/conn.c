@@ -329,6 +329,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct sl__conn *c = s->data;
 
+    if (nread == UV_EOF) {
+        sl__conn_close(c); /* half-closed: the replies still go out */
+        return;
+    }
     if (nread < 0) {
         c->flags |= SL__CONN_PEER_GONE;
         sl__conn_abort(c);

@@ -2,6 +2,7 @@
 connect, pipelining (replies in request order), inline commands, QUIT, and
 hostile bytes on one connection while another keeps being served."""
 import os
+import socket
 import subprocess
 
 import pytest
@@ -167,3 +168,12 @@ def test_redis_benchmark_handshake_and_load(sluiced):
     used = sum(1000 + 1 - s.client().execute_command("CL.THROTTLE", f"bench:{k:012d}", 1000, 1, 60,
                                                        0)[2] for k in range(100))
     assert used == 2000
+
+
+def test_half_closed_client_still_gets_every_reply(sluiced):
+    s = sluiced()
+    with s.raw() as sock:
+        sock.sendall(b"*2\r\n$4\r\nECHO\r\n$5\r\nhello\r\n" * 5000)
+        sock.shutdown(socket.SHUT_WR)  # as `... | nc -q0` does
+        data = recv_until(sock, lambda d: False)
+        assert data == b"$5\r\nhello\r\n" * 5000
