@@ -458,6 +458,51 @@ static void test_reset_forgets_every_limit(void **st)
     sl_limiter_free(lim);
 }
 
+/* In a full table, making room for one limit of a request never evicts
+ * another limit of the same request (they are pinned): every limit of the
+ * admitted request is counted. */
+static void test_own_entries_survive_eviction(void **st)
+{
+    struct sl_limiter_config c;
+    struct sl_limit ls[SL_MAX_LIMITS];
+    struct sl_match m;
+    struct sl_result res;
+    struct sl_table_stats s;
+    sl_limiter *lim;
+
+    (void)st;
+    sl_limiter_config_init(&c);
+    c.table.max_bytes = 64 << 10;
+    c.table.shards = 1;
+    assert_int_equal(sl_limiter_new(&c, &lim), SL_OK);
+    memset(&m, 0, sizeof(m));
+    for (int i = 0; i < SL_MAX_LIMITS; i++) {
+        ls[i] = limit_of(SL_ALGO_FIXED_WINDOW, 10 + (uint64_t)i, MIN);
+        m.limits[m.n_limits++] = &ls[i];
+    }
+    /* Fill the table with other live keys until it evicts. */
+    s.evictions = 0;
+    for (unsigned k = 0; s.evictions == 0; k++) {
+        struct sl_match other;
+        char key[32];
+        snprintf(key, sizeof(key), "filler-%u", k);
+        match_of(&other, key, &ls[0], NULL);
+        assert_int_equal(check(lim, &other, 1, 1, T0, &res), SL_OK);
+        sl_table_stats(sl_limiter_table(lim), &s);
+    }
+    for (unsigned r = 0; r < 20; r++) {
+        char key[32];
+        snprintf(key, sizeof(key), "req-%u", r);
+        m.key_len = strlen(key);
+        memcpy(m.key, key, m.key_len);
+        assert_int_equal(check(lim, &m, 1, 1, T0, &res), SL_OK);
+        assert_int_equal(res.verdict, SL_ALLOW);
+        for (int i = 0; i < SL_MAX_LIMITS; i++)
+            assert_int_equal(remaining_of(lim, key, &ls[i], T0), sl_limit_quota(&ls[i]) - 1);
+    }
+    sl_limiter_free(lim);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_leases_release),
         cmocka_unit_test(test_full_table_denies_new_keys),
         cmocka_unit_test(test_reset_forgets_every_limit),
+        cmocka_unit_test(test_own_entries_survive_eviction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
