@@ -102,12 +102,12 @@ int sl__redis_limit_fields(const struct sl_limit *l, int64_t f[5])
     case SL_ALGO_LEAKY_BUCKET:
         return bucket_fields(p_us, l->requests, burst + 1, (l->nodelay ? burst : l->delay) + 1, f);
     case SL_ALGO_FIXED_WINDOW:
-    case SL_ALGO_SLIDING_WINDOW:
+    case SL_ALGO_SLIDING_WINDOW: /* large products go through big integers */
     case SL_ALGO_SLIDING_LOG:
         f[1] = p_us;
         f[2] = req;
         f[3] = l->min_interval_ns / 1000;
-        return fits(req + 1, p_us) && fits(p_us, 1000) ? SL_OK : SL_ERANGE;
+        return fits(p_us, 2) && fits(f[3], 2) ? SL_OK : SL_ERANGE;
     case SL_ALGO_CONCURRENCY:
         f[1] = req;
         f[2] = l->lease_ns / 1000;

@@ -404,15 +404,31 @@ local function sw_view(st, it, now)
   return v
 end
 
-local function sw_used(v, it)
-  return v.prev * (it.a - v.e) + v.cur * it.a -- compared with cap < 2^53
+-- Products of counts and durations: plain numbers while every one stays
+-- below 2^52 (the common case), exact big integers beyond (e.g. a million
+-- requests a day: requests * period_us is then about 2^56).
+local function sw_small(v, it, cost)
+  return (math.max(it.b, v.cur + cost, v.prev) + 1) * it.a < SAT
 end
 
-local function sw_remaining(v, it)
-  local cap = ex(it.b * it.a)
-  local used = sw_used(v, it)
-  if used >= cap then return 0 end
-  return (divmod(ex(cap - used), it.a))
+-- prev * (P - e) <= (requests - need) * P: the window has room for `need`.
+local function sw_fits(v, it, need, small)
+  if need > it.b then return false end
+  if small then return v.prev * (it.a - v.e) <= (it.b - need) * it.a end
+  return bcmp(bmul(big(v.prev), big(it.a - v.e)), bmul(big(it.b - need), big(it.a))) <= 0
+end
+
+-- floor(((requests - cur) * P - prev * (P - e)) / P), or 0.
+local function sw_remaining(v, it, small)
+  if v.cur >= it.b then return 0 end
+  if small then
+    local room = (it.b - v.cur) * it.a - v.prev * (it.a - v.e)
+    if room <= 0 then return 0 end
+    return (divmod(room, it.a))
+  end
+  local cap, used = bmul(big(it.b - v.cur), big(it.a)), bmul(big(v.prev), big(it.a - v.e))
+  if bcmp(cap, used) <= 0 then return 0 end
+  return bnum((bdivmod(bsub(cap, used), big(it.a))))
 end
 
 local function sw_reset(v, it)
@@ -421,28 +437,44 @@ local function sw_reset(v, it)
   return ns_val(left, 0)
 end
 
-local function sw_retry(v, it, cost)
-  local need = v.cur + cost
-  if need <= it.b then
-    local excess = ex(ex(v.prev * (it.a - v.e)) - (it.b - need) * it.a)
-    local q, m = divmod(excess, v.prev)
-    return ns_val(q, ceil_div(ex(1000 * m), v.prev))
+-- ceil(1000 * x / by) as ns, x a number or a big integer.
+local function ns_ratio(x, by, small)
+  if small then
+    local q, m = divmod(x, by)
+    return q, ceil_div(ex(1000 * m), by)
   end
-  local x = ex((need - it.b) * it.a)
-  local q, m = divmod(x, v.cur)
-  return ns_val(it.a - v.e + q, ceil_div(ex(1000 * m), v.cur))
+  local q, m = bdivmod(bmul(x, big(1000)), big(by))
+  return 0, bnum(q) + (bzero(m) and 0 or 1)
+end
+
+local function sw_retry(v, it, cost, small)
+  local need = v.cur + cost
+  local q, f
+  if need <= it.b then -- within this window, as prev's weight decays
+    local excess
+    if small then
+      excess = ex(v.prev * (it.a - v.e) - (it.b - need) * it.a)
+    else
+      excess = bsub(bmul(big(v.prev), big(it.a - v.e)), bmul(big(it.b - need), big(it.a)))
+    end
+    q, f = ns_ratio(excess, v.prev, small)
+    return ns_val(q, f)
+  end
+  local x = small and ex((need - it.b) * it.a) or bmul(big(need - it.b), big(it.a))
+  q, f = ns_ratio(x, v.cur, small)
+  return ns_val(it.a - v.e + q, f)
 end
 
 local function sw_check(st, it, now, cost)
   local v = sw_view(st, it, now)
+  local small = sw_small(v, it, cost)
   local need = v.cur + cost
-  local fits = cost == 0 or need <= it.b and sw_used({ prev = v.prev, cur = need, e = v.e }, it) <= it.b * it.a
-  if fits then
+  if cost == 0 or sw_fits(v, it, need, small) then
     v.cur = need
-    return dec(ALLOW, sw_remaining(v, it), sw_reset(v, it))
+    return dec(ALLOW, sw_remaining(v, it, small), sw_reset(v, it))
   end
-  local d = dec(DENY, sw_remaining(v, it), sw_reset(v, it))
-  d.retry = cost > it.b and -1 or sw_retry(v, it, cost)
+  local d = dec(DENY, sw_remaining(v, it, small), sw_reset(v, it))
+  d.retry = cost > it.b and -1 or sw_retry(v, it, cost, small)
   return d
 end
 
@@ -487,10 +519,11 @@ local function sg_entry(v, k)
   error('sliding_log: entry out of range')
 end
 
+-- The wait (us) the newest live request imposes with min_interval.
 local function sg_spacing(v, it)
   if it.c == 0 or v.live == 0 then return 0 end
   local untl = v.runs[#v.runs - 1] + math.min(it.c, it.a)
-  return untl > v.t and ns_val((untl - v.t), 0) or 0
+  return untl > v.t and untl - v.t or 0
 end
 
 local function sg_reset(v, it)
@@ -513,11 +546,12 @@ local function sg_check(st, it, now, cost)
     d.retry = -1
     return d
   end
-  d.retry = spacing
+  local wait = spacing
   if v.live > it.b - cost then
     local k = v.live - (it.b - cost) - 1
-    d.retry = math.max(spacing, ex(1000 * (sg_entry(v, k) + it.a - v.t)))
+    wait = math.max(spacing, sg_entry(v, k) + it.a - v.t)
   end
+  d.retry = ns_val(wait, 0)
   return d
 end
 

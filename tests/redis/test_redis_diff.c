@@ -411,6 +411,13 @@ static struct sl_limit rand_limit(enum sl_algo a)
         else if (l.burst > 0)
             l.delay = between(0, l.burst);
         break;
+    case SL_ALGO_SLIDING_WINDOW: /* large: the script's big-integer path */
+    case SL_ALGO_FIXED_WINDOW:
+        if (rnd() % 4 == 0) {
+            l.requests = (uint64_t)between(100000, 100000000);
+            l.period_ns = between(1, 30 * 24) * 3600 * S;
+        }
+        break;
     case SL_ALGO_SLIDING_LOG:
         if (rnd() % 2)
             l.min_interval_ns = between(0, 3000) * MS;
@@ -632,8 +639,11 @@ static void test_refusals(void **state)
 
     l.period_ns = S + 1; /* not a whole microsecond */
     assert_int_equal(sl__redis_limit_fields(&l, f), SL_ERANGE);
-    l = mk(SL_ALGO_SLIDING_WINDOW, UINT64_C(1) << 40, 86400 * S); /* requests*period >= 2^52 */
+    l = mk(SL_ALGO_GCRA, 999983, 86400 * S); /* capacity * period/gcd >= 2^52 */
+    l.burst = 999983;
     assert_int_equal(sl__redis_limit_fields(&l, f), SL_ERANGE);
+    l = mk(SL_ALGO_SLIDING_WINDOW, 1000000000, 365 * 86400 * S); /* big integers: fine */
+    assert_int_equal(sl__redis_limit_fields(&l, f), SL_OK);
 }
 
 int main(void)

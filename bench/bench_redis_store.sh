@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# bench_redis_store.sh BUILD_DIR - decisions/s with the Redis store (issue 7)
+# against the peer the issue names: a token bucket in Lua in the same
+# redis-server, driven directly by redis-benchmark (EVALSHA), same run.
+#   redis_lua_token_bucket_peer   the peer script, EVALSHA straight to Redis
+#   redis_sluice_script_tb        store/lua/sluice.lua, one token_bucket limit,
+#                                 EVALSHA straight to Redis (the script's cost)
+#   redis_store_cl_throttle       CL.THROTTLE through sluiced with the Redis
+#                                 store (only when this sluiced has it wired)
+# Pinned as CONTRACTS C5 says: redis-server and sluiced together on CPU 0,
+# redis-benchmark on CPU 1; 50 clients, 100,000 random keys, -P 16.
+# Each figure is the median of SL_BENCH_ROUNDS (3) interleaved runs.
+# Output: `name value unit` lines (no target is set for these figures yet).
+# It does not build anything and kills only the servers it started (by PID).
+set -euo pipefail
+build=${1:-build-release}
+here=$(cd "$(dirname "$0")" && pwd)
+sluiced=$build/server/sluiced
+n=${SL_BENCH_REQUESTS_P16:-1000000}
+for tool in redis-server redis-benchmark redis-cli taskset; do
+    command -v $tool >/dev/null || { echo "bench_redis_store: $tool missing (scripts/deps.sh bench)" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() {
+    for _ in $(seq 100); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done
+    echo "bench_redis_store: nothing answers on port $1" >&2; exit 1
+}
+
+rd_port=$(free_port)
+taskset -c 0 redis-server --port "$rd_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --dir "$tmp" --logfile "$tmp/redis.log" &
+pids+=($!)
+wait_port "$rd_port"
+
+# The peer: a token bucket (capacity 15, 0.5 token/s) in Lua on Redis's clock.
+peer=$(redis-cli -p "$rd_port" SCRIPT LOAD "
+local cap, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local s = redis.call('HMGET', KEYS[1], 't', 'v')
+local last, tokens = tonumber(s[1]) or now, tonumber(s[2]) or cap
+tokens = math.min(cap, tokens + (now - last) * rate)
+local allowed = 0
+if tokens >= 1 then tokens = tokens - 1; allowed = 1 end
+redis.call('HSET', KEYS[1], 't', now, 'v', tokens)
+redis.call('EXPIRE', KEYS[1], math.ceil(cap / rate) + 1)
+return {allowed, math.floor(tokens)}")
+ours=$(redis-cli -p "$rd_port" -x SCRIPT LOAD <"$here/../store/lua/sluice.lua")
+# One token_bucket limit, 1 per 2 s, capacity 15 (reduced: p=2 s, r=1),
+# Redis's clock, as sluice.lua's calling convention says.
+ours_args=(check redis 1000 bench 1 0 1 0 0 0 2000000 1 15 0)
+
+# The figures mean nothing if the scripts fail: both must answer properly.
+reply=$(redis-cli -p "$rd_port" EVALSHA "$peer" 1 tb:sanity 15 0.5 | tr '\n' ' ')
+[[ "$reply" == "1 14 " ]] || { echo "bench_redis_store: the peer answered: $reply" >&2; exit 1; }
+reply=$(redis-cli -p "$rd_port" EVALSHA "$ours" 1 sl:sanity "${ours_args[@]}" | sed -n '2,3p' | tr '\n' ' ')
+[[ "$reply" == "0 14 " ]] || { echo "bench_redis_store: sluice.lua answered: $reply" >&2; exit 1; }
+
+sl_port=
+if [[ -x "$sluiced" ]] && "$sluiced" --help 2>&1 | grep -q 'store.redis.host'; then
+    sl_port=$(free_port)
+    cat >"$tmp/sluice.yaml" <<YAML
+listeners: [{address: 127.0.0.1, port: $sl_port, protocols: [resp]}]
+workers: 1
+store: {type: redis, redis: {port: $rd_port, timeout: 50ms}}
+log: {level: warn}
+YAML
+    taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
+    pids+=($!)
+    wait_port "$sl_port"
+    reply=$(redis-cli -p "$sl_port" CL.THROTTLE key:sanity 15 30 60 | tr '\n' ' ')
+    [[ "$reply" == "0 16 15 -1 2 " ]] || { echo "bench_redis_store: CL.THROTTLE answered: $reply" >&2; exit 1; }
+else
+    echo "# bench_redis_store: this sluiced has no store.type redis; the through-sluiced figure is not measured"
+fi
+
+rps() {
+    local port=$1
+    shift
+    taskset -c 1 redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$n" -r 100000 -P 16 \
+        --csv "$@" 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+rounds=${SL_BENCH_ROUNDS:-3}
+peers=() scripts=() stores=()
+for _ in $(seq "$rounds"); do
+    peers+=("$(rps "$rd_port" EVALSHA "$peer" 1 tb:__rand_int__ 15 0.5)")
+    scripts+=("$(rps "$rd_port" EVALSHA "$ours" 1 sl:__rand_int__ "${ours_args[@]}")")
+    [[ -n "$sl_port" ]] && stores+=("$(rps "$sl_port" CL.THROTTLE key:__rand_int__ 15 30 60)")
+done
+peer_rps=$(median "${peers[@]}")
+script_rps=$(median "${scripts[@]}")
+echo "redis_lua_token_bucket_peer_p16 $peer_rps decisions/s"
+echo "redis_sluice_script_tb_p16 $script_rps decisions/s"
+echo "redis_sluice_script_vs_peer_p16 $(ratio "$script_rps" "$peer_rps") x"
+if [[ -n "$sl_port" ]]; then
+    store_rps=$(median "${stores[@]}")
+    echo "redis_store_cl_throttle_p16 $store_rps decisions/s"
+    echo "redis_store_vs_peer_p16 $(ratio "$store_rps" "$peer_rps") x"
+fi
