@@ -1,0 +1,167 @@
+/*
+ * table_int.h - the state table's layout, shared by table.c (index, entries,
+ * lookups) and table_room.c (expiry, eviction, the memory cap) (internal).
+ *
+ * Nothing outside lib/table*.c includes it: the limiter uses table.h.
+ * Every function here expects the shard's lock to be held unless it is the
+ * lock itself.
+ */
+#ifndef SL_TABLE_INT_H
+#define SL_TABLE_INT_H
+
+#include <sched.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "table.h"
+
+#define SHARDS_DEFAULT 64u
+#define SHARDS_MAX     65536u
+#define INDEX_MIN      16u
+#define INDEX_MAX      (1u << 25)       /* slots per shard */
+#define ENTRIES_MAX    ((1u << 24) - 1) /* entry numbers fit 24 bits */
+#define CHUNK_SHIFT_LO 3u
+#define CHUNK_SHIFT_HI 9u /* 512 entries = 20 KiB */
+/* Slots examined for a drained entry before evicting a live one: each costs
+ * a likely cache miss on the entry, and a flood of new keys against a full
+ * table pays it per key, so it stays small; the amortised step on every insert
+ * keeps sweeping drained entries out meanwhile. */
+#define EVICT_SCAN  16u
+#define EXPIRE_STEP 2u /* slots examined per insert */
+
+/* Slot bits. */
+#define S_IDX        UINT64_C(0xffffff) /* entry number + 1; 0 = empty slot */
+#define S_REF        (UINT64_C(1) << 24)
+#define S_PIN        (UINT64_C(1) << 25)
+#define S_OOL        (UINT64_C(1) << 26)
+#define S_ALGO_SHIFT 27
+#define S_ALGO       (UINT64_C(7) << S_ALGO_SHIFT)
+#define S_HASH_SHIFT 30 /* 34 hash bits: fp.w[0] and 2 bits of fp.w[2] */
+
+struct sl__entry {
+    uint32_t fp[3];
+    uint32_t whole_at_s; /* Unix seconds (rounded up) from which drained */
+    uint64_t st[3];      /* inline state, or st[0] = struct sl__ool * */
+};
+
+/* An out-of-line state: a copy of its limit (name dropped), so that a lease
+ * can be released from its token alone and a changed limit is noticed. */
+struct sl__ool {
+    struct sl_limit lim;
+    size_t bytes; /* whole allocation, counted in the cap */
+    alignas(8) uint64_t state[];
+};
+
+struct sl__shard {
+    alignas(64) atomic_int lock;
+    uint32_t cap;     /* index slots, power of two */
+    uint32_t count;   /* entries */
+    uint32_t nchunks; /* entry chunks allocated */
+    uint32_t clock_hand, expire_hand;
+    uint64_t *index;
+    struct sl__entry **chunks; /* directory of max_chunks pointers */
+    size_t bytes;              /* index + chunks + directory + out-of-line */
+    uint64_t evictions, expired, full_denials, probes;
+};
+
+struct sl_table {
+    struct sl__shard *shards;
+    unsigned nshards;
+    unsigned chunk_shift;
+    uint32_t max_chunks;
+    size_t shard_budget; /* bytes per shard */
+    size_t fixed_bytes;  /* the shard array itself */
+    enum sl_on_full on_full;
+    uint8_t secret[16];
+};
+
+/* ---------------------------------------------------------------- locks */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Test-and-test-and-set: uncontended it is one atomic exchange; contended it
+ * spins on a read, then yields so a preempted holder can run. */
+static inline void shard_lock(struct sl__shard *s)
+{
+    for (unsigned n = 0;; n++) {
+        if (!atomic_load_explicit(&s->lock, memory_order_relaxed) &&
+            !atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
+            return;
+        if (n < 64)
+            cpu_relax();
+        else
+            sched_yield();
+    }
+}
+
+static inline void shard_unlock(struct sl__shard *s)
+{
+    atomic_store_explicit(&s->lock, 0, memory_order_release);
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static inline uint64_t fp_hash34(const uint32_t fp[3])
+{
+    return (uint64_t)fp[0] | ((uint64_t)(fp[2] & 3) << 32);
+}
+
+static inline uint32_t slot_home(uint64_t slot, uint32_t mask)
+{
+    return (uint32_t)(slot >> S_HASH_SHIFT) & mask;
+}
+
+static inline struct sl__entry *entry_at(const sl_table *t, const struct sl__shard *s, uint32_t idx)
+{
+    return &s->chunks[idx >> t->chunk_shift][idx & ((1u << t->chunk_shift) - 1)];
+}
+
+static inline size_t chunk_bytes(const sl_table *t)
+{
+    return sizeof(struct sl__entry) << t->chunk_shift;
+}
+
+/* Unix seconds, rounded up, from which the state is drained. */
+static inline uint32_t whole_at_seconds(int64_t whole_at_ns)
+{
+    if (whole_at_ns <= 0)
+        return 0;
+    int64_t s = whole_at_ns / SL_NS_PER_S + (whole_at_ns % SL_NS_PER_S != 0);
+    return s >= (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)s;
+}
+
+static inline bool drained(const struct sl__entry *e, int64_t now_ns)
+{
+    if (e->whole_at_s == UINT32_MAX)
+        return false;
+    return now_ns >= (int64_t)e->whole_at_s * SL_NS_PER_S;
+}
+
+static inline void *entry_state(struct sl__entry *e, uint64_t slot)
+{
+    if (slot & S_OOL) {
+        struct sl__ool *o = (struct sl__ool *)(uintptr_t)e->st[0];
+        return o->state;
+    }
+    return e->st;
+}
+
+/* --------------------------------------------------------- index basics */
+
+/* table.c: close the slot `pos` and free its entry; double the index. */
+void sl__shard_remove_at(sl_table *t, struct sl__shard *s, uint32_t pos);
+int sl__shard_grow_index(struct sl__shard *s);
+/* table_room.c: drop drained entries among `n` slots from the expiry hand
+ * (returns how many); make room for one more entry of `extra` bytes out of
+ * line (SL_OK, SL_EFULL, SL_ETOOBIG, SL_ENOMEM). */
+uint32_t sl__shard_expire(sl_table *t, struct sl__shard *s, int64_t now_ns, uint32_t n);
+int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t now_ns);
+
+#endif /* SL_TABLE_INT_H */

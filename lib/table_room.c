@@ -1,0 +1,136 @@
+/*
+ * table_room.c - keeping the state table under its memory cap: amortised
+ * expiry of drained entries, the sweep, CLOCK eviction of live ones, and the
+ * on_full policy (evict, or deny new keys so a blocked key is never
+ * unblocked by eviction).
+ *
+ * It does not look keys up or create entries (table.c does). Bounded work:
+ * a few slots per insert, at most EVICT_SCAN slots for a drained entry and
+ * one CLOCK pass per eviction; the sweep is the only full scan.
+ */
+#include <stdlib.h>
+
+#include "table_int.h"
+
+/* Examine up to `n` slots from the expiry hand; drop drained, unpinned
+ * entries. Returns how many were dropped. */
+uint32_t sl__shard_expire(sl_table *t, struct sl__shard *s, int64_t now_ns, uint32_t n)
+{
+    uint32_t mask = s->cap - 1, dropped = 0;
+
+    /* Only advancing counts: a removal shifts the next candidate into p. */
+    for (uint32_t k = 0; k < n && s->count > 0;) {
+        uint32_t p = s->expire_hand & mask;
+        uint64_t slot = s->index[p];
+        if (slot != 0 && !(slot & S_PIN) &&
+            drained(entry_at(t, s, (uint32_t)(slot & S_IDX) - 1), now_ns)) {
+            sl__shard_remove_at(t, s, p); /* p now holds the next candidate */
+            dropped++;
+            continue;
+        }
+        s->expire_hand = (p + 1) & mask;
+        k++;
+    }
+    s->expired += dropped;
+    return dropped;
+}
+
+/* CLOCK: clear reference bits until an unreferenced, unpinned entry comes
+ * round, and evict it. False when everything is pinned. */
+static bool evict_one(sl_table *t, struct sl__shard *s)
+{
+    uint32_t mask = s->cap - 1;
+
+    for (uint64_t k = 0; k < 2 * (uint64_t)s->cap + 1; k++) {
+        uint32_t p = s->clock_hand;
+        uint64_t slot = s->index[p];
+        s->clock_hand = (p + 1) & mask;
+        if (slot == 0 || (slot & S_PIN))
+            continue;
+        if (slot & S_REF) {
+            s->index[p] = slot & ~S_REF;
+            continue;
+        }
+        sl__shard_remove_at(t, s, p);
+        s->evictions++;
+        return true;
+    }
+    return false;
+}
+
+/* Bytes the shard would hold with one more entry (plus `extra`), and
+ * whether the index would have to double for it. */
+static size_t bytes_with_one_more(const sl_table *t, const struct sl__shard *s, size_t extra,
+                                  bool *grow)
+{
+    size_t b = s->bytes + extra;
+    uint32_t n = s->count + 1;
+
+    *grow = (uint64_t)n * 4 > (uint64_t)s->cap * 3;
+    if (*grow)
+        b += (size_t)s->cap * sizeof(uint64_t);
+    if (n > (s->nchunks << t->chunk_shift))
+        b += chunk_bytes(t);
+    return b;
+}
+
+/* Make room for one more entry with `extra` out-of-line bytes: drop drained
+ * entries, then (policy permitting) evict; then grow the index or add a
+ * chunk as needed. */
+int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t now_ns)
+{
+    for (;;) {
+        bool grow;
+        size_t need = bytes_with_one_more(t, s, extra, &grow);
+        bool index_ok = !grow || s->cap < INDEX_MAX;
+
+        if (need <= t->shard_budget && index_ok && s->count < ENTRIES_MAX)
+            break;
+        if (!grow && s->count == 0)
+            return SL_ETOOBIG;
+        if (sl__shard_expire(t, s, now_ns, s->count < EVICT_SCAN ? s->cap : EVICT_SCAN) > 0)
+            continue;
+        if (t->on_full == SL_ON_FULL_DENY) {
+            s->full_denials++;
+            return SL_EFULL;
+        }
+        if (!evict_one(t, s))
+            return SL_EFULL;
+    }
+    bool grow;
+    bytes_with_one_more(t, s, extra, &grow);
+    if (grow) {
+        int rc = sl__shard_grow_index(s);
+        if (rc != SL_OK)
+            return rc;
+    }
+    if (s->count + 1 > (s->nchunks << t->chunk_shift)) {
+        struct sl__entry *c = malloc(chunk_bytes(t));
+        if (c == NULL)
+            return SL_ENOMEM;
+        s->chunks[s->nchunks++] = c;
+        s->bytes += chunk_bytes(t);
+    }
+    return SL_OK;
+}
+
+size_t sl_table_sweep(sl_table *t, int64_t now_ns)
+{
+    size_t total = 0;
+
+    for (unsigned i = 0; i < t->nshards; i++) {
+        struct sl__shard *s = &t->shards[i];
+        shard_lock(s);
+        s->expire_hand = 0;
+        total += sl__shard_expire(t, s, now_ns, s->cap);
+        /* Give back chunks no entry needs any more. */
+        uint32_t need = (s->count + (1u << t->chunk_shift) - 1) >> t->chunk_shift;
+        while (s->nchunks > need) {
+            free(s->chunks[--s->nchunks]);
+            s->chunks[s->nchunks] = NULL;
+            s->bytes -= chunk_bytes(t);
+        }
+        shard_unlock(s);
+    }
+    return total;
+}
