@@ -194,31 +194,38 @@ static void build_items(sl_limiter *lim, const struct sl_match *m, size_t n,
 /* ------------------------------------------------------------ deciding */
 
 /* Find (or create, when it will consume) every primary item's entry and
- * pin it, so that making room for one item never evicts another. */
+ * pin it, so that making room for one item never evicts another. Returns
+ * the number of entries created (which may have moved earlier ones), or a
+ * negative SL_E* code. */
 static int acquire_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
 {
+    int created = 0;
+
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = &b->it[i];
-        struct sl__ref ref;
         if (it->primary != (int)i || it->cost == 0)
             continue;
-        int rc =
-            sl__table_get(lim->table, &it->fp, it->l, now_ns, SL__GET_CREATE | SL__GET_PIN, &ref);
+        int rc = sl__table_get(lim->table, &it->fp, it->l, now_ns, SL__GET_CREATE | SL__GET_PIN,
+                               &it->ref);
         if (rc != SL_OK)
             return rc;
+        it->have = true;
+        created += it->ref.created;
     }
-    return SL_OK;
+    return created;
 }
 
-/* With no entry created or removed from here on, take stable refs and
- * check every primary item. */
-static int check_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
+/* With no entry created or removed from here on, take stable refs (those
+ * from acquire_all still are when it created nothing) and check every
+ * primary item. */
+static int check_all(sl_limiter *lim, struct batch *b, int64_t now_ns, bool refs_stable)
 {
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = &b->it[i];
         if (it->primary != (int)i)
             continue;
-        it->have = sl__table_get(lim->table, &it->fp, it->l, now_ns, 0, &it->ref) == SL_OK;
+        if (!(refs_stable && it->have))
+            it->have = sl__table_get(lim->table, &it->fp, it->l, now_ns, 0, &it->ref) == SL_OK;
         if (it->have)
             sl__algo_ops(it->l->algo)->check(it->ref.state, it->l, now_ns, it->cost, &it->d);
         else if (sl__fresh_check(it->l, now_ns, it->cost, &it->d) != SL_OK)
@@ -421,8 +428,8 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     for (size_t k = 0; k < b->nshards; k++)
         sl__table_lock(lim->table, b->shards[k]);
     rc = acquire_all(lim, b, req->now_ns);
-    if (rc == SL_OK)
-        rc = check_all(lim, b, req->now_ns);
+    if (rc >= 0)
+        rc = check_all(lim, b, req->now_ns, rc == 0);
     if (rc == SL_OK) {
         commit_all(b, any_denial(b), req->now_ns);
         put_all(lim, b);

@@ -344,6 +344,7 @@ int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l
     int64_t pos = lookup(t, s, fp->w, NULL);
 
     ref->shard = si;
+    ref->created = false;
     if (pos >= 0) {
         uint64_t slot = s->index[pos];
         struct sl__entry *e = entry_at(t, s, (uint32_t)(slot & S_IDX) - 1);
@@ -365,6 +366,7 @@ int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l
     } else if (!(flags & SL__GET_CREATE)) {
         return SL_ENOENT;
     }
+    ref->created = true;
     return create(t, s, fp->w, l, now_ns, flags, ref);
 }
 

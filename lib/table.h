@@ -31,6 +31,7 @@ struct sl__ref {
     void *state; /* the algorithm's state blob */
     void *entry; /* internal */
     unsigned shard;
+    bool created; /* sl__table_get made the entry (others may have moved) */
     uint32_t pos; /* index slot */
 };
 
