@@ -135,12 +135,22 @@ static int local_from_slot(struct sl__rstore *st, const struct sl__rreq *q, stru
     return sl_limiter_check_matched(st->local, m, p->n_desc, &req, res);
 }
 
+/* Every answer to a caller goes through here: what the rules resolution
+ * took out (deny-all limits) is reported as sl_limiter_check reports it. */
+static void deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
+                    struct sl_result *res)
+{
+    if (err == SL_OK && res != NULL && fin != NULL && fin->active)
+        sl__redis_resolve_finish(fin->banned, fin->deny_all, fin->now_ns, res);
+    cb(arg, err, err == SL_OK ? res : NULL);
+}
+
 /* Answer by policy; `m` non-NULL: the caller's matches (nothing sent yet),
  * else the slot's copy. */
 static void by_policy(struct sl__rstore *st, enum sl__redis_policy pol,
                       const struct sl__redis_plan *p, const struct sl__rreq *q,
                       const struct sl_match *m, const struct sl_request *req, bool peek,
-                      sl__store_cb cb, void *arg)
+                      const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
 {
     struct sl_result res;
     int rc = SL_OK;
@@ -154,7 +164,7 @@ static void by_policy(struct sl__rstore *st, enum sl__redis_policy pol,
         st->stats.policy_deny += pol == SL__POLICY_DENY;
         fixed_answer(st, p, pol == SL__POLICY_DENY, &res);
     }
-    cb(arg, rc, rc == SL_OK ? &res : NULL);
+    deliver(fin, cb, arg, rc, &res);
 }
 
 /* --------------------------------------------------- over-limit cache */
@@ -168,7 +178,7 @@ static bool cacheable(const struct sl_limit *l)
  * its descriptor denied on that limit; the others, which were not read,
  * are reported without a limit. */
 static bool olc_answer(struct sl__rstore *st, const struct sl__redis_plan *p, const uint64_t *hash,
-                       int64_t now_ns, sl__store_cb cb, void *arg)
+                       int64_t now_ns, const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
 {
     struct sl_result res;
 
@@ -193,7 +203,7 @@ static bool olc_answer(struct sl__rstore *st, const struct sl__redis_plan *p, co
             stt->d.reset_ns = hit->reset_at_ns > now_ns ? hit->reset_at_ns - now_ns : 0;
         }
         st->stats.olc_hits++;
-        cb(arg, SL_OK, &res);
+        deliver(fin, cb, arg, SL_OK, &res);
         return true;
     }
     return false;
@@ -224,17 +234,20 @@ static void release_slot(struct sl__rreq *q)
     if (q->fmt != NULL)
         redisFreeCommand(q->fmt);
     q->fmt = NULL;
+    if (q->rules != NULL)
+        sl_rules_unref(q->rules);
+    q->rules = NULL;
     q->busy = false;
     q->next_free = st->free_reqs;
     st->free_reqs = q;
     st->stats.in_flight--;
 }
 
-static void answer(struct sl__rreq *q, int err, const struct sl_result *res)
+static void answer(struct sl__rreq *q, int err, struct sl_result *res)
 {
     q->answered = true;
     uv_timer_stop(&q->timer);
-    q->cb(q->arg, err, res);
+    deliver(&q->fin, q->cb, q->arg, err, res);
 }
 
 /* The call failed (error, lost connection) or timed out. */
@@ -247,7 +260,8 @@ static void fail_slot(struct sl__rreq *q)
     if (q->kind == SL__RQ_RELEASE || q->kind == SL__RQ_RESET)
         q->cb(q->arg, SL_EFULL, NULL); /* state unknown: the caller may retry */
     else
-        by_policy(st, q->policy, &q->plan, q, NULL, NULL, q->kind == SL__RQ_PEEK, q->cb, q->arg);
+        by_policy(st, q->policy, &q->plan, q, NULL, NULL, q->kind == SL__RQ_PEEK, &q->fin, q->cb,
+                  q->arg);
 }
 
 static void on_reply_ok(struct sl__rreq *q, redisReply *r)
@@ -394,13 +408,58 @@ static void send_reset_delete(struct sl__rstore *st, struct sl__rconn *c, size_t
     }
 }
 
+/* Ad hoc limits (no rules snapshot, e.g. CL.THROTTLE's, which its caller
+ * reuses) are copied into the slot so the reply reports stable ones. */
+static int own_limits(struct sl__rreq *q)
+{
+    size_t n = 0;
+    struct sl__redis_plan *p = &q->plan;
+
+    for (size_t s = 0; s < p->n_slots; s++) {
+        size_t k = 0;
+        while (k < n && memcmp(&q->own[k], p->slots[s].l, sizeof(q->own[k])) != 0)
+            k++;
+        if (k == n) {
+            if (n == SL_MAX_LIMITS)
+                return SL_ETOOBIG;
+            q->own[n++] = *p->slots[s].l;
+        }
+        p->item_l[p->slots[s].item] = &q->own[k];
+        p->slots[s].l = &q->own[k];
+    }
+    return SL_OK;
+}
+
+/* Take a slot and fill it for the call; the caller sends it. */
+static struct sl__rreq *take_slot(struct sl__rstore *st, enum sl__rreq_kind kind,
+                                  enum sl__redis_policy pol, const sl_rules *rules,
+                                  const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+{
+    struct sl__rreq *q = st->free_reqs;
+
+    st->free_reqs = q->next_free;
+    q->busy = true;
+    q->answered = false;
+    q->retried = false;
+    q->kind = kind;
+    q->policy = pol;
+    q->cb = cb;
+    q->arg = arg;
+    q->rules = rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)rules) : NULL;
+    q->fin = *fin;
+    memcpy(&q->plan, &st->plan, sizeof(st->plan));
+    st->stats.in_flight++;
+    return q;
+}
+
 static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
-                 const struct sl_match *m, size_t n, sl__store_cb cb, void *arg)
+                 const struct sl_match *m, size_t n, const sl_rules *rules,
+                 const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
 {
     struct sl__redis_plan *p = &st->plan;
     uint64_t hash[SL__REDIS_MAX_ITEMS];
     enum sl__redis_policy pol = policy_for(st, req->domain);
-    bool peek = kind != SL__RQ_CHECK;
+    bool peek = kind != SL__RQ_CHECK || fin->deny_all;
     struct sl__rreq *q;
     struct sl__rconn *c;
     int rc = sl__redis_plan_build(&st->cfg.opts, peek ? SL__REDIS_PEEK : SL__REDIS_CHECK, req, m, n,
@@ -411,34 +470,29 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
     st->stats.checks++;
     for (size_t k = 0; st->olc != NULL && k < p->n_items; k++)
         hash[k] = sl__olc_hash(st, st->cmd.argv[3 + k], st->cmd.argvlen[3 + k]);
-    if (kind == SL__RQ_CHECK && olc_answer(st, p, hash, req->now_ns, cb, arg))
+    if (!peek && olc_answer(st, p, hash, req->now_ns, fin, cb, arg))
         return SL_OK;
     c = sl__rconn_available(st) ? sl__rconn_pick(st) : NULL;
-    q = st->free_reqs;
-    if (c == NULL || q == NULL || st->sha[0] == '\0') {
-        if (q == NULL)
+    if (c == NULL || st->free_reqs == NULL || st->sha[0] == '\0') {
+        if (st->free_reqs == NULL)
             st->stats.overflow++;
         else
             st->stats.unavailable++;
         if (kind == SL__RQ_RESET)
             return SL_EFULL;
-        by_policy(st, pol, p, NULL, m, req, peek, cb, arg);
+        by_policy(st, pol, p, NULL, m, req, peek, fin, cb, arg);
         return SL_OK;
     }
-    st->free_reqs = q->next_free;
-    q->busy = true;
-    q->answered = false;
-    q->retried = false;
-    q->kind = kind;
-    q->policy = pol;
-    q->cb = cb;
-    q->arg = arg;
+    q = take_slot(st, kind, pol, rules, fin, cb, arg);
     q->now_ns = req->now_ns;
-    memcpy(&q->plan, p, sizeof(*p));
     if (st->olc != NULL)
         memcpy(q->item_hash, hash, sizeof(hash[0]) * p->n_items);
-    st->stats.in_flight++;
-    rc = pol == SL__POLICY_LOCAL ? keep_for_local(q, req, m, n) : SL_OK;
+    rc = rules == NULL ? own_limits(q) : SL_OK;
+    if (rc == SL_OK && pol == SL__POLICY_LOCAL) {
+        q->kind = peek ? SL__RQ_PEEK : kind; /* what the local answer decides */
+        rc = keep_for_local(q, req, m, n);
+        q->kind = kind;
+    }
     if (rc == SL_OK && kind == SL__RQ_RESET)
         send_reset_delete(st, c, p->n_items);
     if (rc == SL_OK)
@@ -450,26 +504,31 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
 
 /* ------------------------------------------------------------- ops */
 
-/* Resolve with the rules when the request carries them (Envoy `replaces`
- * and `quota_mode` are not applied by this store yet: see redis.h). */
+/* With a rules snapshot, resolve as sl_limiter_check does (matching,
+ * Envoy `replaces`, requests_per_unit: 0); Envoy quota_mode's second
+ * decision is not made (see redis.h). */
 static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq_kind kind,
                sl__store_cb cb, void *arg)
 {
     struct sl_match m[SL_MAX_DESCRIPTORS];
+    struct sl__rfinish fin;
     const struct sl_request *req = q->req;
+    int rc;
 
     if (req == NULL)
         return SL_EINVAL;
+    memset(&fin, 0, sizeof(fin));
     if (q->rules == NULL)
-        return start(of(s), kind, req, q->m, q->n, cb, arg);
-    if (req->n_descriptors > SL_MAX_DESCRIPTORS)
-        return SL_ETOOBIG;
-    for (size_t i = 0; i < req->n_descriptors; i++) {
-        int rc = sl_rules_match(q->rules, req, i, &m[i]);
-        if (rc != SL_OK)
-            return rc;
-    }
-    return start(of(s), kind, req, m, req->n_descriptors, cb, arg);
+        return start(of(s), kind, req, q->m, q->n, NULL, &fin, cb, arg);
+    rc = sl__redis_resolve(q->rules, req, m, fin.banned, &fin.deny_all);
+    if (rc != SL_OK)
+        return rc;
+    fin.now_ns = req->now_ns;
+    fin.deny_all = fin.deny_all && kind != SL__RQ_RESET;
+    for (size_t i = 0; i < req->n_descriptors; i++)
+        fin.active = fin.active || fin.banned[i] != NULL;
+    fin.active = fin.active && kind != SL__RQ_RESET;
+    return start(of(s), kind, req, m, req->n_descriptors, q->rules, &fin, cb, arg);
 }
 
 static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
@@ -493,6 +552,7 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
     struct sl__rstore *st = of(s);
     struct sl__rconn *c = sl__rconn_available(st) ? sl__rconn_pick(st) : NULL;
     struct sl__rreq *q = st->free_reqs;
+    struct sl__rfinish fin;
     int rc = sl__redis_release_build(&st->cfg.opts, lease, len, now_ns, &st->cmd);
 
     if (rc != SL_OK)
@@ -500,16 +560,12 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
     st->stats.checks++;
     if (c == NULL || q == NULL || st->sha[0] == '\0')
         return SL_EFULL; /* the leases are in Redis: nothing local to free */
-    st->free_reqs = q->next_free;
-    q->busy = true;
-    q->answered = false;
-    q->retried = false;
-    q->kind = SL__RQ_RELEASE;
-    q->cb = cb;
-    q->arg = arg;
+    memset(&fin, 0, sizeof(fin));
+    st->plan.n_items = 0;
+    st->plan.n_desc = 0;
+    st->plan.n_slots = 0;
+    q = take_slot(st, SL__RQ_RELEASE, st->cfg.policy, NULL, &fin, cb, arg);
     q->now_ns = now_ns;
-    q->plan.n_items = 0;
-    st->stats.in_flight++;
     rc = send_slot(st, q, c);
     if (rc != SL_OK)
         release_slot(q);

@@ -31,6 +31,16 @@ struct sl__rconn {
 
 enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
 
+/* What the rules resolution leaves to be applied to every answer (see
+ * redis_resolve.c): deny-all limits taken out, and whether they deny the
+ * whole request. */
+struct sl__rfinish {
+    bool active;
+    bool deny_all;
+    int64_t now_ns;
+    const struct sl_limit *banned[SL_MAX_DESCRIPTORS];
+};
+
 /* One call to Redis; a slot of the store's pool, busy until hiredis gives
  * its reply (or NULL when the connection goes), even after a timeout has
  * answered the caller, so the pool bounds what is outstanding. */
@@ -48,6 +58,9 @@ struct sl__rreq {
     char *fmt; /* the formatted command, kept for a NOSCRIPT resend */
     size_t fmt_len;
     struct sl__rconn *conn;
+    sl_rules *rules; /* a reference held while the call is out (store.h) */
+    struct sl__rfinish fin;
+    struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits, copied */
     struct sl__redis_plan plan;
     /* For the local policy after the call started: what sl_match and
      * sl_request the memory store needs (keys copied, limits in the plan). */
@@ -114,6 +127,12 @@ void sl__rconn_reload(struct sl__rconn *c);
  * caches forget them), on connection `c`. */
 void sl__rconn_announce_reset(struct sl__rconn *c, const char *const *keys, const size_t *lens,
                               size_t n);
+
+/* redis_resolve.c: sl_limiter_check's resolution, for the rules path. */
+int sl__redis_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
+                      const struct sl_limit **banned, bool *deny_all);
+void sl__redis_resolve_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
+                              struct sl_result *res);
 
 /* redis_olc.c */
 int sl__olc_init(struct sl__rstore *st);
