@@ -16,6 +16,7 @@
 #include "redis_int.h"
 
 static const struct sl__store_ops redis_ops;
+static int send_slot(struct sl__rstore *st, struct sl__rreq *q, struct sl__rconn *c);
 
 void sl__redis_config_init(struct sl__redis_config *c)
 {
@@ -108,31 +109,48 @@ static int local_decide(struct sl__rstore *st, const struct sl_match *m, size_t 
     return sl_limiter_check_matched(st->local, m, n, &zero, res);
 }
 
-/* Rebuild the matches a started request was made of (keys copied into the
- * slot, limits in its plan) for the local policy. */
-static int local_from_slot(struct sl__rstore *st, const struct sl__rreq *q, struct sl_result *res)
-{
+/* The request and matches a started call was made of, from the slot's
+ * copy and its plan's limits (`peek`: every cost 0). */
+struct rebuilt {
     struct sl_match m[SL_MAX_DESCRIPTORS];
     struct sl_descriptor d[SL_MAX_DESCRIPTORS];
+    struct sl_entry e[SL_MAX_DESCRIPTORS];
     struct sl_request req;
-    const struct sl__redis_plan *p = &q->plan;
+};
 
-    memset(&req, 0, sizeof(req));
-    for (size_t i = 0; i < p->n_desc; i++) {
-        memset(&m[i], 0, sizeof(m[i]));
-        m[i].n_limits = p->count[i];
-        for (size_t k = 0; k < p->count[i]; k++)
-            m[i].limits[k] = p->slots[p->first[i] + k].l;
-        memcpy(m[i].key, q->keys + q->key_off[i], q->key_len[i]);
-        m[i].key_len = q->key_len[i];
-        memset(&d[i], 0, sizeof(d[i]));
-        d[i].hits = q->desc_hits[i];
+static void rebuild(const struct sl__rreq *q, bool peek, struct rebuilt *r)
+{
+    const struct sl__redis_plan *p = &q->plan;
+    const struct sl__rcopy *c = &q->copy;
+
+    memset(&r->req, 0, sizeof(r->req));
+    for (size_t i = 0; i < c->n; i++) {
+        const struct sl__rcopy_desc *cd = &c->d[i];
+        memset(&r->m[i], 0, sizeof(r->m[i]));
+        r->m[i].n_limits = i < p->n_desc ? p->count[i] : 0;
+        for (size_t k = 0; k < r->m[i].n_limits; k++)
+            r->m[i].limits[k] = p->slots[p->first[i] + k].l;
+        memcpy(r->m[i].key, c->buf + cd->key_off, cd->key_len);
+        r->m[i].key_len = cd->key_len;
+        r->m[i].quota_mode = q->fin.quota[i];
+        r->e[i].key = (struct sl_str){c->buf + cd->ek_off, cd->ek_len};
+        r->e[i].value = (struct sl_str){c->buf + cd->ev_off, cd->ev_len};
+        r->d[i] = (struct sl_descriptor){
+            .entries = &r->e[i], .n_entries = cd->entry, .hits = peek ? 0 : cd->hits};
     }
-    req.descriptors = d;
-    req.n_descriptors = p->n_desc;
-    req.hits = q->hits;
-    req.now_ns = q->now_ns;
-    return sl_limiter_check_matched(st->local, m, p->n_desc, &req, res);
+    r->req.domain = (struct sl_str){c->buf, c->dom_len};
+    r->req.descriptors = r->d;
+    r->req.n_descriptors = c->n;
+    r->req.hits = peek ? 0 : c->hits;
+    r->req.now_ns = q->now_ns;
+}
+
+static int local_from_slot(struct sl__rstore *st, const struct sl__rreq *q, struct sl_result *res)
+{
+    static __thread struct rebuilt r; /* 40 KiB: not on the stack */
+
+    rebuild(q, q->kind == SL__RQ_PEEK || q->fin.deny_all, &r);
+    return sl_limiter_check_matched(st->local, r.m, r.req.n_descriptors, &r.req, res);
 }
 
 /* Every answer to a caller goes through here: what the rules resolution
@@ -140,6 +158,9 @@ static int local_from_slot(struct sl__rstore *st, const struct sl__rreq *q, stru
 static void deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
                     struct sl_result *res)
 {
+    for (size_t i = 0; err == SL_OK && fin != NULL && fin->rechecked && i < res->n_statuses; i++)
+        if (fin->was_denied[i])
+            res->statuses[i] = fin->saved[i];
     if (err == SL_OK && res != NULL && fin != NULL && fin->active)
         sl__redis_resolve_finish(fin->banned, fin->deny_all, fin->now_ns, res);
     cb(arg, err, err == SL_OK ? res : NULL);
@@ -264,7 +285,56 @@ static void fail_slot(struct sl__rreq *q)
                   q->arg);
 }
 
-static void on_reply_ok(struct sl__rreq *q, redisReply *r)
+/* quota_mode, as lib/rules/check.c: denied only by some, not all, of the
+ * quota descriptors (and by no other descriptor). */
+static bool quota_excused(const struct sl__rreq *q, const struct sl_result *res)
+{
+    size_t quota = 0, quota_denied = 0;
+
+    for (size_t i = 0; i < q->plan.n_desc; i++) {
+        bool has = q->plan.count[i] > 0;
+        bool denied = res->statuses[i].d.verdict == SL_DENY && has;
+        if (q->fin.quota[i] && has) {
+            quota++;
+            quota_denied += denied;
+        } else if (denied) {
+            return false;
+        }
+    }
+    return quota_denied > 0 && quota_denied < quota;
+}
+
+/* The second decision of quota_mode: the same request without the quota
+ * descriptors that denied, which keep their first status (deliver()). */
+static int recheck(struct sl__rreq *q, const struct sl_result *first)
+{
+    static __thread struct rebuilt r;
+    struct sl__rstore *st = q->st;
+    struct sl__rconn *c = sl__rconn_available(st) ? sl__rconn_pick(st) : NULL;
+    int rc;
+
+    if (c == NULL)
+        return SL_EFULL;
+    rebuild(q, false, &r);
+    for (size_t i = 0; i < r.req.n_descriptors; i++) {
+        q->fin.was_denied[i] = q->fin.quota[i] && first->statuses[i].d.verdict == SL_DENY;
+        q->fin.saved[i] = first->statuses[i];
+        if (q->fin.was_denied[i])
+            r.m[i].n_limits = 0;
+    }
+    q->fin.rechecked = true;
+    rc = sl__redis_plan_build(&st->cfg.opts, SL__REDIS_CHECK, &r.req, r.m, r.req.n_descriptors,
+                              &q->plan, &st->cmd);
+    if (rc != SL_OK)
+        return rc;
+    redisFreeCommand(q->fmt);
+    q->fmt = NULL;
+    q->retried = false;
+    return send_slot(st, q, c);
+}
+
+/* True when the slot was sent again (quota_mode) and must stay busy. */
+static bool on_reply_ok(struct sl__rreq *q, redisReply *r)
 {
     struct sl_result res;
     struct sl_decision items[SL__REDIS_MAX_ITEMS];
@@ -275,24 +345,32 @@ static void on_reply_ok(struct sl__rreq *q, redisReply *r)
         if (rc == SL_EINVAL) {
             q->st->stats.errors++;
             fail_slot(q);
-            return;
+            return false;
         }
         q->st->stats.replies++;
         answer(q, rc, NULL);
-        return;
+        return false;
     }
     rc = sl__redis_plan_result(&q->plan, r, &res, NULL, items);
     if (rc == SL_EINVAL) {
         q->st->stats.errors++;
         sl__rconn_failure(q->st);
         fail_slot(q);
-        return;
+        return false;
     }
     q->st->stats.replies++;
     sl__rconn_success(q->st);
-    if (rc == SL_OK && q->kind == SL__RQ_CHECK)
+    if (rc == SL_OK && q->kind == SL__RQ_CHECK && !q->fin.quota_any)
         olc_learn(q->st, q, items);
+    if (rc == SL_OK && q->fin.quota_any && !q->fin.rechecked && res.verdict == SL_DENY &&
+        quota_excused(q, &res)) {
+        if (recheck(q, &res) == SL_OK)
+            return true; /* the second call is out: the slot stays busy */
+        fail_slot(q);
+        return false;
+    }
     answer(q, rc, rc == SL_OK ? &res : NULL);
+    return false;
 }
 
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
@@ -317,8 +395,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
         q->st->stats.errors++;
         fail_slot(q);
         sl__rconn_failure(q->st);
-    } else if (!q->answered) {
-        on_reply_ok(q, r);
+    } else if (!q->answered && on_reply_ok(q, r)) {
+        return;
     }
     release_slot(q);
 }
@@ -334,33 +412,57 @@ static void on_timeout(uv_timer_t *t)
     sl__rconn_failure(q->st); /* ... until Redis answers or is dropped */
 }
 
-/* Copy what the local policy needs once the caller's data is gone. */
-static int keep_for_local(struct sl__rreq *q, const struct sl_request *req,
-                          const struct sl_match *m, size_t n)
+static bool copy_put(struct sl__rcopy *c, size_t *at, const char *p, size_t len, uint32_t *off)
 {
-    size_t total = 0;
+    if (*at + len > c->cap)
+        return false;
+    memcpy(c->buf + *at, p, len);
+    *off = (uint32_t)*at;
+    *at += len;
+    return true;
+}
 
-    for (size_t i = 0; i < n; i++)
-        total += m[i].key_len;
-    if (total > q->keys_cap) {
-        char *k = realloc(q->keys, total);
-        if (k == NULL)
-            return SL_ENOMEM;
-        q->keys = k;
-        q->keys_cap = total;
-    }
-    total = 0;
+/* Copy what a later decision needs once the caller's data is gone. */
+static int keep_request(struct sl__rreq *q, const struct sl_request *req, const struct sl_match *m,
+                        size_t n)
+{
+    struct sl__rcopy *c = &q->copy;
+    size_t need = req->domain.len, at = 0;
+    uint32_t dom;
+
     for (size_t i = 0; i < n; i++) {
-        memcpy(q->keys + total, m[i].key, m[i].key_len);
-        q->key_off[i] = (uint32_t)total;
-        q->key_len[i] = (uint16_t)m[i].key_len;
-        total += m[i].key_len;
-        q->desc_hits[i] =
-            req->descriptors != NULL && i < req->n_descriptors ? req->descriptors[i].hits : -1;
-        if (q->kind == SL__RQ_PEEK)
-            q->desc_hits[i] = 0;
+        need += m[i].key_len;
+        if (req->descriptors != NULL && i < req->n_descriptors && req->descriptors[i].n_entries > 0)
+            need +=
+                req->descriptors[i].entries[0].key.len + req->descriptors[i].entries[0].value.len;
     }
-    q->hits = q->kind == SL__RQ_PEEK ? 0 : req->hits;
+    if (need > c->cap) {
+        char *b = realloc(c->buf, need);
+        if (b == NULL)
+            return SL_ENOMEM;
+        c->buf = b;
+        c->cap = need;
+    }
+    copy_put(c, &at, req->domain.p, req->domain.len, &dom);
+    c->dom_len = (uint32_t)req->domain.len;
+    for (size_t i = 0; i < n; i++) {
+        struct sl__rcopy_desc *cd = &c->d[i];
+        const struct sl_descriptor *rd =
+            req->descriptors != NULL && i < req->n_descriptors ? &req->descriptors[i] : NULL;
+        memset(cd, 0, sizeof(*cd));
+        copy_put(c, &at, m[i].key, m[i].key_len, &cd->key_off);
+        cd->key_len = (uint16_t)m[i].key_len;
+        cd->hits = rd != NULL ? rd->hits : -1;
+        cd->entry = rd != NULL && rd->n_entries > 0;
+        if (cd->entry) {
+            copy_put(c, &at, rd->entries[0].key.p, rd->entries[0].key.len, &cd->ek_off);
+            copy_put(c, &at, rd->entries[0].value.p, rd->entries[0].value.len, &cd->ev_off);
+            cd->ek_len = (uint16_t)rd->entries[0].key.len;
+            cd->ev_len = (uint16_t)rd->entries[0].value.len;
+        }
+    }
+    c->n = n;
+    c->hits = req->hits;
     return SL_OK;
 }
 
@@ -470,7 +572,7 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
     st->stats.checks++;
     for (size_t k = 0; st->olc != NULL && k < p->n_items; k++)
         hash[k] = sl__olc_hash(st, st->cmd.argv[3 + k], st->cmd.argvlen[3 + k]);
-    if (!peek && olc_answer(st, p, hash, req->now_ns, fin, cb, arg))
+    if (!peek && !fin->quota_any && olc_answer(st, p, hash, req->now_ns, fin, cb, arg))
         return SL_OK;
     c = sl__rconn_available(st) ? sl__rconn_pick(st) : NULL;
     if (c == NULL || st->free_reqs == NULL || st->sha[0] == '\0') {
@@ -488,11 +590,8 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
     if (st->olc != NULL)
         memcpy(q->item_hash, hash, sizeof(hash[0]) * p->n_items);
     rc = rules == NULL ? own_limits(q) : SL_OK;
-    if (rc == SL_OK && pol == SL__POLICY_LOCAL) {
-        q->kind = peek ? SL__RQ_PEEK : kind; /* what the local answer decides */
-        rc = keep_for_local(q, req, m, n);
-        q->kind = kind;
-    }
+    if (rc == SL_OK && (pol == SL__POLICY_LOCAL || fin->quota_any))
+        rc = keep_request(q, req, m, n);
     if (rc == SL_OK && kind == SL__RQ_RESET)
         send_reset_delete(st, c, p->n_items);
     if (rc == SL_OK)
@@ -525,6 +624,10 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
         return rc;
     fin.now_ns = req->now_ns;
     fin.deny_all = fin.deny_all && kind != SL__RQ_RESET;
+    for (size_t i = 0; kind == SL__RQ_CHECK && !fin.deny_all && i < req->n_descriptors; i++) {
+        fin.quota[i] = m[i].quota_mode;
+        fin.quota_any = fin.quota_any || (m[i].quota_mode && m[i].n_limits > 0);
+    }
     for (size_t i = 0; i < req->n_descriptors; i++)
         fin.active = fin.active || fin.banned[i] != NULL;
     fin.active = fin.active && kind != SL__RQ_RESET;
@@ -587,7 +690,7 @@ static void store_free(struct sl__store *s)
         uv_close((uv_handle_t *)&st->reqs[i].timer, on_req_closed);
     uv_run(st->loop, UV_RUN_NOWAIT); /* complete the closes */
     for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
-        free(st->reqs[i].keys);
+        free(st->reqs[i].copy.buf);
     free(st->reqs);
     free(st->conns);
     free(st->olc);

@@ -10,9 +10,9 @@
  * local (the memory store decides). Keys denied until T are answered from
  * the over-limit cache until T without a round trip.
  *
- * It does not resolve Envoy `quota_mode` (a request with quota descriptors
- * is decided as if none were quota descriptors), nor span Redis Cluster
- * slots (issue 8).
+ * With a rules snapshot it resolves requests as sl_limiter_check does
+ * (replaces, requests_per_unit: 0, quota_mode with its second call). It
+ * does not span Redis Cluster slots (issue 8).
  *
  * Ownership and threads: a store belongs to one worker loop and is used on
  * that loop's thread only; its config is copied. The local limiter is

@@ -39,6 +39,31 @@ struct sl__rfinish {
     bool deny_all;
     int64_t now_ns;
     const struct sl_limit *banned[SL_MAX_DESCRIPTORS];
+    /* Envoy quota_mode: a request denied only by some of its quota
+     * descriptors is decided again without them, which keep their status. */
+    bool quota_any;
+    bool rechecked;
+    bool quota[SL_MAX_DESCRIPTORS];
+    bool was_denied[SL_MAX_DESCRIPTORS];
+    struct sl_status saved[SL_MAX_DESCRIPTORS];
+};
+
+/* What the caller lent (request and matches), copied for a decision made
+ * after the start call: the local policy, or quota_mode's second one. The
+ * limits are the plan's. */
+struct sl__rcopy_desc {
+    uint32_t key_off, ek_off, ev_off;
+    uint16_t key_len, ek_len, ev_len;
+    bool entry; /* the descriptor had a first entry (its hash tag) */
+    int64_t hits;
+};
+struct sl__rcopy {
+    char *buf; /* grown once to the largest request seen, then reused */
+    size_t cap;
+    uint32_t dom_len;
+    uint64_t hits;
+    size_t n;
+    struct sl__rcopy_desc d[SL_MAX_DESCRIPTORS];
 };
 
 /* One call to Redis; a slot of the store's pool, busy until hiredis gives
@@ -62,15 +87,8 @@ struct sl__rreq {
     struct sl__rfinish fin;
     struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits, copied */
     struct sl__redis_plan plan;
-    /* For the local policy after the call started: what sl_match and
-     * sl_request the memory store needs (keys copied, limits in the plan). */
     int64_t now_ns;
-    uint64_t hits;
-    int64_t desc_hits[SL_MAX_DESCRIPTORS];
-    uint32_t key_off[SL_MAX_DESCRIPTORS];
-    uint16_t key_len[SL_MAX_DESCRIPTORS];
-    char *keys; /* grown once to the largest request seen, then reused */
-    size_t keys_cap;
+    struct sl__rcopy copy;
     uint64_t item_hash[SL__REDIS_MAX_ITEMS]; /* over-limit cache keys */
 };
 

@@ -8,8 +8,8 @@
  *
  * This is a port of lib/rules/check.c's private helpers (apply_replaces,
  * take_deny_all, deny_all_status), kept line for line; it should become a
- * call into lib/rules once those are exported. It does not implement Envoy
- * quota_mode's second decision (see redis.h).
+ * call into lib/rules once those are exported. quota_mode's second decision
+ * is redis.c's (it needs a second call).
  */
 #include <string.h>
 

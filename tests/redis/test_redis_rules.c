@@ -2,11 +2,11 @@
  * test_redis_rules.c - the Redis store resolving requests with a rules
  * snapshot itself (sl__store_req.rules) decides as sl_limiter_check does
  * in memory: matching, Envoy `replaces`, `requests_per_unit: 0` (deny-all,
- * enforced and shadow), shadow descriptors and several limits per
- * descriptor, over random request sequences, compared field by field.
+ * enforced and shadow), `quota_mode`, shadow descriptors and several limits
+ * per descriptor, over random request sequences, compared field by field.
  *
- * Envoy quota_mode is not covered: the Redis store does not make its second
- * decision yet (docs/distributed.md). It does not test failure handling
+ * Envoy quota_mode is covered (the second decision without the quota
+ * descriptors that denied). It does not test failure handling
  * (test_redis_store.c does).
  */
 #include <setjmp.h>
@@ -48,7 +48,14 @@ static const char yaml[] = "domain: api\n"
                            "    rate_limit: {unit: minute, requests_per_unit: 2}\n"
                            "  - key: soft\n"
                            "    rate_limit: {unit: hour, requests_per_unit: 0}\n"
-                           "    shadow_mode: true\n";
+                           "    shadow_mode: true\n"
+                           "  - key: q1\n"
+                           "    quota_mode: true\n"
+                           "    rate_limit: {unit: minute, requests_per_unit: 2}\n"
+                           "  - key: q2\n"
+                           "    quota_mode: true\n"
+                           "    limits: [{algorithm: token_bucket, requests: 4, period: 1m,\n"
+                           "              count_rejected: true}]\n";
 
 static struct rs_server server;
 static uv_loop_t loop;
@@ -164,10 +171,11 @@ static void dump(const char *who, const struct sl_result *r)
 
 static void test_rules_path_matches_sl_limiter_check(void **state)
 {
-    static const char *const keys[] = {"user", "path", "banned", "watched", "soft"};
+    static const char *const keys[] = {"user", "path", "banned", "watched", "soft", "q1", "q2"};
     static const char *const users[] = {"u1", "u2", "vip"};
     static const char *const paths[] = {"/a", "/b"};
     int64_t now = T0_NS;
+    int excused = 0; /* steps a quota descriptor denied but the request passed */
 
     (void)state;
     for (int step = 0; step < 600; step++) {
@@ -177,13 +185,15 @@ static void test_rules_path_matches_sl_limiter_check(void **state)
         struct sl__store_req q = {.req = &req, .rules = rules};
         struct sl_result a;
         struct answer b = {0};
-        size_t nd = 1 + rnd() % 3;
+        size_t nd = step < 3 ? 2 : 1 + rnd() % 3;
 
         now += (int64_t)(rnd() % 400) * 1000000;
         req.now_ns = now;
-        req.hits = rnd() % 8 == 0 ? 0 : 1 + rnd() % 2;
+        req.hits = step < 3 ? 1 : rnd() % 8 == 0 ? 0 : 1 + rnd() % 2;
         for (size_t i = 0; i < nd; i++) {
-            const char *k = keys[i == 0 ? 0 : rnd() % 5];
+            /* the first three steps: q1 and q2 only, so that q1 (2 a
+             * minute) denies while q2 (4) admits: quota_mode's recheck */
+            const char *k = step < 3 ? keys[5 + (i % 2)] : keys[i == 0 ? 0 : rnd() % 7];
             const char *v = k[0] == 'u' ? users[rnd() % 3] : k[0] == 'p' ? paths[rnd() % 2] : "x";
             e[i].key = (struct sl_str){k, strlen(k)};
             e[i].value = (struct sl_str){v, strlen(v)};
@@ -201,7 +211,10 @@ static void test_rules_path_matches_sl_limiter_check(void **state)
             dump("redis", &b.res);
             fail();
         }
+        for (size_t i = 0; a.verdict != SL_DENY && i < nd; i++)
+            excused += a.statuses[i].d.verdict == SL_DENY;
     }
+    assert_true(excused > 0); /* the quota_mode path was taken */
 }
 
 int main(void)
