@@ -460,6 +460,95 @@ static void test_auth(void **state)
     assert_true(ok);
 }
 
+static bool ready_store_within(struct sl__store *s, uint64_t max_ms)
+{
+    uv_update_time(&loop);
+    for (uint64_t end = uv_now(&loop) + max_ms; !sl__store_redis_ready(s) && uv_now(&loop) < end;)
+        uv_run(&loop, UV_RUN_ONCE);
+    return sl__store_redis_ready(s);
+}
+
+/* AUTH user password, for an ACL user, with the default user disabled. */
+static void test_auth_acl_user(void **state)
+{
+    struct rs_server acl;
+    struct sl__redis_config c = cfg;
+    struct sl__store *s = NULL;
+    redisContext *rc;
+    redisReply *r;
+    bool ok;
+
+    (void)state;
+    assert_int_equal(rs_start(&acl), 0);
+    rc = redisConnect("127.0.0.1", acl.port);
+    assert_true(rc != NULL && rc->err == 0);
+    r = redisCommand(rc, "ACL SETUSER limiter on >pw ~sluice:* &sluice:* +@all");
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = redisCommand(rc, "ACL SETUSER default off");
+    freeReplyObject(r);
+    redisFree(rc);
+
+    c.port = acl.port;
+    memcpy(c.user, "limiter", sizeof("limiter"));
+    memcpy(c.password, "pw", sizeof("pw"));
+    assert_int_equal(sl__store_redis_new(&loop, &c, local, &s), SL_OK);
+    ok = ready_store_within(s, 3000);
+    sl__store_free(s);
+
+    memcpy(c.user, "nobody", sizeof("nobody"));
+    assert_int_equal(sl__store_redis_new(&loop, &c, local, &s), SL_OK);
+    assert_false(ready_store_within(s, 300));
+    sl__store_free(s);
+    rs_stop(&acl);
+    assert_true(ok);
+}
+
+/* store.clock: redis - Redis TIME decides, not the caller's time: two
+ * checks two days apart by the caller's clock fall in one real day. */
+static void test_redis_clock(void **state)
+{
+    struct sl__redis_config c = cfg;
+    struct sl__store *s = NULL, *saved = store;
+    struct one o;
+    struct answer a;
+
+    (void)state;
+    c.opts.redis_clock = true;
+    assert_int_equal(sl__store_redis_new(&loop, &c, local, &s), SL_OK);
+    assert_true(ready_store_within(s, 3000));
+    store = s;
+    one_init(&o, "d", SL_ALGO_FIXED_WINDOW, 1, 86400 * S);
+    a = check_now(&o);
+    assert_int_equal(a.res.verdict, SL_ALLOW);
+    o.req.now_ns += 2 * 86400 * S;
+    a = check_now(&o);
+    assert_int_equal(a.res.verdict, SL_DENY); /* by the caller's clock: a new day */
+    store = saved;
+    sl__store_free(s);
+}
+
+/* A peek through the store reports and consumes nothing. */
+static void test_peek_consumes_nothing(void **state)
+{
+    struct one o;
+    struct answer a;
+    struct sl__store_req q;
+
+    (void)state;
+    one_init(&o, "d", SL_ALGO_TOKEN_BUCKET, 3, 60 * S);
+    q = (struct sl__store_req){.req = &o.req, .m = &o.m, .n = 1};
+    for (int i = 0; i < 5; i++) {
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(store->ops->peek(store, &q, on_answer, &a), SL_OK);
+        spin(&a.done, 2000);
+        assert_int_equal(a.err, SL_OK);
+        assert_int_equal(a.res.verdict, SL_ALLOW);
+        assert_int_equal(a.res.statuses[0].d.remaining, 3);
+    }
+    assert_int_equal(check_now(&o).res.statuses[0].d.remaining, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +560,9 @@ int main(void)
         cmocka_unit_test(test_sigstop_policies_then_recovery),
         cmocka_unit_test(test_kill_and_restart),
         cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_auth_acl_user),
+        cmocka_unit_test(test_redis_clock),
+        cmocka_unit_test(test_peek_consumes_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
