@@ -177,12 +177,12 @@ static void by_policy(struct sl__rstore *st, enum sl__redis_policy pol,
     int rc = SL_OK;
 
     if (pol == SL__POLICY_LOCAL) {
-        st->stats.policy_local++;
+        SL__CNT(st, policy_local, 1);
         rc = m != NULL ? local_decide(st, m, p->n_desc, req, peek, &res)
                        : local_from_slot(st, q, &res);
     } else {
-        st->stats.policy_allow += pol == SL__POLICY_ALLOW;
-        st->stats.policy_deny += pol == SL__POLICY_DENY;
+        SL__CNT(st, policy_allow, pol == SL__POLICY_ALLOW);
+        SL__CNT(st, policy_deny, pol == SL__POLICY_DENY);
         fixed_answer(st, p, pol == SL__POLICY_DENY, &res);
     }
     deliver(fin, cb, arg, rc, &res);
@@ -223,7 +223,7 @@ static bool olc_answer(struct sl__rstore *st, const struct sl__redis_plan *p, co
             stt->d.retry_after_ns = hit->until_ns - now_ns;
             stt->d.reset_ns = hit->reset_at_ns > now_ns ? hit->reset_at_ns - now_ns : 0;
         }
-        st->stats.olc_hits++;
+        SL__CNT(st, olc_hits, 1);
         deliver(fin, cb, arg, SL_OK, &res);
         return true;
     }
@@ -261,7 +261,7 @@ static void release_slot(struct sl__rreq *q)
     q->busy = false;
     q->next_free = st->free_reqs;
     st->free_reqs = q;
-    st->stats.in_flight--;
+    SL__CNT(st, in_flight, -1);
 }
 
 static void answer(struct sl__rreq *q, int err, struct sl_result *res)
@@ -343,22 +343,22 @@ static bool on_reply_ok(struct sl__rreq *q, redisReply *r)
     if (q->kind == SL__RQ_RELEASE) {
         rc = sl__redis_release_result(r);
         if (rc == SL_EINVAL) {
-            q->st->stats.errors++;
+            SL__CNT(q->st, errors, 1);
             fail_slot(q);
             return false;
         }
-        q->st->stats.replies++;
+        SL__CNT(q->st, replies, 1);
         answer(q, rc, NULL);
         return false;
     }
     rc = sl__redis_plan_result(&q->plan, r, &res, NULL, items);
     if (rc == SL_EINVAL) {
-        q->st->stats.errors++;
+        SL__CNT(q->st, errors, 1);
         sl__rconn_failure(q->st);
         fail_slot(q);
         return false;
     }
-    q->st->stats.replies++;
+    SL__CNT(q->st, replies, 1);
     sl__rconn_success(q->st);
     if (rc == SL_OK && q->kind == SL__RQ_CHECK && !q->fin.quota_any)
         olc_learn(q->st, q, items);
@@ -386,13 +386,13 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
         /* The script cache was flushed (restart, SCRIPT FLUSH, failover):
          * load it and resend, in order, on this same connection. */
         q->retried = true;
-        q->st->stats.noscript++;
+        SL__CNT(q->st, noscript, 1);
         sl__rconn_reload(q->conn);
         if (redisAsyncFormattedCommand(ac, on_reply, q, q->fmt, q->fmt_len) == REDIS_OK)
             return;
     }
     if (!q->answered && r == NULL) {
-        q->st->stats.errors++;
+        SL__CNT(q->st, errors, 1);
         fail_slot(q);
         sl__rconn_failure(q->st);
     } else if (!q->answered && on_reply_ok(q, r)) {
@@ -407,7 +407,7 @@ static void on_timeout(uv_timer_t *t)
 
     if (!q->busy || q->answered)
         return;
-    q->st->stats.timeouts++;
+    SL__CNT(q->st, timeouts, 1);
     fail_slot(q);             /* answers now; the slot stays busy ... */
     sl__rconn_failure(q->st); /* ... until Redis answers or is dropped */
 }
@@ -484,7 +484,7 @@ static int send_slot(struct sl__rstore *st, struct sl__rreq *q, struct sl__rconn
         q->fmt = NULL;
         return SL_EFULL;
     }
-    st->stats.script_calls++;
+    SL__CNT(st, script_calls, 1);
     uv_timer_start(&q->timer, on_timeout, (uint64_t)st->cfg.timeout_ms, 0);
     return SL_OK;
 }
@@ -550,7 +550,7 @@ static struct sl__rreq *take_slot(struct sl__rstore *st, enum sl__rreq_kind kind
     q->rules = rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)rules) : NULL;
     q->fin = *fin;
     memcpy(&q->plan, &st->plan, sizeof(st->plan));
-    st->stats.in_flight++;
+    SL__CNT(st, in_flight, 1);
     return q;
 }
 
@@ -569,7 +569,7 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
 
     if (rc != SL_OK)
         return rc;
-    st->stats.checks++;
+    SL__CNT(st, checks, 1);
     for (size_t k = 0; st->olc != NULL && k < p->n_items; k++)
         hash[k] = sl__olc_hash(st, st->cmd.argv[3 + k], st->cmd.argvlen[3 + k]);
     if (!peek && !fin->quota_any && olc_answer(st, p, hash, req->now_ns, fin, cb, arg))
@@ -577,9 +577,9 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
     c = sl__rconn_available(st) ? sl__rconn_pick(st) : NULL;
     if (c == NULL || st->free_reqs == NULL || st->sha[0] == '\0') {
         if (st->free_reqs == NULL)
-            st->stats.overflow++;
+            SL__CNT(st, overflow, 1);
         else
-            st->stats.unavailable++;
+            SL__CNT(st, unavailable, 1);
         if (kind == SL__RQ_RESET)
             return SL_EFULL;
         by_policy(st, pol, p, NULL, m, req, peek, fin, cb, arg);
@@ -660,7 +660,7 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
 
     if (rc != SL_OK)
         return rc;
-    st->stats.checks++;
+    SL__CNT(st, checks, 1);
     if (c == NULL || q == NULL || st->sha[0] == '\0')
         return SL_EFULL; /* the leases are in Redis: nothing local to free */
     memset(&fin, 0, sizeof(fin));
@@ -763,13 +763,36 @@ bool sl__store_is_redis(const struct sl__store *s)
     return s != NULL && s->ops == &redis_ops;
 }
 
+#define LOAD(f) atomic_load_explicit(&c->f, memory_order_relaxed)
+
 void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *out)
 {
-    *out = of(s)->stats;
-    out->olc_active = of(s)->olc != NULL && of(s)->sub.state == SL__RC_READY;
+    const struct sl__rcounters *c = &of(s)->ctr;
+
+    out->checks = LOAD(checks);
+    out->script_calls = LOAD(script_calls);
+    out->replies = LOAD(replies);
+    out->timeouts = LOAD(timeouts);
+    out->errors = LOAD(errors);
+    out->noscript = LOAD(noscript);
+    out->overflow = LOAD(overflow);
+    out->unavailable = LOAD(unavailable);
+    out->policy_allow = LOAD(policy_allow);
+    out->policy_deny = LOAD(policy_deny);
+    out->policy_local = LOAD(policy_local);
+    out->olc_hits = LOAD(olc_hits);
+    out->olc_inserts = LOAD(olc_inserts);
+    out->reconnects = LOAD(reconnects);
+    out->in_flight = LOAD(in_flight);
+    out->conns_ready = LOAD(conns_ready);
+    out->breaker = (enum sl__breaker)LOAD(breaker);
+    out->olc_active = LOAD(olc_active);
 }
 
+/* Ready for /readyz. Any thread. */
 bool sl__store_redis_ready(const struct sl__store *s)
 {
-    return sl__rconn_available(of(s));
+    const struct sl__rcounters *c = &of(s)->ctr;
+
+    return LOAD(breaker) == SL__BREAKER_CLOSED && LOAD(conns_ready) > 0;
 }

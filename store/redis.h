@@ -15,7 +15,8 @@
  * does not span Redis Cluster slots (issue 8).
  *
  * Ownership and threads: a store belongs to one worker loop and is used on
- * that loop's thread only; its config is copied. The local limiter is
+ * that loop's thread only, except sl__store_redis_stats and _ready, which
+ * any thread may call (a metrics scrape, /readyz); its config is copied. The local limiter is
  * borrowed and must outlive the store. Free it after the loop has stopped
  * (sl__store_free runs the loop once more to close its handles).
  */
@@ -81,7 +82,7 @@ void sl__redis_config_help(FILE *out);
 
 enum sl__breaker { SL__BREAKER_CLOSED = 0, SL__BREAKER_OPEN = 1, SL__BREAKER_PROBING = 2 };
 
-/* Counters for /metrics and /readyz; read on the worker's thread. */
+/* Counters for /metrics and /readyz: a snapshot, taken on any thread. */
 struct sl__redis_stats {
     uint64_t checks;       /* check/peek/reset/release started */
     uint64_t script_calls; /* EVALSHA/EVAL sent */

@@ -39,7 +39,10 @@ static void count_ready(struct sl__rstore *st)
 
     for (unsigned i = 0; i < st->cfg.connections; i++)
         n += st->conns[i].state == SL__RC_READY;
-    st->stats.conns_ready = n;
+    st->conns_ready = n;
+    atomic_store_explicit(&st->ctr.conns_ready, n, memory_order_relaxed);
+    atomic_store_explicit(&st->ctr.olc_active, st->olc != NULL && st->sub.state == SL__RC_READY,
+                          memory_order_relaxed);
 }
 
 static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
@@ -126,6 +129,7 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv)
         c->state = SL__RC_READY;
         c->backoff_ms = c->st->cfg.backoff_min_ms;
         sl__olc_clear(c->st);
+        count_ready(c->st); /* publishes olc_active */
         return;
     }
     if (strcmp(r->element[0]->str, "message") != 0 || r->element[2]->type != REDIS_REPLY_STRING)
@@ -173,7 +177,7 @@ static void start(struct sl__rconn *c)
     redisAsyncContext *ac;
 
     if (c->started)
-        st->stats.reconnects++;
+        SL__CNT(st, reconnects, 1);
     c->started = true;
     ac = redisAsyncConnect(st->cfg.host, st->cfg.port);
     if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, st->loop) != REDIS_OK) {
@@ -211,8 +215,8 @@ static void on_timer(uv_timer_t *t)
         return;
     }
     if (c->state == SL__RC_DOWN && now_ms(c->st) >= c->st->open_until_ms) {
-        if (c->st->stats.breaker == SL__BREAKER_OPEN)
-            c->st->stats.breaker = SL__BREAKER_PROBING;
+        if (c->st->breaker == SL__BREAKER_OPEN)
+            sl__rconn_set_breaker(c->st, SL__BREAKER_PROBING);
         start(c);
     } else if (c->state == SL__RC_DOWN)
         schedule(c, c->st->open_until_ms - now_ms(c->st));
@@ -281,24 +285,31 @@ struct sl__rconn *sl__rconn_pick(struct sl__rstore *st)
     return NULL;
 }
 
+void sl__rconn_set_breaker(struct sl__rstore *st, enum sl__breaker b)
+{
+    st->breaker = b;
+    atomic_store_explicit(&st->ctr.breaker, (int)b, memory_order_relaxed);
+}
+
 bool sl__rconn_available(struct sl__rstore *st)
 {
-    return st->stats.breaker == SL__BREAKER_CLOSED && st->stats.conns_ready > 0;
+    return st->breaker == SL__BREAKER_CLOSED && st->conns_ready > 0;
 }
 
 void sl__rconn_success(struct sl__rstore *st)
 {
     st->failures = 0;
-    st->stats.breaker = SL__BREAKER_CLOSED;
+    if (st->breaker != SL__BREAKER_CLOSED)
+        sl__rconn_set_breaker(st, SL__BREAKER_CLOSED);
 }
 
 void sl__rconn_failure(struct sl__rstore *st)
 {
-    if (st->stats.breaker != SL__BREAKER_CLOSED || ++st->failures < st->cfg.breaker_failures)
+    if (st->breaker != SL__BREAKER_CLOSED || ++st->failures < st->cfg.breaker_failures)
         return;
     /* Open: stop calling a dead Redis; drop every connection (which frees
      * the calls stuck on it) and probe again after breaker_open_ms. */
-    st->stats.breaker = SL__BREAKER_OPEN;
+    sl__rconn_set_breaker(st, SL__BREAKER_OPEN);
     st->open_until_ms = now_ms(st) + st->cfg.breaker_open_ms;
     for (unsigned i = 0; i < st->cfg.connections; i++) {
         st->conns[i].backoff_ms = st->cfg.breaker_open_ms;

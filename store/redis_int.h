@@ -9,6 +9,8 @@
 #ifndef SL_STORE_REDIS_INT_H
 #define SL_STORE_REDIS_INT_H
 
+#include <stdatomic.h>
+
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
@@ -101,6 +103,24 @@ struct sl__olc_slot {
     int64_t reset_at_ns;
 };
 
+/* The counters of struct sl__redis_stats, readable from any thread (a
+ * metrics scrape) while the worker writes them: one writer, relaxed. */
+struct sl__rcounters {
+    _Atomic uint64_t checks, script_calls, replies, timeouts, errors, noscript, overflow,
+        unavailable, policy_allow, policy_deny, policy_local, olc_hits, olc_inserts, reconnects,
+        in_flight;
+    _Atomic unsigned conns_ready;
+    _Atomic int breaker;
+    _Atomic bool olc_active;
+};
+
+/* Add `d` to a counter (single writer: no read-modify-write needed). */
+#define SL__CNT(st, field, d)                                                                      \
+    atomic_store_explicit(&(st)->ctr.field,                                                        \
+                          atomic_load_explicit(&(st)->ctr.field, memory_order_relaxed) +           \
+                              (uint64_t)(d),                                                       \
+                          memory_order_relaxed)
+
 struct sl__rstore {
     struct sl__store base;
     uv_loop_t *loop;
@@ -116,7 +136,9 @@ struct sl__rstore {
     unsigned next_conn; /* round robin */
     unsigned failures;  /* consecutive, for the breaker */
     int64_t open_until_ms;
-    struct sl__redis_stats stats;
+    enum sl__breaker breaker; /* the worker's view; published in ctr */
+    unsigned conns_ready;
+    struct sl__rcounters ctr;
 
     struct sl__rreq *reqs; /* pool of cfg.max_in_flight */
     struct sl__rreq *free_reqs;
@@ -141,6 +163,7 @@ bool sl__rconn_available(struct sl__rstore *st);
 void sl__rconn_close_all(struct sl__rstore *st);
 /* Queue SCRIPT LOAD on `c` (after NOSCRIPT). */
 void sl__rconn_reload(struct sl__rconn *c);
+void sl__rconn_set_breaker(struct sl__rstore *st, enum sl__breaker b);
 /* Announce a reset of `n` state keys to every node (their over-limit
  * caches forget them), on connection `c`. */
 void sl__rconn_announce_reset(struct sl__rconn *c, const char *const *keys, const size_t *lens,

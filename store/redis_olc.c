@@ -80,7 +80,7 @@ void sl__olc_insert(struct sl__rstore *st, uint64_t hash, uint64_t cost, int64_t
     victim->cost = cost;
     victim->until_ns = until_ns;
     victim->reset_at_ns = reset_at_ns;
-    st->stats.olc_inserts++;
+    SL__CNT(st, olc_inserts, 1);
 }
 
 void sl__olc_forget(struct sl__rstore *st, uint64_t hash)
