@@ -169,6 +169,42 @@ void sl__rconn_set_breaker(struct sl__rstore *st, enum sl__breaker b);
 void sl__rconn_announce_reset(struct sl__rconn *c, const char *const *keys, const size_t *lens,
                               size_t n);
 
+/* The request and matches a started call was made of, from the slot's
+ * copy and its plan's limits (`peek`: every cost 0). */
+struct sl__rebuilt {
+    struct sl_match m[SL_MAX_DESCRIPTORS];
+    struct sl_descriptor d[SL_MAX_DESCRIPTORS];
+    struct sl_entry e[SL_MAX_DESCRIPTORS];
+    struct sl_request req;
+};
+
+/* redis_answer.c: answers that are not a script reply. */
+void sl__ranswer_rebuild(const struct sl__rreq *q, bool peek, struct sl__rebuilt *r);
+/* The one way to the caller's callback (applies what `fin` holds). */
+void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
+                         struct sl_result *res);
+/* By policy `pol`; `m`/`req` the caller's (nothing sent yet) or NULL: the
+ * slot `q`'s copy. */
+void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
+                        const struct sl__redis_plan *p, const struct sl__rreq *q,
+                        const struct sl_match *m, const struct sl_request *req, bool peek,
+                        const struct sl__rfinish *fin, sl__store_cb cb, void *arg);
+/* A cached denial answers the check (true), or nothing is done (false). */
+bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, const uint64_t *hash,
+                     int64_t now_ns, const struct sl__rfinish *fin, sl__store_cb cb, void *arg);
+void sl__ranswer_olc_learn(struct sl__rstore *st, const struct sl__rreq *q,
+                           const struct sl_decision *d);
+
+/* redis_call.c: one call on a slot. */
+void sl__rcall_release(struct sl__rreq *q);
+/* Send the command in st->cmd for slot q on c, with its timeout. */
+int sl__rcall_send(struct sl__rstore *st, struct sl__rreq *q, struct sl__rconn *c);
+/* Copy the caller's request and matches into the slot. */
+int sl__rcall_keep(struct sl__rreq *q, const struct sl_request *req, const struct sl_match *m,
+                   size_t n);
+/* A reset's DEL of the plan's keys (and its announcement) on c. */
+void sl__rcall_reset_delete(struct sl__rstore *st, struct sl__rconn *c, size_t n_items);
+
 /* redis_resolve.c: sl_limiter_check's resolution, for the rules path. */
 int sl__redis_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
                       const struct sl_limit **banned, bool *deny_all);
