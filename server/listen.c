@@ -4,6 +4,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,33 @@
 
 #include "listen.h"
 
+static int bind_one(const char *address, uint16_t *port, bool reuseport, char *err, size_t errlen);
+
+/*
+ * SO_REUSEPORT lets any process of the same user bind a port that is
+ * already in use, and the kernel then splits connections between them: a
+ * second sluiced started by mistake would silently take half the traffic.
+ * So before the real sockets, bind once without it: that fails if anything
+ * listens there already.
+ */
 int sl__listen_socket(const char *address, uint16_t *port, char *err, size_t errlen)
+{
+    if (*port != 0) {
+        uint16_t p = *port;
+        int fd = bind_one(address, &p, false, err, errlen);
+        if (fd < 0)
+            return fd;
+        close(fd);
+    }
+    return sl__listen_socket_shared(address, port, err, errlen);
+}
+
+int sl__listen_socket_shared(const char *address, uint16_t *port, char *err, size_t errlen)
+{
+    return bind_one(address, port, true, err, errlen);
+}
+
+static int bind_one(const char *address, uint16_t *port, bool reuseport, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -35,7 +62,7 @@ int sl__listen_socket(const char *address, uint16_t *port, char *err, size_t err
     if (fd < 0)
         goto fail;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
+        (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0))
         goto fail;
     if (bind(fd, (struct sockaddr *)&ss, sl) != 0)
         goto fail;

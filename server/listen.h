@@ -6,13 +6,19 @@
 #ifndef SL_SERVER_LISTEN_H
 #define SL_SERVER_LISTEN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /*
  * A bound, non-blocking TCP socket on address:port with SO_REUSEADDR and
  * SO_REUSEPORT, not yet listening. *port is updated to the bound port (for
- * port 0). Returns the fd, or -errno with a message in `err`.
+ * port 0). Fails with -EADDRINUSE if anything listens on the port already,
+ * even another process with SO_REUSEPORT. Returns the fd, or -errno with a
+ * message in `err`.
  */
 int sl__listen_socket(const char *address, uint16_t *port, char *err, size_t errlen);
+/* The same without the check that nothing listens there yet: for the second
+ * and later sockets of one listener (one per worker). */
+int sl__listen_socket_shared(const char *address, uint16_t *port, char *err, size_t errlen);
 
 #endif /* SL_SERVER_LISTEN_H */

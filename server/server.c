@@ -68,7 +68,10 @@ static int make_sockets(struct sl__server *srv)
     for (size_t l = 0; l < srv->cfg.n_listeners; l++) {
         uint16_t port = srv->cfg.listeners[l].port;
         for (unsigned i = 0; i < srv->n_workers; i++) {
-            int fd = sl__listen_socket(srv->cfg.listeners[l].address, &port, err, sizeof(err));
+            int fd = i == 0
+                         ? sl__listen_socket(srv->cfg.listeners[l].address, &port, err, sizeof(err))
+                         : sl__listen_socket_shared(srv->cfg.listeners[l].address, &port, err,
+                                                    sizeof(err));
             if (fd < 0) {
                 sl__err("listen: %s", err);
                 return SL_EINVAL;

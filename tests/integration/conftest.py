@@ -48,10 +48,25 @@ def free_port():
         return s.getsockname()[1]
 
 
+class PortTaken(Exception):
+    pass
+
+
 class Sluiced:
     """One running sluiced: its port, files, log, and helpers."""
 
     def __init__(self, tmp_path, rules, watch, test_clock, extra, database):
+        # A free port can be taken by a parallel test before sluiced binds
+        # it; sluiced then refuses to start, and we try another port.
+        for attempt in range(5):
+            try:
+                self._start(tmp_path, rules, watch, test_clock, extra, database)
+                return
+            except PortTaken:
+                self.log.close()
+        raise RuntimeError("no free port after 5 attempts")
+
+    def _start(self, tmp_path, rules, watch, test_clock, extra, database):
         self.dir = tmp_path
         self.port = free_port()
         self.rules_path = tmp_path / "rules.yaml"
@@ -86,6 +101,8 @@ log:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if "Address already in use" in self.log_text():
+                    raise PortTaken()
                 raise RuntimeError("sluiced exited early:\n" + self.log_text())
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:

@@ -72,6 +72,15 @@ def test_sigterm_exits_zero_after_flushing(sluiced):
     assert "stopped" in s.log_text()
 
 
+def test_second_sluiced_on_the_same_port_refuses_to_start(sluiced):
+    s = sluiced()
+    twin = subprocess.run([os.environ["SLUICED"], "-c", str(s.config_path)], capture_output=True,
+                          text=True, timeout=10)
+    assert twin.returncode == 1
+    assert f"127.0.0.1:{s.port}: Address already in use" in twin.stderr
+    assert s.client().ping() is True
+
+
 def test_sigint_exits_zero(sluiced):
     s = sluiced()
     assert s.stop(signal.SIGINT) == 0
