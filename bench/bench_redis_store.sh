@@ -3,7 +3,7 @@
 # against the peer the issue names: a token bucket in Lua in the same
 # redis-server, driven directly by redis-benchmark (EVALSHA), same run.
 #   redis_lua_token_bucket_peer   the peer script, EVALSHA straight to Redis
-#   redis_sluice_script_tb        store/lua/sluice.lua, one token_bucket limit,
+#   redis_sluice_script_tb        the store's script (store/lua/*.lua), one token_bucket limit,
 #                                 EVALSHA straight to Redis (the script's cost)
 #   redis_store_cl_throttle       CL.THROTTLE through sluiced with the Redis
 #                                 store (only when this sluiced has it wired)
@@ -54,16 +54,16 @@ if tokens >= 1 then tokens = tokens - 1; allowed = 1 end
 redis.call('HSET', KEYS[1], 't', now, 'v', tokens)
 redis.call('EXPIRE', KEYS[1], math.ceil(cap / rate) + 1)
 return {allowed, math.floor(tokens)}")
-ours=$(redis-cli -p "$rd_port" -x SCRIPT LOAD <"$here/../store/lua/sluice.lua")
+ours=$(cat "$here"/../store/lua/[0-9]*.lua | redis-cli -p "$rd_port" -x SCRIPT LOAD)
 # One token_bucket limit, 1 per 2 s, capacity 15 (reduced: p=2 s, r=1),
-# Redis's clock, as sluice.lua's calling convention says.
+# Redis's clock, as store/lua/00_prelude.lua's calling convention says.
 ours_args=(check redis 1000 bench 1 0 1 0 0 0 2000000 1 15 0)
 
 # The figures mean nothing if the scripts fail: both must answer properly.
 reply=$(redis-cli -p "$rd_port" EVALSHA "$peer" 1 tb:sanity 15 0.5 | tr '\n' ' ')
 [[ "$reply" == "1 14 " ]] || { echo "bench_redis_store: the peer answered: $reply" >&2; exit 1; }
 reply=$(redis-cli -p "$rd_port" EVALSHA "$ours" 1 sl:sanity "${ours_args[@]}" | sed -n '2,3p' | tr '\n' ' ')
-[[ "$reply" == "0 14 " ]] || { echo "bench_redis_store: sluice.lua answered: $reply" >&2; exit 1; }
+[[ "$reply" == "0 14 " ]] || { echo "bench_redis_store: the store's script answered: $reply" >&2; exit 1; }
 
 sl_port=
 if [[ -x "$sluiced" ]] && "$sluiced" --help 2>&1 | grep -q 'store.redis.host'; then

@@ -2,7 +2,7 @@
  * redis.h - the Redis store (issue 7): the async store interface of
  * store/store.h over one Redis, shared by every sluiced (internal).
  *
- * A check is one EVALSHA of store/lua/sluice.lua on one of a few pipelined
+ * A check is one EVALSHA of the script store/lua/NN_*.lua on one of a few pipelined
  * hiredis connections per worker (libuv adapter, on the worker's loop).
  * Every call has a timeout (a libuv timer; hiredis 0.14 has none); past it,
  * on an error, with too many requests in flight, or while the circuit

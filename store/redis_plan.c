@@ -71,7 +71,7 @@ static int bucket_fields(int64_t p_us, uint64_t requests, int64_t cap_n, int64_t
     f[2] = r / g;
     f[3] = cap_n;
     f[4] = und_n;
-    /* capacity * p exact; 1000 * (D mod r) exact (sluice.lua ns_ceil). */
+    /* capacity * p exact; 1000 * (D mod r) exact (store/lua/00_prelude.lua ns_ceil). */
     if (!fits(cap_n + 1, f[1]) || f[2] >= (INT64_C(1) << 42))
         return SL_ERANGE;
     return SL_OK;

@@ -2,7 +2,7 @@
  * redis_plan.h - one check as one Redis script call, and back (internal).
  *
  * A plan turns resolved descriptors (sl_match) into the KEYS and ARGV of
- * store/lua/sluice.lua: one state key per distinct (descriptor key, limit),
+ * the script store/lua/NN_*.lua: one state key per distinct (descriptor key, limit),
  * duplicates merged into one summed cost exactly as lib/limiter.c merges
  * them; then it turns the script's reply into an sl_result with the same
  * C2 reporting as sl_limiter_check_matched (denying limit with the longest
@@ -33,7 +33,7 @@
 
 struct redisReply;
 
-/* Fields per item after algo (see sluice.lua): cost cr shadow warm a b c d. */
+/* Fields per item after algo (see store/lua/90_main.lua): cost cr shadow warm a b c d. */
 #define SL__REDIS_NF        9
 #define SL__REDIS_MAX_ITEMS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS)
 /* The script's fixed ARGV before the items: op now slack prefix n. */
@@ -85,7 +85,7 @@ struct sl__redis_cmd {
 
 /*
  * A limit's parameters as the script's fields a b c d and warm flag, reduced
- * so the script's double arithmetic is exact (see sluice.lua). SL_ERANGE
+ * so the script's double arithmetic is exact (see store/lua/90_main.lua). SL_ERANGE
  * when a duration is not a whole microsecond or a parameter is beyond the
  * exact range (documented in docs/distributed.md); SL_EINVAL for an unknown
  * algorithm. f[] receives 5 values: warm a b c d.
@@ -125,7 +125,7 @@ int sl__redis_release_result(const struct redisReply *r);
 /* Is this error reply Redis's NOSCRIPT (the script cache was flushed)? */
 bool sl__redis_is_noscript(const struct redisReply *r);
 
-/* The script text (store/lua/sluice.lua, embedded at build time by
+/* The script text (store/lua/NN_*.lua joined, embedded at build time by
  * store/CMakeLists.txt; not NUL-terminated). Its SHA-1 comes from Redis's
  * SCRIPT LOAD reply. */
 extern const char sl__redis_lua[];

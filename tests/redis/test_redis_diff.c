@@ -2,7 +2,7 @@
  * test_redis_diff.c - the differential test of issue 7: every algorithm's
  * reference traces and random traces (whole-us times, costs below 2^31,
  * random parameters) decided through the memory store
- * (sl_limiter_check_matched) and through store/lua/sluice.lua on a real
+ * (sl_limiter_check_matched) and through the script store/lua/NN_*.lua on a real
  * redis-server that the test starts, compared field by field; then several
  * limits and descriptors at once (all-or-nothing, shadow, count_rejected,
  * duplicates merged), key expiry set with the state, and the refusals

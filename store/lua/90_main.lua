@@ -1,0 +1,162 @@
+-- 90_main.lua - the entry point: dispatch to the algorithms, load and
+-- store states (SET with PX: expiry with the state), the all-or-nothing
+-- check of every item (lib/limiter.c's rules), peeks and lease releases.
+-- It does not rank statuses (the C store does, redis_plan.c).
+
+-- ------------------------------------------------------------- dispatch
+
+local ALGOS = {
+  [0] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
+  [1] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
+  [2] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
+  [3] = { check = fw_check, commit = fw_commit, ttl = fw_ttl, refresh = true },
+  [4] = { check = sw_check, commit = sw_commit, ttl = sw_ttl, refresh = true },
+  [5] = { check = sg_check, commit = sg_commit, ttl = sg_ttl, refresh = true },
+  [6] = { check = cc_check, commit = cc_commit, ttl = cc_ttl },
+}
+local WARM = { check = warm_check, commit = warm_commit, ttl = warm_ttl, refresh = true }
+
+local function ops_of(it)
+  if it.algo == 0 and it.warm == 1 then return WARM end
+  local o = ALGOS[it.algo]
+  if o == nil then error('SLUICE_ALGO unknown algorithm ' .. tostring(it.algo)) end
+  return o
+end
+
+-- The state a never-seen key starts with (nil: "nothing recorded").
+local function fresh(it, now)
+  if it.algo == 0 and it.warm == 1 then return warm_fresh(it, now) end
+  if it.algo <= 2 then return bucket_fresh(now) end
+  if it.algo == 6 then return cc_fresh(now) end
+  return nil
+end
+
+local function load(key, it, now)
+  local raw = redis.call('GET', key)
+  if raw then return cmsgpack.unpack(raw), false end
+  return fresh(it, now), true
+end
+
+local function item_at(base)
+  local n = function(k) return tonumber(ARGV[base + k]) end
+  return {
+    algo = n(0), cost = n(1), cr = n(2) == 1, shadow = n(3) == 1, warm = n(4),
+    a = n(5), b = n(6), c = n(7), d = n(8),
+  }
+end
+
+local function now_us()
+  if ARGV[2] == 'redis' then
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return tonumber(ARGV[2])
+end
+
+-- Write a state with its expiry in one command (never a key without an
+-- expiry: envoyproxy/ratelimit#329). A state is kept `slack` ms past the
+-- time it is whole, as the memory table keeps a drained entry until it
+-- sweeps it: it still clamps a clock that steps back (C1).
+local function store(key, it, st, slack_ms)
+  if st == nil then
+    redis.call('DEL', key)
+    return
+  end
+  local ttl_us = ops_of(it).ttl(st, it) or 0
+  if ttl_us < 0 then ttl_us = 0 end
+  redis.call('SET', key, cmsgpack.pack(st), 'PX', ceil_div(ttl_us, 1000) + slack_ms)
+end
+
+local function lease_index(key, id)
+  local h = string.sub(redis.sha1hex(key), 1, 16)
+  return h, ARGV[4] .. ':v1:lease:' .. h .. ':' .. id
+end
+
+local function run_check(now, peek)
+  local n = tonumber(ARGV[5])
+  local items, states, decs, absent = {}, {}, {}, {}
+  local denied = false
+  for i = 1, n do
+    local it = item_at(5 + (i - 1) * NF + 1)
+    if peek then it.cost = 0 end
+    items[i] = it
+    states[i], absent[i] = load(KEYS[i], it, now)
+    decs[i] = ops_of(it).check(states[i], it, now, it.cost)
+    if decs[i].v == DENY and not it.shadow then denied = true end
+  end
+  -- Phase 2: every new state computed before anything is written, so a
+  -- range error leaves Redis untouched. A counted denial (count_rejected)
+  -- reports the state with it recorded, as every C commit() does.
+  local writes = {}
+  for i = 1, n do
+    local it, d = items[i], decs[i]
+    if it.cost > 0 then
+      local self_deny = d.v == DENY
+      local ops = ops_of(it)
+      if it.cr or (not denied and not self_deny) then
+        writes[i] = ops.commit(states[i], it, now, it.cost, d)
+        if self_deny and ops.refresh then
+          local after = ops.check(writes[i], it, now, it.cost)
+          d.rem, d.reset, d.retry = after.rem, after.reset, after.retry
+        end
+      elseif denied and not self_deny then
+        decs[i] = ops.check(states[i], it, now, 0)
+      end
+      -- The memory store creates the entry of every limit a request costs
+      -- something on, admitted or not; its creation time clamps later times.
+      if writes[i] == nil and absent[i] then writes[i] = states[i] end
+    end
+  end
+  local slack = tonumber(ARGV[3])
+  for i = 1, n do
+    if writes[i] ~= nil then store(KEYS[i], items[i], writes[i], slack) end
+    if decs[i].lease ~= '' then
+      local h, idx = lease_index(KEYS[i], decs[i].lease)
+      redis.call('SET', idx, KEYS[i], 'PX', ceil_div(items[i].b, 1000) + slack)
+      decs[i].lease = h .. '-' .. decs[i].lease
+    end
+  end
+  local out = { now }
+  for i = 1, n do
+    local d = decs[i]
+    out[#out + 1] = d.v
+    out[#out + 1] = d.rem
+    out[#out + 1] = d.reset
+    out[#out + 1] = d.retry
+    out[#out + 1] = d.delay
+    out[#out + 1] = d.lease
+  end
+  return out
+end
+
+local function run_release(now)
+  local released = 0
+  for j = 1, tonumber(ARGV[5]) do
+    local key = redis.call('GET', KEYS[j])
+    local raw = key and redis.call('GET', key)
+    if raw then
+      local s, found = cc_release(cmsgpack.unpack(raw), now, ARGV[5 + j])
+      if found == 1 then
+        store(key, { algo = 6 }, s, tonumber(ARGV[3]))
+        redis.call('DEL', KEYS[j])
+        released = released + 1
+      end
+    end
+  end
+  return { now, released }
+end
+
+local function main()
+  local now = now_us()
+  if ARGV[1] == 'check' then return run_check(now, false) end
+  if ARGV[1] == 'peek' then return run_check(now, true) end
+  if ARGV[1] == 'release' then return run_release(now) end
+  error('SLUICE_OP unknown op')
+end
+
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' then return res end -- a Redis error from redis.call
+local msg = tostring(res)
+local code = string.match(msg, '(SLUICE_%u+.*)$') or msg
+return redis.error_reply(code)
