@@ -11,6 +11,7 @@
 /* More specific sniffers first: HTTP/2's preface and HTTP/1.1's methods
  * before RESP, whose inline commands are any word. */
 const struct sl__proto *const sl__protos[] = {
+    &sl__proto_http1,
     &sl__proto_resp,
     NULL,
 };

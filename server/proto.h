@@ -12,6 +12,7 @@
 #include "proto-t.h"
 
 extern const struct sl__proto sl__proto_resp;
+extern const struct sl__proto sl__proto_http1;
 
 /* The protocols in sniffing order, NULL-terminated. */
 extern const struct sl__proto *const sl__protos[];

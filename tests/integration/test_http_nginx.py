@@ -129,8 +129,8 @@ def get(port, user):
     return out
 
 
-@pytest.mark.skipif(not os.path.exists(NGINX), reason="nginx is not installed")
 def test_nginx_auth_request(http_sluiced, nginx):
+    assert os.path.exists(NGINX), "nginx is not installed (scripts/deps.sh test installs it)"
     s = http_sluiced()
     port = nginx(s.port)
     for remaining in (2, 1, 0):
