@@ -233,9 +233,11 @@ static void schedule(struct sl__rconn *c, int64_t wait_ms)
     uv_timer_start(&c->timer, on_timer, (uint64_t)(wait_ms < 0 ? -wait_ms : wait_ms), 0);
 }
 
-/* Close the connection and schedule the next one; hiredis answers the
- * pending calls with NULL (hiredis 0.14 calls no disconnect callback for a
- * context that never connected, so this does not wait for one). */
+/* Close the connection now and schedule the next one. Freed, not
+ * disconnected: a disconnect waits for the pending replies, which a frozen
+ * Redis never sends; freeing answers every pending call with NULL at once
+ * (deferred by hiredis until the current callback returns, when called
+ * from one), so their slots come back. */
 static void drop(struct sl__rconn *c)
 {
     redisAsyncContext *ac = c->ac;
@@ -246,7 +248,7 @@ static void drop(struct sl__rconn *c)
     c->state = SL__RC_DOWN;
     count_ready(c->st);
     schedule(c, c->backoff_ms);
-    redisAsyncDisconnect(ac);
+    redisAsyncFree(ac);
 }
 
 static void conn_init(struct sl__rstore *st, struct sl__rconn *c, bool sub)

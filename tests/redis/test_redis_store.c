@@ -393,6 +393,15 @@ static void test_sigstop_policies_then_recovery(void **state)
     assert_true(stats().policy_local >= 100 && stats().policy_deny >= 100);
     assert_int_not_equal(stats().breaker, SL__BREAKER_CLOSED);
     assert_false(sl__store_redis_ready(store));
+    /* The breaker dropped the connections: no slot waits for the frozen
+     * Redis any more, and a new check is answered at once. */
+    assert_int_equal(stats().in_flight, 0);
+    {
+        struct answer x;
+        start_check(&o[1], &x);
+        assert_true(x.done); /* before the start function returned */
+        assert_int_equal(x.res.verdict, SL_DENY);
+    }
 
     rs_signal(&server, SIGCONT);
     assert_true(ready_within(5000));
