@@ -187,6 +187,7 @@ static void start(struct sl__rconn *c)
         return;
     }
     unref_poll(ac);
+    redisEnableKeepAlive(&ac->c); /* a silent partition is noticed, in time */
     ac->data = c;
     c->ac = ac;
     c->state = SL__RC_CONNECTING;
