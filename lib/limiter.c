@@ -25,14 +25,14 @@
 #include <string.h>
 
 #include "algo/algo.h"
+#include "lease.h"
 #include "table.h"
 #include "util/sat.h"
 
 #define MAX_ITEMS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS)
-#define LEASE_HEX 40 /* 24 hex of fingerprint + 16 hex of lease */
-
 struct sl_limiter {
     sl_table *table;
+    uint8_t lease_key[16]; /* seals lease tokens (lease.h) */
 };
 
 /* One limit of one descriptor in the request being checked. */
@@ -74,6 +74,7 @@ int sl_limiter_new(const struct sl_limiter_config *c, sl_limiter **out)
         free(lim);
         return rc;
     }
+    sl__lease_key(c->table.secret, lim->lease_key);
     *out = lim;
     return SL_OK;
 }
@@ -331,19 +332,9 @@ static void report_descriptor(const struct batch *b, size_t first, size_t count,
     }
 }
 
-static char hexdigit(unsigned v)
-{
-    return "0123456789abcdef"[v & 15];
-}
-
-static void put_hex(char *out, uint64_t v, int digits)
-{
-    for (int i = digits - 1; i >= 0; i--, v >>= 4)
-        out[i] = hexdigit((unsigned)v);
-}
-
-/* The token of every lease taken: "FP(24 hex)LEASE(16 hex)" joined by '.'. */
-static void write_leases(const struct batch *b, char *out)
+/* The token of every lease taken: one sealed lease per committed
+ * concurrency limit, joined by '.' (lease.h). */
+static void write_leases(const sl_limiter *lim, const struct batch *b, char *out)
 {
     size_t len = 0;
 
@@ -354,11 +345,8 @@ static void write_leases(const struct batch *b, char *out)
             continue;
         if (len > 0)
             out[len++] = '.';
-        put_hex(out + len, it->fp.w[0], 8);
-        put_hex(out + len + 8, it->fp.w[1], 8);
-        put_hex(out + len + 16, it->fp.w[2], 8);
-        put_hex(out + len + 24, it->d.lease, 16);
-        len += LEASE_HEX;
+        sl__lease_seal(lim->lease_key, &it->fp, it->d.lease, out + len);
+        len += SL__LEASE_HEX;
     }
     out[len] = '\0';
 }
@@ -371,8 +359,8 @@ static void result_init(struct sl_result *res, size_t n)
     res->lease[0] = '\0';
 }
 
-static void report(const struct batch *b, const uint16_t *first, const uint16_t *count, size_t n,
-                   struct sl_result *res)
+static void report(const sl_limiter *lim, const struct batch *b, const uint16_t *first,
+                   const uint16_t *count, size_t n, struct sl_result *res)
 {
     for (size_t i = 0; i < n; i++) {
         struct sl_status *st = &res->statuses[i];
@@ -386,7 +374,7 @@ static void report(const struct batch *b, const uint16_t *first, const uint16_t 
     if (res->verdict == SL_DENY)
         res->delay_ns = 0;
     else
-        write_leases(b, res->lease);
+        write_leases(lim, b, res->lease);
 }
 
 /* Is any enforced (non-shadow) limit denying? */
@@ -442,7 +430,7 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
         res->verdict = SL_DENY;
         return rc;
     }
-    report(b, first, count, n, res);
+    report(lim, b, first, count, n, res);
     return SL_OK;
 }
 
@@ -481,59 +469,18 @@ int sl_limiter_reset(sl_limiter *lim, const struct sl_match *m, size_t n)
 
 /* ------------------------------------------------------------- leases */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static int parse_hex(const char *p, int digits, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    for (int i = 0; i < digits; i++) {
-        int h = hexval(p[i]);
-        if (h < 0)
-            return SL_EINVAL;
-        v = v << 4 | (uint64_t)h;
-    }
-    *out = v;
-    return SL_OK;
-}
-
-/* Contract: see sluice.h. The token alone names each slot (fingerprint and
- * lease id); the limit comes from the copy stored with the state. */
+/* Contract: see sluice.h. The token alone names each slot (64 bits of the
+ * entry's fingerprint and the lease id, sealed); the limit comes from the
+ * copy stored with the state. */
 int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns)
 {
     struct sl__fp fps[SL_MAX_LEASES];
     uint64_t ids[SL_MAX_LEASES];
-    size_t n = 0;
+    size_t n;
     int released = 0;
 
-    if (lim == NULL || lease == NULL || len == 0 || len >= SL_LEASE_MAX)
+    if (lim == NULL || sl__lease_parse(lim->lease_key, lease, len, fps, ids, &n) != SL_OK)
         return SL_EINVAL;
-    for (size_t off = 0;; off += LEASE_HEX + 1) {
-        uint64_t w[3];
-        if (n == SL_MAX_LEASES || len - off < LEASE_HEX)
-            return SL_EINVAL;
-        for (int k = 0; k < 3; k++)
-            if (parse_hex(lease + off + 8 * k, 8, &w[k]) != SL_OK)
-                return SL_EINVAL;
-        if (parse_hex(lease + off + 24, 16, &ids[n]) != SL_OK)
-            return SL_EINVAL;
-        for (int k = 0; k < 3; k++)
-            fps[n].w[k] = (uint32_t)w[k];
-        n++;
-        if (off + LEASE_HEX == len)
-            break;
-        if (lease[off + LEASE_HEX] != '.')
-            return SL_EINVAL;
-    }
     for (size_t i = 0; i < n; i++)
         released += sl__table_release_fp(lim->table, &fps[i], now_ns, ids[i]) == SL_OK;
     return released > 0 ? SL_OK : SL_ENOENT;

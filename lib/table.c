@@ -404,6 +404,22 @@ int sl__table_find(sl_table *t, const struct sl__fp *fp, struct sl__ref *ref)
     return SL_OK;
 }
 
+/* The out-of-line entry whose fingerprint starts with fp[0], fp[1] (a lease
+ * token carries only those 64 bits), or -1. */
+static int64_t lookup64(const sl_table *t, struct sl__shard *s, const uint32_t fp[3])
+{
+    uint32_t mask = s->cap - 1, i = fp[0] & mask;
+
+    for (uint64_t slot; (slot = s->index[i]) != 0; i = (i + 1) & mask) {
+        if ((uint32_t)(slot >> S_HASH_SHIFT) != fp[0] || !(slot & S_OOL))
+            continue;
+        const struct sl__entry *e = entry_at(t, s, (uint32_t)(slot & S_IDX) - 1);
+        if (e->fp[1] == fp[1])
+            return i;
+    }
+    return -1;
+}
+
 int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease)
 {
     unsigned si = sl__table_shard(t, fp);
@@ -411,8 +427,8 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
     int rc = SL_ENOENT;
 
     shard_lock(s);
-    int64_t pos = lookup(t, s, fp->w, NULL);
-    if (pos >= 0 && (s->index[pos] & S_OOL)) {
+    int64_t pos = lookup64(t, s, fp->w);
+    if (pos >= 0) {
         struct sl__entry *e = entry_at(t, s, (uint32_t)(s->index[pos] & S_IDX) - 1);
         struct sl__ool *o = (struct sl__ool *)(uintptr_t)e->st[0];
         const struct sl__algo_ops *ops = sl__algo_ops(o->lim.algo);

@@ -64,8 +64,10 @@ void sl__table_put(sl_table *t, const struct sl__ref *ref, const struct sl_limit
  * absent), and remove the entry a ref names. */
 int sl__table_find(sl_table *t, const struct sl__fp *fp, struct sl__ref *ref);
 void sl__table_remove(sl_table *t, const struct sl__ref *ref);
-/* Lock, release `lease` on the concurrency entry `fp` using the limit copy
- * stored with it, unlock. SL_ENOENT when the entry or the lease is gone. */
+/* Lock, release `lease` on the concurrency entry whose fingerprint begins
+ * with fp->w[0], fp->w[1] (w[2] is ignored: lease tokens carry 64 bits),
+ * using the limit copy stored with it, unlock. SL_ENOENT when the entry or
+ * the lease is gone. */
 int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease);
 /* Index slots examined by lookups so far (for the hash-flooding test). */
 uint64_t sl__table_probes(const sl_table *t);
