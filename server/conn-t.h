@@ -49,7 +49,13 @@ enum sl__conn_flag {
     SL__CONN_HANDLE_GONE = 1u << 2, /* uv_close() finished */
     SL__CONN_PEER_GONE = 1u << 3,   /* EOF or error: nothing more to send */
     SL__CONN_IN_READ = 1u << 4,     /* inside the protocol's on_read */
+    SL__CONN_EOF = 1u << 5,         /* the peer half-closed: it sends nothing more */
+    SL__CONN_LINGER = 1u << 6,      /* shut down for writing, draining input */
 };
+
+/* A closing connection with its read side open drains input this long
+ * after shutdown(SHUT_WR) before it closes (see conn.c: lingering close). */
+#define SL__CONN_LINGER_MS 2000
 
 struct sl__conn {
     uv_tcp_t tcp; /* tcp.data points back here */
@@ -66,6 +72,8 @@ struct sl__conn {
     size_t held_done;       /* bytes of `held` already moved to `out` */
 
     uv_write_t wreq;
+    uv_shutdown_t sreq;      /* the lingering close's shutdown(SHUT_WR) */
+    int64_t linger_until_ms; /* loop time a lingering close gives up draining */
     bool writing;
     unsigned flags;           /* enum sl__conn_flag */
     int64_t last_read_ms;     /* loop time of the last read */

@@ -3,6 +3,14 @@
  * the protocol, handing whole frames to it, and writing replies in request
  * order, including replies that arrive later through reserved slots.
  *
+ * Closing a connection that still sends (a refused request with its body
+ * unread, say) lingers, as nginx's lingering_close does: close() with unread
+ * input makes the kernel send RST, which can destroy the answer just written
+ * (the 400 or 431 the client should read). So the connection is shut down
+ * for writing once its output is flushed, its input is read and discarded
+ * until EOF or SL__CONN_LINGER_MS (checked by the worker's sweep), and only
+ * then closed.
+ *
  * It does not parse any protocol and does not decide anything; see
  * proto-t.h for the contract with protocols and conn-t.h for the buffers.
  */
@@ -13,6 +21,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "metrics.h"
 #include "proto.h"
 #include "server-t.h"
 #include "worker-t.h"
@@ -82,6 +91,8 @@ static void maybe_free(struct sl__conn *c)
         c->next->prev = c->prev;
     w->n_conns--;
     atomic_fetch_sub(&w->srv->n_conns, 1);
+    if (w->srv->metrics != NULL)
+        sl__metrics_connection(w->srv->metrics, w->id, -1);
     sl__buf_free(&c->in);
     sl__buf_free(&c->out);
     sl__buf_free(&c->inflight);
@@ -95,6 +106,31 @@ static void close_handle(struct sl__conn *c)
 {
     if (!uv_is_closing((uv_handle_t *)&c->tcp))
         uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    struct sl__conn *c = req->data;
+
+    if (status < 0 || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        close_handle(c);
+}
+
+/* Output flushed: close, or first linger if the peer may still be sending
+ * (closing with unread input would reset the connection). */
+static void finish_close(struct sl__conn *c)
+{
+    if ((c->flags & (SL__CONN_PEER_GONE | SL__CONN_EOF | SL__CONN_LINGER)) || c->w->stopping ||
+        uv_is_closing((uv_handle_t *)&c->tcp)) {
+        if (!(c->flags & SL__CONN_LINGER))
+            close_handle(c);
+        return;
+    }
+    c->flags |= SL__CONN_LINGER;
+    c->linger_until_ms = now_ms(c) + SL__CONN_LINGER_MS;
+    c->sreq.data = c;
+    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+        close_handle(c);
 }
 
 void sl__conn_abort(struct sl__conn *c)
@@ -170,7 +206,7 @@ static void flush(struct sl__conn *c)
         }
     }
     if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0)
-        close_handle(c);
+        finish_close(c);
 }
 
 void sl__conn_write(struct sl__conn *c, const void *buf, size_t len)
@@ -204,7 +240,7 @@ int64_t sl__conn_slot_reserve(struct sl__conn *c)
 static void release_held(struct sl__conn *c, size_t off)
 {
     assert(off >= c->held_done && off <= c->held.len);
-    if (!(c->flags & SL__CONN_PEER_GONE))
+    if (off > c->held_done && !(c->flags & SL__CONN_PEER_GONE)) /* held.p may be NULL */
         sl__buf_append(&c->out, c->held.p + c->held_done, off - c->held_done);
     c->held_done = off;
 }
@@ -329,7 +365,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct sl__conn *c = s->data;
 
+    if (c->flags & SL__CONN_LINGER) { /* draining: drop input, close at EOF */
+        if (nread < 0)
+            close_handle(c);
+        return;
+    }
     if (nread == UV_EOF) {
+        c->flags |= SL__CONN_EOF;
         sl__conn_close(c); /* half-closed: the replies still go out */
         return;
     }
@@ -361,6 +403,8 @@ void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_str
         w->conns->prev = c;
     w->conns = c;
     w->n_conns++;
+    if (w->srv->metrics != NULL)
+        sl__metrics_connection(w->srv->metrics, w->id, +1);
     unsigned n = atomic_fetch_add(&w->srv->n_conns, 1) + 1;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
         sl__conn_abort(c);
@@ -382,6 +426,8 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
 {
     const struct sl__config *cfg = &c->w->srv->cfg;
 
+    if ((c->flags & SL__CONN_LINGER) && now >= c->linger_until_ms)
+        close_handle(c);
     if (c->flags & SL__CONN_CLOSING)
         return;
     if (cfg->read_timeout_ms > 0 && c->partial_since_ms >= 0 &&
