@@ -154,10 +154,35 @@ void sl__metrics_decision(struct sl__metrics *m, unsigned w, struct sl_str domai
     bump(&find_series(m, &m->w[w], domain, limit)->n[outcome], 1);
 }
 
+void sl__metrics_result(struct sl__metrics *m, unsigned w, struct sl_str domain,
+                        const struct sl_result *res, const struct sl_str *labels)
+{
+    for (size_t i = 0; i < res->n_statuses; i++) {
+        const struct sl_status *s = &res->statuses[i];
+        struct sl_str limit;
+        if (s->limit == NULL)
+            continue;
+        if (labels != NULL && labels[i].len > 0)
+            limit = labels[i];
+        else
+            limit = (struct sl_str){s->limit->name ? s->limit->name : "",
+                                    s->limit->name ? strlen(s->limit->name) : 0};
+        sl__metrics_decision(m, w, domain, limit, (enum sl__metric_outcome)s->d.verdict);
+        if (s->shadow_denied)
+            sl__metrics_decision(m, w, domain, limit, SL__OUTCOME_SHADOW_DENY);
+    }
+}
+
 void sl__metrics_unknown_domain(struct sl__metrics *m, unsigned w)
 {
     if (w < m->workers)
         bump(&m->w[w].unknown_domains, 1);
+}
+
+void sl__metrics_killswitch_off(struct sl__metrics *m, unsigned w)
+{
+    if (w < m->workers)
+        bump(&m->w[w].killswitch_off, 1);
 }
 
 void sl__metrics_latency(struct sl__metrics *m, unsigned w, int64_t ns)

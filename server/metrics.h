@@ -64,8 +64,17 @@ void sl__metrics_free(struct sl__metrics *m);
 /* Count one decision for (domain, limit) on worker w (hot path). */
 void sl__metrics_decision(struct sl__metrics *m, unsigned w, struct sl_str domain,
                           struct sl_str limit, enum sl__metric_outcome outcome);
+/* Count every status of `res` that has a limit under (domain, its limit's
+ * name), plus a shadow denial where one would have denied; `labels[i]`,
+ * when labels is non-NULL and labels[i].len > 0, replaces status i's limit
+ * label (Envoy detailed_metric). Hot path; every protocol calls it. */
+void sl__metrics_result(struct sl__metrics *m, unsigned w, struct sl_str domain,
+                        const struct sl_result *res, const struct sl_str *labels);
 /* A request named a domain no rule knows (hot path). */
 void sl__metrics_unknown_domain(struct sl__metrics *m, unsigned w);
+/* A check was answered allowed without deciding: its domain's kill switch
+ * is "off" (hot path). */
+void sl__metrics_killswitch_off(struct sl__metrics *m, unsigned w);
 /* One check took `ns` nanoseconds (hot path). */
 void sl__metrics_latency(struct sl__metrics *m, unsigned w, int64_t ns);
 /* A connection opened (+1) or closed (-1) on worker w. */

@@ -31,6 +31,7 @@ struct sl__wmetrics {
     size_t mask;
     struct sl__series overflow; /* everything past the cap */
     _Atomic uint64_t unknown_domains;
+    _Atomic uint64_t killswitch_off; /* checks answered allowed by an "off" switch */
     _Atomic int64_t connections;
     _Atomic uint64_t connections_total;
     _Atomic uint64_t lat_buckets[SL__LAT_BUCKETS + 1]; /* last: +Inf */

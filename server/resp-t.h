@@ -29,6 +29,10 @@ struct sl__resp_op {
     int64_t slot;
     enum sl__resp_op_kind kind;
     struct sl_limit limit; /* CL.THROTTLE's ad hoc limit, kept for the store */
+    bool counted;          /* a check: its decision goes into the metrics */
+    bool shadow;           /* kill switch "shadow": answer a denial as allowed */
+    uint8_t domain_len;
+    char domain[96]; /* metric label (truncated copy of the domain) */
 };
 
 struct sl__resp_state {

@@ -16,8 +16,11 @@
 #include "../store/store.h"
 #include "clock.h"
 #include "conn.h"
+#include "killswitch.h"
+#include "metrics.h"
 #include "resp.h"
 #include "resp_write.h"
+#include "server-t.h"
 #include "worker.h"
 #include "xalloc.h"
 
@@ -115,12 +118,19 @@ static void w_store_error(struct sl__buf *b, int err)
 
 /* ---------------------------------------------------------- operations */
 
+static _Thread_local struct sl_result edited; /* a shadow-switched result */
+
 static void on_done(void *arg, int err, const struct sl_result *res)
 {
     struct sl__resp_op *op = arg;
     struct sl__buf *b = &op->c->w->areply;
+    struct sl__metrics *m = op->c->w->srv->metrics;
 
     b->len = 0;
+    if (err == SL_OK && op->shadow)
+        res = sl__ks_unenforce(res, &edited);
+    if (err == SL_OK && op->counted && m != NULL)
+        sl__metrics_result(m, op->c->w->id, (struct sl_str){op->domain, op->domain_len}, res, NULL);
     if (op->kind == SL__RESP_OP_RELEASE) {
         if (err == SL_OK || err == SL_ENOENT)
             sl__resp_w_int(b, err == SL_OK);
@@ -154,6 +164,7 @@ static struct sl__resp_op *op_new(struct sl__conn *c, struct sl__resp_state *st,
     op->c = c;
     op->slot = slot;
     op->kind = kind;
+    op->counted = op->shadow = false;
     return op;
 }
 
@@ -337,6 +348,22 @@ static int run_rules(struct sl__conn *c, struct sl__resp_state *st, const struct
     op = op_new(c, st, kind, out);
     if (op == NULL)
         return 0;
+    if (start == c->w->store->ops->check) {
+        enum sl__ks_mode mode = sl__ks_mode(&c->w->srv->ks, req.domain);
+        op->counted = true;
+        op->shadow = mode == SL__KS_SHADOW;
+        op->domain_len =
+            (uint8_t)(req.domain.len < sizeof(op->domain) ? req.domain.len : sizeof(op->domain));
+        memcpy(op->domain, req.domain.p, op->domain_len);
+        if (mode == SL__KS_OFF) {
+            memset(&edited, 0, sizeof(edited));
+            edited.n_statuses = req.n_descriptors;
+            if (c->w->srv->metrics != NULL)
+                sl__metrics_killswitch_off(c->w->srv->metrics, c->w->id);
+            on_done(op, SL_OK, &edited);
+            return 0;
+        }
+    }
     struct sl__store_req q = {&req, sl__worker_rules(c->w), NULL, 0};
     op_start(op, start, &q);
     return 0;

@@ -10,9 +10,11 @@
 #include <uv.h>
 
 #include "config-t.h"
+#include "killswitch-t.h"
 #include "sluice.h"
 
 struct sl__worker;
+struct sl__metrics;
 
 struct sl__server {
     struct sl__config cfg;
@@ -28,7 +30,10 @@ struct sl__server {
     uv_fs_event_t watch[SL__MAX_RULE_FILES * 2];
     size_t n_watch;
     uv_timer_t debounce;
-    unsigned reloads; /* successful reloads, for logs */
+    _Atomic uint64_t reloads;         /* successful reloads (metrics) */
+    _Atomic uint64_t reload_failures; /* rejected reloads (metrics) */
+    struct sl__metrics *metrics;      /* the registry, one block per worker */
+    struct sl__ks ks;                 /* kill switches (admin API) */
     int exit_code;
 };
 

@@ -14,8 +14,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "killswitch.h"
 #include "listen.h"
 #include "log.h"
+#include "metrics.h"
 #include "rules_load.h"
 #include "server.h"
 #include "worker.h"
@@ -51,6 +53,35 @@ static int make_limiter(struct sl__server *srv)
         r = sl_limiter_new(&lc, &srv->lim);
     if (r != SL_OK)
         sl__err("state table: %s", sl_strerror(r));
+    return r;
+}
+
+/* The metrics registry (one block per worker) and the kill switches, each
+ * keyed by its own random secret. */
+static int make_registries(struct sl__server *srv)
+{
+    struct sl__metrics_config mc = {.workers = srv->n_workers,
+                                    .series_cap = srv->cfg.metrics_max_series};
+    uint8_t ks_secret[16];
+    int r = draw_secret(mc.secret, sizeof(mc.secret));
+
+    if (r == SL_OK)
+        r = draw_secret(ks_secret, sizeof(ks_secret));
+    if (r == SL_OK)
+        r = sl__metrics_new(&mc, &srv->metrics);
+    if (r != SL_OK) {
+        sl__err("metrics: %s (metrics.max_series must be 1..16777216)", sl_strerror(r));
+        return r;
+    }
+    sl__ks_init(&srv->ks, ks_secret);
+    return SL_OK;
+}
+
+int sl__server_reload(struct sl__server *srv, const char *why)
+{
+    int r = sl__rules_reload(&srv->cfg, srv->rules, why);
+
+    atomic_fetch_add(r == SL_OK ? &srv->reloads : &srv->reload_failures, 1);
     return r;
 }
 
@@ -102,7 +133,7 @@ static void on_hup(uv_signal_t *s, int signum)
 {
     struct sl__server *srv = s->data;
 
-    sl__rules_reload(&srv->cfg, srv->rules, "SIGHUP");
+    sl__server_reload(srv, "SIGHUP");
 }
 
 static void start_signals(struct sl__server *srv)
@@ -143,6 +174,8 @@ static int start(struct sl__server *srv)
     srv->rules = sl_rules_slot_new(rules);
     srv->n_workers = worker_count(&srv->cfg);
     srv->workers = sl__xzalloc(srv->n_workers * sizeof(*srv->workers));
+    if (make_registries(srv) != SL_OK)
+        return 1;
     if (make_sockets(srv) != SL_OK)
         return 1;
     for (unsigned i = 0; i < srv->n_workers; i++) {
@@ -180,6 +213,8 @@ int sl__server_run(struct sl__config *cfg)
     uv_loop_close(&loop);
     sl_rules_slot_free(srv->rules);
     sl_limiter_free(srv->lim);
+    sl__metrics_free(srv->metrics);
+    sl__ks_destroy(&srv->ks);
     free(srv->workers);
     sl__config_free(&srv->cfg);
     free(srv);

@@ -20,6 +20,10 @@ int sl__server_run(struct sl__config *cfg);
  * addresses parse. 0 when it would start. */
 int sl__server_test_config(const struct sl__config *cfg);
 
+/* Reload the rules (sl__rules_reload) and count the outcome for the
+ * metrics. Any thread; 0 or the reload's error. */
+int sl__server_reload(struct sl__server *srv, const char *why);
+
 /* Start and stop watching the rules files (watch.c), main thread only. */
 void sl__watch_start(struct sl__server *srv);
 void sl__watch_stop(struct sl__server *srv);

@@ -20,7 +20,7 @@ static void on_debounce(uv_timer_t *t)
 {
     struct sl__server *srv = t->data;
 
-    sl__rules_reload(&srv->cfg, srv->rules, "file change");
+    sl__server_reload(srv, "file change");
 }
 
 /* Is `name` (a basename from inotify) one of the rules files? Directory
