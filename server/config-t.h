@@ -28,6 +28,11 @@ struct sl__listener {
     char address[64]; /* numeric IPv4 or IPv6 address */
     uint16_t port;    /* 0: the kernel picks one (printed at start) */
     unsigned protos;  /* enum sl__proto_bit set */
+    bool admin;       /* `admin: true`: the listener for the admin endpoints */
+    /* Computed by sl__config_finish(): this listener serves the admin
+     * endpoints (it is the admin listener, or none is configured and this
+     * one is on a loopback address). */
+    bool admin_paths;
     /* copied from the server limits so a connection needs only its listener */
     size_t max_frame_bytes;
 };
@@ -57,6 +62,12 @@ struct sl__config {
     int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
 
     enum sl__log_level log_level;
+
+    char *admin_token;           /* bearer token the admin endpoints require; NULL: none */
+    char *admin_token_file;      /* file the token was read from (resolved), NULL: none */
+    unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */
+    int64_t http_max_delay_ms;   /* /v1/auth holds a delayed reply up to this */
+    unsigned metrics_max_series; /* distinct request-derived label sets per worker */
 
     /* From the command line, not the file. */
     bool test_clock;

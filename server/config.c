@@ -16,11 +16,12 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "http_headers.h"
 #include "log.h"
 #include "proto.h"
 #include "xalloc.h"
 
-enum ktype { K_UINT, K_SIZE, K_DUR_MS, K_BOOL, K_PATH, K_LEVEL, K_ONFULL, K_STORE };
+enum ktype { K_UINT, K_SIZE, K_DUR_MS, K_BOOL, K_PATH, K_LEVEL, K_ONFULL, K_STORE, K_STR };
 
 struct key {
     const char *path;
@@ -54,6 +55,14 @@ static const struct key keys[] = {
     {"server.shutdown_grace", K_DUR_MS, F(shutdown_grace_ms), "5s",
      "on SIGTERM, how long in-flight replies may take"},
     {"log.level", K_LEVEL, F(log_level), "info", "error | warn | info | debug"},
+    {"admin.token", K_STR, F(admin_token), "(none)",
+     "bearer token the admin endpoints require (Authorization: Bearer ...)"},
+    {"admin.token_file", K_PATH, F(admin_token_file), "(none)",
+     "read admin.token from this file (first line)"},
+    {"http.max_delay", K_DUR_MS, F(http_max_delay_ms), "1s",
+     "GET /v1/auth holds a delayed answer up to this; longer delays are denials"},
+    {"metrics.max_series", K_UINT, F(metrics_max_series), "1000",
+     "distinct (domain, limit) label sets per worker; more count as __overflow__"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -71,12 +80,17 @@ void sl__config_init(struct sl__config *c)
     c->read_timeout_ms = 10000;
     c->shutdown_grace_ms = 5000;
     c->log_level = SL__LOG_INFO;
+    c->http_headers = SL__HDR_ALL;
+    c->http_max_delay_ms = 1000;
+    c->metrics_max_series = 1000;
 }
 
 void sl__config_free(struct sl__config *c)
 {
     free(c->path);
     free(c->rules_db);
+    free(c->admin_token);
+    free(c->admin_token_file);
     for (size_t i = 0; i < c->n_rules_files; i++)
         free(c->rules_files[i]);
     memset(c, 0, sizeof(*c));
@@ -202,6 +216,10 @@ static int set_key(struct ctx *x, const struct key *k, const yaml_node_t *v)
         free(*(char **)(void *)field);
         *(char **)(void *)field = resolve(x->c, s);
         return 0;
+    case K_STR:
+        free(*(char **)(void *)field);
+        *(char **)(void *)field = sl__xstrndup(s, strlen(s));
+        return 0;
     case K_LEVEL: {
         int l = sl__log_parse_level(s, strlen(s));
         if (l < 0)
@@ -278,8 +296,12 @@ static int load_listener(struct ctx *x, yaml_node_t *m)
         } else if (ks && strcmp(ks, "protocols") == 0) {
             if (load_protocols(x, l, v) != 0)
                 return SL_EINVAL;
+        } else if (ks && strcmp(ks, "admin") == 0) {
+            if (vs == NULL || (strcmp(vs, "true") != 0 && strcmp(vs, "false") != 0))
+                return fail(x, v, "admin must be true or false");
+            l->admin = vs[0] == 't';
         } else {
-            return fail(x, k, "unknown listener key '%s' (address, port, protocols)",
+            return fail(x, k, "unknown listener key '%s' (address, port, protocols, admin)",
                         ks ? ks : "?");
         }
     }
@@ -309,6 +331,29 @@ static int load_rules_file(struct ctx *x, yaml_node_t *n)
     return 0;
 }
 
+/* http.headers: a list of family names (ietf, x-ratelimit, retry-after,
+ * all, none); [] sends none. */
+static int load_headers(struct ctx *x, yaml_node_t *v)
+{
+    unsigned mask = 0, bits;
+
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(x, v, "http.headers must be a list, e.g. [ietf, x-ratelimit, retry-after]");
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++) {
+        yaml_node_t *n = yaml_document_get_node(x->doc, *it);
+        const char *s = scalar(n);
+        if (s == NULL || sl__hdr_family_parse(s, strlen(s), &bits) != SL_OK)
+            return fail(x, n,
+                        "http.headers: unknown family '%s' (ietf, x-ratelimit, retry-after, "
+                        "all, none)",
+                        s ? s : "?");
+        mask |= bits;
+    }
+    x->c->http_headers = mask;
+    return 0;
+}
+
 static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
 {
     if (m->type != YAML_MAPPING_NODE)
@@ -327,9 +372,12 @@ static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
             r = load_seq(x, v, "listeners", load_listener);
         else if (strcmp(path, "rules.files") == 0)
             r = load_seq(x, v, "rules.files", load_rules_file);
+        else if (strcmp(path, "http.headers") == 0)
+            r = load_headers(x, v);
         else if (v->type == YAML_MAPPING_NODE &&
                  (!strcmp(path, "rules") || !strcmp(path, "store") || !strcmp(path, "server") ||
-                  !strcmp(path, "log")))
+                  !strcmp(path, "log") || !strcmp(path, "admin") || !strcmp(path, "http") ||
+                  !strcmp(path, "metrics")))
             r = load_map(x, v, path);
         else {
             const struct key *key = NULL;
@@ -346,8 +394,15 @@ static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
     return 0;
 }
 
+static bool is_loopback(const char *a)
+{
+    return strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0;
+}
+
 void sl__config_finish(struct sl__config *c)
 {
+    bool any_admin = false;
+
     if (c->n_listeners == 0) {
         c->n_listeners = 1;
         memcpy(c->listeners[0].address, "127.0.0.1", 10);
@@ -355,7 +410,35 @@ void sl__config_finish(struct sl__config *c)
         c->listeners[0].protos = all_protos();
     }
     for (size_t i = 0; i < c->n_listeners; i++)
-        c->listeners[i].max_frame_bytes = c->max_frame_bytes;
+        any_admin = any_admin || c->listeners[i].admin;
+    for (size_t i = 0; i < c->n_listeners; i++) {
+        struct sl__listener *l = &c->listeners[i];
+        l->max_frame_bytes = c->max_frame_bytes;
+        l->admin_paths = any_admin ? l->admin : is_loopback(l->address);
+    }
+}
+
+/* admin.token_file: its first line is the token. */
+static int read_token_file(struct sl__config *c, char *err, size_t errlen)
+{
+    char line[512];
+    FILE *f = fopen(c->admin_token_file, "rb");
+    size_t n;
+
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: admin.token_file: cannot open: %s", c->admin_token_file,
+                 strerror(errno));
+        return SL_EINVAL;
+    }
+    n = fgets(line, sizeof(line), f) != NULL ? strcspn(line, "\r\n") : 0;
+    fclose(f);
+    if (n == 0) {
+        snprintf(err, errlen, "%s: admin.token_file: the first line is empty", c->admin_token_file);
+        return SL_EINVAL;
+    }
+    free(c->admin_token);
+    c->admin_token = sl__xstrndup(line, n);
+    return SL_OK;
 }
 
 int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen)
@@ -390,6 +473,12 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     yaml_parser_delete(&parser);
     fclose(f);
     sl__config_finish(c);
+    if (r == SL_OK && c->admin_token_file != NULL)
+        r = read_token_file(c, err, errlen);
+    if (r == SL_OK && c->admin_token != NULL && c->admin_token[0] == '\0') {
+        snprintf(err, errlen, "%s: admin.token must not be empty", path);
+        r = SL_EINVAL;
+    }
     return r;
 }
 
@@ -401,8 +490,14 @@ void sl__config_help(FILE *f)
     fprintf(f, "  %-24s %-8s %s\n", "", "",
             "default: [{address: 127.0.0.1, port: 6390}], "
             "every protocol");
+    fprintf(f, "  %-24s %-8s %s\n", "", "",
+            "a listener with admin: true serves the admin endpoints (rules, keys, config,");
+    fprintf(f, "  %-24s %-8s %s\n", "", "",
+            "debug, killswitch), others answer them 404; with none, loopback listeners do");
     fprintf(f, "  %-24s %-8s %s\n", "rules.files", "[]",
             "rules YAML files (relative to the config)");
+    fprintf(f, "  %-24s %-8s %s\n", "http.headers", "[all]",
+            "rate-limit header families: ietf, x-ratelimit, retry-after, all, none");
     for (size_t i = 0; i < NKEYS; i++)
         fprintf(f, "  %-24s %-8s %s\n", keys[i].path, keys[i].def, keys[i].help);
 }

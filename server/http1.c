@@ -42,6 +42,7 @@ static const char *reason(int status)
         {403, "Forbidden"},
         {404, "Not Found"},
         {405, "Method Not Allowed"},
+        {409, "Conflict"},
         {413, "Content Too Large"},
         {429, "Too Many Requests"},
         {431, "Request Header Fields Too Large"},
@@ -55,8 +56,8 @@ static const char *reason(int status)
     return "Unknown";
 }
 
-void sl__h1_respond(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
-                    const char *headers, size_t headers_len, const char *body, size_t body_len)
+const struct sl__buf *sl__h1_build(bool keep_alive, int status, const char *headers,
+                                   size_t headers_len, const char *body, size_t body_len)
 {
     char line[160];
     int n = snprintf(
@@ -72,6 +73,13 @@ void sl__h1_respond(struct sl__conn *c, int64_t slot, bool keep_alive, int statu
     sl__buf_append(&out_buf, "\r\n", 2);
     if (body_len > 0)
         sl__buf_append(&out_buf, body, body_len);
+    return &out_buf;
+}
+
+void sl__h1_respond(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
+                    const char *headers, size_t headers_len, const char *body, size_t body_len)
+{
+    sl__h1_build(keep_alive, status, headers, headers_len, body, body_len);
     if (slot >= 0)
         sl__conn_slot_fill(c, slot, out_buf.p, out_buf.len);
     else

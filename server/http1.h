@@ -18,6 +18,7 @@
 #include "sluice.h"
 
 struct sl__conn;
+struct sl__buf;
 
 /* Longest request head (request line and headers); beyond it: 431. */
 #define SL__H1_MAX_HEAD 16384
@@ -45,6 +46,11 @@ struct sl__h1_state {
  * is >= 0 (an answer that came back from the store). */
 void sl__h1_respond(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
                     const char *headers, size_t headers_len, const char *body, size_t body_len);
+
+/* The bytes sl__h1_respond() would send, in a per-thread buffer valid until
+ * the next call on this thread (for answers held back, e.g. a delay). */
+const struct sl__buf *sl__h1_build(bool keep_alive, int status, const char *headers,
+                                   size_t headers_len, const char *body, size_t body_len);
 
 /* The endpoint table's entry point (http_api.c): route `r` and answer it,
  * now or through a reply slot. */

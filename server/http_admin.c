@@ -20,7 +20,7 @@
 #include "http_admin.h"
 #include "proto.h"
 #include "rules_load.h"
-#include "server-t.h"
+#include "server.h"
 #include "rulesdb.h"
 #include "worker-t.h"
 
@@ -163,7 +163,7 @@ static void apply(struct sl__conn *c, const struct sl__h1_req *r, cJSON *ok)
 {
     struct sl__server *srv = c->w->srv;
 
-    if (sl__rules_reload(&srv->cfg, srv->rules, "admin API") != SL_OK) {
+    if (sl__server_reload(srv, "admin API") != SL_OK) {
         cJSON_Delete(ok);
         send_error(c, r, 500,
                    "stored, but the reload failed (see the log); the previous "

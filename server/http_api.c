@@ -12,16 +12,17 @@
  * a per-connection ring, answers are built in per-thread buffers. It does
  * not frame HTTP (http1.c) and does not decide anything itself.
  *
- * The operator endpoints /v1/rules and /v1/config are in http_admin.c. Not
- * here yet: the admin listener and its bearer token, kill switches, holding
- * /v1/auth replies for a delay.
+ * Admin endpoints (keys, rules, config, debug clock, kill switches) pass
+ * the gate first (http_gate.c: admin listener, bearer token); /v1/rules and
+ * /v1/config are in http_admin.c, /v1/killswitch in http_ks.c. Kill switches
+ * are applied here, before the store: "off" answers allowed undecided,
+ * "shadow" answers a denial as allowed. A /v1/auth delay is held with a
+ * timer (http_hold.c) up to http.max_delay; a longer one is a denial.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -32,9 +33,12 @@
 #include "conn.h"
 #include "http1.h"
 #include "http_admin.h"
+#include "http_gate.h"
+#include "http_hold.h"
 #include "http_headers.h"
 #include "http_json.h"
 #include "http_query.h"
+#include "killswitch.h"
 #include "metrics.h"
 #include "server-t.h"
 #include "worker-t.h"
@@ -52,6 +56,7 @@ struct op {
     int64_t slot;
     enum op_kind kind;
     bool keep_alive;
+    bool shadow;      /* kill switch: answer a denial as allowed */
     int64_t now_ns;   /* the decision's time, for X-RateLimit-Reset */
     int64_t start_ns; /* monotonic, for the latency histogram */
     uint16_t domain_len;
@@ -64,29 +69,13 @@ static _Thread_local char answer[ANSWER_MAX];
 static _Thread_local char headers[HEADERS_MAX];
 static _Thread_local char qscratch[SL__H1_MAX_HEAD];
 static _Thread_local struct sl_entry qentries[SL_MAX_ENTRIES];
+static _Thread_local struct sl_result edited; /* a result changed before answering */
 
 /* ------------------------------------------------------------ metrics */
 
-static struct sl__metrics *metrics;
-static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
-static _Thread_local unsigned metrics_workers; /* read by this thread's init */
-
-static void metrics_init(void)
-{
-    struct sl__metrics_config mc = {.workers = metrics_workers, .series_cap = 1000};
-
-    if (getrandom(mc.secret, sizeof(mc.secret), 0) != (ssize_t)sizeof(mc.secret))
-        memset(mc.secret, 0x5a, sizeof(mc.secret)); /* only hash spreading */
-    if (sl__metrics_new(&mc, &metrics) != SL_OK)
-        metrics = NULL;
-}
-
-/* The process's registry, created by the first worker that needs it. */
 static struct sl__metrics *get_metrics(struct sl__conn *c)
 {
-    metrics_workers = c->w->srv->n_workers > 0 ? c->w->srv->n_workers : 1;
-    pthread_once(&metrics_once, metrics_init);
-    return metrics;
+    return c->w->srv->metrics;
 }
 
 static int64_t mono_ns(void)
@@ -104,17 +93,7 @@ static void count(struct op *op, const struct sl_result *res)
 
     if (m == NULL)
         return;
-    for (size_t i = 0; i < res->n_statuses; i++) {
-        const struct sl_status *s = &res->statuses[i];
-        const char *name;
-        if (s->limit == NULL)
-            continue;
-        name = s->limit->name != NULL ? s->limit->name : "";
-        struct sl_str limit = {name, strlen(name)};
-        sl__metrics_decision(m, w, domain, limit, (enum sl__metric_outcome)s->d.verdict);
-        if (s->shadow_denied)
-            sl__metrics_decision(m, w, domain, limit, SL__OUTCOME_SHADOW_DENY);
-    }
+    sl__metrics_result(m, w, domain, res, NULL);
     sl__metrics_latency(m, w, mono_ns() - op->start_ns);
 }
 
@@ -162,10 +141,43 @@ static int decision_status(const struct op *op, const struct sl_result *res)
     return op->kind == OP_AUTH ? 403 : 429;
 }
 
+/* A /v1/auth delay above http.max_delay: answered as a denial whose retry
+ * is the delay (the request was admitted and counted by the limiter). */
+static const struct sl_result *delay_as_denial(const struct sl_result *res)
+{
+    edited = *res;
+    edited.verdict = SL_DENY;
+    for (size_t i = 0; i < edited.n_statuses; i++) {
+        struct sl_decision *d = &edited.statuses[i].d;
+        if (d->verdict == SL_DELAY) {
+            d->verdict = SL_DENY;
+            d->retry_after_ns = d->delay_ns;
+        }
+    }
+    return &edited;
+}
+
+/* The delay to hold a /v1/auth answer for, in ms (0: none); turns a delay
+ * above the configured maximum into a denial. */
+static int64_t auth_delay(const struct op *op, const struct sl_result **res)
+{
+    int64_t ms;
+
+    if (op->kind != OP_AUTH || (*res)->verdict != SL_DELAY)
+        return 0;
+    ms = sl_ns_to_ms_ceil((*res)->delay_ns);
+    if (ms <= op->c->w->srv->cfg.http_max_delay_ms)
+        return ms;
+    *res = delay_as_denial(*res);
+    return 0;
+}
+
 static void on_done(void *arg, int err, const struct sl_result *res)
 {
     struct op *op = arg;
+    const struct sl__config *cfg = &op->c->w->srv->cfg;
     size_t len = 0, hlen = 0;
+    int64_t hold_ms;
     int rc;
 
     if (op->kind == OP_RELEASE) {
@@ -180,16 +192,24 @@ static void on_done(void *arg, int err, const struct sl_result *res)
         respond_error(op->c, op->slot, op->keep_alive, store_error_status(err), sl_strerror(err));
         return;
     }
+    if (op->shadow)
+        res = sl__ks_unenforce(res, &edited);
     if (op->kind != OP_KEYS)
         count(op, res);
+    hold_ms = auth_delay(op, &res);
     rc = op->kind == OP_ENVOY ? sl__json_build_envoy(res, answer, sizeof(answer), &len)
                               : sl__json_build_check(res, answer, sizeof(answer), &len);
     if (rc == SL_OK && op->kind == OP_ACQUIRE)
         rc = add_lease(res, &len);
     if (rc == SL_OK)
-        rc = sl__hdr_write(res, op->now_ns, SL__HDR_ALL, headers, sizeof(headers), &hlen);
+        rc = sl__hdr_write(res, op->now_ns, cfg->http_headers, headers, sizeof(headers), &hlen);
     if (rc != SL_OK) {
         respond_error(op->c, op->slot, op->keep_alive, 500, "answer too large");
+        return;
+    }
+    if (hold_ms > 0) {
+        const struct sl__buf *b = sl__h1_build(op->keep_alive, 200, headers, hlen, answer, len);
+        sl__h1_hold(op->c, op->slot, hold_ms, b->p, b->len);
         return;
     }
     sl__h1_respond(op->c, op->slot, op->keep_alive, decision_status(op, res), headers, hlen, answer,
@@ -222,6 +242,17 @@ static struct op *op_new(struct sl__conn *c, const struct sl__h1_req *r, enum op
 
 typedef int (*start_fn)(struct sl__store *, const struct sl__store_req *, sl__store_cb, void *);
 
+/* Kill switch "off": allowed, nothing decided, no limit reported. */
+static void answer_off(struct op *op, const struct sl_request *req)
+{
+    memset(&edited, 0, sizeof(edited));
+    edited.verdict = SL_ALLOW;
+    edited.n_statuses = req->n_descriptors;
+    if (get_metrics(op->c) != NULL)
+        sl__metrics_killswitch_off(get_metrics(op->c), op->c->w->id);
+    on_done(op, SL_OK, &edited);
+}
+
 /* Decide `req` with the current rules through `start`. */
 static void run(struct sl__conn *c, const struct sl__h1_req *r, enum op_kind kind,
                 struct sl_request *req, start_fn start)
@@ -236,6 +267,14 @@ static void run(struct sl__conn *c, const struct sl__h1_req *r, enum op_kind kin
     op->domain_len =
         (uint16_t)(req->domain.len < sizeof(op->domain) ? req->domain.len : sizeof(op->domain));
     memcpy(op->domain, req->domain.p, op->domain_len);
+    if (kind != OP_KEYS) {
+        enum sl__ks_mode mode = sl__ks_mode(&c->w->srv->ks, req->domain);
+        if (mode == SL__KS_OFF) {
+            answer_off(op, req);
+            return;
+        }
+        op->shadow = mode == SL__KS_SHADOW;
+    }
     if (kind != OP_KEYS && !sl_rules_has_domain(rules, req->domain) && get_metrics(c) != NULL)
         sl__metrics_unknown_domain(get_metrics(c), c->w->id);
     struct sl__store_req q = {req, rules, NULL, 0};
@@ -427,8 +466,9 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
     g.table_max_bytes = c->w->srv->cfg.store_max_bytes;
     g.table_evictions = ts.evictions;
     g.table_full_denials = ts.full_denials;
-    g.reloads = __atomic_load_n(&c->w->srv->reloads, __ATOMIC_RELAXED);
-    g.connections = (int64_t)atomic_load(&c->w->srv->n_conns);
+    g.reloads = atomic_load(&c->w->srv->reloads);
+    g.reload_failures = atomic_load(&c->w->srv->reload_failures);
+    g.connections = -1; /* the registry's own count, kept by the core */
     cap = sl__metrics_render_bound(m);
     buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
     if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK)
@@ -447,23 +487,26 @@ static const struct route {
     const char *path;
     handler_fn fn;
     bool prefix; /* path is a prefix: /v1/rules/{id} */
+    bool admin;  /* behind the gate: admin listener and bearer token */
 } routes[] = {
-    {HTTP_POST, "/json", h_json, false},
-    {HTTP_POST, "/v1/check", h_check, false},
-    {HTTP_GET, "/v1/auth", h_auth, false},
-    {HTTP_POST, "/v1/acquire", h_acquire, false},
-    {HTTP_POST, "/v1/release", h_release, false},
-    {HTTP_GET, "/v1/keys", h_keys_get, false},
-    {HTTP_DELETE, "/v1/keys", h_keys_delete, false},
-    {HTTP_GET, "/metrics", h_metrics, false},
-    {HTTP_GET, "/healthz", h_healthz, false},
-    {HTTP_GET, "/readyz", h_readyz, false},
-    {HTTP_POST, "/v1/debug/clock", h_clock, false},
-    {HTTP_GET, "/v1/config", sl__http_config, false},
-    {HTTP_GET, "/v1/rules", sl__http_rules_list, false},
-    {HTTP_POST, "/v1/rules", sl__http_rules_add, false},
-    {HTTP_PUT, "/v1/rules/", sl__http_rules_put, true},
-    {HTTP_DELETE, "/v1/rules/", sl__http_rules_delete, true},
+    {HTTP_POST, "/json", h_json, false, false},
+    {HTTP_POST, "/v1/check", h_check, false, false},
+    {HTTP_GET, "/v1/auth", h_auth, false, false},
+    {HTTP_POST, "/v1/acquire", h_acquire, false, false},
+    {HTTP_POST, "/v1/release", h_release, false, false},
+    {HTTP_GET, "/metrics", h_metrics, false, false},
+    {HTTP_GET, "/healthz", h_healthz, false, false},
+    {HTTP_GET, "/readyz", h_readyz, false, false},
+    {HTTP_GET, "/v1/keys", h_keys_get, false, true},
+    {HTTP_DELETE, "/v1/keys", h_keys_delete, false, true},
+    {HTTP_POST, "/v1/debug/clock", h_clock, false, true},
+    {HTTP_GET, "/v1/config", sl__http_config, false, true},
+    {HTTP_GET, "/v1/killswitch", sl__http_ks_list, false, true},
+    {HTTP_PUT, "/v1/killswitch", sl__http_ks_set, false, true},
+    {HTTP_GET, "/v1/rules", sl__http_rules_list, false, true},
+    {HTTP_POST, "/v1/rules", sl__http_rules_add, false, true},
+    {HTTP_PUT, "/v1/rules/", sl__http_rules_put, true, true},
+    {HTTP_DELETE, "/v1/rules/", sl__http_rules_delete, true, true},
 };
 
 static bool path_matches(const struct route *rt, struct sl_str path)
@@ -487,9 +530,12 @@ void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
         const struct route *rt = &routes[i];
         if (!path_matches(rt, r->path))
             continue;
+        if (rt->admin && !sl__gate_listener(c))
+            break; /* not served here: as unknown as any other path */
         path_known = true;
         if (rt->method == r->method) {
-            rt->fn(c, r);
+            if (!rt->admin || sl__gate_admin(c, r))
+                rt->fn(c, r);
             return;
         }
     }
