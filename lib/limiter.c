@@ -1,7 +1,7 @@
 /*
  * limiter.c - one request against all limits of all its descriptors at once
  * (CONTRACTS C2): all-or-nothing, reported per descriptor and overall, and
- * concurrency leases as one printable token.
+ * concurrency leases as one printable, sealed token (lease.h).
  *
  * How: every (descriptor, limit) pair becomes an item whose state key is the
  * matched key bytes followed by the limit's id (so a changed limit starts
@@ -16,7 +16,10 @@
  * are merged into one check of the summed cost; a shadow limit never denies
  * or delays, and it is committed exactly as an enforced limit would be (so
  * when it would deny it records nothing unless count_rejected), which keeps
- * its reports equal to what enforcing it would show.
+ * its reports equal to what enforcing it would show. In a descriptor's
+ * status a delaying limit ranks above allowing ones (C2 names the denying
+ * limit, else the lowest remaining; a delay is what the client must act on,
+ * so it is reported, the longest first).
  *
  * It does not match rules (lib/rules resolves descriptors into sl_match) and
  * does not read the clock (req->now_ns).
