@@ -336,8 +336,10 @@ static int create(sl_table *t, struct sl__shard *s, const uint32_t fp[3], const 
     return SL_OK;
 }
 
-int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l, int64_t now_ns,
-                  unsigned flags, struct sl__ref *ref)
+/* sl__table_get() for a limit whose state is `size` bytes (the caller has
+ * the ops at hand: one indirect call less on the hot path). */
+static int get_sized(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l, size_t size,
+                     int64_t now_ns, unsigned flags, struct sl__ref *ref)
 {
     unsigned si = sl__table_shard(t, fp);
     struct sl__shard *s = &t->shards[si];
@@ -348,7 +350,7 @@ int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l
     if (pos >= 0) {
         uint64_t slot = s->index[pos];
         struct sl__entry *e = entry_at(t, s, (uint32_t)(slot & S_IDX) - 1);
-        if (entry_matches(e, slot, l, sl_algo_state_size(l))) {
+        if (entry_matches(e, slot, l, size)) {
             uint64_t marked = slot | S_REF | ((flags & SL__GET_PIN) ? S_PIN : 0);
             if (marked != slot) /* no store when set: keeps lines clean */
                 s->index[pos] = marked;
@@ -368,6 +370,12 @@ int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l
     }
     ref->created = true;
     return create(t, s, fp->w, l, now_ns, flags, ref);
+}
+
+int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l, int64_t now_ns,
+                  unsigned flags, struct sl__ref *ref)
+{
+    return get_sized(t, fp, l, sl_algo_state_size(l), now_ns, flags, ref);
 }
 
 void sl__table_put(sl_table *t, const struct sl__ref *ref, const struct sl_limit *l, bool unpin)
@@ -471,7 +479,7 @@ int sl_table_check(sl_table *t, const void *key, size_t key_len, const struct sl
     sl__table_hash(t, key, key_len, &fp);
     s = &t->shards[sl__table_shard(t, &fp)];
     shard_lock(s);
-    rc = sl__table_get(t, &fp, l, now_ns, SL__GET_CREATE, &ref);
+    rc = get_sized(t, &fp, l, ops->state_size(l), now_ns, SL__GET_CREATE, &ref);
     if (rc == SL_OK) {
         ops->check(ref.state, l, now_ns, cost, d);
         if (d->verdict != SL_DENY || l->count_rejected)
