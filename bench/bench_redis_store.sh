@@ -71,7 +71,7 @@ if [[ -x "$sluiced" ]] && "$sluiced" --help 2>&1 | grep -q 'store.redis.host'; t
     cat >"$tmp/sluice.yaml" <<YAML
 listeners: [{address: 127.0.0.1, port: $sl_port, protocols: [resp]}]
 workers: 1
-store: {type: redis, redis: {port: $rd_port, timeout: 50ms}}
+store: {type: redis, redis: {port: $rd_port, timeout: 2s, max_in_flight: 4096}}
 log: {level: warn}
 YAML
     taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
@@ -92,12 +92,22 @@ rps() {
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
+evalsha_calls() {
+    redis-cli -p "$rd_port" INFO commandstats | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p'
+}
+
 rounds=${SL_BENCH_ROUNDS:-3}
-peers=() scripts=() stores=()
+peers=() scripts=() stores=() per=()
 for _ in $(seq "$rounds"); do
     peers+=("$(rps "$rd_port" EVALSHA "$peer" 1 tb:__rand_int__ 15 0.5)")
     scripts+=("$(rps "$rd_port" EVALSHA "$ours" 1 sl:__rand_int__ "${ours_args[@]}")")
-    [[ -n "$sl_port" ]] && stores+=("$(rps "$sl_port" CL.THROTTLE key:__rand_int__ 15 30 60)")
+    if [[ -n "$sl_port" ]]; then
+        # A figure through sluiced counts only if Redis decided: script
+        # calls per decision must be 1 (a policy answer would be 0).
+        redis-cli -p "$rd_port" CONFIG RESETSTAT >/dev/null
+        stores+=("$(rps "$sl_port" CL.THROTTLE key:__rand_int__ 15 30 60)")
+        per+=("$(awk -v c="$(evalsha_calls)" -v n="$n" 'BEGIN { printf "%.3f", c / n }')")
+    fi
 done
 peer_rps=$(median "${peers[@]}")
 script_rps=$(median "${scripts[@]}")
@@ -107,5 +117,6 @@ echo "redis_sluice_script_vs_peer_p16 $(ratio "$script_rps" "$peer_rps") x"
 if [[ -n "$sl_port" ]]; then
     store_rps=$(median "${stores[@]}")
     echo "redis_store_cl_throttle_p16 $store_rps decisions/s"
+    echo "redis_store_script_calls_per_decision $(median "${per[@]}") calls"
     echo "redis_store_vs_peer_p16 $(ratio "$store_rps" "$peer_rps") x"
 fi
