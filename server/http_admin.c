@@ -7,8 +7,8 @@
  * worker for the SQLite write and the reload (milliseconds), which stalls
  * that worker's other connections meanwhile. Two reloads racing (this one
  * and a file-change reload) each publish a complete snapshot; the later
- * publish wins until the next reload. It does not authenticate anyone: an
- * admin listener with a bearer token is not implemented yet.
+ * publish wins until the next reload. It does not authenticate anyone:
+ * http_api.c routes these through the gate (http_gate.c) first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,7 @@
 
 #include "conn.h"
 #include "http_admin.h"
+#include "http_headers.h"
 #include "proto.h"
 #include "rules_load.h"
 #include "server.h"
@@ -56,6 +57,8 @@ static void add_listeners(cJSON *root, const struct sl__server *srv)
         cJSON *o = cJSON_CreateObject(), *p = cJSON_AddArrayToObject(o, "protocols");
         cJSON_AddStringToObject(o, "address", l->address);
         cJSON_AddNumberToObject(o, "port", srv->ports[i] ? srv->ports[i] : l->port);
+        cJSON_AddBoolToObject(o, "admin", l->admin);
+        cJSON_AddBoolToObject(o, "serves_admin", l->admin_paths);
         for (size_t k = 0; sl__protos[k] != NULL; k++) {
             if (l->protos & sl__protos[k]->bit)
                 cJSON_AddItemToArray(p, cJSON_CreateString(sl__protos[k]->name));
@@ -76,6 +79,20 @@ static void add_rules(cJSON *root, const struct sl__config *cfg)
         cJSON_AddNullToObject(o, "database");
     cJSON_AddBoolToObject(o, "watch", cfg->rules_watch);
     cJSON_AddNumberToObject(o, "debounce_ms", (double)cfg->rules_debounce_ms);
+}
+
+static void add_header_families(cJSON *o, unsigned mask)
+{
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } fam[] = {
+        {SL__HDR_IETF, "ietf"}, {SL__HDR_X, "x-ratelimit"}, {SL__HDR_RETRY_AFTER, "retry-after"}};
+    cJSON *a = cJSON_AddArrayToObject(o, "headers");
+
+    for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
+        if (mask & fam[i].bit)
+            cJSON_AddItemToArray(a, cJSON_CreateString(fam[i].name));
 }
 
 void sl__http_config(struct sl__conn *c, const struct sl__h1_req *r)
@@ -105,6 +122,13 @@ void sl__http_config(struct sl__conn *c, const struct sl__h1_req *r)
     cJSON_AddNumberToObject(o, "idle_timeout_ms", (double)cfg->idle_timeout_ms);
     cJSON_AddNumberToObject(o, "read_timeout_ms", (double)cfg->read_timeout_ms);
     cJSON_AddNumberToObject(o, "shutdown_grace_ms", (double)cfg->shutdown_grace_ms);
+    o = cJSON_AddObjectToObject(root, "http");
+    add_header_families(o, cfg->http_headers);
+    cJSON_AddNumberToObject(o, "max_delay_ms", (double)cfg->http_max_delay_ms);
+    o = cJSON_AddObjectToObject(root, "admin");
+    cJSON_AddBoolToObject(o, "token_required", cfg->admin_token != NULL);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(root, "metrics"), "max_series",
+                            cfg->metrics_max_series);
     cJSON_AddBoolToObject(root, "test_clock", cfg->test_clock);
     send_json(c, r, 200, root);
 }

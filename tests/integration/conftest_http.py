@@ -23,8 +23,17 @@ from conftest import DEFAULT_RULES, START_MS, free_port
 class HttpSluiced:
     """One running sluiced with an HTTP listener."""
 
-    def __init__(self, tmp_path, rules, test_clock, extra, database=False):
+    def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False):
         self.port = free_port()
+        # admin=True adds a second listener with `admin: true` (self.admin_port)
+        self.admin_port = free_port() if admin else None
+        self.admin_headers = {}  # a test that sets admin.token puts it here
+        admin_listener = (
+            f"""  - address: 127.0.0.1
+    port: {self.admin_port}
+    protocols: [http1]
+    admin: true
+""" if admin else "")
         (tmp_path / "rules.yaml").write_text(rules)
         config = tmp_path / "sluice.yaml"
         config.write_text(
@@ -32,7 +41,7 @@ class HttpSluiced:
   - address: 127.0.0.1
     port: {self.port}
     protocols: [resp, http1]
-workers: 2
+{admin_listener}workers: 2
 rules:
   files: [rules.yaml]
   watch: false
@@ -69,12 +78,12 @@ log:
             time.sleep(0.02)
         raise RuntimeError("sluiced did not answer GET /healthz:\n" + self.log_text())
 
-    def conn(self):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+    def conn(self, port=None):
+        return http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=5)
 
-    def request(self, method, path, body=None, headers=None):
+    def request(self, method, path, body=None, headers=None, port=None):
         """One request on a fresh connection: (status, headers dict, body bytes)."""
-        c = self.conn()
+        c = self.conn(port)
         try:
             if isinstance(body, (dict, list)):
                 body = json.dumps(body)
@@ -84,15 +93,16 @@ log:
         finally:
             c.close()
 
-    def json(self, method, path, body=None):
-        status, headers, data = self.request(method, path, body)
+    def json(self, method, path, body=None, headers=None, port=None):
+        status, headers, data = self.request(method, path, body, headers, port)
         return status, headers, json.loads(data)
 
     def raw(self):
         return socket.create_connection(("127.0.0.1", self.port), timeout=5)
 
     def advance(self, ms):
-        status, _, body = self.json("POST", "/v1/debug/clock", {"advance_ms": ms})
+        status, _, body = self.json("POST", "/v1/debug/clock", {"advance_ms": ms},
+                                    self.admin_headers, self.admin_port)
         assert status == 200, body
         return body["now_ms"]
 
@@ -101,10 +111,10 @@ log:
 def http_sluiced(tmp_path):
     started = []
 
-    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False):
+    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False):
         d = tmp_path / f"h{len(started)}"
         d.mkdir()
-        s = HttpSluiced(d, rules, test_clock, extra, database)
+        s = HttpSluiced(d, rules, test_clock, extra, database, admin)
         started.append(s)
         return s
 
