@@ -68,7 +68,7 @@ def test_config(http_sluiced):
     status, _, cfg = s.json("GET", "/v1/config")
     assert status == 200
     assert cfg["listeners"] == [{"protocols": ["http1", "resp"], "address": "127.0.0.1",
-                                 "port": s.port}]
+                                 "port": s.port, "admin": False, "serves_admin": True}]
     assert cfg["workers"] == 2
     assert cfg["rules"]["files"][0].endswith("rules.yaml")
     assert cfg["rules"]["database"] is None
