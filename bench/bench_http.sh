@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# bench_http.sh BUILD_DIR - sluiced's POST /v1/check over HTTP/1.1 against
+# nginx answering a static `return 200` on the same machine in the same run,
+# both driven by wrk with the same settings (64 connections, 1 thread,
+# SL_BENCH_HTTP_SECONDS (10) seconds each, keep-alive). sluiced decides a
+# real rule (a token bucket per user, 1,000 users cycled by the wrk Lua
+# script) with one worker; nginx runs one worker process.
+# Pinned as CONTRACTS C5 says: the server side on CPU 0, wrk on CPU 1.
+# Output: `name value unit` lines; the ratio prints MET or MISSED and the
+# target (>= 0.8). Each figure is the median of SL_BENCH_ROUNDS (3)
+# interleaved runs. It does not build anything and kills only the servers
+# it started (by PID).
+set -euo pipefail
+build=${1:-build-release}
+sluiced=$build/server/sluiced
+secs=${SL_BENCH_HTTP_SECONDS:-10}
+rounds=${SL_BENCH_ROUNDS:-3}
+[[ -x "$sluiced" ]] || { echo "bench_http: $sluiced not built" >&2; exit 1; }
+for tool in wrk nginx taskset curl; do
+    command -v $tool >/dev/null || { echo "bench_http: $tool missing (scripts/deps.sh bench)" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() {
+    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.05; done
+    echo "bench_http: nothing answers on port $1" >&2; exit 1
+}
+
+sl_port=$(free_port)
+cat >"$tmp/rules.yaml" <<YAML
+domain: bench
+descriptors:
+  - key: user
+    limits:
+      - name: per_user
+        algorithm: token_bucket
+        requests: 1000000
+        period: 1s
+YAML
+cat >"$tmp/sluice.yaml" <<YAML
+listeners: [{address: 127.0.0.1, port: $sl_port, protocols: [http1]}]
+workers: 1
+rules: {files: [rules.yaml], watch: false}
+store: {max_bytes: 256MiB}
+log: {level: warn}
+YAML
+taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
+pids+=($!)
+
+ng_port=$(free_port)
+mkdir -p "$tmp/nginx"
+cat >"$tmp/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $tmp/nginx/body;
+    proxy_temp_path $tmp/nginx/proxy;
+    fastcgi_temp_path $tmp/nginx/fastcgi;
+    uwsgi_temp_path $tmp/nginx/uwsgi;
+    scgi_temp_path $tmp/nginx/scgi;
+    keepalive_requests 100000000;
+    server {
+        listen 127.0.0.1:$ng_port;
+        location / { return 200 "ok\n"; }
+    }
+}
+NGINX
+taskset -c 0 nginx -p "$tmp/nginx" -c "$tmp/nginx.conf" 2>"$tmp/nginx.stderr" &
+pids+=($!)
+wait_http "$sl_port" /healthz
+wait_http "$ng_port" /
+
+cat >"$tmp/check.lua" <<'LUA'
+local n = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+    n = (n + 1) % 1000
+    return wrk.format(nil, "/v1/check",  nil,
+        '{"domain":"bench","descriptors":[{"user":"u' .. n .. '"}]}')
+end
+LUA
+
+# Requests per second of one wrk run (wrk on CPU 1, 64 connections).
+rps() {
+    local out
+    out=$(taskset -c 1 wrk -t1 -c64 -d"${secs}s" "$@")
+    if grep -q "Non-2xx" <<<"$out"; then
+        echo "bench_http: non-2xx answers during the run:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    awk '/^Requests\/sec:/ { print $2 }' <<<"$out"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t) ? "MET" : "MISSED" }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+sls=() ngs=()
+for _ in $(seq "$rounds"); do
+    sls+=("$(rps -s "$tmp/check.lua" "http://127.0.0.1:$sl_port")")
+    ngs+=("$(rps "http://127.0.0.1:$ng_port/")")
+done
+sl=$(median "${sls[@]}") ng=$(median "${ngs[@]}")
+echo "http_check_rps $sl req/s"
+echo "http_nginx_static_rps $ng req/s"
+r=$(ratio "$sl" "$ng")
+echo "http_check_vs_nginx_static $r x $(verdict "$r" 0.8) target>=0.8"
