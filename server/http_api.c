@@ -50,6 +50,14 @@
 
 enum op_kind { OP_ENVOY, OP_CHECK, OP_AUTH, OP_KEYS, OP_ACQUIRE, OP_RELEASE };
 
+/* Envoy detailed_metric: per descriptor, the limit label made of the
+ * request's entries ("key_value.key2_value2"); len 0 where the rule is not
+ * detailed. Allocated only for requests whose rule asks for it. */
+struct labels {
+    struct sl_str s[SL_MAX_DESCRIPTORS];
+    char bytes[SL_MAX_DESCRIPTORS][SL__METRIC_LABEL_MAX];
+};
+
 /* One store operation in flight, at its reply slot's index in the ring. */
 struct op {
     struct sl__conn *c;
@@ -60,6 +68,7 @@ struct op {
     int64_t now_ns;   /* the decision's time, for X-RateLimit-Reset */
     int64_t start_ns; /* monotonic, for the latency histogram */
     uint16_t domain_len;
+    struct labels *labels;             /* detailed_metric labels, or NULL (most requests) */
     char domain[SL__METRIC_LABEL_MAX]; /* metric label (truncated copy) */
 };
 
@@ -85,7 +94,7 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * SL_NS_PER_S + ts.tv_nsec;
 }
 
-static void count(struct op *op, const struct sl_result *res)
+static void count(struct op *op, const struct sl_result *res, const struct labels *labels)
 {
     struct sl__metrics *m = get_metrics(op->c);
     struct sl_str domain = {op->domain, op->domain_len};
@@ -93,7 +102,7 @@ static void count(struct op *op, const struct sl_result *res)
 
     if (m == NULL)
         return;
-    sl__metrics_result(m, w, domain, res, NULL);
+    sl__metrics_result(m, w, domain, res, labels != NULL ? labels->s : NULL);
     sl__metrics_latency(m, w, mono_ns() - op->start_ns);
 }
 
@@ -172,9 +181,24 @@ static int64_t auth_delay(const struct op *op, const struct sl_result **res)
     return 0;
 }
 
+static void answer_op(struct op *op, int err, const struct sl_result *res,
+                      const struct labels *labels);
+
+/* The store's callback. The op's labels are taken first: answering fills
+ * the reply slot, after which the connection (and its op ring) may be gone. */
 static void on_done(void *arg, int err, const struct sl_result *res)
 {
     struct op *op = arg;
+    struct labels *labels = op->labels;
+
+    op->labels = NULL;
+    answer_op(op, err, res, labels);
+    free(labels);
+}
+
+static void answer_op(struct op *op, int err, const struct sl_result *res,
+                      const struct labels *labels)
+{
     const struct sl__config *cfg = &op->c->w->srv->cfg;
     size_t len = 0, hlen = 0;
     int64_t hold_ms;
@@ -195,7 +219,7 @@ static void on_done(void *arg, int err, const struct sl_result *res)
     if (op->shadow)
         res = sl__ks_unenforce(res, &edited);
     if (op->kind != OP_KEYS)
-        count(op, res);
+        count(op, res, labels);
     hold_ms = auth_delay(op, &res);
     rc = op->kind == OP_ENVOY ? sl__json_build_envoy(res, answer, sizeof(answer), &len)
                               : sl__json_build_check(res, answer, sizeof(answer), &len);
@@ -240,6 +264,42 @@ static struct op *op_new(struct sl__conn *c, const struct sl__h1_req *r, enum op
     return op;
 }
 
+/* Append s[0..n) to the label l (capacity SL__METRIC_LABEL_MAX). */
+static void label_put(struct sl_str *l, char *buf, const char *s, size_t n)
+{
+    size_t room = SL__METRIC_LABEL_MAX - l->len;
+
+    memcpy(buf + l->len, s, n < room ? n : room);
+    l->len += n < room ? n : room;
+    l->p = buf;
+}
+
+/* The detailed_metric labels of `req`, or NULL when no descriptor's rule
+ * has detailed_metric (one extra rules match per descriptor, /json only).
+ * The values come from the request: the metrics registry caps how many
+ * distinct labels it keeps. */
+static struct labels *detailed_labels(const sl_rules *rules, const struct sl_request *req)
+{
+    struct labels *lb = NULL;
+    struct sl_match m;
+
+    for (size_t i = 0; i < req->n_descriptors; i++) {
+        const struct sl_descriptor *d = &req->descriptors[i];
+        if (sl_rules_match(rules, req, i, &m) != SL_OK || m.detailed_metric == NULL)
+            continue;
+        if (lb == NULL)
+            lb = sl__xzalloc(sizeof(*lb));
+        for (size_t e = 0; e < d->n_entries; e++) {
+            if (e > 0)
+                label_put(&lb->s[i], lb->bytes[i], ".", 1);
+            label_put(&lb->s[i], lb->bytes[i], d->entries[e].key.p, d->entries[e].key.len);
+            label_put(&lb->s[i], lb->bytes[i], "_", 1);
+            label_put(&lb->s[i], lb->bytes[i], d->entries[e].value.p, d->entries[e].value.len);
+        }
+    }
+    return lb;
+}
+
 typedef int (*start_fn)(struct sl__store *, const struct sl__store_req *, sl__store_cb, void *);
 
 /* Kill switch "off": allowed, nothing decided, no limit reported. */
@@ -277,6 +337,8 @@ static void run(struct sl__conn *c, const struct sl__h1_req *r, enum op_kind kin
     }
     if (kind != OP_KEYS && !sl_rules_has_domain(rules, req->domain) && get_metrics(c) != NULL)
         sl__metrics_unknown_domain(get_metrics(c), c->w->id);
+    if (kind == OP_ENVOY)
+        op->labels = detailed_labels(rules, req);
     struct sl__store_req q = {req, rules, NULL, 0};
     if (start(c->w->store, &q, on_done, op) != SL_OK)
         on_done(op, SL_EINVAL, NULL);
