@@ -23,9 +23,10 @@ end
 
 local function warm_resync(s, it, now)
   if now <= s[2] then return s end -- now (whole us) <= the free time
-  local el = ex((now - s[2]) * 1000 - s[3])
+  -- the idle time in ns may pass 2^53 (months): kept as a big integer
+  local el = bsub(bmul(big(now - s[2]), big(1000)), big(s[3]))
   local max = badd(warm_wr(it), warm_wr(it))
-  local add = bmul(big(el), big(ex(2 * it.b)))
+  local add = bmul(el, big(ex(2 * it.b)))
   local b = badd(bparse(s[4]), add)
   if bcmp(b, max) > 0 then b = max end
   return { s[1], now, 0, bstr(b) }

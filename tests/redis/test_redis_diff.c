@@ -31,10 +31,11 @@
 #include "redis_plan.h"
 #include "redis_server.h"
 
-#define T0_NS INT64_C(1700000000000000000)
-#define US    INT64_C(1000)
-#define MS    INT64_C(1000000)
-#define S     INT64_C(1000000000)
+#define T0_NS       INT64_C(1700000000000000000)
+#define US          INT64_C(1000)
+#define MS          INT64_C(1000000)
+#define S           INT64_C(1000000000)
+#define WT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static struct rs_server server;
 static redisContext *rc;
@@ -315,6 +316,14 @@ static void test_reference_traces(void **state)
     }
     run_trace(&l, s + 1, 15);
     run_trace(&l, s, 16);
+
+    /* the same bucket idle for 200 days (an idle time in ns past 2^53) */
+    {
+        const int64_t day = 86400 * S;
+        struct step idle[] = {{0, 1},         {0, 1},         {200 * day, 1},
+                              {200 * day, 3}, {400 * day, 1}, {400 * day + 500 * MS, 1}};
+        run_trace(&l, idle, WT_COUNT(idle));
+    }
 
     /* redis-cell README: CL.THROTTLE user123 15 30 60 */
     l = mk(SL_ALGO_GCRA, 30, 60 * S);
