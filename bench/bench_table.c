@@ -27,7 +27,7 @@
 #define KEY_LEN   16
 
 static double figure_s = 0.3;
-static int repeats = 3; /* rounds per figure (SL_BENCH_REPEAT), best kept */
+static int repeats = 5; /* rounds per figure (SL_BENCH_REPEAT), best kept */
 
 /* Key k as 16 bytes, "key:" and 12 hex digits, built in place: a server has
  * the key of the request in cache, so the benchmark should not add a cache
