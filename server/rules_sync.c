@@ -1,0 +1,265 @@
+/*
+ * rules_sync.c - the blocking half of rules across nodes (see
+ * rules_sync.h): a tiny Redis client that follows Redis Cluster MOVED and
+ * ASK redirections, the push of one rule (a script: next version, HSET,
+ * PUBLISH, atomically), and the pull that applies newer rules to the local
+ * rules database.
+ *
+ * It does not subscribe (rules_sync_sub.c does) and keeps no connection
+ * open between calls: rules change rarely, and a fresh connection never
+ * carries a stale redirection or a half-read reply.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redis_cluster.h"
+#include "rules_sync.h"
+#include "rulesdb.h"
+#include "sluice.h"
+
+#define MAX_HOPS 5 /* redirections followed for one command */
+
+struct sl__rsync_ver {
+    char id[SL_RULESDB_ID_MAX + 1];
+    uint64_t version;
+};
+
+/* Next version, store the value, announce the id; returns the version. */
+static const char push_lua[] = "local v = redis.call('HINCRBY', KEYS[1], '#version', 1)\n"
+                               "redis.call('HSET', KEYS[1], ARGV[1], v .. '\\n' .. ARGV[2])\n"
+                               "redis.call('PUBLISH', ARGV[3], ARGV[1])\n"
+                               "return v\n";
+
+void sl__rsync_config_init(struct sl__rsync_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    memcpy(c->prefix, "sluice", sizeof("sluice"));
+    c->timeout_ms = 500;
+    c->period_ms = 30000;
+}
+
+static redisContext *connect_to(const struct sl__rsync_config *c, const char *host, int port)
+{
+    struct timeval tv = {(time_t)(c->timeout_ms / 1000),
+                         (suseconds_t)(c->timeout_ms % 1000) * 1000};
+    redisContext *ctx = redisConnectWithTimeout(host, port, tv);
+    redisReply *r;
+
+    if (ctx == NULL || ctx->err != 0)
+        goto fail;
+    if (redisSetTimeout(ctx, tv) != REDIS_OK)
+        goto fail;
+    if (c->password[0] == '\0')
+        return ctx;
+    if (c->user[0] != '\0')
+        r = redisCommand(ctx, "AUTH %s %s", c->user, c->password);
+    else
+        r = redisCommand(ctx, "AUTH %s", c->password);
+    if (r != NULL && r->type != REDIS_REPLY_ERROR) {
+        freeReplyObject(r);
+        return ctx;
+    }
+    freeReplyObject(r);
+fail:
+    if (ctx != NULL)
+        redisFree(ctx);
+    return NULL;
+}
+
+/* Run one command starting at `host:port`, following redirections. NULL
+ * when the node (or a node it redirected to) cannot be reached. */
+static redisReply *run_at(const struct sl__rsync_config *c, const char *seed_host, int seed_port,
+                          int argc, const char **argv, const size_t *lens)
+{
+    char host[SL__CLUSTER_HOST_MAX > 256 ? SL__CLUSTER_HOST_MAX : 256];
+    int port = seed_port;
+    bool asking = false;
+
+    snprintf(host, sizeof(host), "%s", seed_host);
+    for (int hop = 0; hop < MAX_HOPS; hop++) {
+        redisContext *ctx = connect_to(c, host, port);
+        redisReply *r = NULL;
+        struct sl__credir d;
+
+        if (ctx == NULL)
+            return NULL;
+        if (asking) {
+            r = redisCommand(ctx, "ASKING");
+            freeReplyObject(r);
+        }
+        r = redisCommandArgv(ctx, argc, argv, lens);
+        redisFree(ctx);
+        if (r == NULL || r->type != REDIS_REPLY_ERROR ||
+            sl__credir_parse(r->str, r->len, host, &d) != SL_OK)
+            return r;
+        freeReplyObject(r);
+        snprintf(host, sizeof(host), "%s", d.host);
+        port = d.port;
+        asking = d.kind == SL__CREDIR_ASK;
+    }
+    return NULL;
+}
+
+/* The command on the first seed that answers. */
+static redisReply *run(const struct sl__rsync_config *c, int argc, const char **argv,
+                       const size_t *lens)
+{
+    for (size_t i = 0; i < c->n_seeds; i++) {
+        redisReply *r = run_at(c, c->seeds[i].host, c->seeds[i].port, argc, argv, lens);
+        if (r != NULL)
+            return r;
+    }
+    return NULL;
+}
+
+static int names(const struct sl__rsync_config *c, char *key, char *channel, size_t cap)
+{
+    int a = snprintf(key, cap, "%s:v1:{rules}", c->prefix);
+    int b = snprintf(channel, cap, "%s:v1:rules", c->prefix);
+    return a > 0 && (size_t)a < cap && b > 0 && (size_t)b < cap ? SL_OK : SL_EINVAL;
+}
+
+int sl__rsync_push(const struct sl__rsync_config *c, const char *id, const char *yaml, size_t len,
+                   uint64_t *version)
+{
+    char key[SL__RSYNC_PREFIX_MAX + 16], channel[SL__RSYNC_PREFIX_MAX + 16];
+    size_t id_len = strlen(id);
+    char *val;
+    int rc = SL_ENOENT;
+
+    if (id_len == 0 || id_len > SL_RULESDB_ID_MAX || names(c, key, channel, sizeof(key)) != SL_OK)
+        return SL_EINVAL;
+    if ((val = malloc(len + 1)) == NULL)
+        return SL_ENOMEM;
+    val[0] = yaml != NULL ? 'Y' : 'D';
+    if (yaml != NULL)
+        memcpy(val + 1, yaml, len);
+    const char *argv[] = {"EVAL", push_lua, "1", key, id, val, channel};
+    size_t lens[] = {4,
+                     sizeof(push_lua) - 1,
+                     1,
+                     strlen(key),
+                     id_len,
+                     yaml != NULL ? len + 1 : 1,
+                     strlen(channel)};
+    redisReply *r = run(c, 7, argv, lens);
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
+        if (version != NULL)
+            *version = (uint64_t)r->integer;
+        rc = SL_OK;
+    } else if (r != NULL) {
+        rc = SL_EINVAL; /* an error reply: the stored hash is not ours */
+    }
+    freeReplyObject(r);
+    free(val);
+    return rc;
+}
+
+void sl__rsync_known_free(struct sl__rsync_known *k)
+{
+    free(k->v);
+    k->v = NULL;
+    k->n = k->cap = 0;
+}
+
+/* The known entry of `id` (added with version 0 if new), or NULL (ENOMEM). */
+static struct sl__rsync_ver *known(struct sl__rsync_known *k, const char *id, size_t len)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (strlen(k->v[i].id) == len && memcmp(k->v[i].id, id, len) == 0)
+            return &k->v[i];
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 16;
+        struct sl__rsync_ver *v = realloc(k->v, cap * sizeof(*v));
+        if (v == NULL)
+            return NULL;
+        k->v = v;
+        k->cap = cap;
+    }
+    memcpy(k->v[k->n].id, id, len);
+    k->v[k->n].id[len] = '\0';
+    k->v[k->n].version = 0;
+    return &k->v[k->n++];
+}
+
+/* Apply one stored (id, value) if newer; SL_OK, SL_EINVAL when malformed. */
+static int apply_one(sl_rulesdb *db, struct sl__rsync_known *k, const redisReply *f,
+                     const redisReply *v, unsigned *changed)
+{
+    uint64_t ver = 0;
+    size_t i = 0;
+    char id[SL_RULESDB_ID_MAX + 1];
+    struct sl__rsync_ver *kv;
+    int rc;
+
+    if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+        return SL_EINVAL;
+    if (f->len > 0 && f->str[0] == '#')
+        return SL_OK; /* the version counter */
+    if (f->len == 0 || f->len > SL_RULESDB_ID_MAX)
+        return SL_EINVAL;
+    for (; i < v->len && v->str[i] >= '0' && v->str[i] <= '9' && i < 19; i++)
+        ver = ver * 10 + (uint64_t)(v->str[i] - '0');
+    if (i == 0 || i + 2 > v->len || v->str[i] != '\n' ||
+        (v->str[i + 1] != 'Y' && v->str[i + 1] != 'D'))
+        return SL_EINVAL;
+    if ((kv = known(k, f->str, f->len)) == NULL)
+        return SL_ENOMEM;
+    if (kv->version >= ver)
+        return SL_OK;
+    memcpy(id, f->str, f->len);
+    id[f->len] = '\0';
+    if (v->str[i + 1] == 'D') {
+        rc = sl_rulesdb_delete(db, id);
+        *changed += rc == SL_OK;
+        rc = rc == SL_ENOENT ? SL_OK : rc;
+    } else {
+        rc = sl_rulesdb_put(db, id, v->str + i + 2, v->len - i - 2, true, NULL);
+        *changed += rc == SL_OK;
+        if (rc == SL_EPARSE) /* will not validate here: do not retry it every pull */
+            fprintf(stderr, "sluiced: rules sync: rule %s from Redis does not validate: kept out\n",
+                    id);
+    }
+    if (rc == SL_OK || rc == SL_EPARSE)
+        kv->version = ver;
+    return rc == SL_EPARSE ? SL_OK : rc;
+}
+
+int sl__rsync_pull(const struct sl__rsync_config *c, const char *db_path, struct sl__rsync_known *k,
+                   unsigned *changed)
+{
+    char key[SL__RSYNC_PREFIX_MAX + 16], channel[SL__RSYNC_PREFIX_MAX + 16], err[256];
+    const char *argv[2] = {"HGETALL", key};
+    size_t lens[2] = {7, 0};
+    sl_rulesdb *db = NULL;
+    redisReply *r;
+    int rc = SL_OK;
+
+    *changed = 0;
+    if (names(c, key, channel, sizeof(key)) != SL_OK)
+        return SL_EINVAL;
+    lens[1] = strlen(key);
+    r = run(c, 2, argv, lens);
+    if (r == NULL)
+        return SL_ENOENT;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) {
+        freeReplyObject(r);
+        return SL_EINVAL;
+    }
+    if (r->elements > 0 && (rc = sl_rulesdb_open(db_path, true, &db, err, sizeof(err))) != SL_OK) {
+        fprintf(stderr, "sluiced: rules sync: %s\n", err);
+        freeReplyObject(r);
+        return rc;
+    }
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        int one = apply_one(db, k, r->element[i], r->element[i + 1], changed);
+        if (one != SL_OK)
+            rc = one;
+    }
+    sl_rulesdb_close(db);
+    freeReplyObject(r);
+    return rc;
+}
