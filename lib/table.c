@@ -149,6 +149,7 @@ static void shard_fini(sl_table *t, struct sl__shard *s)
         free(s->chunks[i]);
     free(s->chunks);
     free(s->index);
+    free(s->scratch);
 }
 
 int sl_table_new(const struct sl_table_config *c, sl_table **out)
@@ -254,6 +255,23 @@ void sl__table_lock(sl_table *t, unsigned shard)
 void sl__table_unlock(sl_table *t, unsigned shard)
 {
     shard_unlock(&t->shards[shard]);
+}
+
+void *sl__table_scratch(sl_table *t, unsigned shard, size_t size)
+{
+    struct sl__shard *s = &t->shards[shard];
+
+    if (size <= s->scratch_bytes)
+        return s->scratch;
+    if (s->bytes - s->scratch_bytes + size > t->shard_budget)
+        return NULL;
+    void *p = realloc(s->scratch, size);
+    if (p == NULL)
+        return NULL;
+    s->bytes = s->bytes - s->scratch_bytes + size;
+    s->scratch = p;
+    s->scratch_bytes = size;
+    return p;
 }
 
 uint64_t sl__table_probes(const sl_table *t)

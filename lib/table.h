@@ -71,8 +71,15 @@ void sl__table_remove(sl_table *t, const struct sl__ref *ref);
 int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease);
 /* Index slots examined by lookups so far (for the hash-flooding test). */
 uint64_t sl__table_probes(const sl_table *t);
-/* Decide `cost` against a fresh state of `l` without storing anything (a
- * peek at an absent key). SL_ENOMEM if a large state cannot be built. */
-int sl__fresh_check(const struct sl_limit *l, int64_t now_ns, uint64_t cost, struct sl_decision *d);
+/* With `shard` locked: a buffer of `size` bytes owned by the shard (kept
+ * for reuse, counted in the cap), or NULL if it does not fit. */
+void *sl__table_scratch(sl_table *t, unsigned shard, size_t size);
+/* With `shard` locked: decide `cost` against a fresh state of `l` without
+ * storing anything (a peek at an absent key). The state is built on the
+ * stack, or for a large one in the shard's scratch buffer, so nothing is
+ * allocated per request once the buffer exists; only a state that does not
+ * fit under the cap is built on the heap. SL_ENOMEM if that fails. */
+int sl__fresh_check(sl_table *t, unsigned shard, const struct sl_limit *l, int64_t now_ns,
+                    uint64_t cost, struct sl_decision *d);
 
 #endif /* SL_TABLE_H */

@@ -6,8 +6,8 @@
  *
  * It does not know the table's layout (table.c does) and does not combine
  * limits (the limiter does). No allocation per call, except creating an
- * out-of-line state and peeking at an absent key whose fresh state is too
- * large for the stack.
+ * out-of-line state (and, once per shard, the scratch buffer in which a peek
+ * at an absent key builds a fresh state too large for the stack).
  */
 #include <stdlib.h>
 
@@ -17,22 +17,24 @@
 /* Fresh states up to this size are built on the stack for a peek. */
 #define FRESH_STACK_BYTES 2048
 
-int sl__fresh_check(const struct sl_limit *l, int64_t now_ns, uint64_t cost, struct sl_decision *d)
+int sl__fresh_check(sl_table *t, unsigned shard, const struct sl_limit *l, int64_t now_ns,
+                    uint64_t cost, struct sl_decision *d)
 {
     const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
     uint64_t buf[FRESH_STACK_BYTES / sizeof(uint64_t)];
     size_t size = ops->state_size(l);
-    void *st = buf;
+    void *st = buf, *heap = NULL;
 
     if (size > sizeof(buf)) {
-        st = malloc(size);
+        st = sl__table_scratch(t, shard, size);
+        if (st == NULL)
+            st = heap = malloc(size);
         if (st == NULL)
             return SL_ENOMEM;
     }
     ops->init(st, l, now_ns);
     ops->check(st, l, now_ns, cost, d);
-    if (st != buf)
-        free(st);
+    free(heap);
     return SL_OK;
 }
 
@@ -55,13 +57,14 @@ int sl_table_peek(sl_table *t, const void *key, size_t key_len, const struct sl_
     if (rc != SL_OK)
         return rc;
     sl__table_hash(t, key, key_len, &fp);
-    sl__table_lock(t, sl__table_shard(t, &fp));
+    unsigned shard = sl__table_shard(t, &fp);
+    sl__table_lock(t, shard);
     rc = sl__table_get(t, &fp, l, now_ns, 0, &ref);
     if (rc == SL_OK)
         sl__algo_ops(l->algo)->check(ref.state, l, now_ns, 0, d);
-    sl__table_unlock(t, sl__table_shard(t, &fp));
-    if (rc == SL_ENOENT)
-        rc = sl__fresh_check(l, now_ns, 0, d);
+    else if (rc == SL_ENOENT)
+        rc = sl__fresh_check(t, shard, l, now_ns, 0, d);
+    sl__table_unlock(t, shard);
     return rc;
 }
 

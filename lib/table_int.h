@@ -64,6 +64,8 @@ struct sl__shard {
     struct sl__entry **chunks; /* directory of max_chunks pointers */
     size_t bytes;              /* index + chunks + directory + out-of-line */
     uint64_t evictions, expired, full_denials, probes;
+    void *scratch;        /* a fresh state for peeks at absent keys */
+    size_t scratch_bytes; /* its size, counted in `bytes` */
 };
 
 struct sl_table {

@@ -377,6 +377,38 @@ static void test_out_of_line_state_counted(void **st)
     sl_table_free(t);
 }
 
+/* A peek at an absent key with a large fresh state creates nothing and,
+ * after the shard's scratch buffer exists, allocates nothing more. */
+static void test_peek_absent_large_state(void **st)
+{
+    struct sl_limit l;
+    struct sl_decision d;
+    struct sl_table_stats z, a, b;
+    sl_table *t = table_of(4 << 20, 1, SL_ON_FULL_EVICT, 1);
+
+    (void)st;
+    limit_of(&l, SL_ALGO_SLIDING_LOG, 5000, 60 * SL_NS_PER_S);
+    assert_true(sl_algo_state_size(&l) > 2048);
+    sl_table_stats(t, &z);
+    assert_int_equal(sl_table_peek(t, "p1", 2, &l, T0, &d), SL_OK);
+    assert_int_equal(d.remaining, sl_limit_quota(&l));
+    sl_table_stats(t, &a);
+    assert_int_equal(a.entries, 0);
+    /* The fresh state lives in the shard's scratch buffer, under the cap. */
+    assert_true(a.bytes >= z.bytes + sl_algo_state_size(&l));
+    for (int i = 0; i < 10; i++) {
+        char key[16];
+        int n = snprintf(key, sizeof(key), "p%d", i);
+        assert_int_equal(sl_table_peek(t, key, (size_t)n, &l, T0, &d), SL_OK);
+        assert_int_equal(d.remaining, sl_limit_quota(&l));
+    }
+    sl_table_stats(t, &b);
+    assert_int_equal(b.entries, 0);
+    assert_int_equal(b.bytes, a.bytes);
+    assert_true(b.bytes <= 4 << 20);
+    sl_table_free(t);
+}
+
 static void test_release_lease(void **st)
 {
     struct sl_limit l;
@@ -483,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_clock_eviction_counted),
         cmocka_unit_test(test_on_full_deny),
         cmocka_unit_test(test_out_of_line_state_counted),
+        cmocka_unit_test(test_peek_absent_large_state),
         cmocka_unit_test(test_release_lease),
         cmocka_unit_test(test_hash_flooding_needs_the_secret),
     };
