@@ -83,21 +83,24 @@ static bool load_range(struct sl__cmap *m, const redisReply *e, const char *aske
     return true;
 }
 
+/* Every slot unowned; the node table is kept (indexes stay valid). */
+static void forget_owners(struct sl__cmap *m)
+{
+    memset(m->owner, SL__CLUSTER_NO_NODE, sizeof(m->owner));
+    m->version++;
+}
+
 int sl__cmap_load(struct sl__cmap *m, const redisReply *r, const char *asked_host)
 {
-    uint64_t version = m->version;
-
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
         return SL_EINVAL;
     for (size_t i = 0; i < r->elements; i++)
         if (!range_ok(r->element[i]))
             return SL_EINVAL; /* the map in use stays */
-    sl__cmap_init(m);
-    m->version = version + 1;
+    forget_owners(m);
     for (size_t i = 0; i < r->elements; i++)
         if (!load_range(m, r->element[i], asked_host)) {
-            sl__cmap_init(m); /* more masters than a map names: half a map would misroute */
-            m->version = version + 1;
+            forget_owners(m); /* more masters than a map names: half a map would misroute */
             return SL_EINVAL;
         }
     return SL_OK;

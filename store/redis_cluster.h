@@ -40,7 +40,9 @@ struct sl__cnode {
     int port;
 };
 
-/* Which master serves each slot. */
+/* Which master serves each slot. The node table only grows: an index,
+ * once given, names the same address for the map's life (the store keeps
+ * its connections per index). */
 struct sl__cmap {
     size_t n_nodes;
     struct sl__cnode nodes[SL__CLUSTER_MAX_NODES];
@@ -60,7 +62,8 @@ int sl__cmap_node(struct sl__cmap *m, const char *host, size_t host_len, int por
  * the first address of each range). An empty or "?" host means the node
  * that was asked: `asked_host`. SL_OK; SL_EINVAL when the reply is not a
  * well-formed CLUSTER SLOTS reply (then `m` is unchanged) or names more than
- * SL__CLUSTER_MAX_NODES masters (then `m` is emptied: no slot is routed).
+ * SL__CLUSTER_MAX_NODES masters in all (then no slot is routed). Nodes
+ * already known keep their indexes.
  */
 int sl__cmap_load(struct sl__cmap *m, const struct redisReply *r, const char *asked_host);
 

@@ -66,6 +66,27 @@ static void test_load_canned(void **state)
     freeReplyObject(r);
 }
 
+/* A reload keeps the indexes of known nodes: a node added by a MOVED, or
+ * named by an earlier map, keeps its index. */
+static void test_reload_keeps_node_indexes(void **state)
+{
+    static struct sl__cmap m;
+    redisReply *r = parse(two_masters);
+    (void)state;
+
+    sl__cmap_init(&m);
+    assert_int_equal(sl__cmap_node(&m, "seed", 4, 1), 0);
+    assert_int_equal(sl__cmap_node(&m, "10.0.0.2", 8, 7001), 1);
+    assert_int_equal(sl__cmap_load(&m, r, "10.0.0.1"), SL_OK);
+    assert_int_equal(m.n_nodes, 3);
+    assert_int_equal(sl__cmap_lookup(&m, 16383), 1);
+    assert_int_equal(sl__cmap_lookup(&m, 0), 2);
+    assert_int_equal(sl__cmap_load(&m, r, "10.0.0.1"), SL_OK);
+    assert_int_equal(m.n_nodes, 3);
+    assert_int_equal(sl__cmap_lookup(&m, 0), 2);
+    freeReplyObject(r);
+}
+
 static void test_load_partial_and_unknown_host(void **state)
 {
     static struct sl__cmap m;
@@ -267,6 +288,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_canned),
+        cmocka_unit_test(test_reload_keeps_node_indexes),
         cmocka_unit_test(test_load_partial_and_unknown_host),
         cmocka_unit_test(test_load_malformed_keeps_map),
         cmocka_unit_test(test_node_table_bounds),
