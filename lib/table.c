@@ -81,6 +81,7 @@ int sl__shard_grow_index(struct sl__shard *s)
     s->index = n;
     s->bytes += (size_t)s->cap * sizeof(uint64_t);
     s->cap = ncap;
+    shard_publish_index(s);
     s->clock_hand &= mask;
     s->expire_hand &= mask;
     return SL_OK;
@@ -138,6 +139,8 @@ static int shard_init(sl_table *t, struct sl__shard *s)
     if (s->index == NULL || s->chunks == NULL)
         return SL_ENOMEM;
     s->bytes = s->cap * sizeof(uint64_t) + t->max_chunks * sizeof(*s->chunks);
+    atomic_init(&s->pf_index, (uintptr_t)s->index);
+    atomic_init(&s->pf_mask, s->cap - 1);
     return SL_OK;
 }
 
@@ -467,10 +470,62 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
     return rc;
 }
 
+void sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp)
+{
+    shard_prefetch_slot(&t->shards[sl__table_shard(t, fp)], fp->w);
+}
+
+void sl__table_prefetch_entry(sl_table *t, const struct sl__fp *fp)
+{
+    struct sl__shard *s = &t->shards[sl__table_shard(t, fp)];
+    uint64_t h = fp_hash34(fp->w);
+
+    shard_lock(s);
+    uint32_t mask = s->cap - 1, i = fp->w[0] & mask;
+    for (uint64_t slot; (slot = s->index[i]) != 0; i = (i + 1) & mask) {
+        if ((slot >> S_HASH_SHIFT) == h) {
+            /* 40-byte entries may straddle two lines. */
+            const char *e = (const char *)entry_at(t, s, (uint32_t)(slot & S_IDX) - 1);
+            __builtin_prefetch(e);
+            __builtin_prefetch(e + sizeof(struct sl__entry) - 1);
+            break;
+        }
+    }
+    shard_unlock(s);
+}
+
+/* sl_table_check() once the key is hashed and the arguments checked (cost
+ * above 0): lock one shard, find or create, check and commit, note when the
+ * state drains, unlock. */
+static inline int check_fp(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
+                           const struct sl__algo_ops *ops, int64_t now_ns, uint64_t cost,
+                           struct sl_decision *d)
+{
+    struct sl__shard *s = &t->shards[sl__table_shard(t, fp)];
+    struct sl__ref ref;
+    int rc;
+
+    shard_lock(s);
+    rc = get_sized(t, fp, l, ops->state_size(l), now_ns, SL__GET_CREATE, &ref);
+    if (rc == SL_OK) {
+        ops->check(ref.state, l, now_ns, cost, d);
+        if (d->verdict != SL_DENY || l->count_rejected)
+            ops->commit(ref.state, l, now_ns, cost, d);
+        ((struct sl__entry *)ref.entry)->whole_at_s = whole_at_seconds(ops->whole_at(ref.state, l));
+    }
+    shard_unlock(s);
+    return rc;
+}
+
+int sl__table_check_fp(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
+                       int64_t now_ns, uint64_t cost, struct sl_decision *d)
+{
+    return check_fp(t, fp, l, sl__algo_ops(l->algo), now_ns, cost, d);
+}
+
 /*
  * The hot path, here beside the layout so that hashing aside it is one
- * function: hash, lock one shard, find or create, check and commit, note
- * when the state drains, unlock. `l` must be validated (sl_limit_validate).
+ * function (check_fp). `l` must be validated (sl_limit_validate).
  * The state is found by key alone: callers that mix limits on one key should
  * put the limit's id into the key, as the limiter does (CONTRACTS C4); an
  * entry of another algorithm, or an out-of-line one of another limit id,
@@ -481,9 +536,6 @@ int sl_table_check(sl_table *t, const void *key, size_t key_len, const struct sl
 {
     const struct sl__algo_ops *ops;
     struct sl__fp fp;
-    struct sl__ref ref;
-    struct sl__shard *s;
-    int rc;
 
     if (t == NULL || (key == NULL && key_len > 0) || l == NULL)
         return SL_EINVAL;
@@ -495,15 +547,8 @@ int sl_table_check(sl_table *t, const void *key, size_t key_len, const struct sl
     if (cost == 0)
         return sl_table_peek(t, key, key_len, l, now_ns, d);
     sl__table_hash(t, key, key_len, &fp);
-    s = &t->shards[sl__table_shard(t, &fp)];
-    shard_lock(s);
-    rc = get_sized(t, &fp, l, ops->state_size(l), now_ns, SL__GET_CREATE, &ref);
-    if (rc == SL_OK) {
-        ops->check(ref.state, l, now_ns, cost, d);
-        if (d->verdict != SL_DENY || l->count_rejected)
-            ops->commit(ref.state, l, now_ns, cost, d);
-        ((struct sl__entry *)ref.entry)->whole_at_s = whole_at_seconds(ops->whole_at(ref.state, l));
-    }
-    shard_unlock(s);
-    return rc;
+    /* Before the lock: the atomic exchange is a full barrier, a prefetch
+     * issued before it still overlaps it. */
+    shard_prefetch_slot(&t->shards[sl__table_shard(t, &fp)], fp.w);
+    return check_fp(t, &fp, l, ops, now_ns, cost, d);
 }

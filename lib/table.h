@@ -69,6 +69,14 @@ void sl__table_remove(sl_table *t, const struct sl__ref *ref);
  * using the limit copy stored with it, unlock. SL_ENOENT when the entry or
  * the lease is gone. */
 int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease);
+/* The batch path (table_batch.c): start loading fp's home index slot
+ * without the lock (harmless if the index moves meanwhile); with the shard
+ * locked briefly, start loading the entry its slot names; and the check of
+ * sl_table_check() for a hashed key (cost > 0, arguments valid). */
+void sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp);
+void sl__table_prefetch_entry(sl_table *t, const struct sl__fp *fp);
+int sl__table_check_fp(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
+                       int64_t now_ns, uint64_t cost, struct sl_decision *d);
 /* Index slots examined by lookups so far (for the hash-flooding test). */
 uint64_t sl__table_probes(const sl_table *t);
 /* With `shard` locked: a buffer of `size` bytes owned by the shard (kept

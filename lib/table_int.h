@@ -66,6 +66,13 @@ struct sl__shard {
     uint64_t evictions, expired, full_denials, probes;
     void *scratch;        /* a fresh state for peeks at absent keys */
     size_t scratch_bytes; /* its size, counted in `bytes` */
+    /* Copies of `index` and `cap - 1`, written under the lock whenever the
+     * index moves, read WITHOUT the lock only to compute an address to
+     * prefetch (sl__slot_prefetch): atomics so that this read is no data
+     * race. A stale pair only makes a useless prefetch (prefetches never
+     * fault); nothing is ever loaded through them. */
+    atomic_uintptr_t pf_index;
+    atomic_uint pf_mask;
 };
 
 struct sl_table {
@@ -153,6 +160,24 @@ static inline void *entry_state(struct sl__entry *e, uint64_t slot)
         return o->state;
     }
     return e->st;
+}
+
+/* Publish the index's address for lock-free prefetching (lock held). */
+static inline void shard_publish_index(struct sl__shard *s)
+{
+    atomic_store_explicit(&s->pf_index, (uintptr_t)s->index, memory_order_relaxed);
+    atomic_store_explicit(&s->pf_mask, s->cap - 1, memory_order_relaxed);
+}
+
+/* Start loading the home slot of `fp` in shard `s` without taking its lock
+ * (see pf_index): the lookup that follows under the lock then overlaps its
+ * cache miss with other work. */
+static inline void shard_prefetch_slot(const struct sl__shard *s, const uint32_t fp[3])
+{
+    uintptr_t ix = atomic_load_explicit(&s->pf_index, memory_order_relaxed);
+    unsigned mask = atomic_load_explicit(&s->pf_mask, memory_order_relaxed);
+
+    __builtin_prefetch((const void *)(ix + (uintptr_t)(fp[0] & mask) * sizeof(uint64_t)));
 }
 
 /* --------------------------------------------------------- index basics */
