@@ -575,7 +575,14 @@ static void test_many_limits(void **state)
         if (nd > 1 && rnd() % 3 == 0) /* the same key and limit twice */
             m[nd - 1] = m[0];
         for (size_t step = 0; step < 40; step++) {
-            now += rand_dt(&l[0]);
+            /* Time only moves forward here: with several keys, the memory
+             * table may forget a drained key while inserting another (and
+             * recreate it later), which moves the C1 clamp of a clock that
+             * steps back; Redis keeps a whole state for the expiry slack.
+             * Both obey C1; the single-limit traces (one key per table,
+             * nothing forgotten) keep their steps back. */
+            int64_t dt = rand_dt(&l[0]);
+            now += dt > 0 ? dt : 0;
             check_init(&c, m, nd, T0_NS + now, rnd() % 4 == 0 ? 0 : (uint64_t)between(1, 4));
             if (rnd() % 3 == 0)
                 c.d[0].hits = between(0, 3);
