@@ -357,6 +357,41 @@ static void bench_memory_latency(void)
     free(a);
 }
 
+/* A loop that shares nothing, `arg` iterations. */
+static void *spin(void *arg)
+{
+    volatile uint64_t x = 0;
+
+    for (uint64_t i = 0, n = (uint64_t)(uintptr_t)arg; i < n; i++)
+        x += i;
+    return (void *)(uintptr_t)x;
+}
+
+/* Context for the two-thread ratios: what two threads that share nothing
+ * get over one at this moment (best of the rounds). On a quiet 2-vCPU
+ * machine about 2.0; when someone else's work holds a vCPU it falls towards
+ * 1.0, and so does every 2t_over_1t figure measured alongside. */
+static void bench_parallelism(void)
+{
+    void *n = (void *)(uintptr_t)50000000u;
+    double best = 0;
+
+    for (int round = 0; round < repeats; round++) {
+        pthread_t th[2];
+        double start = now_s();
+        spin(n);
+        double one = now_s() - start;
+        start = now_s();
+        for (int i = 0; i < 2; i++)
+            pthread_create(&th[i], NULL, spin, n);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        double two = 2 * one / (now_s() - start);
+        best = two > best ? two : best;
+    }
+    printf("lib.machine.parallel_2t_over_1t %.2f x\n", best);
+}
+
 /* A flood of never-seen keys against a full table (16 MiB, live keys): each
  * check creates a key and evicts one, so this is the bounded cost of making
  * room (drained search, CLOCK) that an attacker sending unique keys gets. */
@@ -481,6 +516,7 @@ int main(int argc, char **argv)
     if (getenv("SL_BENCH_REPEAT") != NULL)
         repeats = parse_count(getenv("SL_BENCH_REPEAT"), repeats);
     bench_memory_latency();
+    bench_parallelism();
     /* SL_BENCH_ALGO=gcra runs one algorithm only (for quick iterations). */
     const char *only = getenv("SL_BENCH_ALGO");
     for (int a = 0; a < SL_ALGO_COUNT; a++)

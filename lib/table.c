@@ -40,21 +40,25 @@ void sl_table_config_init(struct sl_table_config *c)
 static int64_t lookup(const sl_table *t, struct sl__shard *s, const uint32_t fp[3],
                       uint32_t *free_pos)
 {
-    uint32_t mask = s->cap - 1, i = fp[0] & mask;
+    uint32_t mask = s->cap - 1, i = fp[0] & mask, n = 1;
     uint64_t h = fp_hash34(fp);
 
-    for (;;) {
+    /* Probes are counted once per lookup, not per slot: one write less in
+     * the loop. */
+    for (;; n++) {
         uint64_t slot = s->index[i];
-        s->probes++;
         if (slot == 0) {
             if (free_pos)
                 *free_pos = i;
+            s->probes += n;
             return -1;
         }
         if ((slot >> S_HASH_SHIFT) == h) {
             const struct sl__entry *e = entry_at(t, s, (uint32_t)(slot & S_IDX) - 1);
-            if (e->fp[1] == fp[1] && e->fp[2] == fp[2] && e->fp[0] == fp[0])
+            if (e->fp[1] == fp[1] && e->fp[2] == fp[2] && e->fp[0] == fp[0]) {
+                s->probes += n;
                 return i;
+            }
         }
         i = (i + 1) & mask;
     }
@@ -470,9 +474,15 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
     return rc;
 }
 
-void sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp)
+bool sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp)
 {
-    shard_prefetch_slot(&t->shards[sl__table_shard(t, fp)], fp->w);
+    const struct sl__shard *s = &t->shards[sl__table_shard(t, fp)];
+
+    shard_prefetch_slot(s, fp->w);
+    /* The table's index, estimated from this shard's: past 2^17 slots
+     * (1 MiB of index, 2-4 MiB of entries) it outgrows the core's caches. */
+    uint64_t slots = (uint64_t)atomic_load_explicit(&s->pf_mask, memory_order_relaxed) + 1;
+    return slots * t->nshards >= (UINT64_C(1) << 17);
 }
 
 void sl__table_prefetch_entry(sl_table *t, const struct sl__fp *fp)

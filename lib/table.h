@@ -70,10 +70,12 @@ void sl__table_remove(sl_table *t, const struct sl__ref *ref);
  * the lease is gone. */
 int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease);
 /* The batch path (table_batch.c): start loading fp's home index slot
- * without the lock (harmless if the index moves meanwhile); with the shard
- * locked briefly, start loading the entry its slot names; and the check of
- * sl_table_check() for a hashed key (cost > 0, arguments valid). */
-void sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp);
+ * without the lock (harmless if the index moves meanwhile), returning
+ * whether the table looks larger than the caches (then prefetching entries
+ * pays); with the shard locked briefly, start loading the entry its slot
+ * names; and the check of sl_table_check() for a hashed key (cost > 0,
+ * arguments valid). */
+bool sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp);
 void sl__table_prefetch_entry(sl_table *t, const struct sl__fp *fp);
 int sl__table_check_fp(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
                        int64_t now_ns, uint64_t cost, struct sl_decision *d);

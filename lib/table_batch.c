@@ -4,9 +4,10 @@
  * for two dependent misses (index slot, then entry); one check at a time the
  * CPU cannot overlap them with the next check's (the shard lock's atomic
  * exchange is a full barrier). Here a group of keys is hashed and their
- * index slots prefetched together (no lock: sl__table_prefetch_slot), then
- * each slot is read under its shard's lock to prefetch its entry, and only
- * then are the checks made, in order, exactly as sl_table_check makes them.
+ * index slots prefetched together (no lock: sl__table_prefetch_slot), then,
+ * in a table larger than the caches, each slot is read under its shard's
+ * lock to prefetch its entry, and only then are the checks made, in order,
+ * exactly as sl_table_check makes them.
  *
  * It does not change any decision or its order (the same key twice in a
  * batch is checked twice, in order), reorder locks, or hold more than one
@@ -36,15 +37,18 @@ static void check_group(sl_table *t, struct sl_table_item *it, size_t n)
 {
     struct sl__fp fp[GROUP];
     int ok[GROUP];
+    bool large = false;
 
     for (size_t i = 0; i < n; i++) {
         ok[i] = item_ok(&it[i]);
         if (ok[i] != SL_OK || it[i].cost == 0)
             continue;
         sl__table_hash(t, it[i].key, it[i].key_len, &fp[i]);
-        sl__table_prefetch_slot(t, &fp[i]);
+        large |= sl__table_prefetch_slot(t, &fp[i]);
     }
-    for (size_t i = 0; i < n; i++)
+    /* In a table that fits the caches the extra lock costs more than the
+     * entry's miss it would hide. */
+    for (size_t i = 0; large && i < n; i++)
         if (ok[i] == SL_OK && it[i].cost > 0)
             sl__table_prefetch_entry(t, &fp[i]);
     for (size_t i = 0; i < n; i++) {
