@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "sluice.h"
+#include "../store/redis.h"
 
 #define SL__MAX_LISTENERS  8
 #define SL__MAX_RULE_FILES 64
@@ -54,6 +55,7 @@ struct sl__config {
     size_t store_max_bytes; /* hard cap of the state table */
     unsigned store_shards;  /* 0: the table's default */
     enum sl_on_full store_on_full;
+    struct sl__redis_config redis; /* store.type: redis (store/redis_config.c) */
 
     unsigned max_connections;  /* over all workers */
     size_t max_frame_bytes;    /* largest request/frame accepted */

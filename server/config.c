@@ -74,6 +74,7 @@ void sl__config_init(struct sl__config *c)
     memcpy(c->store, "memory", 7);
     c->store_max_bytes = 64u << 20;
     c->store_on_full = SL_ON_FULL_EVICT;
+    sl__redis_config_init(&c->redis);
     c->max_connections = 10000;
     c->max_frame_bytes = 1u << 20;
     c->idle_timeout_ms = 300000;
@@ -233,8 +234,9 @@ static int set_key(struct ctx *x, const struct key *k, const yaml_node_t *v)
         *(enum sl_on_full *)(void *)field = s[0] == 'e' ? SL_ON_FULL_EVICT : SL_ON_FULL_DENY;
         return 0;
     case K_STORE:
-        if (strcmp(s, "memory") != 0)
-            return fail(x, v, "store.type must be memory (got '%s')", s);
+        if (strcmp(s, "memory") != 0 && strcmp(s, "redis") != 0)
+            return fail(x, v, "store.type must be memory or redis (got '%s')", s);
+        memcpy(field, s, strlen(s) + 1);
         return 0;
     }
     return fail(x, v, "unhandled key type");
@@ -377,13 +379,24 @@ static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
         else if (v->type == YAML_MAPPING_NODE &&
                  (!strcmp(path, "rules") || !strcmp(path, "store") || !strcmp(path, "server") ||
                   !strcmp(path, "log") || !strcmp(path, "admin") || !strcmp(path, "http") ||
-                  !strcmp(path, "metrics")))
+                  !strcmp(path, "metrics") || !strcmp(path, "store.redis") ||
+                  !strcmp(path, "store.redis.policies")))
             r = load_map(x, v, path);
         else {
             const struct key *key = NULL;
             for (size_t i = 0; i < NKEYS; i++)
                 if (strcmp(keys[i].path, path) == 0)
                     key = &keys[i];
+            /* store.redis.* and store.clock belong to the Redis store's own
+             * key table (store/redis_config.c). */
+            if (key == NULL && !strncmp(path, "store.", 6) && scalar(v) != NULL) {
+                const char *why = NULL;
+                int rc = sl__redis_config_set(&x->c->redis, path, scalar(v), &why);
+                if (rc == SL_EINVAL)
+                    return fail(x, v, "%s: %s", path, why);
+                if (rc == SL_OK)
+                    continue;
+            }
             if (key == NULL)
                 return fail(x, k, "unknown key '%s' (sluiced --help lists them)", path);
             r = set_key(x, key, v);
@@ -500,4 +513,5 @@ void sl__config_help(FILE *f)
             "rate-limit header families: ietf, x-ratelimit, retry-after, all, none");
     for (size_t i = 0; i < NKEYS; i++)
         fprintf(f, "  %-24s %-8s %s\n", keys[i].path, keys[i].def, keys[i].help);
+    sl__redis_config_help(f);
 }

@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 #include <http_parser.h>
 
+#include "../store/redis.h"
 #include "../store/store.h"
 #include "clock.h"
 #include "conn.h"
@@ -40,6 +41,7 @@
 #include "http_query.h"
 #include "killswitch.h"
 #include "metrics.h"
+#include "metrics_store.h"
 #include "server-t.h"
 #include "worker-t.h"
 #include "worker.h"
@@ -502,9 +504,23 @@ static void h_healthz(struct sl__conn *c, const struct sl__h1_req *r)
     respond(c, -1, r->keep_alive, 200, "ok\n", 3);
 }
 
+/* Every worker's store is ready (a Redis store's readiness may be read
+ * from any thread). */
+static bool stores_ready(const struct sl__server *srv)
+{
+    for (unsigned i = 0; i < srv->n_workers; i++) {
+        const struct sl__store *st = srv->workers[i].store;
+        if (sl__store_is_redis(st) && !sl__store_redis_ready(st))
+            return false;
+    }
+    return true;
+}
+
 static void h_readyz(struct sl__conn *c, const struct sl__h1_req *r)
 {
-    if (sl__worker_rules(c->w) != NULL)
+    if (!stores_ready(c->w->srv))
+        respond(c, -1, r->keep_alive, 503, "store not ready\n", 16);
+    else if (sl__worker_rules(c->w) != NULL)
         respond(c, -1, r->keep_alive, 200, "ready\n", 6);
     else
         respond(c, -1, r->keep_alive, 503, "no rules loaded\n", 16);
@@ -531,11 +547,12 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
     g.reloads = atomic_load(&c->w->srv->reloads);
     g.reload_failures = atomic_load(&c->w->srv->reload_failures);
     g.connections = -1; /* the registry's own count, kept by the core */
-    cap = sl__metrics_render_bound(m);
+    cap = sl__metrics_render_bound(m) + SL__METRICS_STORE_MAX;
     buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
-    if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK)
+    if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK) {
+        sl__metrics_render_store(c->w->srv, buf, cap, &len);
         respond(c, -1, r->keep_alive, 200, buf, len);
-    else
+    } else
         respond_error(c, -1, r->keep_alive, 500, "metrics did not fit");
     free(buf);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../store/redis.h"
 #include "../store/store.h"
 #include "conn.h"
 #include "log.h"
@@ -81,7 +82,10 @@ int sl__worker_init(struct sl__worker *w, struct sl__server *srv, unsigned id)
     if (uv_loop_init(&w->loop) != 0)
         return SL_ENOMEM;
     w->loop.data = w;
-    r = sl__store_memory_new(srv->lim, &w->store);
+    if (strcmp(srv->cfg.store, "redis") == 0) /* the limiter: the local fallback */
+        r = sl__store_redis_new(&w->loop, &srv->cfg.redis, srv->lim, &w->store);
+    else
+        r = sl__store_memory_new(srv->lim, &w->store);
     if (r != SL_OK)
         return r;
     w->rules = sl_rules_reader_new(srv->rules);
@@ -128,8 +132,8 @@ void sl__worker_stop(struct sl__worker *w)
 void sl__worker_join(struct sl__worker *w)
 {
     uv_thread_join(&w->thread);
+    sl__store_free(w->store); /* closes its handles on the loop first */
     uv_loop_close(&w->loop);
-    sl__store_free(w->store);
     sl_rules_reader_free(w->rules);
     free(w->matches);
     sl__buf_free(&w->reply);

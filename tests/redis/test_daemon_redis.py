@@ -141,6 +141,13 @@ log: {{level: warn}}
         except Exception:
             return False
 
+    def metric(self, name):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        raise AssertionError(f"{name} not in /metrics")
+
     def check(self, domain, key, value, hits=1):
         reply = self.client.execute_command("SL.CHECK", domain, hits, key, value)
         return reply[0].decode()
@@ -186,8 +193,14 @@ def test_one_script_call_per_check_and_none_for_cached_denials(rds, nodes):
     assert rds.evalsha_calls() == 50
     assert a.check("shared", "fw", "x") == "deny"  # learnt by the cache
     calls = rds.evalsha_calls()
+    hits = a.metric("sluice_store_redis_olc_hits_total")
+    sent = a.metric("sluice_store_redis_script_calls_total")
     assert [a.check("shared", "fw", "x") for _ in range(100)] == ["deny"] * 100
     assert rds.evalsha_calls() == calls  # 0 commands for 100 denials
+    # ... and the daemon's own metrics say so: 100 cache hits, no script call.
+    assert a.metric("sluice_store_redis_olc_hits_total") == hits + 100
+    assert a.metric("sluice_store_redis_script_calls_total") == sent
+    assert a.metric("sluice_store_redis_workers_ready") == 1
 
 
 def test_sigstop_answers_by_policy_within_bound_then_recovers(rds, nodes):
