@@ -173,7 +173,7 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
     memset(&fin, 0, sizeof(fin));
     if (q->rules == NULL)
         return start(of(s), kind, req, q->m, q->n, NULL, &fin, cb, arg);
-    rc = sl__redis_resolve(q->rules, req, m, fin.banned, &fin.deny_all);
+    rc = sl__rules_resolve(q->rules, req, m, fin.banned, &fin.deny_all);
     if (rc != SL_OK)
         return rc;
     fin.now_ns = req->now_ns;

@@ -101,7 +101,7 @@ void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *a
         if (fin->was_denied[i])
             res->statuses[i] = fin->saved[i];
     if (err == SL_OK && res != NULL && fin != NULL && fin->active)
-        sl__redis_resolve_finish(fin->banned, fin->deny_all, fin->now_ns, res);
+        sl__rules_finish(fin->banned, fin->deny_all, fin->now_ns, res);
     cb(arg, err, err == SL_OK ? res : NULL);
 }
 

@@ -15,6 +15,7 @@
 #include <hiredis/hiredis.h>
 
 #include "redis.h"
+#include "rules/rules_int.h"
 
 struct sl__rstore;
 
@@ -34,7 +35,7 @@ struct sl__rconn {
 enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
 
 /* What the rules resolution leaves to be applied to every answer (see
- * redis_resolve.c): deny-all limits taken out, and whether they deny the
+ * sl__rules_resolve() in lib/rules/check.c): deny-all limits taken out, and whether they deny the
  * whole request. */
 struct sl__rfinish {
     bool active;
@@ -205,11 +206,8 @@ int sl__rcall_keep(struct sl__rreq *q, const struct sl_request *req, const struc
 /* A reset's DEL of the plan's keys (and its announcement) on c. */
 void sl__rcall_reset_delete(struct sl__rstore *st, struct sl__rconn *c, size_t n_items);
 
-/* redis_resolve.c: sl_limiter_check's resolution, for the rules path. */
-int sl__redis_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
-                      const struct sl_limit **banned, bool *deny_all);
-void sl__redis_resolve_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
-                              struct sl_result *res);
+/* The rules path resolves a request as sl_limiter_check() does, with
+ * sl__rules_resolve() / sl__rules_finish() (lib/rules/rules_int.h). */
 
 /* redis_olc.c */
 int sl__olc_init(struct sl__rstore *st);

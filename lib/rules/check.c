@@ -28,7 +28,7 @@ static bool replaced(const struct sl_limit *l, const struct sl_match *m, size_t 
         for (size_t k = 0; k < m[i].n_limits; k++) {
             const struct sl__rlimit *rl = sl__rlimit_of(m[i].limits[k]);
             for (size_t r = 0; r < rl->n_replaces; r++) {
-                if (strcmp(rl->replaces[r], l->name) == 0)
+                if (l->name != NULL && strcmp(rl->replaces[r], l->name) == 0)
                     return true;
             }
         }
@@ -108,14 +108,13 @@ static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **
     return deny || (quota > 0 && quota_banned == quota);
 }
 
-/* Report every descriptor as it stands (cost 0: nothing counted), then the
- * whole request as denied. */
+/* Report every descriptor as it stands (cost 0: nothing counted);
+ * sl__rules_finish() then reports the whole request as denied. */
 static int peek_denied(sl_limiter *lim, const struct sl_match *m, size_t n,
                        const struct sl_request *req, struct sl_result *res)
 {
     struct sl_descriptor d[SL_MAX_DESCRIPTORS];
     struct sl_request peek = *req;
-    int rc;
 
     for (size_t i = 0; i < n; i++) {
         d[i] = req->descriptors[i];
@@ -123,11 +122,7 @@ static int peek_denied(sl_limiter *lim, const struct sl_match *m, size_t n,
     }
     peek.descriptors = d;
     peek.hits = 0;
-    rc = sl_limiter_check_matched(lim, m, n, &peek, res);
-    res->verdict = SL_DENY;
-    res->delay_ns = 0;
-    res->lease[0] = '\0';
-    return rc;
+    return sl_limiter_check_matched(lim, m, n, &peek, res);
 }
 
 /* True when the denial came only from some (not all) quota descriptors. */
@@ -168,37 +163,62 @@ static int recheck_without_denied_quota(sl_limiter *lim, struct sl_match *m, siz
     return rc;
 }
 
+int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
+                      const struct sl_limit **banned, bool *deny_all)
+{
+    size_t n = req->n_descriptors;
+
+    if (n > SL_MAX_DESCRIPTORS)
+        return SL_ETOOBIG;
+    for (size_t i = 0; i < n; i++) {
+        int rc = sl_rules_match(rules, req, i, &m[i]);
+        if (rc != SL_OK)
+            return rc;
+    }
+    apply_replaces(m, n);
+    *deny_all = take_deny_all(m, n, banned);
+    return SL_OK;
+}
+
+void sl__rules_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
+                      struct sl_result *res)
+{
+    if (deny_all) { /* decided as a peek: report, deny, hold nothing */
+        res->verdict = SL_DENY;
+        res->delay_ns = 0;
+        res->lease[0] = '\0';
+    }
+    for (size_t i = 0; i < res->n_statuses; i++) {
+        if (banned[i] != NULL && (!banned[i]->shadow || res->statuses[i].limit == NULL))
+            deny_all_status(banned[i], now_ns, &res->statuses[i]);
+        else if (banned[i] != NULL)
+            res->statuses[i].shadow_denied = true;
+    }
+}
+
 int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_request *req,
                      struct sl_result *res)
 {
     struct sl_match m[SL_MAX_DESCRIPTORS];
     const struct sl_limit *banned[SL_MAX_DESCRIPTORS];
+    bool deny_all;
     size_t n;
     int rc;
 
     if (lim == NULL || rules == NULL || req == NULL || res == NULL)
         return SL_EINVAL;
+    rc = sl__rules_resolve(rules, req, m, banned, &deny_all);
+    if (rc != SL_OK)
+        return rc;
     n = req->n_descriptors;
-    if (n > SL_MAX_DESCRIPTORS)
-        return SL_ETOOBIG;
-    for (size_t i = 0; i < n; i++) {
-        rc = sl_rules_match(rules, req, i, &m[i]);
-        if (rc != SL_OK)
-            return rc;
-    }
-    apply_replaces(m, n);
-    if (take_deny_all(m, n, banned)) {
+    if (deny_all) {
         rc = peek_denied(lim, m, n, req, res);
     } else {
         rc = sl_limiter_check_matched(lim, m, n, req, res);
         if (rc == SL_OK && res->verdict == SL_DENY && quota_excused(m, n, res))
             rc = recheck_without_denied_quota(lim, m, n, req, res);
     }
-    for (size_t i = 0; rc == SL_OK && i < n; i++) {
-        if (banned[i] != NULL && (!banned[i]->shadow || res->statuses[i].limit == NULL))
-            deny_all_status(banned[i], req->now_ns, &res->statuses[i]);
-        else if (banned[i] != NULL)
-            res->statuses[i].shadow_denied = true;
-    }
+    if (rc == SL_OK)
+        sl__rules_finish(banned, deny_all, req->now_ns, res);
     return rc;
 }

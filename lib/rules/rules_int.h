@@ -147,6 +147,18 @@ size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, 
 void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
                             const char *msg);
 
+/* check.c: the resolution sl_limiter_check() makes before it decides,
+ * shared with the stores that decide elsewhere (the Redis store): match
+ * every descriptor of `req` into m[0..n), drop what `replaces` replaces,
+ * take deny-all (requests_per_unit: 0) limits out into banned[i]; *deny_all
+ * when the whole request must be denied (then decide it as a peek). */
+int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
+                      const struct sl_limit **banned, bool *deny_all);
+/* After deciding: report the deny-all limits and, with deny_all, the
+ * request as denied holding nothing. */
+void sl__rules_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
+                      struct sl_result *res);
+
 char *sl__strdup(const char *s);
 char *sl__strndup(const char *s, size_t n);
 
