@@ -16,23 +16,8 @@ sluiced=$build/server/sluiced
 secs=${SL_BENCH_HTTP_SECONDS:-10}
 rounds=${SL_BENCH_ROUNDS:-3}
 [[ -x "$sluiced" ]] || { echo "bench_http: $sluiced not built" >&2; exit 1; }
-for tool in wrk nginx taskset curl; do
-    command -v $tool >/dev/null || { echo "bench_http: $tool missing (scripts/deps.sh bench)" >&2; exit 1; }
-done
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() {
-    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.05; done
-    echo "bench_http: nothing answers on port $1" >&2; exit 1
-}
+. "$(dirname "$0")/lib.sh"
+bench_init bench_http wrk nginx taskset curl
 
 sl_port=$(free_port)
 cat >"$tmp/rules.yaml" <<YAML
@@ -106,7 +91,6 @@ rps() {
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t) ? "MET" : "MISSED" }'; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 sls=() ngs=()
 for _ in $(seq "$rounds"); do

@@ -17,43 +17,14 @@ build=${1:-build-release}
 here=$(cd "$(dirname "$0")" && pwd)
 sluiced=$build/server/sluiced
 n=${SL_BENCH_REQUESTS_P16:-1000000}
-for tool in redis-server redis-benchmark redis-cli taskset; do
-    command -v $tool >/dev/null || { echo "bench_redis_store: $tool missing (scripts/deps.sh bench)" >&2; exit 1; }
-done
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-    for _ in $(seq 100); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done
-    echo "bench_redis_store: nothing answers on port $1" >&2; exit 1
-}
+. "$here/lib.sh"
+bench_init bench_redis_store redis-server redis-benchmark redis-cli taskset
 
 rd_port=$(free_port)
-taskset -c 0 redis-server --port "$rd_port" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$tmp" --logfile "$tmp/redis.log" &
-pids+=($!)
-wait_port "$rd_port"
+start_redis "$rd_port"
 
 # The peer: a token bucket (capacity 15, 0.5 token/s) in Lua on Redis's clock.
-peer=$(redis-cli -p "$rd_port" SCRIPT LOAD "
-local cap, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local s = redis.call('HMGET', KEYS[1], 't', 'v')
-local last, tokens = tonumber(s[1]) or now, tonumber(s[2]) or cap
-tokens = math.min(cap, tokens + (now - last) * rate)
-local allowed = 0
-if tokens >= 1 then tokens = tokens - 1; allowed = 1 end
-redis.call('HSET', KEYS[1], 't', now, 'v', tokens)
-redis.call('EXPIRE', KEYS[1], math.ceil(cap / rate) + 1)
-return {allowed, math.floor(tokens)}")
+peer=$(lua_token_bucket "$rd_port")
 ours=$(cat "$here"/../store/lua/[0-9]*.lua | redis-cli -p "$rd_port" -x SCRIPT LOAD)
 # One token_bucket limit, 1 per 2 s, capacity 15 (reduced: p=2 s, r=1),
 # Redis's clock, as store/lua/00_prelude.lua's calling convention says.
@@ -76,7 +47,7 @@ log: {level: warn}
 YAML
     taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
     pids+=($!)
-    wait_port "$sl_port"
+    wait_redis "$sl_port"
     reply=$(redis-cli -p "$sl_port" CL.THROTTLE key:sanity 15 30 60 | tr '\n' ' ')
     [[ "$reply" == "0 16 15 -1 2 " ]] || { echo "bench_redis_store: CL.THROTTLE answered: $reply" >&2; exit 1; }
 else
@@ -89,7 +60,6 @@ rps() {
     taskset -c 1 redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$n" -r 100000 -P 16 \
         --csv "$@" 2>/dev/null | tail -1 | cut -d, -f2 | tr -d '"'
 }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 evalsha_calls() {

@@ -14,23 +14,8 @@ sluiced=$build/server/sluiced
 n1=${SL_BENCH_REQUESTS:-300000}    # requests per run without pipelining
 n16=${SL_BENCH_REQUESTS_P16:-2000000} # with -P 16
 [[ -x "$sluiced" ]] || { echo "bench_resp: $sluiced not built" >&2; exit 1; }
-for tool in redis-server redis-benchmark redis-cli taskset; do
-    command -v $tool >/dev/null || { echo "bench_resp: $tool missing (scripts/deps.sh bench)" >&2; exit 1; }
-done
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-    for _ in $(seq 100); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done
-    echo "bench_resp: nothing answers on port $1" >&2; exit 1
-}
+. "$(dirname "$0")/lib.sh"
+bench_init bench_resp redis-server redis-benchmark redis-cli taskset
 
 sl_port=$(free_port)
 cat >"$tmp/sluice.yaml" <<YAML
@@ -42,25 +27,11 @@ YAML
 taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
 pids+=($!)
 rd_port=$(free_port)
-taskset -c 0 redis-server --port "$rd_port" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$tmp" --logfile "$tmp/redis.log" &
-pids+=($!)
-wait_port "$sl_port"
-wait_port "$rd_port"
+start_redis "$rd_port"
+wait_redis "$sl_port"
 
 # Token bucket (capacity 15, 0.5 token/s) in Lua, reading Redis's clock.
-sha=$(redis-cli -p "$rd_port" SCRIPT LOAD "
-local cap, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local s = redis.call('HMGET', KEYS[1], 't', 'v')
-local last, tokens = tonumber(s[1]) or now, tonumber(s[2]) or cap
-tokens = math.min(cap, tokens + (now - last) * rate)
-local allowed = 0
-if tokens >= 1 then tokens = tokens - 1; allowed = 1 end
-redis.call('HSET', KEYS[1], 't', now, 'v', tokens)
-redis.call('EXPIRE', KEYS[1], math.ceil(cap / rate) + 1)
-return {allowed, math.floor(tokens)}")
+sha=$(lua_token_bucket "$rd_port")
 
 # The figures mean nothing if the commands fail: both must answer properly.
 reply=$(redis-cli -p "$sl_port" CL.THROTTLE key:sanity 15 30 60 | tr '\n' ' ')
@@ -78,7 +49,6 @@ rps() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t) ? "MET" : "MISSED" }'; }
 
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # Each figure is the median of $rounds runs, the three servers taking turns,
 # so that a burst of other load on the machine hits all of them alike.

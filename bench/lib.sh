@@ -1,0 +1,71 @@
+# lib.sh - what the server benchmark scripts (bench/bench_*.sh) share;
+# sourced, never run. Every server it starts listens on 127.0.0.1 and is
+# killed by PID when the script exits.
+#
+#   bench_init NAME TOOL...   fail unless every TOOL is installed; make $tmp;
+#                             kill every PID in $pids and remove $tmp on exit
+#   free_port                 a free loopback TCP port
+#   wait_redis PORT           until a RESP server answers PING on PORT
+#   wait_http PORT PATH       until GET PATH answers 2xx on PORT
+#   start_redis PORT          a redis-server (no persistence) pinned to CPU 0
+#   lua_token_bucket PORT     load the peer token bucket (capacity ARGV[1],
+#                             ARGV[2] tokens/s, Redis's clock) and print its
+#                             SHA; how rate limiting is usually done in Redis
+#   median V...               the median of the values
+
+bench_init() {
+    bench_name=$1
+    shift
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null ||
+            { echo "$bench_name: $tool missing (scripts/deps.sh bench)" >&2; exit 1; }
+    done
+    tmp=$(mktemp -d)
+    pids=()
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+
+free_port() {
+    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_redis() {
+    for _ in $(seq 100); do redis-cli -p "$1" PING >/dev/null 2>&1 && return 0; sleep 0.05; done
+    echo "$bench_name: nothing answers on port $1" >&2
+    exit 1
+}
+
+wait_http() {
+    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$1$2" && return 0; sleep 0.05; done
+    echo "$bench_name: nothing answers on port $1" >&2
+    exit 1
+}
+
+start_redis() {
+    taskset -c 0 redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$tmp" --logfile "$tmp/redis-$1.log" &
+    pids+=($!)
+    wait_redis "$1"
+}
+
+lua_token_bucket() {
+    redis-cli -p "$1" SCRIPT LOAD "
+local cap, rate = tonumber(ARGV[1]), tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local s = redis.call('HMGET', KEYS[1], 't', 'v')
+local last, tokens = tonumber(s[1]) or now, tonumber(s[2]) or cap
+tokens = math.min(cap, tokens + (now - last) * rate)
+local allowed = 0
+if tokens >= 1 then tokens = tokens - 1; allowed = 1 end
+redis.call('HSET', KEYS[1], 't', now, 'v', tokens)
+redis.call('EXPIRE', KEYS[1], math.ceil(cap / rate) + 1)
+return {allowed, math.floor(tokens)}"
+}
+
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
