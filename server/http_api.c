@@ -41,7 +41,7 @@
 #include "http_query.h"
 #include "killswitch.h"
 #include "metrics.h"
-#include "metrics_store.h"
+#include "store_stats.h"
 #include "server-t.h"
 #include "worker-t.h"
 #include "worker.h"

@@ -1,9 +1,9 @@
 /*
- * metrics_store.h - the store's own metrics for GET /metrics (internal).
+ * store_stats.h - the store's own metrics for GET /metrics (internal).
  * Included by server/http_api.c only.
  */
-#ifndef SL_SERVER_METRICS_STORE_H
-#define SL_SERVER_METRICS_STORE_H
+#ifndef SL_SERVER_STORE_STATS_H
+#define SL_SERVER_STORE_STATS_H
 
 #include <stddef.h>
 
@@ -17,4 +17,4 @@ struct sl__server;
  * Returns the bytes appended (0 if they would not fit). Any thread. */
 size_t sl__metrics_render_store(const struct sl__server *srv, char *buf, size_t cap, size_t *len);
 
-#endif /* SL_SERVER_METRICS_STORE_H */
+#endif /* SL_SERVER_STORE_STATS_H */

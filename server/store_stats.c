@@ -1,5 +1,5 @@
 /*
- * metrics_store.c - the Redis store's state in /metrics: its counters
+ * store_stats.c - the Redis store's state in /metrics: its counters
  * (script calls, timeouts, policy answers, over-limit cache hits, ...)
  * summed over the workers, and its readiness and circuit breaker as gauges.
  *
@@ -14,7 +14,7 @@
 
 #include "../store/redis.h"
 #include "../store/store.h"
-#include "metrics_store.h"
+#include "store_stats.h"
 #include "server-t.h"
 #include "worker-t.h"
 
