@@ -97,6 +97,8 @@ static struct sl__rreq *take_slot(struct sl__rstore *st, enum sl__rreq_kind kind
     q->busy = true;
     q->answered = false;
     q->retried = false;
+    q->redirects = 0;
+    q->fan = NULL;
     q->kind = kind;
     q->policy = pol;
     q->cb = cb;
@@ -108,9 +110,25 @@ static struct sl__rreq *take_slot(struct sl__rstore *st, enum sl__rreq_kind kind
     return q;
 }
 
-static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
-                 const struct sl_match *m, size_t n, const sl_rules *rules,
-                 const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+/* Redis Cluster: the node of the plan's slot, or -1 when its items hash
+ * to several slots. Without cluster: node 0. */
+static int plan_node(const struct sl__rstore *st, const struct sl__redis_plan *p)
+{
+    unsigned slot;
+
+    if (!st->cfg.cluster || p->n_items == 0)
+        return 0;
+    slot = sl__rroute_item_slot(st, 0);
+    for (size_t k = 1; k < p->n_items; k++)
+        if (sl__rroute_item_slot(st, k) != slot)
+            return -1;
+    return (int)sl__rroute_node(st, slot);
+}
+
+int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
+                     const struct sl_match *m, size_t n, const sl_rules *rules,
+                     const struct sl__rfinish *fin, sl__store_cb cb, void *arg,
+                     struct sl__rfan *fan, uint8_t group)
 {
     struct sl__redis_plan *p = &st->plan;
     uint64_t hash[SL__REDIS_MAX_ITEMS];
@@ -118,22 +136,31 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
     bool peek = kind != SL__RQ_CHECK || fin->deny_all;
     struct sl__rreq *q;
     struct sl__rconn *c;
+    int node;
     int rc = sl__redis_plan_build(&st->cfg.opts, peek ? SL__REDIS_PEEK : SL__REDIS_CHECK, req, m, n,
                                   p, &st->cmd);
 
     if (rc != SL_OK)
         return rc;
-    SL__CNT(st, checks, 1);
+    node = plan_node(st, p);
+    if (node < 0 && fan == NULL) /* several slots: one call per slot */
+        return sl__rfan_start(st, kind, req, m, n, rules, fin, cb, arg);
+    if (node < 0)
+        return SL_EINVAL; /* a group spans slots: cannot happen (one tag per descriptor) */
+    if (fan == NULL)
+        SL__CNT(st, checks, 1);
     for (size_t k = 0; st->olc != NULL && k < p->n_items; k++)
         hash[k] = sl__olc_hash(st, st->cmd.argv[3 + k], st->cmd.argvlen[3 + k]);
     if (!peek && !fin->quota_any && sl__ranswer_olc(st, p, hash, req->now_ns, fin, cb, arg))
         return SL_OK;
-    c = sl__rconn_available(st) ? sl__rconn_pick(st) : NULL;
+    c = sl__rconn_available(st) ? sl__rconn_pick_node(st, (unsigned)node) : NULL;
     if (c == NULL || st->free_reqs == NULL || st->sha[0] == '\0') {
         if (st->free_reqs == NULL)
             SL__CNT(st, overflow, 1);
         else
             SL__CNT(st, unavailable, 1);
+        if (c == NULL)
+            sl__rroute_stale(st); /* a failed-over master: ask who serves the slot now */
         if (kind == SL__RQ_RESET)
             return SL_EFULL;
         sl__ranswer_policy(st, pol, p, NULL, m, req, peek, fin, cb, arg);
@@ -141,10 +168,14 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
     }
     q = take_slot(st, kind, pol, rules, fin, cb, arg);
     q->now_ns = req->now_ns;
+    q->fan = fan;
+    q->fan_group = group;
     if (st->olc != NULL)
         memcpy(q->item_hash, hash, sizeof(hash[0]) * p->n_items);
     rc = rules == NULL ? own_limits(q) : SL_OK;
-    if (rc == SL_OK && (pol == SL__POLICY_LOCAL || fin->quota_any))
+    /* A cross-slot check's group keeps its request: a refund is built from it. */
+    if (rc == SL_OK &&
+        (pol == SL__POLICY_LOCAL || fin->quota_any || (fan != NULL && kind == SL__RQ_CHECK)))
         rc = sl__rcall_keep(q, req, m, n);
     if (rc == SL_OK && kind == SL__RQ_RESET)
         sl__rcall_reset_delete(st, c, p->n_items);
@@ -153,6 +184,13 @@ static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl
     if (rc != SL_OK)
         sl__rcall_release(q); /* nothing started: the caller gets rc */
     return rc;
+}
+
+static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
+                 const struct sl_match *m, size_t n, const sl_rules *rules,
+                 const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+{
+    return sl__rstore_start(st, kind, req, m, n, rules, fin, cb, arg, NULL, 0);
 }
 
 /* ------------------------------------------------------------- ops */
@@ -240,6 +278,7 @@ static void store_free(struct sl__store *s)
 
     st->closing = true;
     sl__rconn_close_all(st); /* pending calls come back NULL: slots freed */
+    sl__rroute_close(st);
     for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
         uv_close((uv_handle_t *)&st->reqs[i].timer, on_req_closed);
     uv_run(st->loop, UV_RUN_NOWAIT); /* complete the closes */
@@ -248,6 +287,8 @@ static void store_free(struct sl__store *s)
     free(st->reqs);
     free(st->conns);
     free(st->olc);
+    sl__rfan_free_all(st);
+    free(st->map);
     free(st);
 }
 
@@ -303,7 +344,11 @@ int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_li
         q->next_free = st->free_reqs;
         st->free_reqs = q;
     }
-    rc = sl__rconn_init_all(st);
+    rc = sl__rroute_init(st);
+    if (rc == SL_OK)
+        rc = sl__rfan_init(st);
+    if (rc == SL_OK)
+        rc = sl__rconn_init_all(st);
     if (rc != SL_OK) {
         store_free(&st->base);
         return rc;
@@ -338,6 +383,14 @@ void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *ou
     out->olc_inserts = LOAD(olc_inserts);
     out->reconnects = LOAD(reconnects);
     out->in_flight = LOAD(in_flight);
+    out->moved = LOAD(moved);
+    out->ask = LOAD(ask);
+    out->tryagain = LOAD(tryagain);
+    out->map_refreshes = LOAD(map_refreshes);
+    out->cross_slot = LOAD(cross_slot);
+    out->refunds = LOAD(refunds);
+    out->refund_failures = LOAD(refund_failures);
+    out->nodes_known = LOAD(nodes_known);
     out->conns_ready = LOAD(conns_ready);
     out->breaker = (enum sl__breaker)LOAD(breaker);
     out->olc_active = LOAD(olc_active);

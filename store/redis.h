@@ -11,8 +11,13 @@
  * the over-limit cache until T without a round trip.
  *
  * With a rules snapshot it resolves requests as sl_limiter_check does
- * (replaces, requests_per_unit: 0, quota_mode with its second call). It
- * does not span Redis Cluster slots (issue 8).
+ * (replaces, requests_per_unit: 0, quota_mode with its second call).
+ *
+ * Redis Cluster (store.redis.cluster: true, issue 8): the slot map comes
+ * from CLUSTER SLOTS (store/redis_cluster.c), each master gets its own
+ * connections, MOVED and ASK are followed, and a check whose descriptors
+ * hash to several slots is one call per slot, in parallel, with a refund
+ * call for the slots that consumed when another denied (store/redis_fan.c).
  *
  * Ownership and threads: a store belongs to one worker loop and is used on
  * that loop's thread only, except sl__store_redis_stats and _ready, which
@@ -63,6 +68,9 @@ struct sl__redis_config {
     int64_t backoff_max_ms;    /* ... doubling up to this; 2000 */
     unsigned olc_entries;      /* over-limit cache slots; 0 disables; 4096 */
     int64_t olc_max_ms;        /* longest a cached denial is trusted; 60000 */
+    bool cluster;              /* Redis Cluster: route by slot (issue 8) */
+    char nodes[512];           /* more seeds, "host:port,host:port"; "" none */
+    bool rules_sync;           /* rules across nodes through Redis (sluiced) */
 };
 void sl__redis_config_init(struct sl__redis_config *c);
 /* "allow" | "deny" | "local" -> policy; SL_EINVAL otherwise. */
@@ -99,6 +107,14 @@ struct sl__redis_stats {
     uint64_t olc_inserts;
     uint64_t reconnects;      /* connection attempts after the first */
     uint64_t in_flight;       /* now */
+    uint64_t moved;           /* MOVED redirections followed (cluster) */
+    uint64_t ask;             /* ASK redirections followed (cluster) */
+    uint64_t tryagain;        /* TRYAGAIN replies resent (slot migrating) */
+    uint64_t map_refreshes;   /* CLUSTER SLOTS replies loaded */
+    uint64_t cross_slot;      /* checks split over several slots */
+    uint64_t refunds;         /* refund calls sent after a cross-slot denial */
+    uint64_t refund_failures; /* refunds not sent or not confirmed */
+    unsigned nodes_known;     /* masters in the slot map (1 without cluster) */
     unsigned conns_ready;     /* now */
     bool olc_active;          /* the cache is in use (reset announcements heard) */
     enum sl__breaker breaker; /* now */

@@ -77,7 +77,7 @@ static int recheck(struct sl__rreq *q, const struct sl_result *first)
 {
     static __thread struct sl__rebuilt r;
     struct sl__rstore *st = q->st;
-    struct sl__rconn *c = sl__rconn_available(st) ? sl__rconn_pick(st) : NULL;
+    struct sl__rconn *c = sl__rconn_available(st) ? sl__rconn_pick_node(st, q->conn->node) : NULL;
     int rc;
 
     if (c == NULL)
@@ -105,6 +105,7 @@ static bool on_reply_ok(struct sl__rreq *q, redisReply *r)
 {
     struct sl_result res;
     struct sl_decision items[SL__REDIS_MAX_ITEMS];
+    int64_t now_us = 0;
     int rc;
 
     if (q->kind == SL__RQ_RELEASE) {
@@ -118,7 +119,7 @@ static bool on_reply_ok(struct sl__rreq *q, redisReply *r)
         answer(q, rc, NULL);
         return false;
     }
-    rc = sl__redis_plan_result(&q->plan, r, &res, NULL, items);
+    rc = sl__redis_plan_result(&q->plan, r, &res, &now_us, items);
     if (rc == SL_EINVAL) {
         SL__CNT(q->st, errors, 1);
         sl__rconn_failure(q->st);
@@ -136,6 +137,8 @@ static bool on_reply_ok(struct sl__rreq *q, redisReply *r)
         fail_slot(q);
         return false;
     }
+    if (rc == SL_OK && q->fan != NULL)
+        sl__rfan_note_reply(q, &res, now_us);
     answer(q, rc, rc == SL_OK ? &res : NULL);
     return false;
 }
@@ -149,6 +152,8 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
         sl__rcall_release(q);
         return;
     }
+    if (r != NULL && !q->answered && sl__rroute_redirect(q, r, on_reply))
+        return; /* Redis Cluster: resent where the slot is (or to come) */
     if (r != NULL && sl__redis_is_noscript(r) && !q->retried && !q->answered) {
         /* The script cache was flushed (restart, SCRIPT FLUSH, failover):
          * load it and resend, in order, on this same connection. */

@@ -14,7 +14,7 @@
 
 #include "redis.h"
 
-enum rtype { R_STR, R_PORT, R_UINT, R_DUR_MS, R_POLICY, R_CLOCK, R_PREFIX };
+enum rtype { R_STR, R_PORT, R_UINT, R_DUR_MS, R_POLICY, R_CLOCK, R_PREFIX, R_BOOL };
 
 struct rkey {
     const char *key;
@@ -53,6 +53,12 @@ static const struct rkey rkeys[] = {
      "kept past the time a key is whole (clock skew between nodes)"},
     {"store.clock", R_CLOCK, RF(opts.redis_clock), "caller",
      "caller: sluiced's clock; redis: Redis TIME (unsynchronised fleets)"},
+    {"store.redis.cluster", R_BOOL, RF(cluster), "false",
+     "Redis Cluster: route by slot from CLUSTER SLOTS, follow MOVED/ASK"},
+    {"store.redis.nodes", R_STR, RF(nodes), "(none)",
+     "more cluster seeds besides host:port, \"host:port,host:port\""},
+    {"store.redis.rules_sync", R_BOOL, RF(rules_sync), "false",
+     "rules from the admin API stored in Redis and applied by every node"},
 };
 #define NRKEYS   (sizeof(rkeys) / sizeof(rkeys[0]))
 #define POLICIES "store.redis.policies."
@@ -121,6 +127,13 @@ static int set_one(struct sl__redis_config *c, const struct rkey *k, const char 
             *why = "failure policy must be allow, deny or local";
             return SL_EINVAL;
         }
+        return SL_OK;
+    case R_BOOL:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+            *why = "must be true or false";
+            return SL_EINVAL;
+        }
+        *(bool *)(void *)f = strcmp(v, "true") == 0;
         return SL_OK;
     case R_CLOCK:
         if (strcmp(v, "caller") != 0 && strcmp(v, "redis") != 0) {

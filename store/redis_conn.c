@@ -6,6 +6,11 @@
  * breaker_open_ms, during which every connection is dropped; the first
  * connection that loads the script again closes it).
  *
+ * With Redis Cluster every master (a node of the store's map, node 0 the
+ * seed) has its own cfg.connections connections, started when the node
+ * first appears in the map; the breaker stays one per store (it opens on
+ * consecutive failures of any node, see docs/distributed.md).
+ *
  * It does not send checks (redis.c does, on a connection picked here) and
  * never blocks: every wait is a libuv timer. Its handles are unreferenced
  * so that they never keep a stopping worker's loop alive.
@@ -33,11 +38,17 @@ static int64_t probe_timeout_ms(const struct sl__rstore *st)
     return t < 200 ? 200 : t;
 }
 
+/* Connections started so far (every node's, node-major). */
+static unsigned n_conns(const struct sl__rstore *st)
+{
+    return st->n_nodes_started * st->cfg.connections;
+}
+
 static void count_ready(struct sl__rstore *st)
 {
     unsigned n = 0;
 
-    for (unsigned i = 0; i < st->cfg.connections; i++)
+    for (unsigned i = 0; i < n_conns(st); i++)
         n += st->conns[i].state == SL__RC_READY;
     st->conns_ready = n;
     atomic_store_explicit(&st->ctr.conns_ready, n, memory_order_relaxed);
@@ -62,6 +73,8 @@ static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
     c->backoff_ms = c->st->cfg.backoff_min_ms;
     sl__rconn_success(c->st);
     count_ready(c->st);
+    if (c->st->cfg.cluster)
+        sl__rroute_kick(c->st);
 }
 
 static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
@@ -86,6 +99,19 @@ void sl__rconn_reload(struct sl__rconn *c)
         redisAsyncCommand(c->ac, NULL, NULL, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
 }
 
+/* A connection went down: with a cluster, its node may have failed over
+ * (the map is refreshed), and the subscriber moves to the next node. */
+static void lost(struct sl__rconn *c)
+{
+    struct sl__rstore *st = c->st;
+
+    if (!st->cfg.cluster)
+        return;
+    sl__rroute_stale(st);
+    if (c->sub && st->map->n_nodes > 0)
+        c->node = (uint8_t)((c->node + 1u) % st->map->n_nodes);
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     struct sl__rconn *c = ac->data;
@@ -96,6 +122,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     c->ac = NULL;
     c->state = SL__RC_DOWN;
     count_ready(c->st);
+    lost(c);
     schedule(c, c->backoff_ms);
 }
 
@@ -109,6 +136,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     c->ac = NULL;
     c->state = SL__RC_DOWN;
     count_ready(c->st);
+    lost(c);
     schedule(c, c->backoff_ms);
 }
 
@@ -179,7 +207,7 @@ static void start(struct sl__rconn *c)
     if (c->started)
         SL__CNT(st, reconnects, 1);
     c->started = true;
-    ac = redisAsyncConnect(st->cfg.host, st->cfg.port);
+    ac = redisAsyncConnect(st->map->nodes[c->node].host, st->map->nodes[c->node].port);
     if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, st->loop) != REDIS_OK) {
         if (ac != NULL)
             redisAsyncFree(ac);
@@ -248,14 +276,16 @@ static void drop(struct sl__rconn *c)
     c->ac = NULL;
     c->state = SL__RC_DOWN;
     count_ready(c->st);
+    lost(c);
     schedule(c, c->backoff_ms);
     redisAsyncFree(ac);
 }
 
-static void conn_init(struct sl__rstore *st, struct sl__rconn *c, bool sub)
+static void conn_init(struct sl__rstore *st, struct sl__rconn *c, bool sub, unsigned node)
 {
     c->st = st;
     c->sub = sub;
+    c->node = (uint8_t)node;
     c->backoff_ms = st->cfg.backoff_min_ms;
     uv_timer_init(st->loop, &c->timer);
     uv_unref((uv_handle_t *)&c->timer);
@@ -265,27 +295,54 @@ static void conn_init(struct sl__rstore *st, struct sl__rconn *c, bool sub)
 
 int sl__rconn_init_all(struct sl__rstore *st)
 {
-    st->conns = calloc(st->cfg.connections, sizeof(*st->conns));
+    size_t nodes = st->cfg.cluster ? SL__CLUSTER_MAX_NODES : 1;
+
+    st->conns = calloc(nodes * st->cfg.connections, sizeof(*st->conns));
     if (st->conns == NULL)
         return SL_ENOMEM;
     snprintf(st->channel, sizeof(st->channel), "%s:v1:reset", st->cfg.opts.prefix);
-    for (unsigned i = 0; i < st->cfg.connections; i++)
-        conn_init(st, &st->conns[i], false);
+    sl__rconn_start_nodes(st); /* the seeds */
     if (st->olc != NULL)
-        conn_init(st, &st->sub, true);
+        conn_init(st, &st->sub, true, 0);
     return SL_OK;
 }
 
-struct sl__rconn *sl__rconn_pick(struct sl__rstore *st)
+void sl__rconn_start_nodes(struct sl__rstore *st)
 {
-    for (unsigned k = 0; k < st->cfg.connections; k++) {
-        struct sl__rconn *c = &st->conns[(st->next_conn + k) % st->cfg.connections];
+    size_t max = st->cfg.cluster ? SL__CLUSTER_MAX_NODES : 1;
+
+    while (st->n_nodes_started < st->map->n_nodes && st->n_nodes_started < max && !st->closing) {
+        unsigned node = st->n_nodes_started++;
+        for (unsigned i = 0; i < st->cfg.connections; i++)
+            conn_init(st, &st->conns[node * st->cfg.connections + i], false, node);
+    }
+    atomic_store_explicit(&st->ctr.nodes_known, (unsigned)st->map->n_nodes, memory_order_relaxed);
+}
+
+static struct sl__rconn *pick_in(struct sl__rstore *st, unsigned first, unsigned n)
+{
+    for (unsigned k = 0; k < n; k++) {
+        struct sl__rconn *c = &st->conns[first + (st->next_conn + k) % n];
         if (c->state == SL__RC_READY && c->ac != NULL) {
-            st->next_conn = (st->next_conn + k + 1) % st->cfg.connections;
+            st->next_conn = (st->next_conn + k + 1) % n;
             return c;
         }
     }
     return NULL;
+}
+
+struct sl__rconn *sl__rconn_pick(struct sl__rstore *st)
+{
+    return pick_in(st, 0, n_conns(st));
+}
+
+struct sl__rconn *sl__rconn_pick_node(struct sl__rstore *st, unsigned node)
+{
+    if (node >= st->n_nodes_started)
+        sl__rconn_start_nodes(st);
+    if (node >= st->n_nodes_started)
+        return NULL;
+    return pick_in(st, node * st->cfg.connections, st->cfg.connections);
 }
 
 void sl__rconn_set_breaker(struct sl__rstore *st, enum sl__breaker b)
@@ -314,7 +371,7 @@ void sl__rconn_failure(struct sl__rstore *st)
      * the calls stuck on it) and probe again after breaker_open_ms. */
     sl__rconn_set_breaker(st, SL__BREAKER_OPEN);
     st->open_until_ms = now_ms(st) + st->cfg.breaker_open_ms;
-    for (unsigned i = 0; i < st->cfg.connections; i++) {
+    for (unsigned i = 0; i < n_conns(st); i++) {
         st->conns[i].backoff_ms = st->cfg.breaker_open_ms;
         drop(&st->conns[i]);
     }
@@ -338,7 +395,7 @@ static void close_one(struct sl__rconn *c)
 
 void sl__rconn_close_all(struct sl__rstore *st)
 {
-    for (unsigned i = 0; st->conns != NULL && i < st->cfg.connections; i++)
+    for (unsigned i = 0; st->conns != NULL && i < n_conns(st); i++)
         close_one(&st->conns[i]);
     close_one(&st->sub);
 }

@@ -15,9 +15,11 @@
 #include <hiredis/hiredis.h>
 
 #include "redis.h"
+#include "redis_cluster.h"
 #include "rules/rules_int.h"
 
 struct sl__rstore;
+struct sl__rfan;
 
 enum sl__rconn_state { SL__RC_DOWN = 0, SL__RC_CONNECTING = 1, SL__RC_READY = 2 };
 
@@ -30,6 +32,7 @@ struct sl__rconn {
     int64_t backoff_ms; /* the next reconnection wait */
     bool started;       /* connected at least once (later ones are reconnects) */
     bool sub;           /* the subscriber to reset announcements, not for calls */
+    uint8_t node;       /* index in the store's map (0: the seed) */
 };
 
 enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
@@ -86,6 +89,9 @@ struct sl__rreq {
     char *fmt; /* the formatted command, kept for a NOSCRIPT resend */
     size_t fmt_len;
     struct sl__rconn *conn;
+    uint8_t redirects;    /* MOVED/ASK/TRYAGAIN followed for this call */
+    struct sl__rfan *fan; /* the cross-slot check this call is part of */
+    uint8_t fan_group;
     sl_rules *rules; /* a reference held while the call is out (store.h) */
     struct sl__rfinish fin;
     struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits, copied */
@@ -109,7 +115,8 @@ struct sl__olc_slot {
 struct sl__rcounters {
     _Atomic uint64_t checks, script_calls, replies, timeouts, errors, noscript, overflow,
         unavailable, policy_allow, policy_deny, policy_local, olc_hits, olc_inserts, reconnects,
-        in_flight;
+        in_flight, moved, ask, tryagain, map_refreshes, cross_slot, refunds, refund_failures;
+    _Atomic unsigned nodes_known;
     _Atomic unsigned conns_ready;
     _Atomic int breaker;
     _Atomic bool olc_active;
@@ -131,7 +138,18 @@ struct sl__rstore {
     bool closing;
     bool auth_warned;
 
+    /* Connections: cfg.connections per node, node-major; one node (the
+     * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each
+     * node's started when it first appears in the map. */
     struct sl__rconn *conns;
+    unsigned n_nodes_started;
+    struct sl__cmap *map; /* node 0 is the seed (cfg.host:port) */
+    struct sl__crefresh refresh;
+    uv_timer_t refresh_timer;
+    bool refreshing;       /* a CLUSTER SLOTS is out */
+    struct sl__rfan *fans; /* cross-slot checks: a pool */
+    struct sl__rfan *free_fans;
+    unsigned n_fans;
     struct sl__rconn sub; /* SUBSCRIBE <prefix>:v1:reset */
     char channel[SL__REDIS_PREFIX_MAX + 16];
     unsigned next_conn; /* round robin */
@@ -154,8 +172,13 @@ struct sl__rstore {
 
 /* redis_conn.c */
 int sl__rconn_init_all(struct sl__rstore *st);
-/* A ready connection (round robin), or NULL. */
+/* A ready connection of any node (round robin), or NULL. */
 struct sl__rconn *sl__rconn_pick(struct sl__rstore *st);
+/* A ready connection of `node` (starting its connections if it has none
+ * yet), or NULL. */
+struct sl__rconn *sl__rconn_pick_node(struct sl__rstore *st, unsigned node);
+/* Start the connections of every node of the map that has none. */
+void sl__rconn_start_nodes(struct sl__rstore *st);
 /* A call failed or timed out: count it; may open the breaker. */
 void sl__rconn_failure(struct sl__rstore *st);
 void sl__rconn_success(struct sl__rstore *st);
@@ -208,6 +231,65 @@ void sl__rcall_reset_delete(struct sl__rstore *st, struct sl__rconn *c, size_t n
 
 /* The rules path resolves a request as sl_limiter_check() does, with
  * sl__rules_resolve() / sl__rules_finish() (lib/rules/rules_int.h). */
+
+/* redis_route.c: Redis Cluster routing (cluster mode only). */
+int sl__rroute_init(struct sl__rstore *st);
+void sl__rroute_close(struct sl__rstore *st);
+/* The node serving `slot` (the seed while the map does not say). */
+unsigned sl__rroute_node(const struct sl__rstore *st, unsigned slot);
+/* The slot of the plan's item k (its key in st->cmd). */
+unsigned sl__rroute_item_slot(const struct sl__rstore *st, size_t k);
+/* The map may be stale (a MOVED, a lost connection): refresh it soon. */
+void sl__rroute_stale(struct sl__rstore *st);
+/* A connection became ready: a refresh may be due. */
+void sl__rroute_kick(struct sl__rstore *st);
+/* Follow a redirection or TRYAGAIN in reply `r` to call q: true when the
+ * call was resent (the reply is consumed), false when `r` is not one or it
+ * cannot be followed (the caller treats it as an error reply). */
+bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, redisCallbackFn *on_reply);
+
+/* redis_fan.c: a check over several slots. */
+#define SL__FAN_GROUPS SL_MAX_DESCRIPTORS
+struct sl__rfan_group {
+    struct sl__rfan *fan;
+    uint8_t n;                        /* descriptors in the group */
+    uint8_t desc[SL_MAX_DESCRIPTORS]; /* their indexes in the request */
+    bool answered, redis, consumed;   /* decided by Redis and consumed something */
+    int node;                         /* the node that decided it */
+    char *refund;                     /* the formatted refund call, or NULL */
+    size_t refund_len;
+};
+struct sl__rfan {
+    struct sl__rfan *next_free;
+    struct sl__rstore *st;
+    enum sl__rreq_kind kind;
+    sl__store_cb cb;
+    void *arg;
+    struct sl__rfinish fin; /* the whole request's */
+    sl_rules *rules;        /* a reference held until the answer */
+    unsigned pending;
+    unsigned n_groups;
+    int err;
+    struct sl_result res;
+    struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits (no snapshot), copied */
+    unsigned n_own;
+    struct sl__rfan_group g[SL__FAN_GROUPS];
+};
+int sl__rfan_init(struct sl__rstore *st);
+void sl__rfan_free_all(struct sl__rstore *st);
+/* Start a check, peek or reset whose descriptors (st->plan, st->cmd just
+ * built over m[0..n)) hash to several slots. Same contract as a start. */
+int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
+                   const struct sl_match *m, size_t n, const sl_rules *rules,
+                   const struct sl__rfinish *fin, sl__store_cb cb, void *arg);
+/* A group's call got its reply: keep what a refund needs (redis_call.c). */
+void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_t now_us);
+
+/* redis.c: start one call (one slot), as a group of `fan` when not NULL. */
+int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
+                     const struct sl_match *m, size_t n, const sl_rules *rules,
+                     const struct sl__rfinish *fin, sl__store_cb cb, void *arg,
+                     struct sl__rfan *fan, uint8_t group);
 
 /* redis_olc.c */
 int sl__olc_init(struct sl__rstore *st);

@@ -277,7 +277,8 @@ static int add_descriptor(const struct sl__redis_opts *o, const struct sl_reques
 static int push_fixed(const struct sl__redis_opts *o, enum sl__redis_op op,
                       const struct sl_request *req, size_t n_items, struct sl__redis_cmd *c)
 {
-    int rc = push_str(c, op == SL__REDIS_PEEK ? "peek" : "check");
+    static const char *const names[] = {"check", "peek", "refund"};
+    int rc = push_str(c, names[op]);
 
     if (rc == SL_OK && o->redis_clock)
         rc = push_str(c, "redis");

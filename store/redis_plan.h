@@ -42,7 +42,9 @@ struct redisReply;
 #define SL__REDIS_COST_MAX   (UINT64_C(1) << 31)
 #define SL__REDIS_PREFIX_MAX 64
 
-enum sl__redis_op { SL__REDIS_CHECK = 0, SL__REDIS_PEEK = 1 };
+/* REFUND: give back what an allowed check of the same items consumed, at
+ * the time it used (a cross-slot denial on Redis Cluster, redis_fan.c). */
+enum sl__redis_op { SL__REDIS_CHECK = 0, SL__REDIS_PEEK = 1, SL__REDIS_REFUND = 2 };
 
 /* One limit of one descriptor, in request order. */
 struct sl__redis_slot {

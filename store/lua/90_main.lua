@@ -146,11 +146,29 @@ local function run_release(now)
   return { now, released }
 end
 
+-- Give back a check's consumption (70_refund.lua); returns { now, n refunded }.
+local function run_refund(now)
+  local n, slack, done = tonumber(ARGV[5]), tonumber(ARGV[3]), 0
+  for i = 1, n do
+    local it = item_at(5 + (i - 1) * NF + 1)
+    local rf = REFUNDS[it.algo]
+    if it.cost > 0 and not it.cr and rf ~= nil and not (it.algo == 0 and it.warm == 1) then
+      local raw = redis.call('GET', KEYS[i])
+      if raw then
+        store(KEYS[i], it, rf(cmsgpack.unpack(raw), it, now, it.cost), slack)
+        done = done + 1
+      end
+    end
+  end
+  return { now, done }
+end
+
 local function main()
   local now = now_us()
   if ARGV[1] == 'check' then return run_check(now, false) end
   if ARGV[1] == 'peek' then return run_check(now, true) end
   if ARGV[1] == 'release' then return run_release(now) end
+  if ARGV[1] == 'refund' then return run_refund(now) end
   error('SLUICE_OP unknown op')
 end
 
