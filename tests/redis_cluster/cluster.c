@@ -60,8 +60,9 @@ static int spawn(struct rc_cluster *c, size_t i)
     if (n->pid == 0) {
         execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
                "--cluster-enabled", "yes", "--cluster-config-file", conf, "--cluster-port", bus,
-               "--cluster-node-timeout", "1000", "--dir", c->dir, "--save", "", "--appendonly",
-               "no", "--loglevel", "notice", "--logfile", log, (char *)NULL);
+               "--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0", "--dir",
+               c->dir, "--save", "", "--appendonly", "no", "--loglevel", "notice", "--logfile", log,
+               (char *)NULL);
         fprintf(stderr, "cluster: cannot run redis-server: %s\n", strerror(errno));
         _exit(127);
     }
@@ -204,6 +205,16 @@ static bool state_ok(const struct rc_cluster *c, size_t i)
     return ok;
 }
 
+/* A replica whose link to its master is not up yet, or false. */
+static bool replica_syncing(const struct rc_cluster *c, size_t i)
+{
+    redisReply *r = rc_command(c, i, "INFO replication");
+    bool syncing = r != NULL && r->type == REDIS_REPLY_STRING && strstr(r->str, "role:slave") &&
+                   !strstr(r->str, "master_link_status:up");
+    freeReplyObject(r);
+    return syncing;
+}
+
 static bool agree(const struct rc_cluster *c)
 {
     static int first[16384], other[16384];
@@ -212,7 +223,7 @@ static bool agree(const struct rc_cluster *c)
     for (size_t i = 0; i < c->n; i++) {
         if (c->node[i].pid == 0)
             continue;
-        if (!state_ok(c, i) || !owners(c, i, have ? other : first))
+        if (!state_ok(c, i) || replica_syncing(c, i) || !owners(c, i, have ? other : first))
             return false;
         if (have && memcmp(first, other, sizeof(first)) != 0)
             return false;

@@ -1,0 +1,463 @@
+/*
+ * test_cluster_store.c - the asynchronous Redis store in cluster mode
+ * (store.redis.cluster: true) on a real Redis Cluster of 3 masters and 3
+ * replicas started here: checks routed to the slot's master with exactly
+ * the limit admitted; a check spanning slots denied in one slot consumes
+ * nothing in the others (after the refund, compared with the memory store,
+ * for every refundable algorithm); a slot migrated under load, with ASK and
+ * MOVED both seen (the store's counters) and the limit still exact; a
+ * master killed: the failure policy answers, then the replica's failover
+ * is found and Redis decides again.
+ *
+ * Decisions, not timing: waits are bounded polls of the loop. Concurrency
+ * limits are not used (not supported on a cluster, docs/distributed.md).
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "cluster.h"
+#include "redis.h"
+#include "redis_cluster.h"
+
+#define S     INT64_C(1000000000)
+#define T0_NS INT64_C(1750000000000000000)
+
+static struct rc_cluster cl;
+static uv_loop_t loop;
+static uv_timer_t tick;
+static sl_limiter *local;
+static struct sl__store *store;
+static struct sl__redis_config cfg;
+static struct sl__redis_cmd cmd; /* large: static */
+static unsigned tag_no;
+
+struct answer {
+    bool done;
+    int err;
+    struct sl_result res;
+};
+
+/* A request of up to 4 descriptors, each one limit, first entry ("t", tag). */
+struct req {
+    struct sl_limit l[4];
+    struct sl_match m[4];
+    struct sl_entry e[4];
+    struct sl_descriptor d[4];
+    char tag[4][32];
+    struct sl_request req;
+    size_t n;
+};
+
+static void on_tick(uv_timer_t *t)
+{
+    (void)t;
+}
+
+static void on_answer(void *arg, int err, const struct sl_result *res)
+{
+    struct answer *a = arg;
+
+    a->done = true;
+    a->err = err;
+    if (res != NULL)
+        a->res = *res;
+}
+
+static void spin(const bool *flag, uint64_t max_ms)
+{
+    uv_update_time(&loop);
+    for (uint64_t end = uv_now(&loop) + max_ms; (flag == NULL || !*flag) && uv_now(&loop) < end;)
+        uv_run(&loop, UV_RUN_ONCE);
+}
+
+static struct sl__redis_stats stats(void)
+{
+    struct sl__redis_stats s;
+
+    sl__store_redis_stats(store, &s);
+    return s;
+}
+
+static void req_init(struct req *r, const char *domain)
+{
+    memset(r, 0, sizeof(*r));
+    r->req.domain = (struct sl_str){domain, strlen(domain)};
+    r->req.descriptors = r->d;
+    r->req.hits = 1;
+    r->req.now_ns = T0_NS;
+}
+
+/* Add a descriptor (tag, key) with one limit. */
+static void req_add(struct req *r, const char *tag, const char *key, enum sl_algo a,
+                    uint64_t requests, int64_t period_ns)
+{
+    size_t i = r->n++;
+
+    sl_limit_init(&r->l[i]);
+    r->l[i].algo = a;
+    r->l[i].requests = requests;
+    r->l[i].period_ns = period_ns;
+    assert_int_equal(sl_limit_validate(&r->l[i], NULL), SL_OK);
+    sl_limit_finish(&r->l[i]);
+    snprintf(r->tag[i], sizeof(r->tag[i]), "%s", tag);
+    r->m[i].limits[0] = &r->l[i];
+    r->m[i].n_limits = 1;
+    r->m[i].key_len = (size_t)snprintf(r->m[i].key, sizeof(r->m[i].key), "%s", key);
+    r->e[i].key = (struct sl_str){"t", 1};
+    r->e[i].value = (struct sl_str){r->tag[i], strlen(r->tag[i])};
+    r->d[i].entries = &r->e[i];
+    r->d[i].n_entries = 1;
+    r->d[i].hits = -1;
+    r->req.n_descriptors = r->n;
+}
+
+/* The state key of descriptor i (as the store names it) and its slot. */
+static unsigned key_of(const struct req *r, size_t i, char *out, size_t cap)
+{
+    static struct sl__redis_plan plan;
+    struct sl_request one = r->req;
+
+    one.descriptors = &r->d[i];
+    one.n_descriptors = 1;
+    assert_int_equal(
+        sl__redis_plan_build(&cfg.opts, SL__REDIS_CHECK, &one, &r->m[i], 1, &plan, &cmd), SL_OK);
+    if (out != NULL)
+        snprintf(out, cap, "%.*s", (int)cmd.argvlen[3], cmd.argv[3]);
+    return sl__redis_keyslot(cmd.argv[3], cmd.argvlen[3]);
+}
+
+static void start_op(struct req *r, struct answer *a, bool peek)
+{
+    struct sl__store_req q = {.req = &r->req, .m = r->m, .n = r->n};
+
+    memset(a, 0, sizeof(*a));
+    if (peek)
+        assert_int_equal(store->ops->peek(store, &q, on_answer, a), SL_OK);
+    else
+        assert_int_equal(store->ops->check(store, &q, on_answer, a), SL_OK);
+}
+
+static struct answer run_op(struct req *r, bool peek)
+{
+    struct answer a;
+
+    start_op(r, &a, peek);
+    spin(&a.done, 5000);
+    assert_true(a.done);
+    return a;
+}
+
+static void make_store(void)
+{
+    sl__store_free(store);
+    store = NULL;
+    assert_int_equal(sl__store_redis_new(&loop, &cfg, local, &store), SL_OK);
+    uv_update_time(&loop);
+    for (uint64_t end = uv_now(&loop) + 10000; uv_now(&loop) < end;) {
+        struct sl__redis_stats s = stats();
+        if (sl__store_redis_ready(store) && s.map_refreshes > 0 && s.nodes_known >= 3 &&
+            s.conns_ready >= 3)
+            break;
+        uv_run(&loop, UV_RUN_ONCE);
+    }
+    assert_true(stats().map_refreshes > 0);
+    assert_true(stats().conns_ready >= 3);
+}
+
+static int setup(void **state)
+{
+    struct sl_limiter_config lc;
+
+    (void)state;
+    if (rc_start(&cl, 6, 1) != 0)
+        return -1;
+    uv_loop_init(&loop);
+    uv_timer_init(&loop, &tick);
+    uv_timer_start(&tick, on_tick, 1, 1);
+    sl_limiter_config_init(&lc);
+    lc.table.max_bytes = 16u << 20;
+    if (sl_limiter_new(&lc, &local) != SL_OK)
+        return -1;
+    sl__redis_config_init(&cfg);
+    cfg.port = cl.node[0].port;
+    cfg.cluster = true;
+    snprintf(cfg.nodes, sizeof(cfg.nodes), "127.0.0.1:%d,127.0.0.1:%d", cl.node[1].port,
+             cl.node[2].port);
+    cfg.connections = 1; /* one connection per node: a refund precedes the next call */
+    cfg.timeout_ms = 200;
+    cfg.opts.slack_ms = 600000;
+    cfg.olc_entries = 0; /* every decision goes to Redis */
+    memcpy(cfg.domains[0].domain, "closed", sizeof("closed"));
+    cfg.domains[0].policy = SL__POLICY_DENY;
+    cfg.n_domains = 1;
+    make_store();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sl__store_free(store);
+    uv_close((uv_handle_t *)&tick, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    uv_loop_close(&loop);
+    sl_limiter_free(local);
+    rc_stop(&cl);
+    return 0;
+}
+
+/* A fresh tag whose slot is served by a master other than `not_node`'s
+ * (-1: any); its slot in *slot. */
+static void fresh_tag(char *tag, size_t cap, int not_node, unsigned *slot, int *owner)
+{
+    struct req r;
+
+    for (;;) {
+        snprintf(tag, cap, "tag%u", ++tag_no);
+        req_init(&r, "cl");
+        req_add(&r, tag, "k", SL_ALGO_FIXED_WINDOW, 1, S);
+        *slot = key_of(&r, 0, NULL, 0);
+        *owner = rc_owner(&cl, 0, *slot);
+        assert_true(*owner >= 0);
+        if (*owner != not_node)
+            return;
+    }
+}
+
+/* -------------------------------------------------------------- tests */
+
+static void test_checks_routed_to_slot_owner(void **state)
+{
+    struct sl__redis_stats before = stats(), after;
+    bool node_seen[RC_MAX_NODES] = {false};
+    unsigned nodes = 0;
+    (void)state;
+
+    for (int t = 0; t < 24; t++) {
+        char tag[32];
+        unsigned slot;
+        int owner, allowed = 0;
+        struct req r;
+        fresh_tag(tag, sizeof(tag), -1, &slot, &owner);
+        nodes += !node_seen[owner];
+        node_seen[owner] = true;
+        req_init(&r, "cl");
+        req_add(&r, tag, "k", SL_ALGO_FIXED_WINDOW, 3, 60 * S);
+        for (int i = 0; i < 5; i++)
+            allowed += run_op(&r, false).res.verdict == SL_ALLOW;
+        assert_int_equal(allowed, 3);
+    }
+    after = stats();
+    assert_true(nodes >= 2); /* the keys really were spread */
+    assert_int_equal(after.script_calls - before.script_calls, 24 * 5);
+    assert_int_equal(after.replies - before.replies, 24 * 5);
+    assert_int_equal(after.policy_local + after.policy_allow + after.policy_deny,
+                     before.policy_local + before.policy_allow + before.policy_deny);
+    assert_int_equal(after.cross_slot, before.cross_slot);
+}
+
+/* Memory's answer to the same two checks then a peek of descriptor 0. */
+static int64_t memory_remaining_after(struct req *r, struct req *peek0)
+{
+    struct sl_limiter_config lc;
+    struct sl_result res;
+    sl_limiter *lim;
+    int64_t rem;
+
+    sl_limiter_config_init(&lc);
+    assert_int_equal(sl_limiter_new(&lc, &lim), SL_OK);
+    assert_int_equal(sl_limiter_check_matched(lim, r->m, r->n, &r->req, &res), SL_OK);
+    assert_int_equal(sl_limiter_check_matched(lim, r->m, r->n, &r->req, &res), SL_OK);
+    assert_int_equal(res.verdict, SL_DENY);
+    peek0->req.hits = 0;
+    assert_int_equal(sl_limiter_check_matched(lim, peek0->m, 1, &peek0->req, &res), SL_OK);
+    rem = res.statuses[0].d.remaining;
+    sl_limiter_free(lim);
+    return rem;
+}
+
+static void test_cross_slot_denial_consumes_nothing_elsewhere(void **state)
+{
+    static const enum sl_algo algos[] = {SL_ALGO_FIXED_WINDOW, SL_ALGO_SLIDING_WINDOW,
+                                         SL_ALGO_SLIDING_LOG,  SL_ALGO_TOKEN_BUCKET,
+                                         SL_ALGO_GCRA,         SL_ALGO_LEAKY_BUCKET};
+    (void)state;
+
+    for (size_t k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
+        char a[32], b[32];
+        unsigned sa, sb;
+        int oa, ob;
+        struct req r, p0;
+        struct sl__redis_stats before = stats(), after;
+        fresh_tag(a, sizeof(a), -1, &sa, &oa);
+        fresh_tag(b, sizeof(b), oa, &sb, &ob); /* another master */
+        req_init(&r, "cl");
+        req_add(&r, a, "k", algos[k], 10, 60 * S);
+        req_add(&r, b, "k", SL_ALGO_FIXED_WINDOW, 1, 60 * S);
+        req_init(&p0, "cl");
+        req_add(&p0, a, "k", algos[k], 10, 60 * S);
+        if (algos[k] == SL_ALGO_GCRA || algos[k] == SL_ALGO_LEAKY_BUCKET) {
+            r.l[0].burst = p0.l[0].burst = 9; /* room for more than one at once */
+            sl_limit_finish(&r.l[0]);
+            sl_limit_finish(&p0.l[0]);
+        }
+
+        struct answer first = run_op(&r, false);
+        assert_int_equal(first.err, SL_OK);
+        assert_int_not_equal(first.res.verdict, SL_DENY);
+        after = stats();
+        assert_int_equal(after.cross_slot - before.cross_slot, 1);
+        assert_int_equal(after.script_calls - before.script_calls, 2); /* one per slot */
+        assert_int_equal(after.refunds, before.refunds);               /* all allowed */
+
+        struct answer second = run_op(&r, false);
+        assert_int_equal(second.res.verdict, SL_DENY);
+        assert_int_equal(second.res.statuses[1].d.verdict, SL_DENY);
+        assert_int_equal(stats().refunds - before.refunds, 1);
+
+        /* The refund was sent on a's node before this peek (one ordered
+         * connection per node): a's state is as if the denial never was. */
+        struct answer peek = run_op(&p0, true);
+        assert_int_equal(peek.err, SL_OK);
+        assert_int_equal(peek.res.statuses[0].d.remaining, memory_remaining_after(&r, &p0));
+        assert_int_equal(stats().refund_failures, 0);
+    }
+}
+
+/* MIGRATE one key; 0 when Redis said OK or NOKEY. */
+static void migrate(size_t from, size_t to, const char *key)
+{
+    redisReply *x = rc_command(&cl, from, "MIGRATE 127.0.0.1 %d %s 0 5000", cl.node[to].port, key);
+    assert_non_null(x);
+    assert_int_equal(x->type, REDIS_REPLY_STATUS);
+    freeReplyObject(x);
+}
+
+static void setslot(size_t on, unsigned slot, const char *how, const char *id)
+{
+    redisReply *x = rc_command(&cl, on, "CLUSTER SETSLOT %u %s %s", slot, how, id);
+    assert_non_null(x);
+    assert_int_equal(x->type, REDIS_REPLY_STATUS);
+    freeReplyObject(x);
+}
+
+/* `n` checks of each request at once; adds the admitted ones. */
+static void burst(struct req *r, size_t nr, int n, int *allowed)
+{
+    static struct answer a[4][16];
+
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0; j < nr; j++)
+            start_op(&r[j], &a[j][i], false);
+    for (int i = 0; i < n; i++)
+        for (size_t j = 0; j < nr; j++) {
+            spin(&a[j][i].done, 5000);
+            assert_true(a[j][i].done);
+            assert_int_equal(a[j][i].err, SL_OK);
+            allowed[j] += a[j][i].res.verdict == SL_ALLOW;
+        }
+}
+
+static void test_slot_migration_under_load(void **state)
+{
+    char tag[32], key[2][256], id_a[41], id_b[41];
+    unsigned slot, other_slot;
+    int a, b, allowed[2] = {0, 0};
+    struct req r[2];
+    struct sl__redis_stats before = stats(), after;
+    (void)state;
+
+    fresh_tag(tag, sizeof(tag), -1, &slot, &a);
+    fresh_tag(key[0], sizeof(key[0]), a, &other_slot, &b); /* b: another master */
+    for (int j = 0; j < 2; j++) {
+        req_init(&r[j], "cl");
+        req_add(&r[j], tag, j == 0 ? "m1" : "m2", SL_ALGO_FIXED_WINDOW, 40, 3600 * S);
+        key_of(&r[j], 0, key[j], sizeof(key[j]));
+    }
+    assert_int_equal(rc_node_id(&cl, (size_t)a, id_a), 0);
+    assert_int_equal(rc_node_id(&cl, (size_t)b, id_b), 0);
+
+    burst(r, 2, 10, allowed); /* both keys live on a */
+    setslot((size_t)b, slot, "IMPORTING", id_a);
+    setslot((size_t)a, slot, "MIGRATING", id_b);
+    migrate((size_t)a, (size_t)b, key[0]);
+    burst(r, 2, 15, allowed); /* m1 only on b now: ASK; m2 still on a */
+    migrate((size_t)a, (size_t)b, key[1]);
+    for (size_t i = 0; i < cl.n; i++) {
+        redisReply *x = rc_command(&cl, i, "ROLE");
+        bool master =
+            x != NULL && x->type == REDIS_REPLY_ARRAY && strcmp(x->element[0]->str, "master") == 0;
+        freeReplyObject(x);
+        if (master)
+            setslot(i, slot, "NODE", id_b);
+    }
+    burst(r, 2, 15, allowed); /* the slot is b's: MOVED, then direct */
+    burst(r, 2, 10, allowed);
+
+    after = stats();
+    assert_true(after.ask > before.ask);
+    assert_true(after.moved > before.moved);
+    assert_int_equal(after.policy_local, before.policy_local); /* Redis decided all */
+    assert_int_equal(allowed[0], 40);                          /* of 50, across the move */
+    assert_int_equal(allowed[1], 40);
+}
+
+/* Last: a master killed. The policy answers while its slots have no
+ * master; the replica takes over and Redis decides again. */
+static void test_master_killed_policy_then_failover(void **state)
+{
+    char tag[32];
+    unsigned slot;
+    int owner;
+    struct req r;
+    struct answer x;
+    bool policy_seen = false, recovered = false;
+    (void)state;
+
+    fresh_tag(tag, sizeof(tag), -1, &slot, &owner);
+    req_init(&r, "closed");
+    req_add(&r, tag, "k", SL_ALGO_FIXED_WINDOW, 1000000, 3600 * S);
+    x = run_op(&r, false);
+    assert_int_equal(x.res.verdict, SL_ALLOW);
+
+    rc_signal(&cl, (size_t)owner, SIGKILL);
+    for (int i = 0; i < 400 && !recovered; i++) { /* up to ~40 s */
+        struct sl__redis_stats s0 = stats(), s1;
+        x = run_op(&r, false);
+        s1 = stats();
+        assert_int_equal(x.err, SL_OK);
+        if (s1.policy_deny > s0.policy_deny) {
+            policy_seen = true;
+            assert_int_equal(x.res.verdict, SL_DENY); /* "closed": deny */
+        } else if (policy_seen && s1.replies > s0.replies) {
+            recovered = x.res.verdict == SL_ALLOW;
+        }
+        spin(NULL, 100);
+    }
+    assert_true(policy_seen);
+    assert_true(recovered);
+    /* The old master comes back as a replica; checks go on. */
+    assert_int_equal(rc_restart(&cl, (size_t)owner), 0);
+    x = run_op(&r, false);
+    assert_int_equal(x.res.verdict, SL_ALLOW);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checks_routed_to_slot_owner),
+        cmocka_unit_test(test_cross_slot_denial_consumes_nothing_elsewhere),
+        cmocka_unit_test(test_slot_migration_under_load),
+        cmocka_unit_test(test_master_killed_policy_then_failover),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
