@@ -20,7 +20,9 @@
 #include "http_admin.h"
 #include "http_headers.h"
 #include "proto.h"
+#include "log.h"
 #include "rules_load.h"
+#include "rules_sync.h"
 #include "server.h"
 #include "rulesdb.h"
 #include "worker-t.h"
@@ -210,6 +212,27 @@ static void send_diags(struct sl__conn *c, const struct sl__h1_req *r, sl_rules_
     send_json(c, r, 400, doc);
 }
 
+/* With store.redis.rules_sync, store the change in Redis too and announce
+ * it to every node ("published" in the answer). Blocks this worker for at
+ * most a few timeouts: admin calls are rare, and the database write above
+ * blocks the same way. Without Redis the rule stays local (and serves). */
+static void publish(struct sl__conn *c, cJSON *ok, const char *id, const char *yaml)
+{
+    const struct sl__config *cfg = &c->w->srv->cfg;
+    struct sl__rsync_config rc;
+    int r;
+
+    if (strcmp(cfg->store, "redis") != 0 || !cfg->redis.rules_sync)
+        return;
+    r = sl__rsync_config_from_redis(&rc, &cfg->redis);
+    if (r == SL_OK)
+        r = sl__rsync_push(&rc, id, yaml, yaml != NULL ? strlen(yaml) : 0, NULL);
+    cJSON_AddBoolToObject(ok, "published", r == SL_OK);
+    if (r != SL_OK)
+        sl__warn("rules sync: rule %s changed here only: Redis did not take it (%s)", id,
+                 sl_strerror(r));
+}
+
 /* Store `yaml` as rule `id`, then apply. */
 static void put_rule(struct sl__conn *c, const struct sl__h1_req *r, const char *id,
                      const char *yaml, bool replace)
@@ -230,6 +253,7 @@ static void put_rule(struct sl__conn *c, const struct sl__h1_req *r, const char 
     } else {
         cJSON *ok = cJSON_CreateObject();
         cJSON_AddStringToObject(ok, "id", id);
+        publish(c, ok, id, yaml);
         apply(c, r, ok);
     }
 out:
@@ -307,6 +331,7 @@ void sl__http_rules_delete(struct sl__conn *c, const struct sl__h1_req *r)
     } else {
         cJSON *ok = cJSON_CreateObject();
         cJSON_AddStringToObject(ok, "deleted", id);
+        publish(c, ok, id, NULL);
         apply(c, r, ok);
     }
     sl_rulesdb_close(db);

@@ -15,6 +15,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "redis.h"
 #include "redis_cluster.h"
 #include "rules_sync.h"
 #include "rulesdb.h"
@@ -39,6 +40,40 @@ void sl__rsync_config_init(struct sl__rsync_config *c)
     memcpy(c->prefix, "sluice", sizeof("sluice"));
     c->timeout_ms = 500;
     c->period_ms = 30000;
+}
+
+static int add_seed(struct sl__rsync_config *o, const char *host, size_t len, int port)
+{
+    if (o->n_seeds == SL__RSYNC_MAX_SEEDS || len >= sizeof(o->seeds[0].host) || port <= 0 ||
+        port > 65535)
+        return SL_EINVAL;
+    memcpy(o->seeds[o->n_seeds].host, host, len);
+    o->seeds[o->n_seeds].host[len] = '\0';
+    o->seeds[o->n_seeds++].port = port;
+    return SL_OK;
+}
+
+int sl__rsync_config_from_redis(struct sl__rsync_config *o, const struct sl__redis_config *c)
+{
+    const char *p = c->nodes;
+    int rc;
+
+    sl__rsync_config_init(o);
+    snprintf(o->user, sizeof(o->user), "%s", c->user);
+    snprintf(o->password, sizeof(o->password), "%s", c->password);
+    snprintf(o->prefix, sizeof(o->prefix), "%s", c->opts.prefix);
+    rc = add_seed(o, c->host, strlen(c->host), c->port);
+    while (rc == SL_OK && *p != '\0') {
+        const char *end = strchr(p, ','), *colon;
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        for (colon = p + len; colon > p && colon[-1] != ':'; colon--)
+            ;
+        if (colon == p)
+            return SL_EINVAL;
+        rc = add_seed(o, p, (size_t)(colon - 1 - p), (int)strtol(colon, NULL, 10));
+        p += len + (end != NULL);
+    }
+    return rc;
 }
 
 static redisContext *connect_to(const struct sl__rsync_config *c, const char *host, int port)

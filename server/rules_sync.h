@@ -50,6 +50,10 @@ struct sl__rsync_config {
 };
 /* Defaults: no seed, prefix "sluice". */
 void sl__rsync_config_init(struct sl__rsync_config *c);
+struct sl__redis_config;
+/* From the Redis store's configuration: its host:port and store.redis.nodes
+ * as seeds, its credentials and prefix. SL_OK, SL_EINVAL for a bad nodes list. */
+int sl__rsync_config_from_redis(struct sl__rsync_config *o, const struct sl__redis_config *c);
 
 /* Store rule `id` (yaml[0..len)) or its deletion (yaml NULL) in Redis with
  * the next version, and announce it. SL_OK with *version set (may be NULL);

@@ -15,6 +15,7 @@
 
 struct sl__worker;
 struct sl__metrics;
+struct sl__rsync;
 
 struct sl__server {
     struct sl__config cfg;
@@ -34,6 +35,7 @@ struct sl__server {
     _Atomic uint64_t reload_failures; /* rejected reloads (metrics) */
     struct sl__metrics *metrics;      /* the registry, one block per worker */
     struct sl__ks ks;                 /* kill switches (admin API) */
+    struct sl__rsync *rsync;          /* rules across nodes, or NULL (rules_sync.h) */
     int exit_code;
 };
 

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "rules_load.h"
+#include "rules_sync.h"
 #include "server.h"
 #include "worker.h"
 #include "xalloc.h"
@@ -127,6 +128,8 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     uv_close((uv_handle_t *)&srv->sig_int, NULL);
     uv_close((uv_handle_t *)&srv->sig_hup, NULL);
     sl__watch_stop(srv);
+    sl__rsync_stop(srv->rsync);
+    srv->rsync = NULL;
 }
 
 static void on_hup(uv_signal_t *s, int signum)
@@ -147,6 +150,30 @@ static void start_signals(struct sl__server *srv)
         uv_signal_start(sigs[i], nums[i] == SIGHUP ? on_hup : on_stop_signal, nums[i]);
     }
     signal(SIGPIPE, SIG_IGN);
+}
+
+static void on_rules_synced(void *arg)
+{
+    sl__server_reload(arg, "rules from Redis");
+}
+
+/* Rules across nodes (store.redis.rules_sync): apply what other nodes
+ * publish into our rules database. Needs the Redis store and a database. */
+static int start_rules_sync(struct sl__server *srv)
+{
+    struct sl__rsync_config rc;
+
+    if (strcmp(srv->cfg.store, "redis") != 0 || !srv->cfg.redis.rules_sync)
+        return SL_OK;
+    if (srv->cfg.rules_db == NULL) {
+        sl__err("store.redis.rules_sync needs rules.database (where the rules are kept)");
+        return SL_EINVAL;
+    }
+    if (sl__rsync_config_from_redis(&rc, &srv->cfg.redis) != SL_OK) {
+        sl__err("store.redis.nodes: give host:port pairs separated by commas");
+        return SL_EINVAL;
+    }
+    return sl__rsync_start(srv->loop, &rc, srv->cfg.rules_db, on_rules_synced, srv, &srv->rsync);
 }
 
 static void print_ports(const struct sl__server *srv)
@@ -187,6 +214,8 @@ static int start(struct sl__server *srv)
     }
     start_signals(srv);
     sl__watch_start(srv);
+    if (start_rules_sync(srv) != SL_OK)
+        return 1;
     for (unsigned i = 0; i < srv->n_workers; i++)
         if (sl__worker_start(&srv->workers[i]) != SL_OK)
             return 1;

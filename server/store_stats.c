@@ -42,6 +42,13 @@ static const struct counter {
     C(olc_hits, "Denials answered from the over-limit cache with no round trip."),
     C(olc_inserts, "Keys put into the over-limit cache."),
     C(reconnects, "Connection attempts after the first."),
+    C(moved, "Redis Cluster MOVED redirections followed."),
+    C(ask, "Redis Cluster ASK redirections followed."),
+    C(tryagain, "Redis Cluster TRYAGAIN replies resent (a slot migrating)."),
+    C(map_refreshes, "Redis Cluster slot maps loaded (CLUSTER SLOTS)."),
+    C(cross_slot, "Checks split over several Redis Cluster slots."),
+    C(refunds, "Refund calls sent after a cross-slot denial."),
+    C(refund_failures, "Refunds that could not be sent or were not confirmed."),
 #undef C
 };
 
