@@ -31,7 +31,7 @@ void sl_table_config_init(struct sl_table_config *c)
 {
     memset(c, 0, sizeof(*c));
     c->max_bytes = (size_t)64 << 20;
-    c->shards = SHARDS_DEFAULT;
+    c->shards = 0; /* chosen from max_bytes (shards_for) */
     c->on_full = SL_ON_FULL_EVICT;
 }
 
@@ -139,10 +139,11 @@ static int shard_init(sl_table *t, struct sl__shard *s)
     atomic_init(&s->lock, 0);
     s->cap = INDEX_MIN;
     s->index = calloc(s->cap, sizeof(uint64_t));
-    s->chunks = calloc(t->max_chunks, sizeof(*s->chunks));
+    s->dir_cap = DIR_MIN < t->max_chunks ? DIR_MIN : t->max_chunks;
+    s->chunks = calloc(s->dir_cap, sizeof(*s->chunks));
     if (s->index == NULL || s->chunks == NULL)
         return SL_ENOMEM;
-    s->bytes = s->cap * sizeof(uint64_t) + t->max_chunks * sizeof(*s->chunks);
+    s->bytes = s->cap * sizeof(uint64_t) + s->dir_cap * sizeof(*s->chunks);
     atomic_init(&s->pf_index, (uintptr_t)s->index);
     atomic_init(&s->pf_mask, s->cap - 1);
     return SL_OK;
@@ -159,9 +160,21 @@ static void shard_fini(sl_table *t, struct sl__shard *s)
     free(s->scratch);
 }
 
+/* The shard count for `shards = 0`: the most (a power of two, at most
+ * SHARDS_AUTO_MAX) that leave each at least SHARD_SHARE_MIN of the cap, but
+ * never fewer than SHARDS_AUTO_MIN. */
+static unsigned shards_for(size_t max_bytes)
+{
+    unsigned n = SHARDS_AUTO_MAX;
+
+    while (n > SHARDS_AUTO_MIN && max_bytes / n < SHARD_SHARE_MIN)
+        n /= 2;
+    return n;
+}
+
 int sl_table_new(const struct sl_table_config *c, sl_table **out)
 {
-    unsigned n = c->shards ? c->shards : SHARDS_DEFAULT;
+    unsigned n = c->shards ? c->shards : shards_for(c->max_bytes);
     sl_table *t;
     size_t budget;
 
@@ -176,10 +189,13 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
     t = calloc(1, sizeof(*t));
     if (t == NULL)
         return SL_ENOMEM;
-    /* Chunks small enough that at least eight fit in a shard's share. */
+    /* Chunks small enough that at least 64 fit in a shard's share: each
+     * shard's last chunk is partly empty, so with many shards (which two
+     * threads want: fewer shared lock lines) big chunks would waste up to
+     * a chunk per shard; this bounds that waste to ~1/64 of the cap. */
     t->chunk_shift = CHUNK_SHIFT_HI;
     while (t->chunk_shift > CHUNK_SHIFT_LO &&
-           (sizeof(struct sl__entry) << t->chunk_shift) * 8 > budget)
+           (sizeof(struct sl__entry) << t->chunk_shift) * 64 > budget)
         t->chunk_shift--;
     t->max_chunks = (uint32_t)(budget / chunk_bytes(t) + 1);
     t->nshards = n;
@@ -188,7 +204,7 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
     t->on_full = c->on_full;
     memcpy(t->secret, c->secret, sizeof(t->secret));
     /* The smallest shard: its index, its directory and one chunk. */
-    if (INDEX_MIN * sizeof(uint64_t) + t->max_chunks * sizeof(void *) + chunk_bytes(t) > budget) {
+    if (INDEX_MIN * sizeof(uint64_t) + DIR_MIN * sizeof(void *) + chunk_bytes(t) > budget) {
         free(t);
         return SL_EINVAL;
     }

@@ -58,6 +58,12 @@ static bool evict_one(sl_table *t, struct sl__shard *s)
     return false;
 }
 
+/* The directory's next size: doubled, at most max_chunks. */
+static uint32_t dir_next(const sl_table *t, const struct sl__shard *s)
+{
+    return s->dir_cap * 2 < t->max_chunks ? s->dir_cap * 2 : t->max_chunks;
+}
+
 /* Bytes the shard would hold with one more entry (plus `extra`), and
  * whether the index would have to double for it. */
 static size_t bytes_with_one_more(const sl_table *t, const struct sl__shard *s, size_t extra,
@@ -69,9 +75,34 @@ static size_t bytes_with_one_more(const sl_table *t, const struct sl__shard *s, 
     *grow = (uint64_t)n * 4 > (uint64_t)s->cap * 3;
     if (*grow)
         b += (size_t)s->cap * sizeof(uint64_t);
-    if (n > (s->nchunks << t->chunk_shift))
+    if (n > (s->nchunks << t->chunk_shift)) {
         b += chunk_bytes(t);
+        if (s->nchunks == s->dir_cap) /* the directory doubles too */
+            b += (size_t)(dir_next(t, s) - s->dir_cap) * sizeof(void *);
+    }
     return b;
+}
+
+/* Add one chunk, doubling the directory first if it is full. */
+static int add_chunk(sl_table *t, struct sl__shard *s)
+{
+    if (s->nchunks == s->dir_cap) {
+        uint32_t n = dir_next(t, s);
+        if (n == s->dir_cap)
+            return SL_EFULL; /* not reached: the budget stops first */
+        struct sl__entry **d = realloc(s->chunks, n * sizeof(*d));
+        if (d == NULL)
+            return SL_ENOMEM;
+        s->chunks = d;
+        s->bytes += (size_t)(n - s->dir_cap) * sizeof(*d);
+        s->dir_cap = n;
+    }
+    struct sl__entry *c = malloc(chunk_bytes(t));
+    if (c == NULL)
+        return SL_ENOMEM;
+    s->chunks[s->nchunks++] = c;
+    s->bytes += chunk_bytes(t);
+    return SL_OK;
 }
 
 /* Make room for one more entry with `extra` out-of-line bytes: drop drained
@@ -104,13 +135,8 @@ int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t 
         if (rc != SL_OK)
             return rc;
     }
-    if (s->count + 1 > (s->nchunks << t->chunk_shift)) {
-        struct sl__entry *c = malloc(chunk_bytes(t));
-        if (c == NULL)
-            return SL_ENOMEM;
-        s->chunks[s->nchunks++] = c;
-        s->bytes += chunk_bytes(t);
-    }
+    if (s->count + 1 > (s->nchunks << t->chunk_shift))
+        return add_chunk(t, s);
     return SL_OK;
 }
 

@@ -243,6 +243,46 @@ static void test_memory_cap_never_exceeded(void **st)
     sl_table_free(t);
 }
 
+/* shards = 0 picks the count from the cap (up to 4096 for a large cap,
+ * at least 64): whatever it picks, every key keeps its own state and the
+ * cap holds. */
+static void test_default_shard_count(void **st)
+{
+    static const size_t caps[] = {1 << 20, 64 << 20, 256 << 20};
+    struct sl_table_config c;
+    struct sl_limit l;
+    struct sl_decision d;
+    struct sl_table_stats s;
+
+    (void)st;
+    sl_table_config_init(&c);
+    assert_int_equal(c.shards, 0);
+    limit_of(&l, SL_ALGO_GCRA, 1, 3600 * SL_NS_PER_S);
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+        sl_table *t;
+        c.max_bytes = caps[i];
+        assert_int_equal(sl_table_new(&c, &t), SL_OK);
+        for (unsigned k = 0; k < 5000; k++) {
+            assert_int_equal(check_key(t, k, &l, T0, &d), SL_OK);
+            assert_int_equal(d.verdict, SL_ALLOW);
+        }
+        for (unsigned k = 0; k < 5000; k++) {
+            assert_int_equal(check_key(t, k, &l, T0 + 1, &d), SL_OK);
+            assert_int_equal(d.verdict, SL_DENY);
+        }
+        sl_table_stats(t, &s);
+        assert_int_equal(s.entries, 5000);
+        assert_int_equal(s.evictions, 0);
+        assert_true(s.bytes <= caps[i]);
+        sl_table_free(t);
+    }
+    /* Too small for even the fewest automatic shards. */
+    c.max_bytes = 4096;
+    sl_table *t = NULL;
+    assert_int_equal(sl_table_new(&c, &t), SL_EINVAL);
+    assert_null(t);
+}
+
 /* How many live keys a one-shard table holds before evicting. */
 static unsigned capacity_of(size_t max_bytes)
 {
@@ -504,6 +544,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_check_equals_bare_algorithm),
+        cmocka_unit_test(test_default_shard_count),
         cmocka_unit_test(test_keys_are_independent),
         cmocka_unit_test(test_argument_errors),
         cmocka_unit_test(test_peek_creates_nothing),
