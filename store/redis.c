@@ -110,19 +110,18 @@ static struct sl__rreq *take_slot(struct sl__rstore *st, enum sl__rreq_kind kind
     return q;
 }
 
-/* Redis Cluster: the node of the plan's slot, or -1 when its items hash
- * to several slots. Without cluster: node 0. */
-static int plan_node(const struct sl__rstore *st, const struct sl__redis_plan *p)
+/* Redis Cluster: the node of the plan's slot (in *slot), or -1 when its
+ * items hash to several slots. Without cluster: node 0. */
+static int plan_node(const struct sl__rstore *st, const struct sl__redis_plan *p, unsigned *slot)
 {
-    unsigned slot;
-
+    *slot = 0;
     if (!st->cfg.cluster || p->n_items == 0)
         return 0;
-    slot = sl__rroute_item_slot(st, 0);
+    *slot = sl__rroute_item_slot(st, 0);
     for (size_t k = 1; k < p->n_items; k++)
-        if (sl__rroute_item_slot(st, k) != slot)
+        if (sl__rroute_item_slot(st, k) != *slot)
             return -1;
-    return (int)sl__rroute_node(st, slot);
+    return (int)sl__rroute_node(st, *slot);
 }
 
 int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
@@ -136,13 +135,14 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     bool peek = kind != SL__RQ_CHECK || fin->deny_all;
     struct sl__rreq *q;
     struct sl__rconn *c;
+    unsigned slot;
     int node;
     int rc = sl__redis_plan_build(&st->cfg.opts, peek ? SL__REDIS_PEEK : SL__REDIS_CHECK, req, m, n,
                                   p, &st->cmd);
 
     if (rc != SL_OK)
         return rc;
-    node = plan_node(st, p);
+    node = plan_node(st, p, &slot);
     if (node < 0 && fan == NULL) /* several slots: one call per slot */
         return sl__rfan_start(st, kind, req, m, n, rules, fin, cb, arg);
     if (node < 0)
@@ -179,6 +179,8 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
         rc = sl__rcall_keep(q, req, m, n);
     if (rc == SL_OK && kind == SL__RQ_RESET)
         sl__rcall_reset_delete(st, c, p->n_items);
+    if (rc == SL_OK)
+        rc = sl__rroute_lease_prefix(st, p, slot);
     if (rc == SL_OK)
         rc = sl__rcall_send(st, q, c);
     if (rc != SL_OK)
@@ -245,13 +247,17 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
                    sl__store_cb cb, void *arg)
 {
     struct sl__rstore *st = of(s);
-    struct sl__rconn *c = sl__rconn_available(st) ? sl__rconn_pick(st) : NULL;
+    struct sl__rconn *c = NULL;
     struct sl__rreq *q = st->free_reqs;
     struct sl__rfinish fin;
     int rc = sl__redis_release_build(&st->cfg.opts, lease, len, now_ns, &st->cmd);
 
     if (rc != SL_OK)
         return rc;
+    /* Cluster: the slot of the first lease (leases of several slots in one
+     * token are refused by Redis: CROSSSLOT, see docs/distributed.md). */
+    if (sl__rconn_available(st))
+        c = sl__rconn_pick_node(st, sl__rroute_node(st, sl__rroute_item_slot(st, 0)));
     SL__CNT(st, checks, 1);
     if (c == NULL || q == NULL || st->sha[0] == '\0')
         return SL_EFULL; /* the leases are in Redis: nothing local to free */

@@ -92,6 +92,8 @@ static int recheck(struct sl__rreq *q, const struct sl_result *first)
     q->fin.rechecked = true;
     rc = sl__redis_plan_build(&st->cfg.opts, SL__REDIS_CHECK, &r.req, r.m, r.req.n_descriptors,
                               &q->plan, &st->cmd);
+    if (rc == SL_OK && st->cfg.cluster && q->plan.n_items > 0)
+        rc = sl__rroute_lease_prefix(st, &q->plan, sl__rroute_item_slot(st, 0));
     if (rc != SL_OK)
         return rc;
     redisFreeCommand(q->fmt);

@@ -146,8 +146,10 @@ struct sl__rstore {
     struct sl__cmap *map; /* node 0 is the seed (cfg.host:port) */
     struct sl__crefresh refresh;
     uv_timer_t refresh_timer;
-    bool refreshing;       /* a CLUSTER SLOTS is out */
-    struct sl__rfan *fans; /* cross-slot checks: a pool */
+    bool refreshing;      /* a CLUSTER SLOTS is out */
+    char (*slot_tags)[5]; /* per slot, a tag hashing to it, found when first needed */
+    char lease_prefix[SL__REDIS_PREFIX_MAX + 8]; /* "<prefix>{T}" for the call being sent */
+    struct sl__rfan *fans;                       /* cross-slot checks: a pool */
     struct sl__rfan *free_fans;
     unsigned n_fans;
     struct sl__rconn sub; /* SUBSCRIBE <prefix>:v1:reset */
@@ -239,6 +241,10 @@ void sl__rroute_close(struct sl__rstore *st);
 unsigned sl__rroute_node(const struct sl__rstore *st, unsigned slot);
 /* The slot of the plan's item k (its key in st->cmd). */
 unsigned sl__rroute_item_slot(const struct sl__rstore *st, size_t k);
+/* Cluster and the plan (just built in st->cmd, all in `slot`) takes
+ * concurrency leases: name their index keys in that slot (ARGV[4] becomes
+ * "<prefix>{T}", see store/lua/90_main.lua). SL_OK otherwise too. */
+int sl__rroute_lease_prefix(struct sl__rstore *st, const struct sl__redis_plan *p, unsigned slot);
 /* The map may be stale (a MOVED, a lost connection): refresh it soon. */
 void sl__rroute_stale(struct sl__rstore *st);
 /* A connection became ready: a refresh may be due. */

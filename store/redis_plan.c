@@ -501,29 +501,47 @@ int sl__redis_plan_result(const struct sl__redis_plan *plan, const struct redisR
 
 /* -------------------------------------------------------------- release */
 
-static bool lease_piece_ok(const char *p, size_t len)
+/* Length of the "<h>-<id>" part of a piece "<h>-<id>[-<T>]" (T: 1..4 of
+ * [0-9a-z], the cluster slot tag, see store/lua/90_main.lua), or 0. */
+static size_t lease_piece_ok(const char *p, size_t len)
 {
-    size_t dash = 16;
+    size_t dash = 16, end = len;
 
     if (len < 18 || len > LEASE_PIECE_MAX || p[dash] != '-')
-        return false;
+        return 0;
+    for (size_t i = len; i > dash + 1; i--)
+        if (p[i - 1] == '-') {
+            end = i - 1;
+            break;
+        }
+    if (end < len && (len - end - 1 < 1 || len - end - 1 > 4))
+        return 0;
     for (size_t i = 0; i < len; i++) {
         char ch = p[i];
         bool hex = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
-        if (i == dash ? ch != '-' : (i < dash ? !hex : !(ch >= '0' && ch <= '9')))
-            return false;
+        bool tag = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z');
+        if (i == dash || i == end ? ch != '-'
+                                  : (i < dash  ? !hex
+                                     : i < end ? !(ch >= '0' && ch <= '9')
+                                               : !tag))
+            return 0;
     }
-    return true;
+    return end > dash + 1 ? end : 0;
 }
 
-/* The lease index key of piece "<h>-<id>": "<prefix>:v1:lease:<h>:<id>". */
+/* The lease index key of piece "<h>-<id>[-<T>]" ("<id>" ends at `end`):
+ * "<prefix>:v1:lease:<h>:<id>", or "<prefix>{T}:v1:lease:<h>:<id>". */
 static int push_index_key(struct sl__redis_cmd *c, const struct sl__redis_opts *o, const char *p,
-                          size_t len)
+                          size_t len, size_t end)
 {
     size_t start = c->used;
-    bool ok = arena_put(c, o->prefix, strlen(o->prefix)) && arena_put(c, ":v1:lease:", 10) &&
-              arena_put(c, p, 16) && arena_put(c, ":", 1) && arena_put(c, p + 17, len - 17);
+    bool ok = arena_put(c, o->prefix, strlen(o->prefix));
 
+    if (ok && end < len)
+        ok = arena_put(c, "{", 1) && arena_put(c, p + end + 1, len - end - 1) &&
+             arena_put(c, "}", 1);
+    ok = ok && arena_put(c, ":v1:lease:", 10) && arena_put(c, p, 16) && arena_put(c, ":", 1) &&
+         arena_put(c, p + 17, end - 17);
     return ok ? push(c, c->arena + start, c->used - start) : SL_ETOOBIG;
 }
 
@@ -531,7 +549,7 @@ int sl__redis_release_build(const struct sl__redis_opts *o, const char *lease, s
                             int64_t now_ns, struct sl__redis_cmd *cmd)
 {
     const char *piece[SL_MAX_LEASES];
-    size_t plen[SL_MAX_LEASES], n = 0, at = 0;
+    size_t plen[SL_MAX_LEASES], pend[SL_MAX_LEASES], n = 0, at = 0;
     int rc = SL_OK;
 
     if (lease == NULL || len == 0 || len >= SL_LEASE_MAX)
@@ -539,7 +557,7 @@ int sl__redis_release_build(const struct sl__redis_opts *o, const char *lease, s
     while (at <= len) {
         const char *dot = memchr(lease + at, '.', len - at);
         size_t end = dot != NULL ? (size_t)(dot - lease) : len;
-        if (n == SL_MAX_LEASES || !lease_piece_ok(lease + at, end - at))
+        if (n == SL_MAX_LEASES || (pend[n] = lease_piece_ok(lease + at, end - at)) == 0)
             return SL_EINVAL;
         piece[n] = lease + at;
         plen[n++] = end - at;
@@ -549,7 +567,7 @@ int sl__redis_release_build(const struct sl__redis_opts *o, const char *lease, s
     cmd->argc = 2;
     rc = push_i64(cmd, (int64_t)n);
     for (size_t i = 0; rc == SL_OK && i < n; i++)
-        rc = push_index_key(cmd, o, piece[i], plen[i]);
+        rc = push_index_key(cmd, o, piece[i], plen[i], pend[i]);
     if (rc == SL_OK)
         rc = push_str(cmd, "release");
     if (rc == SL_OK)
@@ -562,7 +580,7 @@ int sl__redis_release_build(const struct sl__redis_opts *o, const char *lease, s
     if (rc == SL_OK)
         rc = push_i64(cmd, (int64_t)n);
     for (size_t i = 0; rc == SL_OK && i < n; i++)
-        rc = push(cmd, arena_put(cmd, piece[i] + 17, plen[i] - 17), plen[i] - 17);
+        rc = push(cmd, arena_put(cmd, piece[i] + 17, pend[i] - 17), pend[i] - 17);
     return rc;
 }
 

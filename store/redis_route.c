@@ -74,6 +74,8 @@ static void on_timer_closed(uv_handle_t *h)
 
 void sl__rroute_close(struct sl__rstore *st)
 {
+    free(st->slot_tags);
+    st->slot_tags = NULL;
     if (st->cfg.cluster && st->map != NULL)
         uv_close((uv_handle_t *)&st->refresh_timer, on_timer_closed);
 }
@@ -133,6 +135,41 @@ void sl__rroute_stale(struct sl__rstore *st)
 static void on_refresh_timer(uv_timer_t *t)
 {
     sl__rroute_kick(t->data);
+}
+
+/* A tag of `slot` (sl__redis_slot_tags, computed when first needed). */
+static const char *slot_tag(struct sl__rstore *st, unsigned slot)
+{
+    if (st->slot_tags == NULL) {
+        st->slot_tags = malloc(SL__CLUSTER_SLOTS * sizeof(*st->slot_tags));
+        if (st->slot_tags == NULL || sl__redis_slot_tags(st->slot_tags) != 0) {
+            free(st->slot_tags);
+            st->slot_tags = NULL;
+            return NULL;
+        }
+    }
+    return st->slot_tags[slot];
+}
+
+int sl__rroute_lease_prefix(struct sl__rstore *st, const struct sl__redis_plan *p, unsigned slot)
+{
+    size_t argv4 = 3 + p->n_items + 3; /* EVALSHA sha numkeys KEYS.. op now slack prefix */
+    const char *tag;
+    bool leases = false;
+    int n;
+
+    for (size_t k = 0; k < p->n_items; k++)
+        leases = leases || p->item_l[k]->algo == SL_ALGO_CONCURRENCY;
+    if (!st->cfg.cluster || !leases)
+        return SL_OK;
+    if ((tag = slot_tag(st, slot)) == NULL || argv4 >= (size_t)st->cmd.argc)
+        return SL_ENOMEM;
+    n = snprintf(st->lease_prefix, sizeof(st->lease_prefix), "%s{%s}", st->cfg.opts.prefix, tag);
+    if (n < 0 || (size_t)n >= sizeof(st->lease_prefix))
+        return SL_ETOOBIG;
+    st->cmd.argv[argv4] = st->lease_prefix;
+    st->cmd.argvlen[argv4] = (size_t)n;
+    return SL_OK;
 }
 
 /* Resend q's formatted call on c (after ASKING when `asking`). */

@@ -41,7 +41,8 @@
 --  ARGV[1] op: "check" | "peek" | "release"
 --  ARGV[2] now in whole us, or "redis" to use Redis TIME
 --  ARGV[3] extra expiry slack in ms added to every TTL
---  ARGV[4] the key prefix (for lease index keys)
+--  ARGV[4] the key prefix (for lease index keys); on Redis Cluster
+--          "<prefix>{T}", T a short tag of the call's slot (redis_route.c)
 --  check/peek: ARGV[5] = n items, then NF fields per item:
 --    algo cost count_rejected shadow warm a b c d
 --  release: KEYS = lease index keys "<prefix>:v1:lease:<h>:<id>" (each

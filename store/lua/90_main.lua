@@ -114,6 +114,11 @@ local function run_check(now, peek)
       local h, idx = lease_index(KEYS[i], decs[i].lease)
       redis.call('SET', idx, KEYS[i], 'PX', ceil_div(items[i].b, 1000) + slack)
       decs[i].lease = h .. '-' .. decs[i].lease
+      -- Redis Cluster: ARGV[4] is "<prefix>{T}", T a tag of this call's
+      -- slot, so the index key lives in the slot of its state key; the
+      -- token carries T so that a release finds it ("<h>-<id>-<T>").
+      local tag = string.match(ARGV[4], '{(.-)}')
+      if tag then decs[i].lease = decs[i].lease .. '-' .. tag end
     end
   end
   local out = { now }
