@@ -16,6 +16,12 @@
  * What is not compared: the lease id's value (memory seeds it from the
  * table entry's creation, Redis from the key's; both must be non-zero
  * exactly when a slot is taken).
+ *
+ * Built a second time with SL_DIFF_ON_CLUSTER (tests/redis_cluster,
+ * test_cluster_diff): the same traces on a real 3-master Redis Cluster, each
+ * call sent to the master of its keys' slot (the descriptors of one check
+ * share the first one's tag, so one check is one slot; checks spanning slots
+ * are test_cluster_store.c's).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +36,10 @@
 
 #include "redis_plan.h"
 #include "redis_server.h"
+#ifdef SL_DIFF_ON_CLUSTER
+#include "cluster.h"
+#include "redis_cluster.h"
+#endif
 
 #define T0_NS       INT64_C(1700000000000000000)
 #define US          INT64_C(1000)
@@ -37,7 +47,9 @@
 #define S           INT64_C(1000000000)
 #define WT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+#ifndef SL_DIFF_ON_CLUSTER
 static struct rs_server server;
+#endif
 static redisContext *rc;
 static char sha[41];
 static sl_limiter *lim;
@@ -45,6 +57,11 @@ static struct sl__redis_opts opts;
 static struct sl__redis_cmd cmd; /* large: static */
 static unsigned trace_no;
 static uint64_t rng = 0x9E3779B97F4A7C15u;
+#ifdef SL_DIFF_ON_CLUSTER
+static struct rc_cluster cl;
+static redisContext *node_ctx[RC_MAX_NODES];
+static struct sl__cmap cmap;
+#endif
 
 static uint64_t rnd(void)
 {
@@ -60,16 +77,82 @@ static int64_t between(int64_t lo, int64_t hi)
     return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
 }
 
+/* Connect and load the script: the one Redis, or every cluster master. */
+static int start_redis(void)
+{
+#ifdef SL_DIFF_ON_CLUSTER
+    redisReply *r;
+
+    if (rc_start(&cl, 3, 0) != 0)
+        return -1; /* fails the group: redis-server is required */
+    for (size_t i = 0; i < cl.n; i++)
+        if ((node_ctx[i] = rc_connect(&cl, i)) == NULL)
+            return -1;
+    rc = node_ctx[0];
+    r = redisCommand(rc, "CLUSTER SLOTS");
+    sl__cmap_init(&cmap);
+    if (r == NULL || sl__cmap_load(&cmap, r, "127.0.0.1") != SL_OK || !sl__cmap_complete(&cmap))
+        return -1;
+    freeReplyObject(r);
+    for (size_t i = 1; i < cl.n; i++) {
+        r = redisCommand(node_ctx[i], "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
+        if (r == NULL || r->type != REDIS_REPLY_STRING)
+            return -1;
+        freeReplyObject(r);
+    }
+    return 0;
+#else
+    if (rs_start(&server) != 0)
+        return -1; /* fails the group: redis-server is required */
+    rc = redisConnect("127.0.0.1", server.port);
+    return rc == NULL || rc->err ? -1 : 0;
+#endif
+}
+
+#ifdef SL_DIFF_ON_CLUSTER
+/* As the store does on a cluster (redis_route.c): a call taking leases
+ * names their index keys in its slot, "<prefix>{T}" as ARGV[4]. */
+static void lease_prefix(const struct sl__redis_plan *plan)
+{
+    static char tags[16384][5], prefix[SL__REDIS_PREFIX_MAX + 8];
+    bool leases = false;
+
+    if (tags[0][0] == '\0')
+        assert_int_equal(sl__redis_slot_tags(tags), 0);
+    for (size_t k = 0; k < plan->n_items; k++)
+        leases = leases || plan->item_l[k]->algo == SL_ALGO_CONCURRENCY;
+    if (!leases)
+        return;
+    int n = snprintf(prefix, sizeof(prefix), "%s{%s}", opts.prefix,
+                     tags[sl__redis_keyslot(cmd.argv[3], cmd.argvlen[3])]);
+    cmd.argv[6 + plan->n_items] = prefix;
+    cmd.argvlen[6 + plan->n_items] = (size_t)n;
+}
+#endif
+
+/* The connection that serves `key`: the one Redis, or its slot's master. */
+static redisContext *ctx_for(const char *key, size_t len)
+{
+#ifdef SL_DIFF_ON_CLUSTER
+    int node = sl__cmap_lookup(&cmap, sl__redis_keyslot(key, len));
+    assert_true(node >= 0);
+    node = rc_index_of_port(&cl, cmap.nodes[node].port);
+    assert_true(node >= 0);
+    return node_ctx[node];
+#else
+    (void)key;
+    (void)len;
+    return rc;
+#endif
+}
+
 static int setup(void **state)
 {
     struct sl_limiter_config c;
     redisReply *r;
 
     (void)state;
-    if (rs_start(&server) != 0)
-        return -1; /* fails the group: redis-server is required */
-    rc = redisConnect("127.0.0.1", server.port);
-    if (rc == NULL || rc->err)
+    if (start_redis() != 0)
         return -1;
     r = redisCommand(rc, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
     if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
@@ -93,9 +176,16 @@ static int teardown(void **state)
 {
     (void)state;
     sl_limiter_free(lim);
+#ifdef SL_DIFF_ON_CLUSTER
+    for (size_t i = 0; i < cl.n; i++)
+        if (node_ctx[i] != NULL)
+            redisFree(node_ctx[i]);
+    rc_stop(&cl);
+#else
     if (rc != NULL)
         redisFree(rc);
     rs_stop(&server);
+#endif
     return 0;
 }
 
@@ -109,11 +199,14 @@ static int redis_check(enum sl__redis_op op, const struct sl_request *req, const
 
     if (rc2 != SL_OK)
         return rc2;
+#ifdef SL_DIFF_ON_CLUSTER
+    lease_prefix(&plan);
+#endif
     cmd.argv[0] = "EVALSHA";
     cmd.argvlen[0] = 7;
     cmd.argv[1] = sha;
     cmd.argvlen[1] = 40;
-    r = redisCommandArgv(rc, cmd.argc, cmd.argv, cmd.argvlen);
+    r = redisCommandArgv(ctx_for(cmd.argv[3], cmd.argvlen[3]), cmd.argc, cmd.argv, cmd.argvlen);
     assert_non_null(r);
     if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "SLUICE_RANGE") == NULL)
         fail_msg("script error: %s", r->str);
@@ -177,8 +270,13 @@ static void check_init(struct check *c, const struct sl_match *m, size_t n, int6
     for (size_t i = 0; i < n; i++) {
         c->e[i].key.p = "k";
         c->e[i].key.len = 1;
+#ifdef SL_DIFF_ON_CLUSTER
+        c->e[i].value.p = m[0].key; /* one tag: one slot per check */
+        c->e[i].value.len = m[0].key_len;
+#else
         c->e[i].value.p = m[i].key;
         c->e[i].value.len = m[i].key_len;
+#endif
         c->d[i].entries = &c->e[i];
         c->d[i].n_entries = 1;
         c->d[i].hits = -1;
@@ -612,7 +710,7 @@ static void test_expiry_set_with_state(void **state)
     assert_int_equal(res.verdict, SL_ALLOW);
     assert_int_equal(sl__redis_plan_build(&opts, SL__REDIS_CHECK, &c.req, &m, 1, &plan, &cmd),
                      SL_OK);
-    r = redisCommand(rc, "PTTL %b", cmd.argv[3], cmd.argvlen[3]);
+    r = redisCommand(ctx_for(cmd.argv[3], cmd.argvlen[3]), "PTTL %b", cmd.argv[3], cmd.argvlen[3]);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     /* 7 s left in the window, plus the slack: never -1 (no expiry). */
@@ -628,7 +726,8 @@ static void test_expiry_set_with_state(void **state)
     assert_int_equal(res.statuses[0].d.remaining, 5);
     assert_int_equal(sl__redis_plan_build(&opts, SL__REDIS_PEEK, &c.req, &m, 1, &plan, &cmd),
                      SL_OK);
-    r = redisCommand(rc, "EXISTS %b", cmd.argv[3], cmd.argvlen[3]);
+    r = redisCommand(ctx_for(cmd.argv[3], cmd.argvlen[3]), "EXISTS %b", cmd.argv[3],
+                     cmd.argvlen[3]);
     assert_int_equal(r->integer, 0);
     freeReplyObject(r);
 }

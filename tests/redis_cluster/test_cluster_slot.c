@@ -170,6 +170,22 @@ static void test_store_keys_of_a_descriptor_share_a_slot(void **state)
     assert_true(slot >= 0);
 }
 
+/* Every slot has a tag of at most 4 bytes, and Redis agrees on its slot. */
+static void test_slot_tags(void **state)
+{
+    static char t[16384][5];
+    (void)state;
+
+    assert_int_equal(sl__redis_slot_tags(t), 0);
+    for (unsigned slot = 0; slot < 16384; slot++) {
+        size_t n = strlen(t[slot]);
+        assert_true(n >= 1 && n <= 4);
+        assert_int_equal(sl__redis_keyslot(t[slot], n), slot);
+        if (slot % 500 == 0)
+            assert_int_equal(redis_slot(t[slot], n), slot);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_spec_hash_tags),
         cmocka_unit_test(test_random_keys_match_cluster_keyslot),
         cmocka_unit_test(test_store_keys_of_a_descriptor_share_a_slot),
+        cmocka_unit_test(test_slot_tags),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,8 +9,10 @@
  * master killed: the failure policy answers, then the replica's failover
  * is found and Redis decides again.
  *
- * Decisions, not timing: waits are bounded polls of the loop. Concurrency
- * limits are not used (not supported on a cluster, docs/distributed.md).
+ * Concurrency leases: taken and released on the slot's master (the lease
+ * index key carries a tag of that slot).
+ *
+ * Decisions, not timing: waits are bounded polls of the loop.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -106,6 +108,8 @@ static void req_add(struct req *r, const char *tag, const char *key, enum sl_alg
     r->l[i].algo = a;
     r->l[i].requests = requests;
     r->l[i].period_ns = period_ns;
+    if (a == SL_ALGO_CONCURRENCY)
+        r->l[i].lease_ns = 60 * S;
     assert_int_equal(sl_limit_validate(&r->l[i], NULL), SL_OK);
     sl_limit_finish(&r->l[i]);
     snprintf(r->tag[i], sizeof(r->tag[i]), "%s", tag);
@@ -411,6 +415,50 @@ static void test_slot_migration_under_load(void **state)
     assert_int_equal(allowed[1], 40);
 }
 
+static void on_release(void *arg, int err, const struct sl_result *res)
+{
+    struct answer *a = arg;
+
+    (void)res;
+    a->done = true;
+    a->err = err;
+}
+
+static void test_concurrency_leases_on_the_cluster(void **state)
+{
+    for (int t = 0; t < 6; t++) { /* several tags: several slots and masters */
+        char tag[32], lease[SL_LEASE_MAX];
+        unsigned slot;
+        int owner;
+        struct req r;
+        struct answer x[3], rel;
+        (void)state;
+
+        fresh_tag(tag, sizeof(tag), -1, &slot, &owner);
+        req_init(&r, "cl");
+        req_add(&r, tag, "conc", SL_ALGO_CONCURRENCY, 2, 0);
+        for (int i = 0; i < 3; i++)
+            x[i] = run_op(&r, false);
+        assert_int_equal(x[0].res.verdict, SL_ALLOW);
+        assert_int_equal(x[1].res.verdict, SL_ALLOW);
+        assert_int_equal(x[2].res.verdict, SL_DENY);
+        assert_true(strchr(x[0].res.lease, '-') != NULL);
+        snprintf(lease, sizeof(lease), "%s", x[0].res.lease);
+        memset(&rel, 0, sizeof(rel));
+        assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, on_release, &rel),
+                         SL_OK);
+        spin(&rel.done, 5000);
+        assert_true(rel.done);
+        assert_int_equal(rel.err, SL_OK);
+        assert_int_equal(run_op(&r, false).res.verdict, SL_ALLOW); /* the slot freed */
+        memset(&rel, 0, sizeof(rel));
+        assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, on_release, &rel),
+                         SL_OK);
+        spin(&rel.done, 5000);
+        assert_int_equal(rel.err, SL_ENOENT); /* already released */
+    }
+}
+
 /* Last: a master killed. The policy answers while its slots have no
  * master; the replica takes over and Redis decides again. */
 static void test_master_killed_policy_then_failover(void **state)
@@ -456,6 +504,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checks_routed_to_slot_owner),
         cmocka_unit_test(test_cross_slot_denial_consumes_nothing_elsewhere),
+        cmocka_unit_test(test_concurrency_leases_on_the_cluster),
         cmocka_unit_test(test_slot_migration_under_load),
         cmocka_unit_test(test_master_killed_policy_then_failover),
     };
