@@ -70,6 +70,13 @@ struct sl__shard {
     uint64_t *index;
     struct sl__entry **chunks; /* directory of dir_cap chunk pointers */
     uint64_t probes;
+    /* Copies of `index` and `cap - 1`, written under the lock whenever the
+     * index moves, read WITHOUT the lock only to compute an address to
+     * prefetch (shard_prefetch_slot): atomics so that this read is no data
+     * race. A stale pair only makes a useless prefetch (prefetches never
+     * fault); nothing is ever loaded through them. */
+    atomic_uintptr_t pf_index;
+    atomic_uint pf_mask;
     uint32_t count;   /* entries */
     uint32_t nchunks; /* entry chunks allocated */
     uint32_t clock_hand, expire_hand;
@@ -78,13 +85,6 @@ struct sl__shard {
     uint64_t evictions, expired, full_denials;
     void *scratch;        /* a fresh state for peeks at absent keys */
     size_t scratch_bytes; /* its size, counted in `bytes` */
-    /* Copies of `index` and `cap - 1`, written under the lock whenever the
-     * index moves, read WITHOUT the lock only to compute an address to
-     * prefetch (sl__slot_prefetch): atomics so that this read is no data
-     * race. A stale pair only makes a useless prefetch (prefetches never
-     * fault); nothing is ever loaded through them. */
-    atomic_uintptr_t pf_index;
-    atomic_uint pf_mask;
 };
 
 struct sl_table {
