@@ -13,10 +13,11 @@
  * and the entries of sliding logs; for token_bucket, gcra and leaky_bucket
  * the level taken back may exceed, by at most what refills during the
  * round trip (never more than the cost), what the check took. Warm-up
- * buckets are not refunded (conservative). count_rejected limits keep
- * their counts, as in one call. A group answered by the failure policy is
- * not refunded (its local count stays). Envoy quota_mode across slots is
- * not re-decided; concurrency limits are not supported on a cluster.
+ * buckets are not refunded (conservative). Concurrency slots taken are
+ * released (a release call of the group's leases). count_rejected limits
+ * keep their counts, as in one call. A group answered by the failure
+ * policy is not refunded (its local count stays). Envoy quota_mode across
+ * slots is not re-decided.
  *
  * It does not route (redis_route.c) or run calls (redis_call.c). The fans
  * are a fixed pool (max_in_flight / 4, at least 8); none free: the failure
@@ -48,7 +49,9 @@ static void drop_refunds(struct sl__rfan *f)
     for (unsigned g = 0; g < f->n_groups; g++) {
         if (f->g[g].refund != NULL)
             redisFreeCommand(f->g[g].refund);
-        f->g[g].refund = NULL;
+        if (f->g[g].release != NULL)
+            redisFreeCommand(f->g[g].release);
+        f->g[g].refund = f->g[g].release = NULL;
     }
 }
 
@@ -70,22 +73,26 @@ static void on_refund(redisAsyncContext *ac, void *reply, void *priv)
         SL__CNT(st, refund_failures, 1);
 }
 
+/* Send one formatted give-back call on a connection of `node`. */
+static void give_back(struct sl__rstore *st, int node, const char *fmt, size_t len)
+{
+    struct sl__rconn *c = sl__rconn_pick_node(st, (unsigned)node);
+
+    if (c != NULL && redisAsyncFormattedCommand(c->ac, on_refund, st, fmt, len) == REDIS_OK)
+        SL__CNT(st, refunds, 1);
+    else
+        SL__CNT(st, refund_failures, 1);
+}
+
 /* A denied whole: give back what the allowed groups consumed. */
 static void send_refunds(struct sl__rfan *f)
 {
-    struct sl__rstore *st = f->st;
-
     for (unsigned g = 0; g < f->n_groups; g++) {
         struct sl__rfan_group *gr = &f->g[g];
-        struct sl__rconn *c;
-        if (gr->refund == NULL)
-            continue;
-        c = sl__rconn_pick_node(st, (unsigned)gr->node);
-        if (c != NULL && redisAsyncFormattedCommand(c->ac, on_refund, st, gr->refund,
-                                                    gr->refund_len) == REDIS_OK)
-            SL__CNT(st, refunds, 1);
-        else
-            SL__CNT(st, refund_failures, 1);
+        if (gr->refund != NULL)
+            give_back(f->st, gr->node, gr->refund, gr->refund_len);
+        if (gr->release != NULL)
+            give_back(f->st, gr->node, gr->release, gr->release_len);
     }
 }
 
@@ -93,8 +100,10 @@ static void complete(struct sl__rfan *f)
 {
     struct sl__rstore *st = f->st;
 
-    if (f->kind == SL__RQ_CHECK && (f->err != SL_OK || f->res.verdict == SL_DENY))
+    if (f->kind == SL__RQ_CHECK && (f->err != SL_OK || f->res.verdict == SL_DENY)) {
         send_refunds(f);
+        f->res.lease[0] = '\0'; /* denied: no lease taken (its slots are released) */
+    }
     drop_refunds(f);
     sl__ranswer_deliver(&f->fin, f->cb, f->arg, f->err, f->err == SL_OK ? &f->res : NULL);
     if (f->rules != NULL)
@@ -180,6 +189,17 @@ void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_
     gr->refund_len = len > 0 ? (size_t)len : 0;
     if (len <= 0)
         gr->refund = NULL;
+    if (res->lease[0] == '\0' || sl__redis_release_build(&o, res->lease, strlen(res->lease),
+                                                         now_us * 1000, &st->cmd) != SL_OK)
+        return;
+    st->cmd.argv[0] = "EVALSHA";
+    st->cmd.argvlen[0] = 7;
+    st->cmd.argv[1] = st->sha;
+    st->cmd.argvlen[1] = 40;
+    len = redisFormatCommandArgv(&gr->release, st->cmd.argc, st->cmd.argv, st->cmd.argvlen);
+    gr->release_len = len > 0 ? (size_t)len : 0;
+    if (len <= 0)
+        gr->release = NULL;
 }
 
 /* Each descriptor's slot group; descriptors without limits join the first. */

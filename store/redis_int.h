@@ -263,6 +263,8 @@ struct sl__rfan_group {
     bool answered, redis, consumed;   /* decided by Redis and consumed something */
     int node;                         /* the node that decided it */
     char *refund;                     /* the formatted refund call, or NULL */
+    char *release;                    /* the release of its leases, or NULL */
+    size_t release_len;
     size_t refund_len;
 };
 struct sl__rfan {

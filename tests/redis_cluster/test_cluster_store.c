@@ -337,6 +337,35 @@ static void test_cross_slot_denial_consumes_nothing_elsewhere(void **state)
     }
 }
 
+/* A concurrency slot taken in a slot whose check is denied elsewhere is
+ * released: only the first (allowed) check's lease stays held. */
+static void test_cross_slot_denial_releases_leases(void **state)
+{
+    char a[32], b[32];
+    unsigned sa, sb;
+    int oa, ob;
+    struct req r, p0;
+    struct answer first, second, peek;
+    (void)state;
+
+    fresh_tag(a, sizeof(a), -1, &sa, &oa);
+    fresh_tag(b, sizeof(b), oa, &sb, &ob);
+    req_init(&r, "cl");
+    req_add(&r, a, "conc", SL_ALGO_CONCURRENCY, 2, 0);
+    req_add(&r, b, "k", SL_ALGO_FIXED_WINDOW, 1, 60 * S);
+    req_init(&p0, "cl");
+    req_add(&p0, a, "conc", SL_ALGO_CONCURRENCY, 2, 0);
+    first = run_op(&r, false);
+    assert_int_equal(first.res.verdict, SL_ALLOW);
+    assert_true(first.res.lease[0] != '\0');
+    second = run_op(&r, false);
+    assert_int_equal(second.res.verdict, SL_DENY);
+    assert_true(second.res.lease[0] == '\0'); /* denied: no lease to hold */
+    peek = run_op(&p0, true);
+    assert_int_equal(peek.res.statuses[0].d.remaining, 1); /* one held, one free */
+    assert_int_equal(stats().refund_failures, 0);
+}
+
 /* MIGRATE one key; 0 when Redis said OK or NOKEY. */
 static void migrate(size_t from, size_t to, const char *key)
 {
@@ -505,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_checks_routed_to_slot_owner),
         cmocka_unit_test(test_cross_slot_denial_consumes_nothing_elsewhere),
         cmocka_unit_test(test_concurrency_leases_on_the_cluster),
+        cmocka_unit_test(test_cross_slot_denial_releases_leases),
         cmocka_unit_test(test_slot_migration_under_load),
         cmocka_unit_test(test_master_killed_policy_then_failover),
     };
