@@ -64,8 +64,17 @@ static int64_t lookup(const sl_table *t, struct sl__shard *s, const uint32_t fp[
     }
 }
 
+/* What `n` shards cost before they hold anything, besides their indexes,
+ * directories and chunks (counted in their `bytes`): the headers and the
+ * prefetch copies (rounded up for aligned_alloc, which wants a multiple of
+ * the alignment). */
+static size_t fixed_bytes_for(unsigned n)
+{
+    return n * sizeof(struct sl__shard) + ((n * sizeof(struct sl__pf) + 63) & ~(size_t)63);
+}
+
 /* Double the index (caller checked the budget). */
-int sl__shard_grow_index(struct sl__shard *s)
+int sl__shard_grow_index(sl_table *t, struct sl__shard *s)
 {
     uint32_t ncap = s->cap * 2, mask = ncap - 1;
     uint64_t *n = calloc(ncap, sizeof(*n));
@@ -85,7 +94,7 @@ int sl__shard_grow_index(struct sl__shard *s)
     s->index = n;
     s->bytes += (size_t)s->cap * sizeof(uint64_t);
     s->cap = ncap;
-    shard_publish_index(s);
+    shard_publish_index(t, s);
     s->clock_hand &= mask;
     s->expire_hand &= mask;
     return SL_OK;
@@ -144,8 +153,9 @@ static int shard_init(sl_table *t, struct sl__shard *s)
     if (s->index == NULL || s->chunks == NULL)
         return SL_ENOMEM;
     s->bytes = s->cap * sizeof(uint64_t) + s->dir_cap * sizeof(*s->chunks);
-    atomic_init(&s->pf_index, (uintptr_t)s->index);
-    atomic_init(&s->pf_mask, s->cap - 1);
+    atomic_init(&t->pf[s - t->shards].index, 0);
+    atomic_init(&t->pf[s - t->shards].mask, 0);
+    shard_publish_index(t, s);
     return SL_OK;
 }
 
@@ -183,9 +193,9 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
         return SL_EINVAL;
     if (c->on_full != SL_ON_FULL_EVICT && c->on_full != SL_ON_FULL_DENY)
         return SL_EINVAL;
-    if (c->max_bytes < n * sizeof(struct sl__shard))
+    if (c->max_bytes < fixed_bytes_for(n))
         return SL_EINVAL;
-    budget = (c->max_bytes - n * sizeof(struct sl__shard)) / n;
+    budget = (c->max_bytes - fixed_bytes_for(n)) / n;
     t = calloc(1, sizeof(*t));
     if (t == NULL)
         return SL_ENOMEM;
@@ -200,7 +210,7 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
     t->max_chunks = (uint32_t)(budget / chunk_bytes(t) + 1);
     t->nshards = n;
     t->shard_budget = budget;
-    t->fixed_bytes = n * sizeof(struct sl__shard);
+    t->fixed_bytes = fixed_bytes_for(n);
     t->on_full = c->on_full;
     memcpy(t->secret, c->secret, sizeof(t->secret));
     /* The smallest shard: its index, its directory and one chunk. */
@@ -209,7 +219,10 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
         return SL_EINVAL;
     }
     t->shards = aligned_alloc(64, n * sizeof(struct sl__shard));
-    if (t->shards == NULL) {
+    t->pf = aligned_alloc(64, t->fixed_bytes - n * sizeof(struct sl__shard));
+    if (t->shards == NULL || t->pf == NULL) {
+        free(t->shards);
+        free(t->pf);
         free(t);
         return SL_ENOMEM;
     }
@@ -232,6 +245,7 @@ void sl_table_free(sl_table *t)
     for (unsigned i = 0; i < t->nshards; i++)
         shard_fini(t, &t->shards[i]);
     free(t->shards);
+    free(t->pf);
     free(t);
 }
 
@@ -492,12 +506,10 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
 
 bool sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp)
 {
-    const struct sl__shard *s = &t->shards[sl__table_shard(t, fp)];
+    uint64_t slots = table_prefetch(t, sl__table_shard(t, fp), fp->w);
 
-    shard_prefetch_slot(s, fp->w);
     /* The table's index, estimated from this shard's: past 2^17 slots
      * (1 MiB of index, 2-4 MiB of entries) it outgrows the core's caches. */
-    uint64_t slots = (uint64_t)atomic_load_explicit(&s->pf_mask, memory_order_relaxed) + 1;
     return slots * t->nshards >= (UINT64_C(1) << 17);
 }
 
@@ -575,6 +587,6 @@ int sl_table_check(sl_table *t, const void *key, size_t key_len, const struct sl
     sl__table_hash(t, key, key_len, &fp);
     /* Before the lock: the atomic exchange is a full barrier, a prefetch
      * issued before it still overlaps it. */
-    shard_prefetch_slot(&t->shards[sl__table_shard(t, &fp)], fp.w);
+    table_prefetch(t, sl__table_shard(t, &fp), fp.w);
     return check_fp(t, &fp, l, ops, now_ns, cost, d);
 }

@@ -70,13 +70,6 @@ struct sl__shard {
     uint64_t *index;
     struct sl__entry **chunks; /* directory of dir_cap chunk pointers */
     uint64_t probes;
-    /* Copies of `index` and `cap - 1`, written under the lock whenever the
-     * index moves, read WITHOUT the lock only to compute an address to
-     * prefetch (shard_prefetch_slot): atomics so that this read is no data
-     * race. A stale pair only makes a useless prefetch (prefetches never
-     * fault); nothing is ever loaded through them. */
-    atomic_uintptr_t pf_index;
-    atomic_uint pf_mask;
     uint32_t count;   /* entries */
     uint32_t nchunks; /* entry chunks allocated */
     uint32_t clock_hand, expire_hand;
@@ -87,8 +80,22 @@ struct sl__shard {
     size_t scratch_bytes; /* its size, counted in `bytes` */
 };
 
+/* Per shard, copies of its `index` and `cap - 1`, written under the shard's
+ * lock whenever the index moves, read WITHOUT the lock only to compute an
+ * address to prefetch (table_prefetch): atomics so that this read is no
+ * data race. A stale pair only makes a useless prefetch (prefetches never
+ * fault); nothing is ever loaded through them. Kept apart from the shard
+ * headers, in a small dense array, so that the slot's address does not wait
+ * for the header's cache miss (with thousands of shards, over a large table,
+ * the header misses too). */
+struct sl__pf {
+    atomic_uintptr_t index;
+    atomic_uint mask;
+};
+
 struct sl_table {
     struct sl__shard *shards;
+    struct sl__pf *pf; /* nshards */
     unsigned nshards;
     unsigned chunk_shift;
     uint32_t max_chunks;
@@ -174,29 +181,36 @@ static inline void *entry_state(struct sl__entry *e, uint64_t slot)
     return e->st;
 }
 
-/* Publish the index's address for lock-free prefetching (lock held). */
-static inline void shard_publish_index(struct sl__shard *s)
+/* Publish shard `s`'s index address for lock-free prefetching (its lock
+ * held, or the table being built). */
+static inline void shard_publish_index(sl_table *t, const struct sl__shard *s)
 {
-    atomic_store_explicit(&s->pf_index, (uintptr_t)s->index, memory_order_relaxed);
-    atomic_store_explicit(&s->pf_mask, s->cap - 1, memory_order_relaxed);
+    struct sl__pf *p = &t->pf[s - t->shards];
+
+    atomic_store_explicit(&p->index, (uintptr_t)s->index, memory_order_relaxed);
+    atomic_store_explicit(&p->mask, s->cap - 1, memory_order_relaxed);
 }
 
-/* Start loading the home slot of `fp` in shard `s` without taking its lock
- * (see pf_index): the lookup that follows under the lock then overlaps its
- * cache miss with other work. */
-static inline void shard_prefetch_slot(const struct sl__shard *s, const uint32_t fp[3])
+/* Start loading shard `si`'s header (its lock is taken next) and the home
+ * slot of `fp` in its index, without taking the lock, so that both misses
+ * overlap each other and whatever the caller does meanwhile. Returns the
+ * shard's index size in slots (as published: possibly stale). */
+static inline uint32_t table_prefetch(const sl_table *t, unsigned si, const uint32_t fp[3])
 {
-    uintptr_t ix = atomic_load_explicit(&s->pf_index, memory_order_relaxed);
-    unsigned mask = atomic_load_explicit(&s->pf_mask, memory_order_relaxed);
+    const struct sl__pf *p = &t->pf[si];
+    uintptr_t ix = atomic_load_explicit(&p->index, memory_order_relaxed);
+    unsigned mask = atomic_load_explicit(&p->mask, memory_order_relaxed);
 
+    __builtin_prefetch(&t->shards[si], 1);
     __builtin_prefetch((const void *)(ix + (uintptr_t)(fp[0] & mask) * sizeof(uint64_t)));
+    return mask + 1;
 }
 
 /* --------------------------------------------------------- index basics */
 
 /* table.c: close the slot `pos` and free its entry; double the index. */
 void sl__shard_remove_at(sl_table *t, struct sl__shard *s, uint32_t pos);
-int sl__shard_grow_index(struct sl__shard *s);
+int sl__shard_grow_index(sl_table *t, struct sl__shard *s);
 /* table_room.c: drop drained entries among `n` slots from the expiry hand
  * (returns how many); make room for one more entry of `extra` bytes out of
  * line (SL_OK, SL_EFULL, SL_ETOOBIG, SL_ENOMEM). */

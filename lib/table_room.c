@@ -131,7 +131,7 @@ int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t 
     bool grow;
     bytes_with_one_more(t, s, extra, &grow);
     if (grow) {
-        int rc = sl__shard_grow_index(s);
+        int rc = sl__shard_grow_index(t, s);
         if (rc != SL_OK)
             return rc;
     }
