@@ -14,7 +14,7 @@
 
 #include "redis.h"
 
-enum rtype { R_STR, R_PORT, R_UINT, R_DUR_MS, R_POLICY, R_CLOCK, R_PREFIX, R_BOOL };
+enum rtype { R_STR, R_PORT, R_UINT, R_DUR_MS, R_POLICY, R_CLOCK, R_PREFIX, R_BOOL, R_NODES };
 
 struct rkey {
     const char *key;
@@ -55,7 +55,7 @@ static const struct rkey rkeys[] = {
      "caller: sluiced's clock; redis: Redis TIME (unsynchronised fleets)"},
     {"store.redis.cluster", R_BOOL, RF(cluster), "false",
      "Redis Cluster: route by slot from CLUSTER SLOTS, follow MOVED/ASK"},
-    {"store.redis.nodes", R_STR, RF(nodes), "(none)",
+    {"store.redis.nodes", R_NODES, RF(nodes), "(none)",
      "more cluster seeds besides host:port, \"host:port,host:port\""},
     {"store.redis.rules_sync", R_BOOL, RF(rules_sync), "false",
      "rules from the admin API stored in Redis and applied by every node"},
@@ -76,6 +76,28 @@ static int set_uint(const char *v, uint64_t max, uint64_t *out)
         return SL_EINVAL;
     *out = n;
     return SL_OK;
+}
+
+/* "host:port,host:port" with every port 1..65535 and no empty host. */
+static bool nodes_ok(const char *v)
+{
+    while (*v != '\0') {
+        const char *end = strchr(v, ','), *colon;
+        size_t len = end != NULL ? (size_t)(end - v) : strlen(v);
+        uint64_t port = 0;
+        for (colon = v + len; colon > v && colon[-1] != ':'; colon--)
+            ;
+        if (colon <= v + 1 || colon == v + len)
+            return false;
+        for (const char *p = colon; p < v + len; p++) {
+            if (*p < '0' || *p > '9' || (port = port * 10 + (uint64_t)(*p - '0')) > 65535)
+                return false;
+        }
+        if (port == 0 || (end != NULL && end[1] == '\0'))
+            return false; /* no port, or a trailing comma */
+        v += len + (end != NULL);
+    }
+    return true;
 }
 
 static int set_one(struct sl__redis_config *c, const struct rkey *k, const char *v,
@@ -127,6 +149,14 @@ static int set_one(struct sl__redis_config *c, const struct rkey *k, const char 
             *why = "failure policy must be allow, deny or local";
             return SL_EINVAL;
         }
+        return SL_OK;
+    case R_NODES:
+        if (!nodes_ok(v) || strlen(v) >= k->size) {
+            *why = "store.redis.nodes: host:port pairs separated by commas, e.g. "
+                   "\"10.0.0.5:7000,10.0.0.6:7000\"";
+            return SL_EINVAL;
+        }
+        memcpy(f, v, strlen(v) + 1);
         return SL_OK;
     case R_BOOL:
         if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {

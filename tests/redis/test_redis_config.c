@@ -75,6 +75,16 @@ static void test_every_key_sets_its_field(void **state)
     assert_int_equal(c.n_domains, 1);
     assert_string_equal(c.domains[0].domain, "api.example");
     assert_int_equal(c.domains[0].policy, SL__POLICY_ALLOW);
+    /* Redis Cluster and rules across nodes (issue 8) */
+    assert_false(c.cluster);
+    set_ok(&c, "store.redis.cluster", "true");
+    set_ok(&c, "store.redis.nodes", "10.0.0.5:7000,redis-b:7001,[::1]:7002");
+    set_ok(&c, "store.redis.rules_sync", "true");
+    assert_true(c.cluster);
+    assert_string_equal(c.nodes, "10.0.0.5:7000,redis-b:7001,[::1]:7002");
+    assert_true(c.rules_sync);
+    set_ok(&c, "store.redis.cluster", "false");
+    assert_false(c.cluster);
 }
 
 static void test_bad_values_say_what_to_fix(void **state)
@@ -94,6 +104,14 @@ static void test_bad_values_say_what_to_fix(void **state)
     set_bad(&c, "store.redis.prefix", "");
     set_bad(&c, "store.redis.policies.", "deny");
     set_bad(&c, "store.redis.policies.d", "sometimes");
+    set_bad(&c, "store.redis.cluster", "yes");
+    set_bad(&c, "store.redis.nodes", "10.0.0.5");
+    set_bad(&c, "store.redis.nodes", "10.0.0.5:0");
+    set_bad(&c, "store.redis.nodes", "10.0.0.5:7000,");
+    set_bad(&c, "store.redis.nodes", ":7000");
+    set_bad(&c, "store.redis.nodes", "h:70000");
+    assert_false(c.cluster);
+    assert_string_equal(c.nodes, "");
     assert_int_equal(c.port, 6379); /* refused values change nothing */
     assert_int_equal(c.timeout_ms, 5);
     assert_int_equal(c.n_domains, 0);
