@@ -36,8 +36,8 @@ unsigned sl__redis_keyslot(const char *key, size_t len);
 
 /* For every slot, a tag of 1 to 4 bytes of [0-9a-z] whose slot it is (the
  * first in length-then-counting order), NUL-terminated, in tags[slot].
- * One pass of some 10^5 CRCs: compute once and keep. 0, or -1 if a slot
- * had none (does not happen). */
+ * One pass of some 10^5 CRCs: compute once and keep. SL_OK, or SL_ENOENT
+ * if a slot had none (does not happen). */
 int sl__redis_slot_tags(char (*tags)[5]);
 
 /* One master, as CLUSTER SLOTS and MOVED name it. */

@@ -142,7 +142,7 @@ static const char *slot_tag(struct sl__rstore *st, unsigned slot)
 {
     if (st->slot_tags == NULL) {
         st->slot_tags = malloc(SL__CLUSTER_SLOTS * sizeof(*st->slot_tags));
-        if (st->slot_tags == NULL || sl__redis_slot_tags(st->slot_tags) != 0) {
+        if (st->slot_tags == NULL || sl__redis_slot_tags(st->slot_tags) != SL_OK) {
             free(st->slot_tags);
             st->slot_tags = NULL;
             return NULL;

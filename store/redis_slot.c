@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "redis_cluster.h"
+#include "sluice.h"
 
 /* Bitwise CRC16-XMODEM: a key is short, so no lookup table is kept. */
 uint16_t sl__redis_crc16(const char *buf, size_t len)
@@ -64,5 +65,5 @@ int sl__redis_slot_tags(char (*tags)[5])
             }
         }
     }
-    return left == 0 ? 0 : -1;
+    return left == 0 ? SL_OK : SL_ENOENT;
 }

@@ -118,7 +118,7 @@ static void lease_prefix(const struct sl__redis_plan *plan)
     bool leases = false;
 
     if (tags[0][0] == '\0')
-        assert_int_equal(sl__redis_slot_tags(tags), 0);
+        assert_int_equal(sl__redis_slot_tags(tags), SL_OK);
     for (size_t k = 0; k < plan->n_items; k++)
         leases = leases || plan->item_l[k]->algo == SL_ALGO_CONCURRENCY;
     if (!leases)

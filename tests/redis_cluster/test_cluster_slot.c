@@ -176,7 +176,7 @@ static void test_slot_tags(void **state)
     static char t[16384][5];
     (void)state;
 
-    assert_int_equal(sl__redis_slot_tags(t), 0);
+    assert_int_equal(sl__redis_slot_tags(t), SL_OK);
     for (unsigned slot = 0; slot < 16384; slot++) {
         size_t n = strlen(t[slot]);
         assert_true(n >= 1 && n <= 4);
