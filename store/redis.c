@@ -144,7 +144,7 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
         return rc;
     node = plan_node(st, p, &slot);
     if (node < 0 && fan == NULL) /* several slots: one call per slot */
-        return sl__rfan_start(st, kind, req, m, n, rules, fin, cb, arg);
+        return sl__rfan_start(st, kind, req, m, n, rules, fin, pol, cb, arg);
     if (node < 0)
         return SL_EINVAL; /* a group spans slots: cannot happen (one tag per descriptor) */
     if (fan == NULL)

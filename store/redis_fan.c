@@ -269,7 +269,8 @@ static void start_group(struct sl__rfan *f, unsigned g, const struct sl_request 
 
 int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
                    const struct sl_match *m, size_t n, const sl_rules *rules,
-                   const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+                   const struct sl__rfinish *fin, enum sl__redis_policy pol, sl__store_cb cb,
+                   void *arg)
 {
     struct sl__rfan *f = st->free_fans;
     uint8_t group[SL_MAX_DESCRIPTORS];

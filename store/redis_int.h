@@ -289,7 +289,8 @@ void sl__rfan_free_all(struct sl__rstore *st);
  * built over m[0..n)) hash to several slots. Same contract as a start. */
 int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
                    const struct sl_match *m, size_t n, const sl_rules *rules,
-                   const struct sl__rfinish *fin, sl__store_cb cb, void *arg);
+                   const struct sl__rfinish *fin, enum sl__redis_policy pol, sl__store_cb cb,
+                   void *arg);
 /* A group's call got its reply: keep what a refund needs (redis_call.c). */
 void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_t now_us);
 
