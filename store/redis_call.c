@@ -124,12 +124,12 @@ static bool on_reply_ok(struct sl__rreq *q, redisReply *r)
     rc = sl__redis_plan_result(&q->plan, r, &res, &now_us, items);
     if (rc == SL_EINVAL) {
         SL__CNT(q->st, errors, 1);
-        sl__rconn_failure(q->st);
+        sl__rconn_failure(q->st, q->conn->node);
         fail_slot(q);
         return false;
     }
     SL__CNT(q->st, replies, 1);
-    sl__rconn_success(q->st);
+    sl__rconn_success(q->st, q->conn->node);
     if (rc == SL_OK && q->kind == SL__RQ_CHECK && !q->fin.quota_any)
         sl__ranswer_olc_learn(q->st, q, items);
     if (rc == SL_OK && q->fin.quota_any && !q->fin.rechecked && res.verdict == SL_DENY &&
@@ -168,7 +168,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
     if (!q->answered && r == NULL) {
         SL__CNT(q->st, errors, 1);
         fail_slot(q);
-        sl__rconn_failure(q->st);
+        sl__rconn_failure(q->st, q->conn->node);
     } else if (!q->answered && on_reply_ok(q, r)) {
         return;
     }
@@ -182,8 +182,8 @@ static void on_timeout(uv_timer_t *t)
     if (!q->busy || q->answered)
         return;
     SL__CNT(q->st, timeouts, 1);
-    fail_slot(q);             /* answers now; the slot stays busy ... */
-    sl__rconn_failure(q->st); /* ... until Redis answers or is dropped */
+    fail_slot(q);                            /* answers now; the slot stays busy ... */
+    sl__rconn_failure(q->st, q->conn->node); /* ... until Redis answers or is dropped */
 }
 
 static bool copy_put(struct sl__rcopy *c, size_t *at, const char *p, size_t len, uint32_t *off)

@@ -8,8 +8,9 @@
  *
  * With Redis Cluster every master (a node of the store's map, node 0 the
  * seed) has its own cfg.connections connections, started when the node
- * first appears in the map; the breaker stays one per store (it opens on
- * consecutive failures of any node, see docs/distributed.md).
+ * first appears in the map, and its own breaker: consecutive failures of
+ * one master drop its connections for breaker_open_ms, the others go on
+ * (without cluster, the one breaker below).
  *
  * It does not send checks (redis.c does, on a connection picked here) and
  * never blocks: every wait is a libuv timer. Its handles are unreferenced
@@ -71,7 +72,7 @@ static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
     uv_timer_stop(&c->timer);
     c->state = SL__RC_READY;
     c->backoff_ms = c->st->cfg.backoff_min_ms;
-    sl__rconn_success(c->st);
+    sl__rconn_success(c->st, c->node);
     count_ready(c->st);
     if (c->st->cfg.cluster)
         sl__rroute_kick(c->st);
@@ -356,15 +357,40 @@ bool sl__rconn_available(struct sl__rstore *st)
     return st->breaker == SL__BREAKER_CLOSED && st->conns_ready > 0;
 }
 
-void sl__rconn_success(struct sl__rstore *st)
+void sl__rconn_success(struct sl__rstore *st, unsigned node)
 {
+    if (st->cfg.cluster) {
+        st->node_failures[node] = 0;
+        return;
+    }
     st->failures = 0;
     if (st->breaker != SL__BREAKER_CLOSED)
         sl__rconn_set_breaker(st, SL__BREAKER_CLOSED);
 }
 
-void sl__rconn_failure(struct sl__rstore *st)
+/* Cluster: the breaker of one master. Its connections are dropped (which
+ * frees the calls stuck on it) and come back after breaker_open_ms; its
+ * slots meanwhile get the policy at once, the other masters' go on. */
+static void node_failure(struct sl__rstore *st, unsigned node)
 {
+    if (++st->node_failures[node] < st->cfg.breaker_failures)
+        return;
+    st->node_failures[node] = 0;
+    for (unsigned i = 0; i < st->cfg.connections; i++) {
+        struct sl__rconn *c = &st->conns[node * st->cfg.connections + i];
+        c->backoff_ms = st->cfg.breaker_open_ms;
+        drop(c);
+    }
+    sl__rroute_stale(st); /* a failover may be under way */
+}
+
+void sl__rconn_failure(struct sl__rstore *st, unsigned node)
+{
+    if (st->cfg.cluster) {
+        if (node < st->n_nodes_started)
+            node_failure(st, node);
+        return;
+    }
     if (st->breaker != SL__BREAKER_CLOSED || ++st->failures < st->cfg.breaker_failures)
         return;
     /* Open: stop calling a dead Redis; drop every connection (which frees

@@ -143,7 +143,8 @@ struct sl__rstore {
      * node's started when it first appears in the map. */
     struct sl__rconn *conns;
     unsigned n_nodes_started;
-    struct sl__cmap *map; /* node 0 is the seed (cfg.host:port) */
+    unsigned node_failures[SL__CLUSTER_MAX_NODES]; /* consecutive, per master (cluster) */
+    struct sl__cmap *map;                          /* node 0 is the seed (cfg.host:port) */
     struct sl__crefresh refresh;
     uv_timer_t refresh_timer;
     bool refreshing;      /* a CLUSTER SLOTS is out */
@@ -181,9 +182,10 @@ struct sl__rconn *sl__rconn_pick(struct sl__rstore *st);
 struct sl__rconn *sl__rconn_pick_node(struct sl__rstore *st, unsigned node);
 /* Start the connections of every node of the map that has none. */
 void sl__rconn_start_nodes(struct sl__rstore *st);
-/* A call failed or timed out: count it; may open the breaker. */
-void sl__rconn_failure(struct sl__rstore *st);
-void sl__rconn_success(struct sl__rstore *st);
+/* A call to `node` failed or timed out: count it; may open the breaker
+ * (cluster: that node's). */
+void sl__rconn_failure(struct sl__rstore *st, unsigned node);
+void sl__rconn_success(struct sl__rstore *st, unsigned node);
 /* May calls be sent now? (breaker closed and a connection ready) */
 bool sl__rconn_available(struct sl__rstore *st);
 void sl__rconn_close_all(struct sl__rstore *st);

@@ -502,6 +502,55 @@ static void test_concurrency_leases_on_the_cluster(void **state)
     }
 }
 
+/* A master frozen (SIGSTOP) under load: its slots get the policy (after
+ * the timeout, then at once while its breaker is open); the other
+ * masters' slots are decided by Redis throughout; after SIGCONT its slots
+ * are decided by Redis again. */
+static void test_frozen_master_only_its_slots_get_the_policy(void **state)
+{
+    char x[32], y[32];
+    unsigned sx, sy;
+    int ox, oy, y_allowed = 0, x_redis = 0;
+    struct req rx, ry;
+    static struct answer ax[20], ay[20];
+    struct sl__redis_stats s0, s1;
+    (void)state;
+
+    fresh_tag(x, sizeof(x), -1, &sx, &ox);
+    fresh_tag(y, sizeof(y), ox, &sy, &oy);
+    req_init(&rx, "cl");
+    req_add(&rx, x, "k", SL_ALGO_FIXED_WINDOW, 1000000, 3600 * S);
+    req_init(&ry, "cl");
+    req_add(&ry, y, "k", SL_ALGO_FIXED_WINDOW, 200, 3600 * S);
+    rc_signal(&cl, (size_t)ox, SIGSTOP);
+    s0 = stats();
+    for (int round = 0; round < 10; round++) { /* 200 checks of each, 20 at a time */
+        for (int i = 0; i < 20; i++) {
+            start_op(&rx, &ax[i], false);
+            start_op(&ry, &ay[i], false);
+        }
+        for (int i = 0; i < 20; i++) {
+            spin(&ax[i].done, 5000);
+            spin(&ay[i].done, 5000);
+            assert_true(ax[i].done && ay[i].done);
+            y_allowed += ay[i].res.verdict == SL_ALLOW;
+        }
+    }
+    s1 = stats();
+    rc_signal(&cl, (size_t)ox, SIGCONT);
+    assert_int_equal(y_allowed, 200);                      /* exact: Redis decided y */
+    assert_true(s1.policy_local - s0.policy_local >= 150); /* x: the policy */
+    assert_true(s1.policy_local - s0.policy_local <= 200); /* never y */
+    assert_true(s1.replies - s0.replies >= 200);           /* y's replies */
+    for (int i = 0; i < 300 && x_redis < 3; i++) {         /* x recovers */
+        struct sl__redis_stats b = stats();
+        run_op(&rx, false);
+        x_redis += stats().replies > b.replies;
+        spin(NULL, 20);
+    }
+    assert_int_equal(x_redis, 3);
+}
+
 /* Last: a master killed. The policy answers while its slots have no
  * master; the replica takes over and Redis decides again. */
 static void test_master_killed_policy_then_failover(void **state)
@@ -550,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_concurrency_leases_on_the_cluster),
         cmocka_unit_test(test_cross_slot_denial_releases_leases),
         cmocka_unit_test(test_slot_migration_under_load),
+        cmocka_unit_test(test_frozen_master_only_its_slots_get_the_policy),
         cmocka_unit_test(test_master_killed_policy_then_failover),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
