@@ -243,10 +243,9 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     return run(s, q, SL__RQ_RESET, cb, arg);
 }
 
-static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   sl__store_cb cb, void *arg)
+int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
+                       sl__store_cb cb, void *arg)
 {
-    struct sl__rstore *st = of(s);
     struct sl__rconn *c = NULL;
     struct sl__rreq *q = st->free_reqs;
     struct sl__rfinish fin;
@@ -254,8 +253,8 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
 
     if (rc != SL_OK)
         return rc;
-    /* Cluster: the slot of the first lease (leases of several slots in one
-     * token are refused by Redis: CROSSSLOT, see docs/distributed.md). */
+    /* Cluster: the slot of the leases (one slot here: a token naming
+     * several is split by sl__rfan_release). */
     if (sl__rconn_available(st))
         c = sl__rconn_pick_node(st, sl__rroute_node(st, sl__rroute_item_slot(st, 0)));
     SL__CNT(st, checks, 1);
@@ -271,6 +270,15 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
     if (rc != SL_OK)
         sl__rcall_release(q);
     return rc;
+}
+
+static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
+                   sl__store_cb cb, void *arg)
+{
+    struct sl__rstore *st = of(s);
+    int rc = st->cfg.cluster ? sl__rfan_release(st, lease, len, now_ns, cb, arg) : SL_ENOENT;
+
+    return rc == SL_ENOENT ? sl__rstore_release(st, lease, len, now_ns, cb, arg) : rc;
 }
 
 static void on_req_closed(uv_handle_t *h)

@@ -311,3 +311,91 @@ int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct 
         complete(f);
     return SL_OK;
 }
+
+/* ---------------------------------------------------------------- release */
+
+/* The slot tag of a lease piece "<h>-<id>-<T>" (cluster tokens): T's
+ * offset and length; length 0 when it has none. */
+static size_t piece_tag(const char *p, size_t len, size_t *at)
+{
+    size_t i = len;
+
+    while (i > 17 && p[i - 1] != '-')
+        i--;
+    *at = i;
+    return i > 17 ? len - i : 0;
+}
+
+/* One slot's release answered: SL_OK wins, then SL_ENOENT, else the error. */
+static void on_release_group(void *arg, int err, const struct sl_result *res)
+{
+    struct sl__rfan_group *gr = arg;
+    struct sl__rfan *f = gr->fan;
+    struct sl__rstore *st = f->st;
+
+    (void)res;
+    if (err == SL_OK || (err == SL_ENOENT && f->err != SL_OK))
+        f->err = err;
+    if (--f->pending > 0)
+        return;
+    f->cb(f->arg, f->err, NULL);
+    f->next_free = st->free_fans;
+    st->free_fans = f;
+}
+
+int sl__rfan_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
+                     sl__store_cb cb, void *arg)
+{
+    static __thread char sub[SL_LEASE_MAX];
+    const char *tag[SL_MAX_LEASES];
+    size_t tlen[SL_MAX_LEASES], n = 0, at = 0;
+    struct sl__rfan *f;
+
+    while (at < len) { /* the distinct slot tags, in order */
+        const char *dot = memchr(lease + at, '.', len - at);
+        size_t end = dot != NULL ? (size_t)(dot - lease) : len, t, k = 0;
+        size_t tl = piece_tag(lease + at, end - at, &t);
+        while (k < n && (tlen[k] != tl || memcmp(tag[k], lease + at + t, tl) != 0))
+            k++;
+        if (k == n && n == SL_MAX_LEASES)
+            return SL_EINVAL;
+        if (k == n) {
+            tag[n] = lease + at + t;
+            tlen[n++] = tl;
+        }
+        at = end + 1;
+    }
+    if (n <= 1)
+        return SL_ENOENT; /* one slot: the caller releases it directly */
+    if ((f = st->free_fans) == NULL)
+        return SL_EFULL;
+    st->free_fans = f->next_free;
+    f->st = st;
+    f->cb = cb;
+    f->arg = arg;
+    f->rules = NULL;
+    f->n_groups = 0;
+    f->err = SL_EFULL; /* until a slot answers */
+    f->pending = (unsigned)n + 1;
+    for (size_t k = 0; k < n; k++) {
+        size_t used = 0;
+        for (at = 0; at < len;) {
+            const char *dot = memchr(lease + at, '.', len - at);
+            size_t end = dot != NULL ? (size_t)(dot - lease) : len, t;
+            size_t tl = piece_tag(lease + at, end - at, &t);
+            if (tl == tlen[k] && memcmp(lease + at + t, tag[k], tl) == 0) {
+                if (used > 0)
+                    sub[used++] = '.';
+                memcpy(sub + used, lease + at, end - at);
+                used += end - at;
+            }
+            at = end + 1;
+        }
+        f->g[k].fan = f;
+        if (sl__rstore_release(st, sub, used, now_ns, on_release_group, &f->g[k]) != SL_OK)
+            on_release_group(&f->g[k], SL_EFULL, NULL);
+    }
+    f->g[n].fan = f;
+    on_release_group(&f->g[n], SL_EFULL, NULL); /* the starter's share */
+    return SL_OK;
+}

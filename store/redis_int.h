@@ -296,6 +296,17 @@ int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct 
 /* A group's call got its reply: keep what a refund needs (redis_call.c). */
 void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_t now_us);
 
+/* A release whose token names leases of several slots (cluster): one
+ * release per slot, their answers joined (SL_OK if any released).
+ * SL_ENOENT: the token is of one slot, nothing started (release it
+ * directly); else as a start. */
+int sl__rfan_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
+                     sl__store_cb cb, void *arg);
+
+/* redis.c: release the leases of a token of one slot (store.h's release). */
+int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
+                       sl__store_cb cb, void *arg);
+
 /* redis.c: start one call (one slot), as a group of `fan` when not NULL. */
 int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
                      const struct sl_match *m, size_t n, const sl_rules *rules,

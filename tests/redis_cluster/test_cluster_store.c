@@ -366,6 +366,38 @@ static void test_cross_slot_denial_releases_leases(void **state)
     assert_int_equal(stats().refund_failures, 0);
 }
 
+static void on_release(void *arg, int err, const struct sl_result *res);
+
+/* A token naming leases of two slots is released in both. */
+static void test_release_spanning_slots(void **state)
+{
+    char a[32], b[32];
+    unsigned sa, sb;
+    int oa, ob;
+    struct req r;
+    struct answer x, rel, peek;
+    (void)state;
+
+    fresh_tag(a, sizeof(a), -1, &sa, &oa);
+    fresh_tag(b, sizeof(b), oa, &sb, &ob);
+    req_init(&r, "cl");
+    req_add(&r, a, "conc", SL_ALGO_CONCURRENCY, 3, 0);
+    req_add(&r, b, "conc", SL_ALGO_CONCURRENCY, 3, 0);
+    x = run_op(&r, false);
+    assert_int_equal(x.res.verdict, SL_ALLOW);
+    assert_non_null(strchr(x.res.lease, '.')); /* two pieces */
+    memset(&rel, 0, sizeof(rel));
+    assert_int_equal(
+        store->ops->release(store, x.res.lease, strlen(x.res.lease), T0_NS, on_release, &rel),
+        SL_OK);
+    spin(&rel.done, 5000);
+    assert_true(rel.done);
+    assert_int_equal(rel.err, SL_OK);
+    peek = run_op(&r, true);
+    assert_int_equal(peek.res.statuses[0].d.remaining, 3); /* both slots free again */
+    assert_int_equal(peek.res.statuses[1].d.remaining, 3);
+}
+
 /* MIGRATE one key; 0 when Redis said OK or NOKEY. */
 static void migrate(size_t from, size_t to, const char *key)
 {
@@ -598,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_cross_slot_denial_consumes_nothing_elsewhere),
         cmocka_unit_test(test_concurrency_leases_on_the_cluster),
         cmocka_unit_test(test_cross_slot_denial_releases_leases),
+        cmocka_unit_test(test_release_spanning_slots),
         cmocka_unit_test(test_slot_migration_under_load),
         cmocka_unit_test(test_frozen_master_only_its_slots_get_the_policy),
         cmocka_unit_test(test_master_killed_policy_then_failover),
