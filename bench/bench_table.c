@@ -11,6 +11,7 @@
  * anything: tests never measure time, this never decides pass/fail.
  *
  * Usage: bench_table [seconds-per-figure]   (default 0.3)
+ *        bench_table --ab-shards N [N...]     (shard counts compared, gcra)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -179,27 +180,38 @@ static void warm(sl_table *t, const struct sl_limit *l, uint32_t n)
 
 /* Checks per second on `threads` threads over `n` keys (split between the
  * threads, disjoint). */
+/* One timed round on an existing table: checks per second of `threads`
+ * threads over keys [0, n), split between them. */
+static double round_rate(sl_table *t, const struct sl_limit *l, uint32_t n, int threads, bool batch)
+{
+    pthread_t th[2];
+    struct run r[2];
+    double total = 0;
+
+    for (int i = 0; i < threads; i++) {
+        r[i] = (struct run){t, l, (uint32_t)i * (n / threads), n / threads, batch, 0, 0};
+        pthread_create(&th[i], NULL, worker, &r[i]);
+    }
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        total += (double)r[i].checks / r[i].secs;
+    }
+    return total;
+}
+
+/* Checks per second on `threads` threads over `n` keys (split between the
+ * threads, disjoint), on a fresh table. */
 static double rate(const struct sl_limit *l, uint32_t n, int threads, bool batch)
 {
     sl_table *t = new_table(cap_for(l));
-    pthread_t th[2];
-    struct run r[2];
     double best = 0;
 
     warm(t, l, n);
     /* The best of `repeats` rounds: other work on the machine only ever
      * slows a round down, so the fastest is the least disturbed. */
     for (int round = 0; round < repeats; round++) {
-        double total = 0;
-        for (int i = 0; i < threads; i++) {
-            r[i] = (struct run){t, l, (uint32_t)i * (n / threads), n / threads, batch, 0, 0};
-            pthread_create(&th[i], NULL, worker, &r[i]);
-        }
-        for (int i = 0; i < threads; i++) {
-            pthread_join(th[i], NULL);
-            total += (double)r[i].checks / r[i].secs;
-        }
-        best = total > best ? total : best;
+        double r = round_rate(t, l, n, threads, batch);
+        best = r > best ? r : best;
     }
     sl_table_free(t);
     return best;
@@ -484,6 +496,51 @@ static void bench_log_bytes(void)
     printf("lib.sliding_log.bytes_per_logged_request %.2f bytes\n", per_key / 1000);
 }
 
+/* `bench_table --ab-shards N...`: gcra with each shard count, rounds
+ * interleaved (config after config, 3 x SL_BENCH_REPEAT rounds of 0.1 s,
+ * best kept), so that the machine's moods fall on every configuration
+ * alike: the comparison behind the default shard count. */
+static int ab_shards_main(int argc, char **argv)
+{
+    enum { MAX_AB = 4 };
+    struct sl_limit l;
+    sl_table *hot[MAX_AB], *big[MAX_AB];
+    double best[MAX_AB][4] = {{0}};
+    int n = argc - 2 < MAX_AB ? argc - 2 : MAX_AB;
+
+    limit_for(SL_ALGO_GCRA, &l);
+    figure_s = 0.1;
+    for (int c = 0; c < n; c++) {
+        setenv("SL_BENCH_SHARDS", argv[2 + c], 1);
+        hot[c] = new_table(cap_for(&l));
+        big[c] = new_table(cap_for(&l));
+        warm(hot[c], &l, 2 * HOT_KEYS);
+        warm(big[c], &l, MANY_KEYS);
+    }
+    for (int round = 0; round < 3 * repeats; round++) {
+        for (int c = 0; c < n; c++) {
+            double r[4] = {round_rate(hot[c], &l, HOT_KEYS, 1, false),
+                           round_rate(hot[c], &l, 2 * HOT_KEYS, 2, false),
+                           round_rate(big[c], &l, MANY_KEYS, 1, false),
+                           round_rate(big[c], &l, MANY_KEYS, 2, false)};
+            for (int k = 0; k < 4; k++)
+                best[c][k] = r[k] > best[c][k] ? r[k] : best[c][k];
+        }
+    }
+    for (int c = 0; c < n; c++) {
+        const char *sh = argv[2 + c];
+        printf("lib.gcra.shards_%s.hot_1k.1t %.0f checks/s\n", sh, best[c][0]);
+        printf("lib.gcra.shards_%s.hot_1k.2t %.0f checks/s\n", sh, best[c][1]);
+        printf("lib.gcra.shards_%s.hot_1k.2t_over_1t %.2f x\n", sh, best[c][1] / best[c][0]);
+        printf("lib.gcra.shards_%s.keys_1m.1t %.0f checks/s\n", sh, best[c][2]);
+        printf("lib.gcra.shards_%s.keys_1m.2t %.0f checks/s\n", sh, best[c][3]);
+        printf("lib.gcra.shards_%s.keys_1m.2t_over_1t %.2f x\n", sh, best[c][3] / best[c][2]);
+        sl_table_free(hot[c]);
+        sl_table_free(big[c]);
+    }
+    return 0;
+}
+
 static int parse_count(const char *s, int fallback)
 {
     long v = strtol(s, NULL, 10);
@@ -507,14 +564,16 @@ static int rss_main(char **argv)
 
 int main(int argc, char **argv)
 {
+    if (getenv("SL_BENCH_REPEAT") != NULL)
+        repeats = parse_count(getenv("SL_BENCH_REPEAT"), repeats);
     if (argc == 6 && strcmp(argv[1], "--rss") == 0)
         return rss_main(argv);
+    if (argc >= 3 && strcmp(argv[1], "--ab-shards") == 0)
+        return ab_shards_main(argc, argv);
     if (argc > 1) {
         double v = strtod(argv[1], NULL);
         figure_s = v > 0 ? v : figure_s;
     }
-    if (getenv("SL_BENCH_REPEAT") != NULL)
-        repeats = parse_count(getenv("SL_BENCH_REPEAT"), repeats);
     bench_memory_latency();
     bench_parallelism();
     /* SL_BENCH_ALGO=gcra runs one algorithm only (for quick iterations). */

@@ -153,7 +153,7 @@ enum sl_on_full {
 
 struct sl_table_config {
     size_t max_bytes;         /* hard memory cap for entries, index and logs */
-    unsigned shards;          /* power of two; 0 = from max_bytes, 64..4096 */
+    unsigned shards;          /* power of two; 0 = from max_bytes, 64..2048 */
     uint8_t secret[16];       /* keyed-hash secret; draw it from the kernel */
     enum sl_on_full on_full;
 };

@@ -18,12 +18,16 @@
 #include "table.h"
 
 /* shards = 0: as many as fit with SHARD_SHARE_MIN bytes of the cap each,
- * between SHARDS_AUTO_MIN and SHARDS_AUTO_MAX. Many shards let two threads
- * on different keys mostly miss each other's lock lines (64 shards: two
- * threads 1.46x one; 4096: 1.82x, bench of 2026-11-21), at ~0.5 byte per
- * key of shard headers at a million keys. */
+ * between SHARDS_AUTO_MIN and SHARDS_AUTO_MAX. More shards let two threads
+ * on different keys mostly miss each other's lock lines, but spread one
+ * thread's keys over more headers, indexes and chunks (more cache lines).
+ * `bench_table --ab-shards 64 1024 2048 4096`, gcra, 2026-11-21: hot 1k
+ * keys one thread 20.7-20.9 / 19.4-19.7 / 18.4-18.7 / 17.9-18.6 M/s, two
+ * threads over one 1.53-1.58 / 1.69-1.71 / 1.80-1.81 / 1.85-1.88x, 1M keys
+ * one thread 2.8 / 2.6-2.8 / 2.5-2.6 / 2.4-2.7 M/s. 2048 keeps the
+ * two-thread scaling and a margin under 64 bytes a key (4096: 63.5). */
 #define SHARDS_AUTO_MIN 64u
-#define SHARDS_AUTO_MAX 4096u
+#define SHARDS_AUTO_MAX 2048u
 #define SHARD_SHARE_MIN ((size_t)32 << 10)
 #define SHARDS_MAX      65536u
 #define INDEX_MIN       16u

@@ -243,7 +243,7 @@ static void test_memory_cap_never_exceeded(void **st)
     sl_table_free(t);
 }
 
-/* shards = 0 picks the count from the cap (up to 4096 for a large cap,
+/* shards = 0 picks the count from the cap (up to 2048 for a large cap,
  * at least 64): whatever it picks, every key keeps its own state and the
  * cap holds. */
 static void test_default_shard_count(void **st)
