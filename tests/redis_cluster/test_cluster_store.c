@@ -368,6 +368,63 @@ static void test_cross_slot_denial_releases_leases(void **state)
 
 static void on_release(void *arg, int err, const struct sl_result *res);
 
+/* Random checks of 2 or 3 descriptors in different slots (random
+ * algorithms, small limits, time moving forward) decided by the cluster
+ * store and by the memory store: the same verdict every time, and the same
+ * status for every denying descriptor - so the refunds leave exactly the
+ * state one all-or-nothing decision would. */
+static void test_cross_slot_random_traces_match_memory(void **state)
+{
+    static const enum sl_algo algos[] = {SL_ALGO_FIXED_WINDOW, SL_ALGO_SLIDING_WINDOW,
+                                         SL_ALGO_SLIDING_LOG,  SL_ALGO_TOKEN_BUCKET,
+                                         SL_ALGO_GCRA,         SL_ALGO_LEAKY_BUCKET};
+    unsigned seed = 20261121, denials = 0, allowed = 0;
+    (void)state;
+
+    for (int trace = 0; trace < 25; trace++) {
+        struct sl_limiter_config lc;
+        sl_limiter *mem;
+        struct req r;
+        size_t nd = 2 + (size_t)(rand_r(&seed) % 2);
+        int64_t now = T0_NS + (int64_t)trace * 7200 * S;
+
+        sl_limiter_config_init(&lc);
+        assert_int_equal(sl_limiter_new(&lc, &mem), SL_OK);
+        req_init(&r, "cl");
+        for (size_t i = 0; i < nd; i++) {
+            char tag[32];
+            unsigned slot;
+            int owner;
+            fresh_tag(tag, sizeof(tag), -1, &slot, &owner);
+            /* the match key names the descriptor, as the rules would */
+            req_add(&r, tag, tag, algos[rand_r(&seed) % 6], 2 + (uint64_t)(rand_r(&seed) % 4),
+                    60 * S);
+        }
+        for (int step = 0; step < 14; step++) {
+            struct sl_result m;
+            now += (int64_t)(rand_r(&seed) % 4000) * 1000000; /* 0-4 s */
+            r.req.now_ns = now;
+            struct answer x = run_op(&r, false);
+            assert_int_equal(x.err, SL_OK);
+            assert_int_equal(sl_limiter_check_matched(mem, r.m, r.n, &r.req, &m), SL_OK);
+            assert_int_equal(x.res.verdict, m.verdict);
+            for (size_t i = 0; i < nd; i++) {
+                if (m.statuses[i].d.verdict != SL_DENY)
+                    continue;
+                assert_int_equal(x.res.statuses[i].d.verdict, SL_DENY);
+                assert_int_equal(x.res.statuses[i].d.remaining, m.statuses[i].d.remaining);
+                assert_int_equal(x.res.statuses[i].d.retry_after_ns,
+                                 m.statuses[i].d.retry_after_ns);
+            }
+            denials += m.verdict == SL_DENY;
+            allowed += m.verdict != SL_DENY;
+        }
+        sl_limiter_free(mem);
+    }
+    assert_true(denials > 50 && allowed > 50); /* both paths really ran */
+    assert_int_equal(stats().refund_failures, 0);
+}
+
 /* A token naming leases of two slots is released in both. */
 static void test_release_spanning_slots(void **state)
 {
@@ -631,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_concurrency_leases_on_the_cluster),
         cmocka_unit_test(test_cross_slot_denial_releases_leases),
         cmocka_unit_test(test_release_spanning_slots),
+        cmocka_unit_test(test_cross_slot_random_traces_match_memory),
         cmocka_unit_test(test_slot_migration_under_load),
         cmocka_unit_test(test_frozen_master_only_its_slots_get_the_policy),
         cmocka_unit_test(test_master_killed_policy_then_failover),
