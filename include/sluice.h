@@ -55,7 +55,7 @@ const char *sl_strerror(int err);
 /* All times are Unix epoch nanoseconds (int64_t), passed in by the caller
  * (CONTRACTS C1). Durations are nanoseconds too, suffixed _ns. */
 #define SL_NS_PER_MS INT64_C(1000000)
-#define SL_NS_PER_S INT64_C(1000000000)
+#define SL_NS_PER_S  INT64_C(1000000000)
 
 /* ------------------------------------------------------------ algorithms */
 
@@ -85,16 +85,16 @@ int sl_algo_parse(const char *name, enum sl_algo *out);
  */
 struct sl_limit {
     enum sl_algo algo;
-    uint64_t requests;        /* quota per period; concurrency: max in flight */
-    int64_t period_ns;        /* the period (window) of `requests` */
-    int64_t burst;            /* -1: the algorithm's default (see C3) */
-    int64_t delay;            /* leaky_bucket: requests let through undelayed */
-    bool nodelay;             /* leaky_bucket: never delay (nginx nodelay) */
-    int64_t min_interval_ns;  /* sliding_log: minimum spacing, 0 = none */
-    int64_t warmup_ns;        /* token_bucket: Guava warm-up period, 0 = none */
-    int64_t lease_ns;         /* concurrency: a slot frees itself after this */
-    bool count_rejected;      /* rejected requests are counted too (C2) */
-    uint32_t log_cap;         /* sliding_log: cap on N (SL_LOG_CAP_DEFAULT) */
+    uint64_t requests;       /* quota per period; concurrency: max in flight */
+    int64_t period_ns;       /* the period (window) of `requests` */
+    int64_t burst;           /* -1: the algorithm's default (see C3) */
+    int64_t delay;           /* leaky_bucket: requests let through undelayed */
+    bool nodelay;            /* leaky_bucket: never delay (nginx nodelay) */
+    int64_t min_interval_ns; /* sliding_log: minimum spacing, 0 = none */
+    int64_t warmup_ns;       /* token_bucket: Guava warm-up period, 0 = none */
+    int64_t lease_ns;        /* concurrency: a slot frees itself after this */
+    bool count_rejected;     /* rejected requests are counted too (C2) */
+    uint32_t log_cap;        /* sliding_log: cap on N (SL_LOG_CAP_DEFAULT) */
 
     /* Identity and reporting; not algorithm parameters. */
     const char *name; /* borrowed; the rules snapshot owns it. May be NULL */
@@ -152,9 +152,9 @@ enum sl_on_full {
 };
 
 struct sl_table_config {
-    size_t max_bytes;         /* hard memory cap for entries, index and logs */
-    unsigned shards;          /* power of two; 0 = from max_bytes, 64..2048 */
-    uint8_t secret[16];       /* keyed-hash secret; draw it from the kernel */
+    size_t max_bytes;   /* hard memory cap for entries, index and logs */
+    unsigned shards;    /* power of two; 0 = from max_bytes, 64..2048 */
+    uint8_t secret[16]; /* keyed-hash secret; draw it from the kernel */
     enum sl_on_full on_full;
 };
 void sl_table_config_init(struct sl_table_config *c);
@@ -206,8 +206,8 @@ void sl_table_stats(const sl_table *t, struct sl_table_stats *out);
 
 /* Caps on one request (SL_ETOOBIG beyond them). */
 #define SL_MAX_DESCRIPTORS 32
-#define SL_MAX_ENTRIES 16
-#define SL_MAX_LIMITS 8 /* limits applying to one descriptor */
+#define SL_MAX_ENTRIES     16
+#define SL_MAX_LIMITS      8 /* limits applying to one descriptor */
 
 /* Strings in requests are byte ranges, not NUL-terminated. */
 struct sl_str {
@@ -245,7 +245,7 @@ struct sl_status {
  * '.'), which sl_limiter_release() takes back. At most SL_MAX_LEASES
  * concurrency limits per request. */
 #define SL_MAX_LEASES 8
-#define SL_LEASE_MAX (SL_MAX_LEASES * 48)
+#define SL_LEASE_MAX  (SL_MAX_LEASES * 48)
 
 struct sl_result {
     enum sl_verdict verdict; /* deny if any deny, else delay if any, else allow */
@@ -273,8 +273,8 @@ sl_rules_builder *sl_rules_builder_new(void);
 void sl_rules_builder_free(sl_rules_builder *b);
 /* Parse `text` (YAML, one domain per document) and add it. Diagnostics are
  * collected, all of them, as "origin:line:col: message". */
-int sl_rules_builder_add_yaml(sl_rules_builder *b, const char *text, size_t len,
-                              const char *origin, enum sl_rules_source src);
+int sl_rules_builder_add_yaml(sl_rules_builder *b, const char *text, size_t len, const char *origin,
+                              enum sl_rules_source src);
 size_t sl_rules_builder_ndiags(const sl_rules_builder *b);
 const char *sl_rules_builder_diag(const sl_rules_builder *b, size_t i);
 /* Compile; SL_EPARSE (and nothing built) if there is any diagnostic. */
@@ -301,8 +301,7 @@ struct sl_match {
 };
 
 /* Resolve descriptor `i` of `req`; n_limits 0 when no rule applies. */
-int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i,
-                   struct sl_match *out);
+int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, struct sl_match *out);
 bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain);
 
 /*

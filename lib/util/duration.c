@@ -9,9 +9,8 @@ static const struct {
     const char *unit;
     int64_t ns;
 } units[] = {
-    {"ms", SL_NS_PER_MS},          {"s", SL_NS_PER_S},
-    {"m", 60 * SL_NS_PER_S},       {"h", 3600 * SL_NS_PER_S},
-    {"d", 86400 * SL_NS_PER_S},    {"w", 7 * 86400 * SL_NS_PER_S},
+    {"ms", SL_NS_PER_MS},      {"s", SL_NS_PER_S},         {"m", 60 * SL_NS_PER_S},
+    {"h", 3600 * SL_NS_PER_S}, {"d", 86400 * SL_NS_PER_S}, {"w", 7 * 86400 * SL_NS_PER_S},
 };
 
 int sl_duration_parse(const char *s, size_t len, int64_t *out_ns)
