@@ -188,7 +188,8 @@ struct sl_table_item {
 /* The same as sl_table_check on items[0], items[1], ... in that order, but
  * faster over a large table: the keys' memory is fetched in parallel (a
  * server answering pipelined requests should batch them). Returns SL_EINVAL
- * for a NULL table or items, else 0; each item has its own rc. */
+ * for a NULL table, or NULL items with n > 0, else 0; each item has its own
+ * rc. */
 int sl_table_check_batch(sl_table *t, struct sl_table_item *items, size_t n);
 /* Report the state as a cost-0 check would, without creating the key. */
 int sl_table_peek(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
