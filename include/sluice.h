@@ -360,6 +360,9 @@ int sl_duration_parse(const char *s, size_t len, int64_t *out_ns);
 /* SipHash-2-4 of `data` under the 16-byte key `k` (64 and 128-bit outputs). */
 uint64_t sl_siphash(const uint8_t k[16], const void *data, size_t len);
 void sl_siphash128(const uint8_t k[16], const void *data, size_t len, uint64_t out[2]);
+/* SipHash-1-3, 128-bit output: the state table's keyed hash (the strength
+ * CPython and Rust use against hash flooding; see docs/architecture.md). */
+void sl_siphash13_128(const uint8_t k[16], const void *data, size_t len, uint64_t out[2]);
 
 #ifdef __cplusplus
 }

@@ -272,7 +272,7 @@ void sl__table_hash(const sl_table *t, const void *key, size_t len, struct sl__f
 {
     uint64_t h[2];
 
-    sl_siphash128(t->secret, key, len, h);
+    sl_siphash13_128(t->secret, key, len, h); /* why 1-3: docs/architecture.md */
     fp->w[0] = (uint32_t)h[0];
     fp->w[1] = (uint32_t)(h[0] >> 32);
     fp->w[2] = (uint32_t)h[1];
