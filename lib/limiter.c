@@ -29,6 +29,7 @@
 
 #include "algo/algo.h"
 #include "lease.h"
+#include "report.h"
 #include "table.h"
 #include "util/sat.h"
 
@@ -280,45 +281,6 @@ static void unpin_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
 
 /* ----------------------------------------------------------- reporting */
 
-/* A shadow limit's decision as reported: never a denial or a delay. */
-static struct sl_decision reported(const struct item *it, bool *shadow_denied)
-{
-    struct sl_decision d = it->d;
-
-    if (it->l->shadow && d.verdict != SL_ALLOW) {
-        if (d.verdict == SL_DENY)
-            *shadow_denied = true;
-        d.verdict = SL_ALLOW;
-        d.retry_after_ns = 0;
-        d.delay_ns = 0;
-    }
-    return d;
-}
-
-static bool retry_longer(int64_t a, int64_t b)
-{
-    if (a < 0 || b < 0)
-        return a < 0 && b >= 0;
-    return a > b;
-}
-
-/* Does (a, la) rank above the current pick (b, lb) for a descriptor's
- * status? Deny (longest retry) > delay (longest) > lowest remaining (tie:
- * the longer period). */
-static bool ranks_above(const struct sl_decision *a, const struct sl_limit *la,
-                        const struct sl_decision *b, const struct sl_limit *lb)
-{
-    if (a->verdict != b->verdict)
-        return a->verdict > b->verdict;
-    if (a->verdict == SL_DENY)
-        return retry_longer(a->retry_after_ns, b->retry_after_ns);
-    if (a->verdict == SL_DELAY && a->delay_ns != b->delay_ns)
-        return a->delay_ns > b->delay_ns;
-    if (a->remaining != b->remaining)
-        return a->remaining < b->remaining;
-    return la->period_ns > lb->period_ns;
-}
-
 static void report_descriptor(const struct batch *b, size_t first, size_t count,
                               struct sl_status *st)
 {
@@ -327,8 +289,8 @@ static void report_descriptor(const struct batch *b, size_t first, size_t count,
     for (size_t k = first; k < first + count; k++) {
         const struct item *it = &b->it[k];
         const struct item *p = &b->it[it->primary];
-        struct sl_decision d = reported(p, &st->shadow_denied);
-        if (st->limit == NULL || ranks_above(&d, p->l, &st->d, st->limit)) {
+        struct sl_decision d = sl__report_shadow(p->d, p->l, &st->shadow_denied);
+        if (st->limit == NULL || sl__report_ranks_above(&d, p->l, &st->d, st->limit)) {
             st->d = d;
             st->limit = it->l;
         }

@@ -18,6 +18,7 @@
 #include <hiredis/hiredis.h>
 
 #include "redis_plan.h"
+#include "report.h"
 #include "util/sat.h"
 
 /* Largest integer the script handles exactly with margin: 2^52. */
@@ -401,41 +402,6 @@ static bool read_item(const redisReply *r, size_t k, struct sl_decision *d, cons
     return true;
 }
 
-/* C2 as lib/limiter.c reports it: a shadow limit never denies or delays. */
-static struct sl_decision reported(struct sl_decision d, const struct sl_limit *l,
-                                   bool *shadow_denied)
-{
-    if (l->shadow && d.verdict != SL_ALLOW) {
-        if (d.verdict == SL_DENY)
-            *shadow_denied = true;
-        d.verdict = SL_ALLOW;
-        d.retry_after_ns = 0;
-        d.delay_ns = 0;
-    }
-    return d;
-}
-
-static bool retry_longer(int64_t a, int64_t b)
-{
-    if (a < 0 || b < 0)
-        return a < 0 && b >= 0;
-    return a > b;
-}
-
-static bool ranks_above(const struct sl_decision *a, const struct sl_limit *la,
-                        const struct sl_decision *b, const struct sl_limit *lb)
-{
-    if (a->verdict != b->verdict)
-        return a->verdict > b->verdict;
-    if (a->verdict == SL_DENY)
-        return retry_longer(a->retry_after_ns, b->retry_after_ns);
-    if (a->verdict == SL_DELAY && a->delay_ns != b->delay_ns)
-        return a->delay_ns > b->delay_ns;
-    if (a->remaining != b->remaining)
-        return a->remaining < b->remaining;
-    return la->period_ns > lb->period_ns;
-}
-
 static void append_lease(char *out, const char *piece)
 {
     size_t len = strlen(out), plen = strlen(piece);
@@ -478,9 +444,9 @@ int sl__redis_plan_result(const struct sl__redis_plan *plan, const struct redisR
         for (size_t s = plan->first[i]; s < (size_t)plan->first[i] + plan->count[i]; s++) {
             const struct sl__redis_slot *sl = &plan->slots[s];
             const struct sl_limit *pl = plan->item_l[sl->item];
-            struct sl_decision dd = reported(d[sl->item], pl, &st->shadow_denied);
+            struct sl_decision dd = sl__report_shadow(d[sl->item], pl, &st->shadow_denied);
             dd.quota = sl_limit_quota(pl);
-            if (st->limit == NULL || ranks_above(&dd, pl, &st->d, st->limit)) {
+            if (st->limit == NULL || sl__report_ranks_above(&dd, pl, &st->d, st->limit)) {
                 st->d = dd;
                 st->limit = sl->l;
             }
