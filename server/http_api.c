@@ -126,9 +126,34 @@ static void respond_error(struct sl__conn *c, int64_t slot, bool keep_alive, int
     respond(c, slot, keep_alive, status, answer, len);
 }
 
+#define SL__STR_(x) #x
+#define SL__STR(x)  SL__STR_(x)
+
 static int store_error_status(int err)
 {
     return err == SL_EFULL ? 503 : err == SL_ETOOBIG || err == SL_EINVAL ? 400 : 500;
+}
+
+/* What to tell a client whose check the store refused: what was wrong and,
+ * where the client can fix it, how. */
+static const char *store_error_message(int err)
+{
+    switch (err) {
+    case SL_ETOOBIG:
+        return "request above a cap: at most " SL__STR(
+            SL_MAX_DESCRIPTORS) " descriptors of at most " SL__STR(SL_MAX_ENTRIES) " entries, each "
+                                                                                   "descriptor's "
+                                                                                   "domain, keys "
+                                                                                   "and values "
+                                                                                   "under 1 KiB";
+    case SL_EFULL:
+        return "the state table is full and configured to refuse new keys; retry later";
+    case SL_ERANGE:
+        return "a number is out of range for the store (a cost of 2^31 or more with the Redis "
+               "store)";
+    default:
+        return sl_strerror(err);
+    }
 }
 
 /* Append ,"lease":"TOKEN" before the closing brace of answer[0..*len). */
@@ -215,7 +240,8 @@ static void answer_op(struct op *op, int err, const struct sl_result *res,
         return;
     }
     if (err != SL_OK) {
-        respond_error(op->c, op->slot, op->keep_alive, store_error_status(err), sl_strerror(err));
+        respond_error(op->c, op->slot, op->keep_alive, store_error_status(err),
+                      store_error_message(err));
         return;
     }
     if (op->shadow)

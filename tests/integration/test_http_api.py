@@ -59,6 +59,8 @@ def test_check_errors(http_sluiced):
         ({"domain": "api", "descriptors": [{"user": 5}]}, "descriptors[0].user: value must be"),
         ({"domain": "api", "descriptors": [{"k": "v"}] * 33}, "descriptors: too many"),
         ({"domain": "api", "descriptors": [{"user": "a"}], "hits": -1}, "hits"),
+        # a key the table cannot take: the error says which cap
+        ({"domain": "api", "descriptors": [{"user": "a" * 3000}]}, "under 1 KiB"),
     ]
     for body, want in cases:
         status, h, data = s.json("POST", "/v1/check", body)
