@@ -17,19 +17,16 @@ knows the Redis store (server/config.c calls sl__redis_config_set). It does
 not compare decisions field by field with the memory store (the C tests
 do) and does not test the HTTP or gRPC protocols.
 """
-import os
 import signal
-import socket
 import subprocess
 import threading
 import time
-import urllib.request
 
 import pytest
 import redis
 
-SLUICED = os.environ.get("SLUICED", "sluiced")
-START_MS = 1_700_000_000_000
+from sluiced_proc import SluicedProc, free_port, wait_until
+
 TIMEOUT_MS = 20
 
 RULES = """\
@@ -68,21 +65,6 @@ ADMITTED = {"tb": 40, "warm": 1, "gcra": 16, "leaky": 21, "fw": 50, "sw": 50,
             "log": 25, "conc": 12}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(pred, seconds=5.0):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
-
-
 class Redis:
     def __init__(self, port=None):
         self.port = port or free_port()
@@ -108,54 +90,16 @@ class Redis:
         self.proc.wait()
 
 
-class Sluiced:
+class Sluiced(SluicedProc):
     def __init__(self, tmp_path, name, redis_port, workers=1):
-        self.port = free_port()
-        self.http = free_port()
-        (tmp_path / "rules.yaml").write_text(RULES)
-        cfg = tmp_path / f"{name}.yaml"
-        cfg.write_text(f"""listeners:
-  - {{address: 127.0.0.1, port: {self.port}, protocols: [resp]}}
-  - {{address: 127.0.0.1, port: {self.http}, protocols: [http1]}}
-workers: {workers}
-rules: {{files: [rules.yaml]}}
-store:
-  type: redis
+        store = f"""  type: redis
   redis:
     port: {redis_port}
     timeout: {TIMEOUT_MS}ms
     failure_policy: local
     policies: {{open: allow, closed: deny}}
-log: {{level: warn}}
-""")
-        self.log = open(tmp_path / f"{name}.log", "w")
-        self.proc = subprocess.Popen([SLUICED, "-c", str(cfg), "--test-clock", str(START_MS)],
-                                     stderr=self.log)
-        self.client = redis.Redis(port=self.port, socket_timeout=5)
-        assert wait_until(self.ready), "sluiced did not become ready"
-
-    def ready(self):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/readyz", timeout=1) as r:
-                return r.status == 200
-        except Exception:
-            return False
-
-    def metric(self, name):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/metrics", timeout=5) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(name + " "):
-                    return float(line.split()[1])
-        raise AssertionError(f"{name} not in /metrics")
-
-    def check(self, domain, key, value, hits=1):
-        reply = self.client.execute_command("SL.CHECK", domain, hits, key, value)
-        return reply[0].decode()
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-        self.log.close()
+"""
+        super().__init__(tmp_path, name, store, RULES, workers)
 
 
 @pytest.fixture

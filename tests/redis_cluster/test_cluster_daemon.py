@@ -14,9 +14,8 @@ every process killed by PID at the end) and two sluiced with
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -24,8 +23,9 @@ import urllib.request
 import pytest
 import redis
 
-SLUICED = os.environ.get("SLUICED", "sluiced")
-START_MS = 1_700_000_000_000
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "redis"))
+from sluiced_proc import SluicedProc, free_port, wait_until  # noqa: E402
+
 
 RULES = """\
 domain: shared
@@ -53,21 +53,6 @@ descriptors:
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(pred, seconds=10.0, step=0.05):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(step)
-    return pred()
-
-
 class Cluster:
     """Three masters on loopback; each node's config in a temporary dir."""
 
@@ -83,7 +68,7 @@ class Cluster:
                  "--dir", self.dir, "--save", "", "--appendonly", "no",
                  "--logfile", f"{port}.log"])
             self.nodes.append((port, proc))
-            assert wait_until(lambda: self._ping(port)), "redis-server did not start"
+            assert wait_until(lambda: self._ping(port), 10), "redis-server did not start"
         subprocess.run(["redis-cli", "--cluster", "create"]
                        + [f"127.0.0.1:{p}" for p, _ in self.nodes]
                        + ["--cluster-replicas", "0", "--cluster-yes"],
@@ -115,23 +100,11 @@ class Cluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class Sluiced:
+class Sluiced(SluicedProc):
     def __init__(self, tmp_path, name, cluster, db=None):
-        self.name, self.tmp = name, tmp_path
-        self.port, self.http = free_port(), free_port()
-        (tmp_path / "rules.yaml").write_text(RULES)
         seed, *more = [p for p, _ in cluster.nodes]
         nodes = ",".join(f"127.0.0.1:{p}" for p in more)
-        db_line = f"\n  database: {db}" if db else ""
-        self.cfg = tmp_path / f"{name}.yaml"
-        self.cfg.write_text(f"""listeners:
-  - {{address: 127.0.0.1, port: {self.port}, protocols: [resp]}}
-  - {{address: 127.0.0.1, port: {self.http}, protocols: [http1]}}
-workers: 2
-rules:
-  files: [rules.yaml]{db_line}
-store:
-  type: redis
+        store = f"""  type: redis
   redis:
     port: {seed}
     cluster: true
@@ -140,40 +113,9 @@ store:
     timeout: 200ms
     over_limit_cache: 0
     failure_policy: local
-log: {{level: warn}}
-""")
-        self.start()
-
-    def start(self, wait_ready=True):
-        self.log = open(self.tmp / f"{self.name}.log", "a")
-        self.proc = subprocess.Popen([SLUICED, "-c", str(self.cfg), "--test-clock",
-                                      str(START_MS)], stderr=self.log)
-        self.client = redis.Redis(port=self.port, socket_timeout=5)
-        pred = self.ready if wait_ready else self.alive
-        assert wait_until(pred, 15), f"sluiced {self.name} did not start"
-
-    def alive(self):
-        try:
-            return self.client.ping()
-        except redis.RedisError:
-            return False
-
-    def ready(self):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/readyz", timeout=1) as r:
-                return r.status == 200
-        except Exception:
-            return False
-
-    def metric(self, name):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/metrics", timeout=5) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith(name + " "):
-                    return float(line.split()[1])
-        raise AssertionError(f"{name} not in /metrics")
-
-    def check(self, domain, key, value):
-        return self.client.execute_command("SL.CHECK", domain, 1, key, value)[0].decode()
+"""
+        super().__init__(tmp_path, name, store, RULES, workers=2,
+                         rules_extra=f"\n  database: {db}" if db else "")
 
     def add_rule(self, rule_id, yaml_text):
         req = urllib.request.Request(
@@ -186,12 +128,6 @@ log: {{level: warn}}
     def rules(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/v1/rules", timeout=5) as r:
             return [row["id"] for row in json.loads(r.read())["rules"]]
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=10)
-        self.log.close()
 
 
 @pytest.fixture

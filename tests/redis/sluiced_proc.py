@@ -1,0 +1,92 @@
+"""sluiced_proc.py - a real sluiced process for the end-to-end tests of the
+Redis store (tests/redis/test_daemon_redis.py) and of Redis Cluster
+(tests/redis_cluster/test_cluster_daemon.py).
+
+SluicedProc writes a configuration with one RESP and one HTTP listener on
+free 127.0.0.1 ports, the given `store:` section and rules file, starts
+$SLUICED with the test clock, waits until it is ready (/readyz) and is
+stopped by PID (SIGTERM) at the end. It asserts nothing about Redis.
+"""
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import redis
+
+SLUICED = os.environ.get("SLUICED", "sluiced")
+START_MS = 1_700_000_000_000
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, seconds=5.0, step=0.02):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+class SluicedProc:
+    def __init__(self, tmp_path, name, store_yaml, rules_text, workers=1, rules_extra=""):
+        """store_yaml: the lines under `store:` (indented by two spaces);
+        rules_extra: more lines under `rules:` (e.g. a database)."""
+        self.name, self.tmp = name, tmp_path
+        self.port, self.http = free_port(), free_port()
+        (tmp_path / "rules.yaml").write_text(rules_text)
+        self.cfg = tmp_path / f"{name}.yaml"
+        self.cfg.write_text(f"""listeners:
+  - {{address: 127.0.0.1, port: {self.port}, protocols: [resp]}}
+  - {{address: 127.0.0.1, port: {self.http}, protocols: [http1]}}
+workers: {workers}
+rules:
+  files: [rules.yaml]{rules_extra}
+store:
+{store_yaml}log: {{level: warn}}
+""")
+        self.start()
+
+    def start(self, wait_ready=True, seconds=15):
+        self.log = open(self.tmp / f"{self.name}.log", "a")
+        self.proc = subprocess.Popen([SLUICED, "-c", str(self.cfg), "--test-clock",
+                                      str(START_MS)], stderr=self.log)
+        self.client = redis.Redis(port=self.port, socket_timeout=5)
+        pred = self.ready if wait_ready else self.alive
+        assert wait_until(pred, seconds), f"sluiced {self.name} did not start"
+
+    def alive(self):
+        try:
+            return self.client.ping()
+        except redis.RedisError:
+            return False
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/readyz", timeout=1) as r:
+                return r.status == 200
+        except Exception:
+            return False
+
+    def metric(self, name):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        raise AssertionError(f"{name} not in /metrics")
+
+    def check(self, domain, key, value, hits=1):
+        return self.client.execute_command("SL.CHECK", domain, hits, key, value)[0].decode()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        self.log.close()
