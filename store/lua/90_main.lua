@@ -5,43 +5,57 @@
 
 -- ------------------------------------------------------------- dispatch
 
-local ALGOS = {
-  [0] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
-  [1] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
-  [2] = { check = bucket_check, commit = bucket_commit, ttl = bucket_ttl, refresh = true },
-  [3] = { check = fw_check, commit = fw_commit, ttl = fw_ttl, refresh = true },
-  [4] = { check = sw_check, commit = sw_commit, ttl = sw_ttl, refresh = true },
-  [5] = { check = sg_check, commit = sg_commit, ttl = sg_ttl, refresh = true },
-  [6] = { check = cc_check, commit = cc_commit, ttl = cc_ttl },
-}
-local WARM = { check = warm_check, commit = warm_commit, ttl = warm_ttl, refresh = true }
+-- Each algorithm's ops (check, commit, ttl, fresh, refresh, release) are
+-- made on first use in this call and kept for the rest of it; ids 0-2
+-- share the bucket's. An id that is none of 0-6 is refused.
+local loaded = {}
+
+local function make_ops(k)
+  if k == 'warm' then return warm_ops() end
+  if k == 0 then return bucket_ops() end
+  if k == 3 then return fw_ops() end
+  if k == 4 then return sw_ops() end
+  if k == 5 then return sg_ops() end
+  if k == 6 then return cc_ops() end
+  return nil
+end
 
 local function ops_of(it)
-  if it.algo == 0 and it.warm == 1 then return WARM end
-  local o = ALGOS[it.algo]
-  if o == nil then error('SLUICE_ALGO unknown algorithm ' .. tostring(it.algo)) end
+  local a, k = it.algo, it.algo
+  if a == 0 and it.warm == 1 then
+    k = 'warm'
+  elseif a == 1 or a == 2 then
+    k = 0
+  end
+  local o = loaded[k]
+  if o ~= nil then return o end
+  o = make_ops(k)
+  if o == nil then error('SLUICE_ALGO unknown algorithm ' .. tostring(a)) end
+  loaded[k] = o
   return o
 end
 
 -- The state a never-seen key starts with (nil: "nothing recorded").
 local function fresh(it, now)
-  if it.algo == 0 and it.warm == 1 then return warm_fresh(it, now) end
-  if it.algo <= 2 then return bucket_fresh(now) end
-  if it.algo == 6 then return cc_fresh(now) end
-  return nil
+  local f = ops_of(it).fresh
+  if f == nil then return nil end
+  return f(it, now)
 end
 
-local function load(key, it, now)
-  local raw = redis.call('GET', key)
+-- A state as read (raw: GET/MGET's reply, false when absent), and whether
+-- it was absent.
+local function load(raw, it, now)
   if raw then return cmsgpack.unpack(raw), false end
   return fresh(it, now), true
 end
 
 local function item_at(base)
-  local n = function(k) return tonumber(ARGV[base + k]) end
+  local A = ARGV
   return {
-    algo = n(0), cost = n(1), cr = n(2) == 1, shadow = n(3) == 1, warm = n(4),
-    a = n(5), b = n(6), c = n(7), d = n(8),
+    algo = tonumber(A[base]), cost = tonumber(A[base + 1]), cr = tonumber(A[base + 2]) == 1,
+    shadow = tonumber(A[base + 3]) == 1, warm = tonumber(A[base + 4]),
+    a = tonumber(A[base + 5]), b = tonumber(A[base + 6]), c = tonumber(A[base + 7]),
+    d = tonumber(A[base + 8]),
   }
 end
 
@@ -76,11 +90,21 @@ local function run_check(now, peek)
   local n = tonumber(ARGV[5])
   local items, states, decs, absent = {}, {}, {}, {}
   local denied = false
+  -- Every state in one read (one redis.call costs more than most checks);
+  -- GET for the common single key, so a one-limit check needs no MGET.
+  local raws
+  if n == 1 then
+    raws = { redis.call('GET', KEYS[1]) }
+  elseif n > 1 then
+    raws = redis.call('MGET', unpack(KEYS, 1, n))
+  else
+    raws = {}
+  end
   for i = 1, n do
     local it = item_at(5 + (i - 1) * NF + 1)
     if peek then it.cost = 0 end
     items[i] = it
-    states[i], absent[i] = load(KEYS[i], it, now)
+    states[i], absent[i] = load(raws[i], it, now)
     decs[i] = ops_of(it).check(states[i], it, now, it.cost)
     if decs[i].v == DENY and not it.shadow then denied = true end
   end
@@ -123,13 +147,9 @@ local function run_check(now, peek)
   end
   local out = { now }
   for i = 1, n do
-    local d = decs[i]
-    out[#out + 1] = d.v
-    out[#out + 1] = d.rem
-    out[#out + 1] = d.reset
-    out[#out + 1] = d.retry
-    out[#out + 1] = d.delay
-    out[#out + 1] = d.lease
+    local d, j = decs[i], (i - 1) * 6 + 1
+    out[j + 1], out[j + 2], out[j + 3] = d.v, d.rem, d.reset
+    out[j + 4], out[j + 5], out[j + 6] = d.retry, d.delay, d.lease
   end
   return out
 end
@@ -140,7 +160,7 @@ local function run_release(now)
     local key = redis.call('GET', KEYS[j])
     local raw = key and redis.call('GET', key)
     if raw then
-      local s, found = cc_release(cmsgpack.unpack(raw), now, ARGV[5 + j])
+      local s, found = ops_of({ algo = 6 }).release(cmsgpack.unpack(raw), now, ARGV[5 + j])
       if found == 1 then
         store(key, { algo = 6 }, s, tonumber(ARGV[3]))
         redis.call('DEL', KEYS[j])
@@ -154,6 +174,7 @@ end
 -- Give back a check's consumption (70_refund.lua); returns { now, n refunded }.
 local function run_refund(now)
   local n, slack, done = tonumber(ARGV[5]), tonumber(ARGV[3]), 0
+  local REFUNDS = refunds()
   for i = 1, n do
     local it = item_at(5 + (i - 1) * NF + 1)
     local rf = REFUNDS[it.algo]
