@@ -22,6 +22,7 @@
 
 #include "redis.h"
 #include "redis_server.h"
+#include "store_wait.h"
 
 #define S     INT64_C(1000000000)
 #define T0_NS INT64_C(1770000000000000000)
@@ -73,27 +74,6 @@ static uint64_t rnd(void)
     return rng;
 }
 
-static void on_tick(uv_timer_t *t)
-{
-    (void)t;
-}
-
-struct answer {
-    bool done;
-    int err;
-    struct sl_result res;
-};
-
-static void on_answer(void *arg, int err, const struct sl_result *res)
-{
-    struct answer *a = arg;
-
-    a->done = true;
-    a->err = err;
-    if (res != NULL)
-        a->res = *res;
-}
-
 static int setup(void **state)
 {
     struct sl_limiter_config lc;
@@ -110,9 +90,7 @@ static int setup(void **state)
     sl_rules_builder_free(b);
     if (rs_start(&server) != 0)
         return -1;
-    uv_loop_init(&loop);
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, on_tick, 1, 1);
+    sw_loop_init(&loop, &tick);
     sl_limiter_config_init(&lc);
     lc.table.max_bytes = 8u << 20;
     if (sl_limiter_new(&lc, &mem) != SL_OK || sl_limiter_new(&lc, &fallback) != SL_OK)
@@ -201,7 +179,7 @@ static void test_rules_path_matches_sl_limiter_check(void **state)
         }
         req.n_descriptors = nd;
         assert_int_equal(sl_limiter_check(mem, rules, &req, &a), SL_OK);
-        assert_int_equal(store->ops->check(store, &q, on_answer, &b), SL_OK);
+        assert_int_equal(store->ops->check(store, &q, sw_on_answer, &b), SL_OK);
         while (!b.done)
             uv_run(&loop, UV_RUN_ONCE);
         assert_int_equal(b.err, SL_OK);

@@ -23,6 +23,7 @@
 
 #include "redis.h"
 #include "redis_server.h"
+#include "store_wait.h"
 
 #define S     INT64_C(1000000000)
 #define T0_NS INT64_C(1760000000000000000) /* a whole minute */
@@ -33,27 +34,6 @@ static uv_timer_t tick;
 static sl_limiter *mem[2];
 static struct sl__store *node[2];
 static unsigned key_no;
-
-struct answer {
-    bool done;
-    int err;
-    struct sl_result res;
-};
-
-static void on_tick(uv_timer_t *t)
-{
-    (void)t;
-}
-
-static void on_answer(void *arg, int err, const struct sl_result *res)
-{
-    struct answer *a = arg;
-
-    a->done = true;
-    a->err = err;
-    if (res != NULL)
-        a->res = *res;
-}
 
 static bool olc_active(struct sl__store *s)
 {
@@ -71,9 +51,7 @@ static int setup(void **state)
     (void)state;
     if (rs_start(&server) != 0)
         return -1;
-    uv_loop_init(&loop);
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, on_tick, 1, 1);
+    sw_loop_init(&loop, &tick);
     sl_limiter_config_init(&lc);
     lc.table.max_bytes = 8u << 20;
     sl__redis_config_init(&c);
@@ -148,7 +126,7 @@ static int64_t hammer(struct one *o, int64_t quota)
     for (size_t i = 0; i < n; i++) {
         struct sl__store_req q = {.req = &o->req, .m = &o->m, .n = 1};
         memset(&a[i], 0, sizeof(a[i]));
-        assert_int_equal(node[i % 2]->ops->check(node[i % 2], &q, on_answer, &a[i]), SL_OK);
+        assert_int_equal(node[i % 2]->ops->check(node[i % 2], &q, sw_on_answer, &a[i]), SL_OK);
     }
     for (size_t i = 0; i < n; i++) {
         while (!a[i].done)
@@ -221,7 +199,7 @@ static void test_reset_on_one_node_clears_the_others_cache(void **state)
     q = (struct sl__store_req){.req = &o.req, .m = &o.m, .n = 1};
     for (int i = 0; i < 3; i++) { /* node 1: allowed, then denied twice (cached) */
         memset(&a, 0, sizeof(a));
-        assert_int_equal(node[1]->ops->check(node[1], &q, on_answer, &a), SL_OK);
+        assert_int_equal(node[1]->ops->check(node[1], &q, sw_on_answer, &a), SL_OK);
         while (!a.done)
             uv_run(&loop, UV_RUN_ONCE);
         assert_int_equal(a.res.verdict, i == 0 ? SL_ALLOW : SL_DENY);
@@ -230,7 +208,7 @@ static void test_reset_on_one_node_clears_the_others_cache(void **state)
     assert_true(before.olc_hits >= 1);
 
     memset(&a, 0, sizeof(a));
-    assert_int_equal(node[0]->ops->reset(node[0], &q, on_answer, &a), SL_OK);
+    assert_int_equal(node[0]->ops->reset(node[0], &q, sw_on_answer, &a), SL_OK);
     while (!a.done)
         uv_run(&loop, UV_RUN_ONCE);
     assert_int_equal(a.err, SL_OK);
@@ -238,7 +216,7 @@ static void test_reset_on_one_node_clears_the_others_cache(void **state)
         uv_run(&loop, UV_RUN_ONCE);
 
     memset(&a, 0, sizeof(a));
-    assert_int_equal(node[1]->ops->check(node[1], &q, on_answer, &a), SL_OK);
+    assert_int_equal(node[1]->ops->check(node[1], &q, sw_on_answer, &a), SL_OK);
     while (!a.done)
         uv_run(&loop, UV_RUN_ONCE);
     sl__store_redis_stats(node[1], &after);

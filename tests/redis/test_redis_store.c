@@ -26,6 +26,7 @@
 
 #include "redis.h"
 #include "redis_server.h"
+#include "store_wait.h"
 
 #define S          INT64_C(1000000000)
 #define T0_NS      INT64_C(1750000000000000000)
@@ -38,40 +39,6 @@ static sl_limiter *local;
 static struct sl__store *store;
 static struct sl__redis_config cfg;
 static unsigned key_no;
-
-struct answer {
-    bool done;
-    int err;
-    struct sl_result res;
-    uint64_t started_ms, done_ms;
-};
-
-static void on_tick(uv_timer_t *t)
-{
-    (void)t;
-}
-
-static void on_answer(void *arg, int err, const struct sl_result *res)
-{
-    struct answer *a = arg;
-
-    a->done = true;
-    a->err = err;
-    a->done_ms = uv_now(&loop);
-    if (res != NULL)
-        a->res = *res;
-}
-
-/* Run the loop until *flag or `max_ms` pass. */
-static void spin(const bool *flag, uint64_t max_ms)
-{
-    uint64_t end;
-
-    uv_update_time(&loop);
-    end = uv_now(&loop) + max_ms;
-    while ((flag == NULL || !*flag) && uv_now(&loop) < end)
-        uv_run(&loop, UV_RUN_ONCE);
-}
 
 static bool ready_within(uint64_t max_ms)
 {
@@ -143,9 +110,7 @@ static int setup(void **state)
     (void)state;
     if (rs_start(&server) != 0)
         return -1;
-    uv_loop_init(&loop);
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, on_tick, 1, 1);
+    sw_loop_init(&loop, &tick);
     sl_limiter_config_init(&lc);
     lc.table.max_bytes = 16u << 20;
     if (sl_limiter_new(&lc, &local) != SL_OK)
@@ -217,8 +182,8 @@ static void start_check(struct one *o, struct answer *a)
     struct sl__store_req q = {.req = &o->req, .m = &o->m, .n = 1};
 
     memset(a, 0, sizeof(*a));
-    a->started_ms = uv_now(&loop);
-    assert_int_equal(store->ops->check(store, &q, on_answer, a), SL_OK);
+    a->started_ms = sw_now_ms();
+    assert_int_equal(store->ops->check(store, &q, sw_on_answer, a), SL_OK);
 }
 
 static struct answer check_now(struct one *o)
@@ -226,7 +191,7 @@ static struct answer check_now(struct one *o)
     struct answer a;
 
     start_check(o, &a);
-    spin(&a.done, 2000);
+    sw_spin(&loop, &a.done, 2000);
     assert_true(a.done);
     return a;
 }
@@ -306,8 +271,8 @@ static void test_reset_forgets_state_and_cache(void **state)
     assert_int_equal(check_now(&o).res.verdict, SL_DENY);
     q = (struct sl__store_req){.req = &o.req, .m = &o.m, .n = 1};
     memset(&a, 0, sizeof(a));
-    assert_int_equal(store->ops->reset(store, &q, on_answer, &a), SL_OK);
-    spin(&a.done, 2000);
+    assert_int_equal(store->ops->reset(store, &q, sw_on_answer, &a), SL_OK);
+    sw_spin(&loop, &a.done, 2000);
     assert_true(a.done);
     assert_int_equal(a.err, SL_OK);
     assert_int_equal(a.res.statuses[0].d.remaining, 1);
@@ -329,16 +294,18 @@ static void test_concurrency_release(void **state)
     assert_int_equal(check_now(&o).res.verdict, SL_DENY);
 
     memset(&r, 0, sizeof(r));
-    assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, on_answer, &r), SL_OK);
-    spin(&r.done, 2000);
+    assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, sw_on_answer, &r),
+                     SL_OK);
+    sw_spin(&loop, &r.done, 2000);
     assert_int_equal(r.err, SL_OK);
     assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
 
     memset(&r, 0, sizeof(r));
-    assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, on_answer, &r), SL_OK);
-    spin(&r.done, 2000);
+    assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, sw_on_answer, &r),
+                     SL_OK);
+    sw_spin(&loop, &r.done, 2000);
     assert_int_equal(r.err, SL_ENOENT); /* released already */
-    assert_int_equal(store->ops->release(store, "nonsense", 8, T0_NS, on_answer, &r), SL_EINVAL);
+    assert_int_equal(store->ops->release(store, "nonsense", 8, T0_NS, sw_on_answer, &r), SL_EINVAL);
 }
 
 static void test_noscript_reloads(void **state)
@@ -373,7 +340,7 @@ static void test_sigstop_policies_then_recovery(void **state)
     for (int i = 0; i < 300; i++)
         start_check(&o[i % 3], &a[i]);
     for (int i = 0; i < 300; i++) {
-        spin(&a[i].done, 20 * TIMEOUT_MS + 1000);
+        sw_spin(&loop, &a[i].done, 20 * TIMEOUT_MS + 1000);
         assert_true(a[i].done);
     }
     for (int i = 0; i < 300; i++) {
@@ -422,7 +389,7 @@ static void test_kill_and_restart(void **state)
     rs_stop(&server);
     a = check_now(&o);
     assert_int_equal(a.res.verdict, SL_DENY); /* the domain's policy */
-    spin(NULL, 100);
+    sw_spin(&loop, NULL, 100);
     assert_false(sl__store_redis_ready(store));
 
     server.port = port; /* same address: the store reconnects by itself */
@@ -462,7 +429,7 @@ static void test_auth(void **state)
 
     memcpy(c.password, "wrong", sizeof("wrong"));
     assert_int_equal(sl__store_redis_new(&loop, &c, local, &s), SL_OK);
-    spin(NULL, 300);
+    sw_spin(&loop, NULL, 300);
     assert_false(sl__store_redis_ready(s)); /* AUTH refused: never ready */
     sl__store_free(s);
     rs_stop(&secured);
@@ -549,8 +516,8 @@ static void test_peek_consumes_nothing(void **state)
     q = (struct sl__store_req){.req = &o.req, .m = &o.m, .n = 1};
     for (int i = 0; i < 5; i++) {
         memset(&a, 0, sizeof(a));
-        assert_int_equal(store->ops->peek(store, &q, on_answer, &a), SL_OK);
-        spin(&a.done, 2000);
+        assert_int_equal(store->ops->peek(store, &q, sw_on_answer, &a), SL_OK);
+        sw_spin(&loop, &a.done, 2000);
         assert_int_equal(a.err, SL_OK);
         assert_int_equal(a.res.verdict, SL_ALLOW);
         assert_int_equal(a.res.statuses[0].d.remaining, 3);

@@ -29,6 +29,7 @@
 #include "cluster.h"
 #include "redis.h"
 #include "redis_cluster.h"
+#include "store_wait.h"
 
 #define S     INT64_C(1000000000)
 #define T0_NS INT64_C(1750000000000000000)
@@ -42,12 +43,6 @@ static struct sl__redis_config cfg;
 static struct sl__redis_cmd cmd; /* large: static */
 static unsigned tag_no;
 
-struct answer {
-    bool done;
-    int err;
-    struct sl_result res;
-};
-
 /* A request of up to 4 descriptors, each one limit, first entry ("t", tag). */
 struct req {
     struct sl_limit l[4];
@@ -58,28 +53,6 @@ struct req {
     struct sl_request req;
     size_t n;
 };
-
-static void on_tick(uv_timer_t *t)
-{
-    (void)t;
-}
-
-static void on_answer(void *arg, int err, const struct sl_result *res)
-{
-    struct answer *a = arg;
-
-    a->done = true;
-    a->err = err;
-    if (res != NULL)
-        a->res = *res;
-}
-
-static void spin(const bool *flag, uint64_t max_ms)
-{
-    uv_update_time(&loop);
-    for (uint64_t end = uv_now(&loop) + max_ms; (flag == NULL || !*flag) && uv_now(&loop) < end;)
-        uv_run(&loop, UV_RUN_ONCE);
-}
 
 static struct sl__redis_stats stats(void)
 {
@@ -145,9 +118,9 @@ static void start_op(struct req *r, struct answer *a, bool peek)
 
     memset(a, 0, sizeof(*a));
     if (peek)
-        assert_int_equal(store->ops->peek(store, &q, on_answer, a), SL_OK);
+        assert_int_equal(store->ops->peek(store, &q, sw_on_answer, a), SL_OK);
     else
-        assert_int_equal(store->ops->check(store, &q, on_answer, a), SL_OK);
+        assert_int_equal(store->ops->check(store, &q, sw_on_answer, a), SL_OK);
 }
 
 static struct answer run_op(struct req *r, bool peek)
@@ -155,7 +128,7 @@ static struct answer run_op(struct req *r, bool peek)
     struct answer a;
 
     start_op(r, &a, peek);
-    spin(&a.done, 5000);
+    sw_spin(&loop, &a.done, 5000);
     assert_true(a.done);
     return a;
 }
@@ -184,9 +157,7 @@ static int setup(void **state)
     (void)state;
     if (rc_start(&cl, 6, 1) != 0)
         return -1;
-    uv_loop_init(&loop);
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, on_tick, 1, 1);
+    sw_loop_init(&loop, &tick);
     sl_limiter_config_init(&lc);
     lc.table.max_bytes = 16u << 20;
     if (sl_limiter_new(&lc, &local) != SL_OK)
@@ -447,7 +418,7 @@ static void test_release_spanning_slots(void **state)
     assert_int_equal(
         store->ops->release(store, x.res.lease, strlen(x.res.lease), T0_NS, on_release, &rel),
         SL_OK);
-    spin(&rel.done, 5000);
+    sw_spin(&loop, &rel.done, 5000);
     assert_true(rel.done);
     assert_int_equal(rel.err, SL_OK);
     peek = run_op(&r, true);
@@ -482,7 +453,7 @@ static void burst(struct req *r, size_t nr, int n, int *allowed)
             start_op(&r[j], &a[j][i], false);
     for (int i = 0; i < n; i++)
         for (size_t j = 0; j < nr; j++) {
-            spin(&a[j][i].done, 5000);
+            sw_spin(&loop, &a[j][i].done, 5000);
             assert_true(a[j][i].done);
             assert_int_equal(a[j][i].err, SL_OK);
             allowed[j] += a[j][i].res.verdict == SL_ALLOW;
@@ -579,14 +550,14 @@ static void test_concurrency_leases_on_the_cluster(void **state)
         memset(&rel, 0, sizeof(rel));
         assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, on_release, &rel),
                          SL_OK);
-        spin(&rel.done, 5000);
+        sw_spin(&loop, &rel.done, 5000);
         assert_true(rel.done);
         assert_int_equal(rel.err, SL_OK);
         assert_int_equal(run_op(&r, false).res.verdict, SL_ALLOW); /* the slot freed */
         memset(&rel, 0, sizeof(rel));
         assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, on_release, &rel),
                          SL_OK);
-        spin(&rel.done, 5000);
+        sw_spin(&loop, &rel.done, 5000);
         assert_int_equal(rel.err, SL_ENOENT); /* already released */
     }
 }
@@ -619,8 +590,8 @@ static void test_frozen_master_only_its_slots_get_the_policy(void **state)
             start_op(&ry, &ay[i], false);
         }
         for (int i = 0; i < 20; i++) {
-            spin(&ax[i].done, 5000);
-            spin(&ay[i].done, 5000);
+            sw_spin(&loop, &ax[i].done, 5000);
+            sw_spin(&loop, &ay[i].done, 5000);
             assert_true(ax[i].done && ay[i].done);
             y_allowed += ay[i].res.verdict == SL_ALLOW;
         }
@@ -635,7 +606,7 @@ static void test_frozen_master_only_its_slots_get_the_policy(void **state)
         struct sl__redis_stats b = stats();
         run_op(&rx, false);
         x_redis += stats().replies > b.replies;
-        spin(NULL, 20);
+        sw_spin(&loop, NULL, 20);
     }
     assert_int_equal(x_redis, 3);
 }
@@ -670,7 +641,7 @@ static void test_master_killed_policy_then_failover(void **state)
         } else if (policy_seen && s1.replies > s0.replies) {
             recovered = x.res.verdict == SL_ALLOW;
         }
-        spin(NULL, 100);
+        sw_spin(&loop, NULL, 100);
     }
     assert_true(policy_seen);
     assert_true(recovered);
