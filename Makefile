@@ -55,7 +55,7 @@ fuzz: build
 	@scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 format:
-	@find include lib cli server store rulesdb tests bench fuzz -name '*.[ch]' 2>/dev/null | xargs clang-format -i
+	@find include lib conf cli server store rulesdb tests bench fuzz -name '*.[ch]' 2>/dev/null | xargs clang-format -i
 
 clean:
 	rm -rf build build-asan build-tsan build-release

@@ -5,7 +5,7 @@
 # SL_BENCH_HTTP_SECONDS (10) seconds each, keep-alive). sluiced decides a
 # real rule (a token bucket per user, 1,000 users cycled by the wrk Lua
 # script) with one worker; nginx runs one worker process.
-# Pinned as CONTRACTS C5 says: the server side on CPU 0, wrk on CPU 1.
+# Pinned as docs/contracts.md §Interfaces says: the server side on CPU 0, wrk on CPU 1.
 # Output: `name value unit` lines; the ratio prints MET or MISSED and the
 # target (>= 0.8). Each figure is the median of SL_BENCH_ROUNDS (3)
 # interleaved runs. It does not build anything and kills only the servers

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# bench_redis_store.sh BUILD_DIR - decisions/s with the Redis store (issue 7)
-# against the peer the issue names: a token bucket in Lua in the same
+# bench_redis_store.sh BUILD_DIR - decisions/s with the Redis store # against the peer the issue names: a token bucket in Lua in the same
 # redis-server, driven directly by redis-benchmark (EVALSHA), same run.
 #   redis_lua_token_bucket_peer   the peer script, EVALSHA straight to Redis
 #   redis_sluice_script_tb        the store's script (store/lua/*.lua), one token_bucket limit,
 #                                 EVALSHA straight to Redis (the script's cost)
 #   redis_store_cl_throttle       CL.THROTTLE through sluiced with the Redis
 #                                 store (only when this sluiced has it wired)
-# Pinned as CONTRACTS C5 says: redis-server and sluiced together on CPU 0,
+# Pinned as docs/contracts.md §Interfaces says: redis-server and sluiced together on CPU 0,
 # redis-benchmark on CPU 1; 50 clients, 100,000 random keys, -P 16.
 # Each figure is the median of SL_BENCH_ROUNDS (3) interleaved runs.
 # Output: `name value unit` lines (no target is set for these figures yet).
@@ -27,7 +26,7 @@ start_redis "$rd_port"
 peer=$(lua_token_bucket "$rd_port")
 ours=$(cat "$here"/../store/lua/[0-9]*.lua | redis-cli -p "$rd_port" -x SCRIPT LOAD)
 # One token_bucket limit, 1 per 2 s, capacity 15 (reduced: p=2 s, r=1),
-# Redis's clock, as store/lua/00_prelude.lua's calling convention says.
+# Redis's clock, as store/redis/lua/00_prelude.lua's calling convention says.
 ours_args=(check redis 1000 bench 1 0 1 0 0 0 2000000 1 15 0)
 
 # The figures mean nothing if the scripts fail: both must answer properly.

@@ -3,7 +3,7 @@
 # driven by redis-benchmark with the same settings (50 clients, 100,000
 # random keys, without and with -P 16): INCR on a redis-server started here,
 # and a token bucket as a Lua script (EVALSHA) in that redis-server.
-# Pinned as CONTRACTS C5 says: the server side (sluiced with one worker, or
+# Pinned as docs/contracts.md §Interfaces says: the server side (sluiced with one worker, or
 # redis-server) on CPU 0, redis-benchmark on CPU 1.
 # Output: `name value unit` lines; ratios print MET or MISSED and the target.
 # Each figure is the median of SL_BENCH_ROUNDS (3) interleaved runs.

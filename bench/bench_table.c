@@ -4,9 +4,9 @@
  * of 1,000 keys and 1,000,000 keys in random order), bytes per tracked key
  * (RSS growth over 1,000,000 16-byte keys), and for sliding_log bytes per
  * logged request. Prints `name value unit` lines, with MET/MISSED and the
- * target beside targeted figures (CONTRACTS C5).
+ * target beside targeted figures (docs/contracts.md §Interfaces).
  *
- * It does not pin threads (library benchmarks are not pinned, C5), compare
+ * It does not pin threads (library benchmarks are not pinned, contracts §Interfaces), compare
  * with peers (the server benchmarks, bench/bench_*.sh, do) or assert
  * anything: tests never measure time, this never decides pass/fail.
  *

@@ -2,7 +2,7 @@
 # run.sh BUILD_DIR - `make bench`: the library benchmark (bench_table), then
 # every executable bench/bench_*.sh, each given BUILD_DIR, so that server
 # benchmarks are added as files without editing this script. Output: the
-# `name value unit [MET|MISSED target...]` lines of CONTRACTS C5.
+# `name value unit [MET|MISSED target...]` lines of docs/contracts.md §Interfaces.
 # It does not build anything (the Makefile does) or judge the figures.
 set -euo pipefail
 build=${1:-build-release}

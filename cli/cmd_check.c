@@ -1,7 +1,7 @@
 /*
  * cmd_check.c - `sluice check FILE...`: validate rules files together (as
  * the daemon would load them) and print every problem as
- * file:line:col: message. Exit 0 when valid, 1 otherwise (CONTRACTS C5).
+ * file:line:col: message. Exit 0 when valid, 1 otherwise (docs/contracts.md §Interfaces).
  *
  * It does not consult the rules database.
  */

@@ -3,7 +3,7 @@
  * with the library's own limiter and table, the clock taken from the input
  * only, so the same input always gives the same output.
  *
- * Input: JSON lines (CONTRACTS C5) or, with --log-format combined, nginx's
+ * Input: JSON lines (docs/contracts.md §Interfaces) or, with --log-format combined, nginx's
  * combined access log, where each line is one request with three
  * descriptors, [{remote_address: ADDR}], [{path: PATH}] and
  * [{remote_address: ADDR, path: PATH}] (so rules per IP, per path and per

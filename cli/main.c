@@ -2,7 +2,7 @@
  * main.c - the `sluice` command line: a table of subcommands, `--help` and
  * `sluice help COMMAND`. Each subcommand lives in its own cmd_*.c.
  *
- * It does not talk to a running sluiced (not part of issue 4).
+ * It does not talk to a running sluiced.
  */
 #include <string.h>
 

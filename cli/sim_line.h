@@ -1,5 +1,5 @@
 /*
- * sim_line.h - the input lines of `sluice simulate` (CONTRACTS C5): a JSON
+ * sim_line.h - the input lines of `sluice simulate` (docs/contracts.md §Interfaces): a JSON
  * object {"t_ms", "domain", "descriptors": [{k: v, ...}], "hits"} per line,
  * and nginx's default "combined" access log lines.
  *

@@ -1,10 +1,10 @@
 /*
  * sim_report.c - what `sluice simulate` prints: one JSON line per request
- * (CONTRACTS C5) and, with --summary, how many requests each limit allowed,
+ * (docs/contracts.md §Interfaces) and, with --summary, how many requests each limit allowed,
  * delayed and denied.
  *
  * A request's descriptor is counted under the limit reported for it (the
- * denying limit, else the one with the lowest remaining, C2); descriptors
+ * denying limit, else the one with the lowest remaining, contracts §Decisions); descriptors
  * that no limit applies to are counted under "(none)".
  */
 #include <stdlib.h>

@@ -23,7 +23,7 @@ struct sl__sim_summary {
     uint64_t by_verdict[3];
 };
 
-/* One output line (C5). 0, or -1 when out of memory. */
+/* One output line (contracts §Interfaces). 0, or -1 when out of memory. */
 int sl__sim_print(FILE *out, int64_t t_ms, const struct sl_result *res);
 void sl__sim_count(struct sl__sim_summary *s, const struct sl_result *res);
 void sl__sim_summary_print(FILE *out, const struct sl__sim_summary *s);

@@ -53,7 +53,7 @@ const char *sl_strerror(int err);
 /* ------------------------------------------------------------------ time */
 
 /* All times are Unix epoch nanoseconds (int64_t), passed in by the caller
- * (CONTRACTS C1). Durations are nanoseconds too, suffixed _ns. */
+ * (docs/contracts.md §Time). Durations are nanoseconds too, suffixed _ns. */
 #define SL_NS_PER_MS INT64_C(1000000)
 #define SL_NS_PER_S  INT64_C(1000000000)
 
@@ -75,11 +75,11 @@ const char *sl_algo_name(enum sl_algo algo);
 /* Parse a name as above; returns SL_EINVAL for an unknown one. */
 int sl_algo_parse(const char *name, enum sl_algo *out);
 
-/* Default cap on the entries of one sliding_log (CONTRACTS C3). */
+/* Default cap on the entries of one sliding_log (docs/contracts.md §Algorithms). */
 #define SL_LOG_CAP_DEFAULT 10000u
 
 /*
- * The parameters of one limit (CONTRACTS C3/C4). Fill with sl_limit_init()
+ * The parameters of one limit (docs/contracts.md §Algorithms, §Rules). Fill with sl_limit_init()
  * then set what applies; sl_limit_validate() says whether the combination
  * makes sense, and sl_limit_finish() computes the identity hash.
  */
@@ -87,13 +87,13 @@ struct sl_limit {
     enum sl_algo algo;
     uint64_t requests;       /* quota per period; concurrency: max in flight */
     int64_t period_ns;       /* the period (window) of `requests` */
-    int64_t burst;           /* -1: the algorithm's default (see C3) */
+    int64_t burst;           /* -1: the algorithm's default (see contracts §Algorithms) */
     int64_t delay;           /* leaky_bucket: requests let through undelayed */
     bool nodelay;            /* leaky_bucket: never delay (nginx nodelay) */
     int64_t min_interval_ns; /* sliding_log: minimum spacing, 0 = none */
     int64_t warmup_ns;       /* token_bucket: Guava warm-up period, 0 = none */
     int64_t lease_ns;        /* concurrency: a slot frees itself after this */
-    bool count_rejected;     /* rejected requests are counted too (C2) */
+    bool count_rejected;     /* rejected requests are counted too (contracts §Decisions) */
     uint32_t log_cap;        /* sliding_log: cap on N (SL_LOG_CAP_DEFAULT) */
 
     /* Identity and reporting; not algorithm parameters. */
@@ -107,13 +107,13 @@ void sl_limit_init(struct sl_limit *l);
 int sl_limit_validate(const struct sl_limit *l, const char **why);
 /* Compute l->id from the algorithm and its parameters (not name/shadow). */
 void sl_limit_finish(struct sl_limit *l);
-/* The number a client sees as the limit (C2 `quota`). */
+/* The number a client sees as the limit (contracts §Decisions `quota`). */
 int64_t sl_limit_quota(const struct sl_limit *l);
 
 enum sl_verdict { SL_ALLOW = 0, SL_DELAY = 1, SL_DENY = 2 };
 const char *sl_verdict_name(enum sl_verdict v); /* "allow", "delay", "deny" */
 
-/* One limit's decision on one request (CONTRACTS C2). */
+/* One limit's decision on one request (docs/contracts.md §Decisions). */
 struct sl_decision {
     enum sl_verdict verdict;
     int64_t quota;          /* as sl_limit_quota() */
@@ -235,7 +235,7 @@ struct sl_request {
     int64_t now_ns;
 };
 
-/* One descriptor's status (C2: the denying limit, else the lowest remaining). */
+/* One descriptor's status (contracts §Decisions: the denying limit, else the lowest remaining). */
 struct sl_status {
     struct sl_decision d;
     const struct sl_limit *limit; /* the limit reported; NULL: none applies */
@@ -294,7 +294,7 @@ struct sl_match {
     size_t key_len;
     bool unlimited;
     const char *detailed_metric; /* metric label, NULL when not detailed */
-    /* Added by the rules (issue 4), all borrowed from the snapshot: */
+    /* Added by the rules , all borrowed from the snapshot: */
     bool quota_mode;           /* Envoy quota_mode: deny only if all quota descriptors do */
     bool value_to_metric;      /* Envoy value_to_metric: put request values in metric names */
     const char *metadata_json; /* the rule's `metadata` as a JSON object, or NULL */
@@ -336,7 +336,7 @@ sl_table *sl_limiter_table(sl_limiter *lim);
  * Check `req` against `rules`: all limits of all descriptors at once,
  * all-or-nothing (if any limit denies, nothing is consumed anywhere except
  * count_rejected limits, which record the rejected request). Shadow limits
- * are counted and reported but never deny. Fills `res` per CONTRACTS C2.
+ * are counted and reported but never deny. Fills `res` per docs/contracts.md §Decisions.
  */
 int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_request *req,
                      struct sl_result *res);

@@ -1,11 +1,11 @@
 /*
  * limiter.c - one request against all limits of all its descriptors at once
- * (CONTRACTS C2): all-or-nothing, reported per descriptor and overall, and
+ * (docs/contracts.md §Decisions): all-or-nothing, reported per descriptor and overall, and
  * concurrency leases as one printable, sealed token (lease.h).
  *
  * How: every (descriptor, limit) pair becomes an item whose state key is the
  * matched key bytes followed by the limit's id (so a changed limit starts
- * fresh and an unchanged one keeps its state across reloads, C4). The shards
+ * fresh and an unchanged one keeps its state across reloads, contracts §Rules). The shards
  * of all items are locked in ascending order; every item is found or
  * created and pinned, then checked; only if the request is admitted are the
  * items committed (on a denial only count_rejected limits record it, so a
@@ -17,7 +17,7 @@
  * or delays, and it is committed exactly as an enforced limit would be (so
  * when it would deny it records nothing unless count_rejected), which keeps
  * its reports equal to what enforcing it would show. In a descriptor's
- * status a delaying limit ranks above allowing ones (C2 names the denying
+ * status a delaying limit ranks above allowing ones (contracts §Decisions names the denying
  * limit, else the lowest remaining; a delay is what the client must act on,
  * so it is reported, the longest first).
  *
@@ -29,9 +29,9 @@
 
 #include "algo/algo.h"
 #include "lease.h"
-#include "report.h"
+#include "sluice_int.h"
 #include "table.h"
-#include "util/sat.h"
+#include "sluice_sat.h"
 
 #define MAX_ITEMS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS)
 struct sl_limiter {
@@ -150,7 +150,7 @@ static void add_shard(struct batch *b, unsigned shard)
 }
 
 /* The fingerprint of one limit's state: `buf` holds the match key (key_len
- * bytes) and has room for the limit id after it (C4). */
+ * bytes) and has room for the limit id after it (contracts §Rules). */
 static void limit_fp(const sl_table *t, char *buf, size_t key_len, uint64_t id, struct sl__fp *fp)
 {
     for (int k = 0; k < 8; k++)
@@ -239,7 +239,7 @@ static int check_all(sl_limiter *lim, struct batch *b, int64_t now_ns, bool refs
     return SL_OK;
 }
 
-/* Commit per C2; on a denial, report the unchanged state of the limits
+/* Commit per contracts §Decisions; on a denial, report the unchanged state of the limits
  * that are not committed. */
 static void commit_all(struct batch *b, bool denied, int64_t now_ns)
 {

@@ -1,9 +1,10 @@
 /*
- * report.c - the C2 rules for reporting a descriptor's status (report.h).
+ * report.c - how a descriptor's status is chosen among its limits'
+ * decisions (docs/contracts.md, "A decision"; declared in sluice_int.h).
  * It decides nothing: the algorithms decide, the stores commit; this only
  * chooses what a client is told.
  */
-#include "report.h"
+#include "sluice_int.h"
 
 struct sl_decision sl__report_shadow(struct sl_decision d, const struct sl_limit *l,
                                      bool *shadow_denied)

@@ -9,7 +9,7 @@
 
 #include "sluice.h"
 #include "algo/algo.h"
-#include "util/sat.h"
+#include "sluice_sat.h"
 
 static const char *const errors[] = {
     [0] = "success",

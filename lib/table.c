@@ -565,7 +565,7 @@ int sl__table_check_fp(sl_table *t, const struct sl__fp *fp, const struct sl_lim
  * The hot path, here beside the layout so that hashing aside it is one
  * function (check_fp). `l` must be validated (sl_limit_validate).
  * The state is found by key alone: callers that mix limits on one key should
- * put the limit's id into the key, as the limiter does (CONTRACTS C4); an
+ * put the limit's id into the key, as the limiter does (docs/contracts.md §Rules); an
  * entry of another algorithm, or an out-of-line one of another limit id,
  * starts fresh.
  */

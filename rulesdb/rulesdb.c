@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "rulesdb.h"
-#include "rules/rules_int.h"
+#include "sluice_int.h"
 
 struct sl_rulesdb {
     sqlite3 *db;

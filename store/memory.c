@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "kind.h"
 
 struct memory {
     struct sl__store base;
@@ -57,47 +57,22 @@ static int peek(struct sl__store *s, const struct sl__store_req *q, sl__store_cb
     return check(s, &qz, cb, arg);
 }
 
-/* The state key of one limit of one match: the matched key followed by the
- * limit's id, little-endian - the limiter's scheme (lib/limiter.c). */
-static size_t state_key(const struct sl_match *m, const struct sl_limit *l, char *buf)
-{
-    memcpy(buf, m->key, m->key_len);
-    for (int k = 0; k < 8; k++)
-        buf[m->key_len + k] = (char)(l->id >> (8 * k));
-    return m->key_len + 8;
-}
-
-static int reset_match(sl_table *t, const struct sl_match *m)
-{
-    char buf[SL_KEY_MAX + 8];
-
-    if (m->key_len > SL_KEY_MAX)
-        return SL_ETOOBIG;
-    for (size_t j = 0; j < m->n_limits; j++) {
-        int r = sl_table_reset(t, buf, state_key(m, m->limits[j], buf));
-        if (r != SL_OK && r != SL_ENOENT)
-            return r;
-    }
-    return SL_OK;
-}
-
+/* Forget every limit of the matches, then report the fresh state. */
 static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
 {
-    sl_table *t = sl_limiter_table(lim_of(s));
     struct sl_match m;
     int r = SL_OK;
 
     if (q->rules == NULL) {
-        for (size_t i = 0; i < q->n && r == SL_OK; i++)
-            r = reset_match(t, &q->m[i]);
+        r = sl_limiter_reset(lim_of(s), q->m, q->n);
     } else {
-        for (size_t i = 0; i < q->req->n_descriptors && r == SL_OK; i++) {
+        for (size_t i = 0; i < q->req->n_descriptors && (r == SL_OK || r == SL_ENOENT); i++) {
             r = sl_rules_match(q->rules, q->req, i, &m);
             if (r == SL_OK)
-                r = reset_match(t, &m);
+                r = sl_limiter_reset(lim_of(s), &m, 1);
         }
     }
-    if (r != SL_OK)
+    if (r != SL_OK && r != SL_ENOENT)
         return r;
     return peek(s, q, cb, arg);
 }
@@ -111,6 +86,11 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
     return SL_OK;
 }
 
+static bool ready(const struct sl__store *s)
+{
+    return true;
+}
+
 static void destroy(struct sl__store *s)
 {
     free(s);
@@ -122,10 +102,11 @@ static const struct sl__store_ops memory_ops = {
     .peek = peek,
     .reset = reset,
     .release = release,
+    .ready = ready,
     .free = destroy,
 };
 
-int sl__store_memory_new(sl_limiter *lim, struct sl__store **out)
+static int create(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out)
 {
     struct memory *m = calloc(1, sizeof(*m));
 
@@ -137,3 +118,10 @@ int sl__store_memory_new(sl_limiter *lim, struct sl__store **out)
     *out = &m->base;
     return SL_OK;
 }
+
+/* The memory store has no keys of its own: the table it decides in is the
+ * server's (store.max_bytes, store.shards, store.on_full). */
+const struct sl__store_kind sl__store_kind_memory = {
+    .name = "memory",
+    .create = create,
+};

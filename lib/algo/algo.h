@@ -4,8 +4,8 @@
  * Each lib/algo/<name>.c defines one `const struct sl__algo_ops` and nothing
  * else visible. The operations are pure: they touch only the state blob they
  * are given, never read a clock, never allocate, never fail. Integer
- * arithmetic only, saturating (lib/util/sat.h); a `now` earlier than the last
- * time the state has seen is treated as that last time (CONTRACTS C1).
+ * arithmetic only, saturating (lib/internal/sluice_sat.h); a `now` earlier than the last
+ * time the state has seen is treated as that last time (docs/contracts.md §Time).
  *
  * Deciding is split in two so the limiter can be all-or-nothing across many
  * limits: check() computes the decision without changing the state, then

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "sluice.h"
-#include "util/sat.h"
+#include "sluice_sat.h"
 
 /* 24 bytes: the last time recorded and the backlog then. */
 struct sl__backlog {

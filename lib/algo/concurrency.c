@@ -1,5 +1,5 @@
 /*
- * concurrency.c - the in-flight limit (CONTRACTS C3), as nginx limit_conn
+ * concurrency.c - the in-flight limit (docs/contracts.md §Algorithms), as nginx limit_conn
  * and Stripe's concurrent request limiter: at most `requests` slots held at
  * once. An admitted request of cost c takes c slots under one lease id;
  * release(lease) frees them; a lease not released within lease_ns frees
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
-#include "util/sat.h"
+#include "sluice_sat.h"
 
 /* Cap on `requests` for concurrency: bounds a key's state to 240 KB. */
 #define SL__CONC_MAX 10000u

@@ -1,5 +1,5 @@
 /*
- * fixed_window.c - the fixed window counter (CONTRACTS C3), as
+ * fixed_window.c - the fixed window counter (docs/contracts.md §Algorithms), as
  * envoyproxy/ratelimit counts: `requests` per `period`, windows aligned to
  * the Unix epoch (window index = floor(now / period)), the count starting
  * from zero in every window.
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
-#include "util/sat.h"
+#include "sluice_sat.h"
 
 struct fw_state {
     int64_t last_ns; /* time of the last recorded request; INT64_MIN: none */

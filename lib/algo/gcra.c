@@ -1,6 +1,6 @@
 /*
  * gcra.c - the generic cell rate algorithm, with redis-cell's CL.THROTTLE
- * semantics (CONTRACTS C3): emission interval T = period / requests, delay
+ * semantics (docs/contracts.md §Algorithms): emission interval T = period / requests, delay
  * variation tolerance DVT = T * (burst + 1), limit = burst + 1. A request of
  * cost c moves the theoretical arrival time to TAT' = max(TAT, now) + c * T
  * and is admitted iff TAT' - DVT <= now.

@@ -1,5 +1,5 @@
 /*
- * leaky_bucket.c - nginx limit_req (CONTRACTS C3): a bucket that leaks
+ * leaky_bucket.c - nginx limit_req (docs/contracts.md §Algorithms): a bucket that leaks
  * `requests` per `period`; a request adds its cost; 1 + burst requests pass
  * at one instant; a request whose excess (water above the one request being
  * served) is above `delay` is admitted but must wait (excess - delay) / rate;

@@ -1,5 +1,5 @@
 /*
- * sliding_log.c - the exact sliding log (CONTRACTS C3), as
+ * sliding_log.c - the exact sliding log (docs/contracts.md §Algorithms), as
  * rolling-rate-limiter (interval, maxInInterval, minDifference): a request
  * of `cost` at `now` is admitted iff the log holds at most requests - cost
  * entries in the window (now - period, now] and, with min_interval_ns set,
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
-#include "util/sat.h"
+#include "sluice_sat.h"
 
 struct sg_state {
     uint32_t head;  /* ring index of the oldest entry */

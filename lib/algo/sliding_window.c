@@ -1,5 +1,5 @@
 /*
- * sliding_window.c - Cloudflare's sliding window counter (CONTRACTS C3):
+ * sliding_window.c - Cloudflare's sliding window counter (docs/contracts.md §Algorithms):
  * two epoch-aligned fixed windows, the previous one weighted by how much of
  * it still overlaps the sliding window ending now.
  *
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "algo/algo.h"
-#include "util/sat.h"
+#include "sluice_sat.h"
 
 struct sw_state {
     int64_t last_ns; /* time of the last recorded request; INT64_MIN: none */

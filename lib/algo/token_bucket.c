@@ -1,5 +1,5 @@
 /*
- * token_bucket.c - the token bucket (CONTRACTS C3) in its two forms.
+ * token_bucket.c - the token bucket (docs/contracts.md §Algorithms) in its two forms.
  *
  * Plain: capacity B = burst (default requests), refilled continuously at
  * `requests` per `period` (bucket4j's greedy refill), starting full. A

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "sluice.h"
+#include "sluice_int.h"
 
 /* ------------------------------------------------------------ YAML tree */
 
@@ -138,28 +139,5 @@ int sl__rnode_index(struct sl__rnode *n);
 
 /* '*' matches any run of bytes, everything else itself. */
 bool sl__glob_match(const char *pat, const char *s, size_t len);
-
-/* The names of the domains a builder holds so far (for the rules database,
- * which stores one domain per row). Returns how many there are; fills at
- * most `max` borrowed names. */
-size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, size_t max);
-/* Record one more diagnostic in a builder (its build then fails). */
-void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
-                            const char *msg);
-
-/* check.c: the resolution sl_limiter_check() makes before it decides,
- * shared with the stores that decide elsewhere (the Redis store): match
- * every descriptor of `req` into m[0..n), drop what `replaces` replaces,
- * take deny-all (requests_per_unit: 0) limits out into banned[i]; *deny_all
- * when the whole request must be denied (then decide it as a peek). */
-int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
-                      const struct sl_limit **banned, bool *deny_all);
-/* After deciding: report the deny-all limits and, with deny_all, the
- * request as denied holding nothing. */
-void sl__rules_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
-                      struct sl_result *res);
-
-char *sl__strdup(const char *s);
-char *sl__strndup(const char *s, size_t n);
 
 #endif /* SL_RULES_INT_H */

@@ -1,4 +1,4 @@
-"""test_daemon_redis.py - sluiced with `store.type: redis` (issue 7), end to end.
+"""test_daemon_redis.py - sluiced with `store.type: redis` , end to end.
 
 Real processes only: a redis-server and one or two sluiced started here on
 free loopback ports (killed by PID at the end), driven with redis-py over
@@ -13,7 +13,7 @@ RESP. What it shows:
     and a check costs exactly one script call (INFO commandstats).
 
 tests/redis/CMakeLists.txt registers it only when sluiced's configuration
-knows the Redis store (server/config.c calls sl__redis_config_set). It does
+knows the Redis store (server/core/config.c calls sl__redis_config_set). It does
 not compare decisions field by field with the memory store (the C tests
 do) and does not test the HTTP or gRPC protocols.
 """

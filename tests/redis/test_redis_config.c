@@ -1,6 +1,6 @@
 /*
  * test_redis_config.c - the Redis store's configuration keys
- * (store/redis_config.c): every key sets its field, bad values are refused
+ * (store/redis/redis_config.c): every key sets its field, bad values are refused
  * with a sentence saying what to fix, unknown keys are left to the caller
  * (SL_ENOENT), per-domain policies accumulate up to their cap.
  *
@@ -75,7 +75,7 @@ static void test_every_key_sets_its_field(void **state)
     assert_int_equal(c.n_domains, 1);
     assert_string_equal(c.domains[0].domain, "api.example");
     assert_int_equal(c.domains[0].policy, SL__POLICY_ALLOW);
-    /* Redis Cluster and rules across nodes (issue 8) */
+    /* Redis Cluster and rules across nodes */
     assert_false(c.cluster);
     set_ok(&c, "store.redis.cluster", "true");
     set_ok(&c, "store.redis.nodes", "10.0.0.5:7000,redis-b:7001,[::1]:7002");

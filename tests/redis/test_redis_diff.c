@@ -1,5 +1,5 @@
 /*
- * test_redis_diff.c - the differential test of issue 7: every algorithm's
+ * test_redis_diff.c - the differential test of the Redis store: every algorithm's
  * reference traces and random traces (whole-us times, costs below 2^31,
  * random parameters) decided through the memory store
  * (sl_limiter_check_matched) and through the script store/lua/NN_*.lua on a real
@@ -399,7 +399,7 @@ static void burst_then_spread(const struct sl_limit *l, int64_t gap_ns)
 static void test_reference_traces(void **state)
 {
     struct sl_limit l;
-    /* Guava SmoothWarmingUp, 2 per 1 s, warmup 4 s (CONTRACTS C3): allowed
+    /* Guava SmoothWarmingUp, 2 per 1 s, warmup 4 s (docs/contracts.md §Algorithms): allowed
      * at these times; 1 ms earlier denied. */
     static const int64_t guava_ms[] = {0, 1375, 2500, 3375, 4000, 4500, 5000, 5500};
     struct step s[16];
@@ -646,7 +646,7 @@ static void test_random_concurrency(void **st)
 
 /* Two or three descriptors, each with one to three limits of random
  * algorithms, sometimes the same limit on the same key twice (merged),
- * sometimes shadow: all-or-nothing and C2 reporting must agree. */
+ * sometimes shadow: all-or-nothing and contracts §Decisions reporting must agree. */
 static void test_many_limits(void **state)
 {
     (void)state;
@@ -675,9 +675,9 @@ static void test_many_limits(void **state)
         for (size_t step = 0; step < 40; step++) {
             /* Time only moves forward here: with several keys, the memory
              * table may forget a drained key while inserting another (and
-             * recreate it later), which moves the C1 clamp of a clock that
+             * recreate it later), which moves the contracts §Time clamp of a clock that
              * steps back; Redis keeps a whole state for the expiry slack.
-             * Both obey C1; the single-limit traces (one key per table,
+             * Both obey contracts §Time; the single-limit traces (one key per table,
              * nothing forgotten) keep their steps back. */
             int64_t dt = rand_dt(&l[0]);
             now += dt > 0 ? dt : 0;
@@ -745,7 +745,7 @@ static void test_refusals(void **state)
     finish(&l);
     trace_no++;
     match_init(&m, &pl, 1);
-    check_init(&c, &m, 1, T0_NS, UINT64_C(1) << 31); /* C1: costs >= 2^31 refused */
+    check_init(&c, &m, 1, T0_NS, UINT64_C(1) << 31); /* contracts §Time: costs >= 2^31 refused */
     assert_int_equal(redis_check(SL__REDIS_CHECK, &c.req, &m, 1, &res), SL_ERANGE);
     check_init(&c, &m, 1, T0_NS, (UINT64_C(1) << 31) - 1);
     assert_int_equal(redis_check(SL__REDIS_CHECK, &c.req, &m, 1, &res), SL_OK);

@@ -1,9 +1,9 @@
 /*
- * test_redis_store.c - the asynchronous Redis store (store/redis.c) against
+ * test_redis_store.c - the asynchronous Redis store (store/redis/redis.c) against
  * real redis-server processes: exactly one EVALSHA per check and none for
  * an over-limit cache hit (INFO commandstats), every failure policy while
  * Redis is stopped with SIGSTOP (answered within 20x the timeout, the
- * bound issue 7 sets), recovery after SIGCONT, a kill and restart,
+ * bound the store promises), recovery after SIGCONT, a kill and restart,
  * NOSCRIPT after SCRIPT FLUSH, AUTH, reset and concurrency release.
  *
  * The loop is driven here (a ticking timer keeps it alive: the store's own

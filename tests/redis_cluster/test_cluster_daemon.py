@@ -1,4 +1,4 @@
-"""test_cluster_daemon.py - sluiced on a real Redis Cluster (issue 8), end to end.
+"""test_cluster_daemon.py - sluiced on a real Redis Cluster , end to end.
 
 Real processes only: a 3-master Redis Cluster started here on free loopback
 ports (redis-server --cluster-enabled, formed by redis-cli --cluster create;

@@ -1,5 +1,5 @@
 /*
- * test_cluster_map.c - the pure routing layer (store/redis_cluster.c): slot
+ * test_cluster_map.c - the pure routing layer (store/redis/redis_cluster.c): slot
  * maps from canned CLUSTER SLOTS replies (well-formed, "?" and empty hosts,
  * malformed ones that must leave the map alone), MOVED/ASK parsing of canned
  * and real replies, applying a MOVED, grouping descriptors by slot, and the

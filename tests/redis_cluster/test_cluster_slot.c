@@ -1,5 +1,5 @@
 /*
- * test_cluster_slot.c - key slots (store/redis_slot.c) against a real
+ * test_cluster_slot.c - key slots (store/redis/redis_slot.c) against a real
  * 3-master Redis Cluster: CLUSTER KEYSLOT agrees with sl__redis_keyslot on
  * thousands of random keys (binary bytes, braces in every position), on the
  * hash-tag cases of the Redis Cluster specification, and on the keys the

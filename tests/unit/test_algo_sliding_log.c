@@ -6,7 +6,7 @@
  * millisecondsUntilAllowed for a blocked action, our retry_after agrees.
  * Also: the log_cap bound, huge costs, backward steps, 1 ns periods.
  *
- * Known difference, by contract (C2): rolling's actionsRemaining ignores
+ * Known difference, by contract (contracts §Decisions): rolling's actionsRemaining ignores
  * minDifference; our `remaining` is 0 while min_interval blocks, and a peek
  * reports requests still allowed now (rolling counts the peeked one).
  */

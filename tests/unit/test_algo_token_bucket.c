@@ -5,7 +5,7 @@
  * refill, exact fractional refill, the default burst, huge costs,
  * count_rejected debt, a clock stepping backwards.
  * Warm-up (Guava SmoothWarmingUp, coldFactor 3, tryAcquire(n, 0)): the
- * CONTRACTS C3 trace (2 per 1 s, warmup 4 s: allowed at 0, 1.375, 2.5,
+ * docs/contracts.md §Algorithms trace (2 per 1 s, warmup 4 s: allowed at 0, 1.375, 2.5,
  * 3.375, 4.0, 4.5, 5.0, 5.5 s; each 1 ms earlier denied), cooling down
  * again after idling, pay-later for big costs (never -1), count_rejected.
  *
@@ -33,7 +33,7 @@ static struct sl_limit guava_2_per_s_warmup_4s(void)
     return l;
 }
 
-/* CONTRACTS C3 / Guava: each allowed time, and 1 ms before it a denial that
+/* docs/contracts.md §Algorithms / Guava: each allowed time, and 1 ms before it a denial that
  * says to come back in 1 ms. reset is when the limiter is fully cold again:
  * the next free time plus 0.5 s per missing stored permit (of 8). */
 static void guava_warmup_trace(void **unused)

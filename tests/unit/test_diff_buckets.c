@@ -241,7 +241,7 @@ struct model {
 };
 
 /* What every duration state saturates at: INT64_MAX ns, or more if the
- * limit's own capacity is longer (a model of C1's "saturate, never wrap"). */
+ * limit's own capacity is longer (a model of contracts §Time's "saturate, never wrap"). */
 static struct q horizon(struct q full)
 {
     return qmax(qi(INT64_MAX), full);

@@ -1,8 +1,8 @@
 /*
  * test_limiter.c - sl_limiter_check_matched and sl_limiter_release over
  * hand-built matches: all-or-nothing across limits and descriptors (no
- * counter pollution, envoyproxy/ratelimit#1060), reporting per CONTRACTS C2,
- * state kept or restarted across a limit change (C4), caps, shadow limits,
+ * counter pollution, envoyproxy/ratelimit#1060), reporting per docs/contracts.md §Decisions,
+ * state kept or restarted across a limit change (contracts §Rules), caps, shadow limits,
  * peeks, per-descriptor costs, count_rejected, leases and a full table.
  *
  * Rule matching is not exercised here (lib/rules' tests do that through
@@ -195,7 +195,7 @@ static void test_delay_is_longest(void **st)
     sl_limiter_free(lim);
 }
 
-/* C4: an unchanged limit (even a new struct, renamed) keeps its state; a
+/* contracts §Rules: an unchanged limit (even a new struct, renamed) keeps its state; a
  * changed one starts fresh. */
 static void test_limit_change_restarts_state(void **st)
 {

@@ -1,0 +1,67 @@
+/*
+ * sluice_int.h - the few internals of libsluice that the layers built on it
+ * need, and nothing more (internal; not installed).
+ *
+ * The library's private folder (lib/) is visible to lib/ alone. A store
+ * that decides elsewhere than the library's table (the Redis store) must
+ * still resolve a request exactly as sl_limiter_check() does and report a
+ * descriptor's status exactly as the memory store does, and the rules
+ * database stores one domain per row: those are the functions below. The
+ * saturating arithmetic they share is in sluice_sat.h beside this file.
+ *
+ * Rules for this header: a function goes here only when a second layer
+ * needs it and copying it would let the two drift; every one is pure and
+ * takes its time from the caller, like the rest of the library.
+ */
+#ifndef SL_SLUICE_INT_H
+#define SL_SLUICE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+/* ----------------------------------------------------------- resolution */
+
+/* The resolution sl_limiter_check() makes before it decides, shared with
+ * the stores that decide elsewhere: match every descriptor of `req` into
+ * m[0..n), drop what `replaces` replaces, take deny-all
+ * (requests_per_unit: 0) limits out into banned[i]; *deny_all when the
+ * whole request must be denied (then decide it as a peek). */
+int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
+                      const struct sl_limit **banned, bool *deny_all);
+/* After deciding: report the deny-all limits and, with deny_all, the
+ * request as denied holding nothing. */
+void sl__rules_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
+                      struct sl_result *res);
+
+/* ------------------------------------------------------------ reporting */
+
+/* The decision `d` of limit `l` as reported: a shadow limit never denies or
+ * delays (it is counted and shown, and *shadow_denied is set when it would
+ * have denied). */
+struct sl_decision sl__report_shadow(struct sl_decision d, const struct sl_limit *l,
+                                     bool *shadow_denied);
+
+/* Does (a, la) rank above the current pick (b, lb) for a descriptor's
+ * status? Deny (the longest retry; -1, never, is the longest) > delay (the
+ * longest) > the lowest remaining (tie: the longer period). */
+bool sl__report_ranks_above(const struct sl_decision *a, const struct sl_limit *la,
+                            const struct sl_decision *b, const struct sl_limit *lb);
+
+/* ------------------------------------------------------ rules builders */
+
+/* The names of the domains a builder holds so far (for the rules database,
+ * which stores one domain per row). Returns how many there are; fills at
+ * most `max` borrowed names. */
+size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, size_t max);
+/* Record one more diagnostic in a builder (its build then fails). */
+void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
+                            const char *msg);
+
+/* A copy of s (or of its first n bytes) from malloc; NULL when out of memory. */
+char *sl__strdup(const char *s);
+char *sl__strndup(const char *s, size_t n);
+
+#endif /* SL_SLUICE_INT_H */

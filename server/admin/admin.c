@@ -1,0 +1,43 @@
+/*
+ * admin.c - the admin room's route table and its JSON answers. The
+ * endpoints themselves are in admin_rules.c, admin_config.c and
+ * admin_ks.c; the router and the gate are the HTTP room's.
+ */
+#include <string.h>
+
+#include <http_parser.h>
+
+#include "admin.h"
+
+const struct sl__http_route sl__admin_routes[] = {
+    {HTTP_GET, "/v1/config", sl__admin_config, false, true},
+    {HTTP_GET, "/v1/killswitch", sl__admin_ks_list, false, true},
+    {HTTP_PUT, "/v1/killswitch", sl__admin_ks_set, false, true},
+    {HTTP_GET, "/v1/rules", sl__admin_rules_list, false, true},
+    {HTTP_POST, "/v1/rules", sl__admin_rules_add, false, true},
+    {HTTP_PUT, "/v1/rules/", sl__admin_rules_put, true, true},
+    {HTTP_DELETE, "/v1/rules/", sl__admin_rules_delete, true, true},
+    {0, NULL, NULL, false, false},
+};
+
+void sl__admin_send_json(struct sl__conn *c, int64_t slot, bool keep_alive, int status, cJSON *doc)
+{
+    static const char oom[] = "{\"error\":\"out of memory\"}";
+    char *text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
+
+    if (text == NULL)
+        sl__h1_respond(c, slot, keep_alive, 500, NULL, 0, oom, sizeof(oom) - 1);
+    else
+        sl__h1_respond(c, slot, keep_alive, status, NULL, 0, text, strlen(text));
+    cJSON_free(text);
+    cJSON_Delete(doc);
+}
+
+void sl__admin_send_error(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
+                          const char *why)
+{
+    cJSON *doc = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(doc, "error", why);
+    sl__admin_send_json(c, slot, keep_alive, status, doc);
+}

@@ -1,0 +1,90 @@
+/*
+ * config-t.h - the types of sluiced's configuration (internal).
+ *
+ * One struct holds everything `sluiced -c FILE` can set but the stores' own
+ * keys (an opaque sl__store_config, owned by the store layer); defaults come
+ * from the key table in config.c through sl__config_init(), and every field
+ * says its unit. Strings are owned by the struct and freed by
+ * sl__config_free().
+ */
+#ifndef SL_SERVER_CONFIG_T_H
+#define SL_SERVER_CONFIG_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+struct sl__store_config;
+
+#define SL__MAX_LISTENERS  8
+#define SL__MAX_RULE_FILES 64
+
+/* Rate-limit header families, OR-ed into http_headers (http.headers). */
+enum sl__hdr_family {
+    SL__HDR_IETF = 1u << 0,        /* RateLimit-Policy and RateLimit */
+    SL__HDR_X = 1u << 1,           /* X-RateLimit-Limit/Remaining/Reset */
+    SL__HDR_RETRY_AFTER = 1u << 2, /* Retry-After on a denial */
+    SL__HDR_ALL = SL__HDR_IETF | SL__HDR_X | SL__HDR_RETRY_AFTER,
+};
+
+enum sl__log_level {
+    SL__LOG_ERROR = 0,
+    SL__LOG_WARN = 1,
+    SL__LOG_INFO = 2,
+    SL__LOG_DEBUG = 3,
+};
+
+struct sl__listener {
+    char address[64]; /* numeric IPv4 or IPv6 address */
+    uint16_t port;    /* 0: the kernel picks one (printed at start) */
+    unsigned protos;  /* enum sl__proto_bit set */
+    bool admin;       /* `admin: true`: the listener for the admin endpoints */
+    /* Computed by sl__config_finish(): this listener serves the admin
+     * endpoints (it is the admin listener, or none is configured and this
+     * one is on a loopback address). */
+    bool admin_paths;
+    /* copied from the server limits so a connection needs only its listener */
+    size_t max_frame_bytes;
+};
+
+struct sl__config {
+    char *path; /* the file it was read from, NULL for defaults */
+
+    struct sl__listener listeners[SL__MAX_LISTENERS];
+    size_t n_listeners;
+    unsigned workers; /* 0: one per core */
+
+    char *rules_files[SL__MAX_RULE_FILES]; /* resolved against the config dir */
+    size_t n_rules_files;
+    char *rules_db; /* SQLite rules database, NULL: none */
+    bool rules_watch;
+    int64_t rules_debounce_ms;
+
+    size_t store_max_bytes; /* hard cap of the state table */
+    unsigned store_shards;  /* 0: the table's default */
+    enum sl_on_full store_on_full;
+    /* store.type and every store's own keys: opaque (store/include/store.h) */
+    struct sl__store_config *store;
+
+    unsigned max_connections;  /* over all workers */
+    size_t max_frame_bytes;    /* largest request/frame accepted */
+    int64_t idle_timeout_ms;   /* close a connection silent this long; 0 never */
+    int64_t read_timeout_ms;   /* close one stuck mid-frame this long; 0 never */
+    int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
+
+    enum sl__log_level log_level;
+
+    char *admin_token;           /* bearer token the admin endpoints require; NULL: none */
+    char *admin_token_file;      /* file the token was read from (resolved), NULL: none */
+    unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */
+    int64_t http_max_delay_ms;   /* /v1/auth holds a delayed reply up to this */
+    unsigned metrics_max_series; /* distinct request-derived label sets per worker */
+
+    /* From the command line, not the file. */
+    bool test_clock;
+    int64_t test_clock_start_ms;
+};
+
+#endif /* SL_SERVER_CONFIG_T_H */

@@ -1,0 +1,448 @@
+/*
+ * config.c - sluiced's YAML configuration: a table of keys (dotted paths)
+ * with their type, default and meaning, a walk over the YAML document that
+ * sets them, and the --help text made from the same table.
+ *
+ * It does not start anything and does not read rules files: it only records
+ * their paths (resolved against the configuration file's directory).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <yaml.h>
+
+#include "config.h"
+#include "keytab.h"
+#include "log.h"
+#include "proto.h"
+#include "store.h"
+#include "xalloc.h"
+
+static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
+static const char *const on_full_names[] = {"evict", "deny", NULL};
+
+#define F(member) SL__KF(struct sl__config, member)
+
+/* Every scalar key of the server core: its default is applied through the
+ * same parser as a file's value (sl__config_init), so the default written
+ * here is the one in force, the one --help prints and the one
+ * docs/configuration.md must show (a test compares them). */
+static const struct sl__key keys[] = {
+    {"workers", SL__K_UINT, F(workers), "0", "worker threads; 0 = one per core", .max = 1u << 24},
+    {"rules.database", SL__K_PATH, F(rules_db), NULL, "SQLite rules database to merge in"},
+    {"rules.watch", SL__K_BOOL, F(rules_watch), "true", "reload when a rules file changes"},
+    {"rules.debounce", SL__K_DUR_MS, F(rules_debounce_ms), "200ms",
+     "wait this long after a change before reloading"},
+    {"store.max_bytes", SL__K_SIZE, F(store_max_bytes), "64MiB",
+     "hard memory cap of the state table (k/KiB, M/MiB, G/GiB suffixes)"},
+    {"store.shards", SL__K_UINT, F(store_shards), "0",
+     "table shards (power of two); 0 = from the cap", .max = 1u << 24},
+    {"store.on_full", SL__K_CHOICE, F(store_on_full), "evict", "evict | deny new keys when full",
+     .choices = on_full_names},
+    {"server.max_connections", SL__K_UINT, F(max_connections), "10000",
+     "open connections, all workers", .max = 1u << 24},
+    {"server.max_frame_bytes", SL__K_SIZE, F(max_frame_bytes), "1MiB",
+     "largest request; a bigger one closes its connection"},
+    {"server.idle_timeout", SL__K_DUR_MS, F(idle_timeout_ms), "300s",
+     "close a silent connection after this; 0s = never"},
+    {"server.read_timeout", SL__K_DUR_MS, F(read_timeout_ms), "10s",
+     "close a connection stuck inside one request this long; 0s = never"},
+    {"server.shutdown_grace", SL__K_DUR_MS, F(shutdown_grace_ms), "5s",
+     "on SIGTERM, how long in-flight replies may take"},
+    {"log.level", SL__K_CHOICE, F(log_level), "info", "error | warn | info | debug",
+     .choices = level_names},
+    {"admin.token", SL__K_STR, F(admin_token), NULL,
+     "bearer token the admin endpoints require (Authorization: Bearer ...)"},
+    {"admin.token_file", SL__K_PATH, F(admin_token_file), NULL,
+     "read admin.token from this file (first line)"},
+    {"http.max_delay", SL__K_DUR_MS, F(http_max_delay_ms), "1s",
+     "GET /v1/auth holds a delayed answer up to this; longer delays are denials"},
+    {"metrics.max_series", SL__K_UINT, F(metrics_max_series), "1000",
+     "distinct (domain, limit) label sets per worker; more count as __overflow__", .min = 1,
+     .max = 1u << 24},
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+/* The mappings a configuration file may nest keys under (besides the
+ * stores' own sections, which the store layer names). */
+static const char *const sections[] = {"rules", "store", "server",  "log",
+                                       "admin", "http",  "metrics", NULL};
+
+static const struct {
+    const char *name;
+    unsigned bits;
+} families[] = {
+    {"ietf", SL__HDR_IETF},
+    {"x-ratelimit", SL__HDR_X},
+    {"retry-after", SL__HDR_RETRY_AFTER},
+    {"all", SL__HDR_ALL},
+    {"none", 0},
+};
+
+int sl__hdr_family_parse(const char *name, size_t len, unsigned *out)
+{
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        if (strlen(families[i].name) == len && memcmp(families[i].name, name, len) == 0) {
+            *out = families[i].bits;
+            return SL_OK;
+        }
+    }
+    return SL_EINVAL;
+}
+
+void sl__config_init(struct sl__config *c)
+{
+    memset(c, 0, sizeof(*c));
+    if (sl__keytab_defaults(keys, NKEYS, c) != 0 || sl__store_config_new(&c->store) != SL_OK)
+        abort(); /* a default that does not parse is a bug in the table; tests run this */
+    c->http_headers = SL__HDR_ALL;
+}
+
+void sl__config_free(struct sl__config *c)
+{
+    free(c->path);
+    sl__keytab_free(keys, NKEYS, c);
+    sl__store_config_free(c->store);
+    for (size_t i = 0; i < c->n_rules_files; i++)
+        free(c->rules_files[i]);
+    memset(c, 0, sizeof(*c));
+}
+
+/* A path from the file, resolved against the directory of the config. */
+static char *resolve(const struct sl__config *c, const char *p)
+{
+    const char *slash = c->path ? strrchr(c->path, '/') : NULL;
+    size_t dlen, plen = strlen(p);
+    char *out;
+
+    if (p[0] == '/' || slash == NULL)
+        return sl__xstrndup(p, plen);
+    dlen = (size_t)(slash - c->path) + 1;
+    out = sl__xrealloc(NULL, dlen + plen + 1);
+    memcpy(out, c->path, dlen);
+    memcpy(out + dlen, p, plen + 1);
+    return out;
+}
+
+struct ctx {
+    struct sl__config *c;
+    yaml_document_t *doc;
+    char *err;
+    size_t errlen;
+};
+
+static int fail(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    int k = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->c->path ? x->c->path : "(config)",
+                     n->start_mark.line + 1, n->start_mark.column + 1);
+    if (k < 0 || (size_t)k >= x->errlen)
+        return SL_EINVAL;
+    va_start(ap, fmt);
+    vsnprintf(x->err + k, x->errlen - (size_t)k, fmt, ap);
+    va_end(ap);
+    return SL_EINVAL;
+}
+
+static const char *scalar(const yaml_node_t *n)
+{
+    return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* The directory of the configuration file ("" when none): relative paths
+ * in it are resolved against it. */
+static void config_dir(const struct sl__config *c, char *dir, size_t cap)
+{
+    const char *slash = c->path ? strrchr(c->path, '/') : NULL;
+    size_t n = slash != NULL ? (size_t)(slash - c->path) : 0;
+
+    if (n >= cap)
+        n = 0;
+    memcpy(dir, c->path, n);
+    dir[n] = '\0';
+}
+
+/* One scalar: a key of the core's table or of a store. */
+static int set_scalar(struct ctx *x, const char *path, yaml_node_t *k, yaml_node_t *v)
+{
+    const struct sl__key *key = sl__keytab_find(keys, NKEYS, path);
+    const char *s = scalar(v);
+    char dir[4096], msg[512];
+    int rc;
+
+    if (key == NULL && strncmp(path, "store.", 6) != 0)
+        return fail(x, k, "unknown key '%s' (sluiced --help lists them)", path);
+    if (s == NULL)
+        return fail(x, v, "%s must be a scalar", path);
+    config_dir(x->c, dir, sizeof(dir));
+    if (key != NULL)
+        rc = sl__keytab_set(key, x->c, s, dir, msg, sizeof(msg)) == 0 ? SL_OK : SL_EINVAL;
+    else
+        rc = sl__store_config_set(x->c->store, path, s, dir, msg, sizeof(msg));
+    if (rc == SL_ENOENT)
+        return fail(x, k, "unknown key '%s' (sluiced --help lists them)", path);
+    if (rc != SL_OK)
+        return fail(x, v, "%s", msg);
+    return 0;
+}
+
+static bool is_section(const char *path)
+{
+    for (size_t i = 0; sections[i] != NULL; i++)
+        if (strcmp(sections[i], path) == 0)
+            return true;
+    return sl__store_config_is_section(path);
+}
+
+static int load_protocols(struct ctx *x, struct sl__listener *l, yaml_node_t *v)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(x, v, "protocols must be a list, e.g. [resp]");
+    l->protos = 0;
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++) {
+        yaml_node_t *n = yaml_document_get_node(x->doc, *it);
+        const char *s = scalar(n);
+        const struct sl__proto *p = s ? sl__proto_find(s, strlen(s)) : NULL;
+        if (p == NULL) {
+            char names[128];
+            sl__proto_names(sl__proto_all(), names, sizeof(names));
+            return fail(x, n, "unknown protocol '%s'; this build speaks %s", s ? s : "?", names);
+        }
+        l->protos |= sl__proto_bit(p);
+    }
+    if (l->protos == 0)
+        return fail(x, v, "a listener needs at least one protocol");
+    return 0;
+}
+
+static int load_listener(struct ctx *x, yaml_node_t *m)
+{
+    struct sl__listener *l;
+    uint64_t port;
+
+    if (m->type != YAML_MAPPING_NODE)
+        return fail(x, m, "a listener is a mapping: {address, port, protocols}");
+    if (x->c->n_listeners == SL__MAX_LISTENERS)
+        return fail(x, m, "at most %d listeners", SL__MAX_LISTENERS);
+    l = &x->c->listeners[x->c->n_listeners++];
+    memcpy(l->address, "127.0.0.1", 10);
+    l->port = 6390;
+    l->protos = sl__proto_all();
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
+        const char *ks = scalar(k), *vs = scalar(v);
+        if (ks && strcmp(ks, "address") == 0) {
+            if (vs == NULL || strlen(vs) >= sizeof(l->address))
+                return fail(x, v, "address must be a numeric IP address");
+            memcpy(l->address, vs, strlen(vs) + 1);
+        } else if (ks && strcmp(ks, "port") == 0) {
+            if (sl__keytab_parse_u64(vs, 65535, &port) != 0)
+                return fail(x, v, "port must be 0..65535 (0: any free port)");
+            l->port = (uint16_t)port;
+        } else if (ks && strcmp(ks, "protocols") == 0) {
+            if (load_protocols(x, l, v) != 0)
+                return SL_EINVAL;
+        } else if (ks && strcmp(ks, "admin") == 0) {
+            if (vs == NULL || (strcmp(vs, "true") != 0 && strcmp(vs, "false") != 0))
+                return fail(x, v, "admin must be true or false");
+            l->admin = vs[0] == 't';
+        } else {
+            return fail(x, k, "unknown listener key '%s' (address, port, protocols, admin)",
+                        ks ? ks : "?");
+        }
+    }
+    return 0;
+}
+
+static int load_seq(struct ctx *x, yaml_node_t *v, const char *what,
+                    int (*one)(struct ctx *, yaml_node_t *))
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(x, v, "%s must be a list", what);
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
+        if (one(x, yaml_document_get_node(x->doc, *it)) != 0)
+            return SL_EINVAL;
+    return 0;
+}
+
+static int load_rules_file(struct ctx *x, yaml_node_t *n)
+{
+    const char *s = scalar(n);
+
+    if (s == NULL || *s == '\0')
+        return fail(x, n, "rules.files holds file paths");
+    if (x->c->n_rules_files == SL__MAX_RULE_FILES)
+        return fail(x, n, "at most %d rules files", SL__MAX_RULE_FILES);
+    x->c->rules_files[x->c->n_rules_files++] = resolve(x->c, s);
+    return 0;
+}
+
+/* http.headers: a list of family names (ietf, x-ratelimit, retry-after,
+ * all, none); [] sends none. */
+static int load_headers(struct ctx *x, yaml_node_t *v)
+{
+    unsigned mask = 0, bits;
+
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(x, v, "http.headers must be a list, e.g. [ietf, x-ratelimit, retry-after]");
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++) {
+        yaml_node_t *n = yaml_document_get_node(x->doc, *it);
+        const char *s = scalar(n);
+        if (s == NULL || sl__hdr_family_parse(s, strlen(s), &bits) != SL_OK)
+            return fail(x, n,
+                        "http.headers: unknown family '%s' (ietf, x-ratelimit, retry-after, "
+                        "all, none)",
+                        s ? s : "?");
+        mask |= bits;
+    }
+    x->c->http_headers = mask;
+    return 0;
+}
+
+static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
+{
+    if (m->type != YAML_MAPPING_NODE)
+        return fail(x, m, "expected a mapping%s%s", *prefix ? " under " : "", prefix);
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
+        const char *ks = scalar(k);
+        char path[128];
+        int r;
+
+        if (ks == NULL)
+            return fail(x, k, "keys are plain words");
+        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", ks);
+        if (strcmp(path, "listeners") == 0)
+            r = load_seq(x, v, "listeners", load_listener);
+        else if (strcmp(path, "rules.files") == 0)
+            r = load_seq(x, v, "rules.files", load_rules_file);
+        else if (strcmp(path, "http.headers") == 0)
+            r = load_headers(x, v);
+        else if (v->type == YAML_MAPPING_NODE && is_section(path))
+            r = load_map(x, v, path);
+        else
+            r = set_scalar(x, path, k, v);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+static bool is_loopback(const char *a)
+{
+    return strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0;
+}
+
+void sl__config_finish(struct sl__config *c)
+{
+    bool any_admin = false;
+
+    if (c->n_listeners == 0) {
+        c->n_listeners = 1;
+        memcpy(c->listeners[0].address, "127.0.0.1", 10);
+        c->listeners[0].port = 6390;
+        c->listeners[0].protos = sl__proto_all();
+    }
+    for (size_t i = 0; i < c->n_listeners; i++)
+        any_admin = any_admin || c->listeners[i].admin;
+    for (size_t i = 0; i < c->n_listeners; i++) {
+        struct sl__listener *l = &c->listeners[i];
+        l->max_frame_bytes = c->max_frame_bytes;
+        l->admin_paths = any_admin ? l->admin : is_loopback(l->address);
+    }
+}
+
+/* admin.token_file: its first line is the token. */
+static int read_token_file(struct sl__config *c, char *err, size_t errlen)
+{
+    char line[512];
+    FILE *f = fopen(c->admin_token_file, "rb");
+    size_t n;
+
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: admin.token_file: cannot open: %s", c->admin_token_file,
+                 strerror(errno));
+        return SL_EINVAL;
+    }
+    n = fgets(line, sizeof(line), f) != NULL ? strcspn(line, "\r\n") : 0;
+    fclose(f);
+    if (n == 0) {
+        snprintf(err, errlen, "%s: admin.token_file: the first line is empty", c->admin_token_file);
+        return SL_EINVAL;
+    }
+    free(c->admin_token);
+    c->admin_token = sl__xstrndup(line, n);
+    return SL_OK;
+}
+
+int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    FILE *f;
+    int r = SL_OK;
+
+    free(c->path);
+    c->path = sl__xstrndup(path, strlen(path));
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return SL_EINVAL;
+    }
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, f);
+    if (!yaml_parser_load(&parser, &doc)) {
+        snprintf(err, errlen, "%s:%zu:%zu: %s", path, parser.problem_mark.line + 1,
+                 parser.problem_mark.column + 1, parser.problem ? parser.problem : "bad YAML");
+        yaml_parser_delete(&parser);
+        fclose(f);
+        return SL_EPARSE;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (root != NULL) {
+        struct ctx x = {c, &doc, err, errlen};
+        r = load_map(&x, root, "");
+    }
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    fclose(f);
+    sl__config_finish(c);
+    if (r == SL_OK)
+        r = sl__store_config_check(c->store, err, errlen);
+    if (r == SL_OK && c->admin_token_file != NULL)
+        r = read_token_file(c, err, errlen);
+    if (r == SL_OK && c->admin_token != NULL && c->admin_token[0] == '\0') {
+        snprintf(err, errlen, "%s: admin.token must not be empty", path);
+        r = SL_EINVAL;
+    }
+    return r;
+}
+
+void sl__config_help(FILE *f)
+{
+    fprintf(f,
+            "configuration keys (YAML; nested mappings, e.g. server: {max_connections: 100}):\n");
+    sl__keytab_help_line(f, "listeners", "(below)", "list of {address, port, protocols, admin}");
+    sl__keytab_help_line(f, "", "", "default: [{address: 127.0.0.1, port: 6390}], every protocol");
+    sl__keytab_help_line(f, "", "",
+                         "a listener with admin: true serves the admin endpoints (rules, keys,");
+    sl__keytab_help_line(f, "", "",
+                         "config, debug, killswitch), others answer them 404; with none, loopback");
+    sl__keytab_help_line(f, "", "", "listeners do");
+    sl__keytab_help_line(f, "rules.files", "[]", "rules YAML files (relative to the config)");
+    sl__keytab_help_line(f, "http.headers", "[all]",
+                         "rate-limit header families: ietf, x-ratelimit, retry-after, all, none");
+    sl__keytab_help(keys, NKEYS, f);
+    sl__store_config_help(f);
+}

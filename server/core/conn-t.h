@@ -1,0 +1,87 @@
+/*
+ * conn-t.h - the types of one client connection (internal).
+ *
+ * A connection owns its buffers, reused for its whole life: `in` holds the
+ * bytes read and not yet consumed by the protocol; `out` the replies ready
+ * to send; `inflight` the bytes libuv is writing (swapped with `out` when a
+ * write completes, so neither is touched while libuv reads it); `held` the
+ * replies that wait behind a reserved reply slot, and `slotdata` the
+ * replies of slots filled out of order. Nothing is allocated per request
+ * once the buffers have grown to the connection's working size.
+ */
+#ifndef SL_SERVER_CONN_T_H
+#define SL_SERVER_CONN_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config-t.h" /* struct sl__listener: protocols read c->ls->max_frame_bytes */
+
+struct sl__worker;
+struct sl__listener;
+struct sl__proto;
+
+/* A growable byte buffer; `p` is NULL until the first append. */
+struct sl__buf {
+    char *p;
+    size_t len; /* bytes used */
+    size_t cap; /* bytes allocated */
+};
+
+/* A place in the output stream reserved for a reply that comes later. */
+struct sl__slot {
+    size_t held_off; /* bytes of `held` written before this slot */
+    size_t data_off; /* filled out of order: the reply in `slotdata` */
+    size_t data_len;
+    bool filled;
+};
+
+/* Reply slots a connection may have reserved at once; beyond this the
+ * protocol stops consuming (sl__conn_slot_reserve fails) until some fill. */
+#define SL__CONN_MAX_SLOTS 256u
+
+enum sl__conn_flag {
+    SL__CONN_CLOSING = 1u << 0,     /* close once `out` is flushed */
+    SL__CONN_PAUSED = 1u << 1,      /* reading stopped for back-pressure */
+    SL__CONN_HANDLE_GONE = 1u << 2, /* uv_close() finished */
+    SL__CONN_PEER_GONE = 1u << 3,   /* EOF or error: nothing more to send */
+    SL__CONN_IN_READ = 1u << 4,     /* inside the protocol's on_read */
+    SL__CONN_EOF = 1u << 5,         /* the peer half-closed: it sends nothing more */
+    SL__CONN_LINGER = 1u << 6,      /* shut down for writing, draining input */
+};
+
+/* A closing connection with its read side open drains input this long
+ * after shutdown(SHUT_WR) before it closes (see conn.c: lingering close). */
+#define SL__CONN_LINGER_MS 2000
+
+struct sl__conn {
+    uv_tcp_t tcp; /* tcp.data points back here */
+    struct sl__worker *w;
+    const struct sl__listener *ls;
+    const struct sl__proto *proto; /* NULL until sniffed */
+    void *proto_state;             /* the protocol's, freed in on_close */
+
+    struct sl__buf in, out, inflight, held, slotdata;
+    struct sl__slot *slots; /* ring of SL__CONN_MAX_SLOTS, allocated lazily */
+    unsigned slot_head;     /* oldest reserved slot */
+    unsigned slot_n;        /* slots reserved and not yet released */
+    uint64_t slot_seq;      /* id of the next slot to reserve */
+    size_t held_done;       /* bytes of `held` already moved to `out` */
+    void *ops;              /* the protocol's operations, one per slot (sl__conn_op_reserve) */
+    size_t op_size;         /* bytes per operation in `ops` */
+
+    uv_write_t wreq;
+    uv_shutdown_t sreq;      /* the lingering close's shutdown(SHUT_WR) */
+    int64_t linger_until_ms; /* loop time a lingering close gives up draining */
+    bool writing;
+    unsigned flags;           /* enum sl__conn_flag */
+    int64_t last_read_ms;     /* loop time of the last read */
+    int64_t partial_since_ms; /* loop time an incomplete frame began, -1 none */
+
+    struct sl__conn *prev, *next; /* the worker's list */
+};
+
+#endif /* SL_SERVER_CONN_T_H */

@@ -1,0 +1,457 @@
+/*
+ * conn.c - one client connection: reading into a reused buffer, sniffing
+ * the protocol, handing whole frames to it, and writing replies in request
+ * order, including replies that arrive later through reserved slots.
+ *
+ * Closing a connection that still sends (a refused request with its body
+ * unread, say) lingers, as nginx's lingering_close does: close() with unread
+ * input makes the kernel send RST, which can destroy the answer just written
+ * (the 400 or 431 the client should read). So the connection is shut down
+ * for writing once its output is flushed, its input is read and discarded
+ * until EOF or SL__CONN_LINGER_MS (checked by the worker's sweep), and only
+ * then closed.
+ *
+ * It does not parse any protocol and does not decide anything; see
+ * proto-t.h for the contract with protocols and conn-t.h for the buffers.
+ */
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "log.h"
+#include "metrics.h"
+#include "proto.h"
+#include "server-t.h"
+#include "worker-t.h"
+#include "xalloc.h"
+
+/* Read at least this much per call. */
+#define READ_CHUNK 16384
+/* Stop reading while this much output waits for a slow reader. */
+#define OUT_HIGH (4u << 20)
+
+static void process(struct sl__conn *c);
+static void flush(struct sl__conn *c);
+static void maybe_free(struct sl__conn *c);
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+void sl__buf_append(struct sl__buf *b, const void *p, size_t len)
+{
+    if (len == 0)
+        return;
+    if (b->cap - b->len < len) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap - b->len < len)
+            cap *= 2;
+        b->p = sl__xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, len);
+    b->len += len;
+}
+
+void sl__buf_free(struct sl__buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+static int64_t now_ms(struct sl__conn *c)
+{
+    return (int64_t)uv_now(c->tcp.loop);
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+static void on_closed(uv_handle_t *h)
+{
+    struct sl__conn *c = h->data;
+    c->flags |= SL__CONN_HANDLE_GONE;
+    maybe_free(c);
+}
+
+/* Free once the handle is closed and no reply slot is outstanding (a store
+ * callback may still fill one). */
+static void maybe_free(struct sl__conn *c)
+{
+    struct sl__worker *w = c->w;
+
+    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0)
+        return;
+    if (c->proto && c->proto->on_close)
+        c->proto->on_close(c);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    w->n_conns--;
+    atomic_fetch_sub(&w->srv->n_conns, 1);
+    if (w->srv->metrics != NULL)
+        sl__metrics_connection(w->srv->metrics, w->id, -1);
+    sl__buf_free(&c->in);
+    sl__buf_free(&c->out);
+    sl__buf_free(&c->inflight);
+    sl__buf_free(&c->held);
+    sl__buf_free(&c->slotdata);
+    free(c->slots);
+    free(c->ops);
+    free(c);
+}
+
+static void close_handle(struct sl__conn *c)
+{
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    struct sl__conn *c = req->data;
+
+    if (status < 0 || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        close_handle(c);
+}
+
+/* Output flushed: close, or first linger if the peer may still be sending
+ * (closing with unread input would reset the connection). */
+static void finish_close(struct sl__conn *c)
+{
+    if ((c->flags & (SL__CONN_PEER_GONE | SL__CONN_EOF | SL__CONN_LINGER)) || c->w->stopping ||
+        uv_is_closing((uv_handle_t *)&c->tcp)) {
+        if (!(c->flags & SL__CONN_LINGER))
+            close_handle(c);
+        return;
+    }
+    c->flags |= SL__CONN_LINGER;
+    c->linger_until_ms = now_ms(c) + SL__CONN_LINGER_MS;
+    c->sreq.data = c;
+    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+        close_handle(c);
+}
+
+void sl__conn_abort(struct sl__conn *c)
+{
+    c->flags |= SL__CONN_CLOSING | SL__CONN_PEER_GONE;
+    close_handle(c);
+}
+
+void sl__conn_close(struct sl__conn *c)
+{
+    if (!(c->flags & SL__CONN_CLOSING))
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    c->flags |= SL__CONN_CLOSING;
+    flush(c);
+}
+
+/* ------------------------------------------------------------- writing */
+
+static void on_written(uv_write_t *req, int status)
+{
+    struct sl__conn *c = req->data;
+
+    c->writing = false;
+    c->inflight.len = 0;
+    if (status < 0) {
+        sl__dbg("conn: write failed: %s", uv_strerror(status));
+        sl__conn_abort(c);
+        return;
+    }
+    if ((c->flags & SL__CONN_PAUSED) && c->out.len < OUT_HIGH / 2 &&
+        !(c->flags & SL__CONN_CLOSING)) {
+        c->flags &= ~SL__CONN_PAUSED;
+        process(c); /* frames may be waiting in `in` */
+        if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING)) &&
+            uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+            sl__conn_abort(c);
+            return;
+        }
+    }
+    flush(c);
+}
+
+static void flush(struct sl__conn *c)
+{
+    if (c->flags & SL__CONN_PEER_GONE) {
+        c->out.len = 0;
+        return;
+    }
+    if (!c->writing && c->out.len > 0) {
+        /* Most replies fit the socket buffer: try the syscall directly. */
+        uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n > 0) {
+            memmove(c->out.p, c->out.p + n, c->out.len - (size_t)n);
+            c->out.len -= (size_t)n;
+        } else if (n < 0 && n != UV_EAGAIN) {
+            sl__conn_abort(c);
+            return;
+        }
+        if (c->out.len > 0) {
+            struct sl__buf t = c->inflight;
+            c->inflight = c->out;
+            c->out = t;
+            c->out.len = 0;
+            b = uv_buf_init(c->inflight.p, (unsigned)c->inflight.len);
+            c->wreq.data = c;
+            c->writing = true;
+            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0) {
+                c->writing = false;
+                sl__conn_abort(c);
+                return;
+            }
+        }
+    }
+    if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0)
+        finish_close(c);
+}
+
+void sl__conn_write(struct sl__conn *c, const void *buf, size_t len)
+{
+    if (c->flags & SL__CONN_PEER_GONE)
+        return;
+    sl__buf_append(c->slot_n ? &c->held : &c->out, buf, len);
+}
+
+static struct sl__slot *slot_at(struct sl__conn *c, uint64_t id)
+{
+    return &c->slots[id % SL__CONN_MAX_SLOTS];
+}
+
+void *sl__conn_op_reserve(struct sl__conn *c, size_t op_size, int64_t *slot)
+{
+    assert(c->op_size == 0 || c->op_size == op_size); /* one protocol, one op type */
+    *slot = sl__conn_slot_reserve(c);
+    if (*slot < 0)
+        return NULL;
+    if (c->ops == NULL) {
+        c->ops = sl__xzalloc(SL__CONN_MAX_SLOTS * op_size);
+        c->op_size = op_size;
+    }
+    return (char *)c->ops + (uint64_t)*slot % SL__CONN_MAX_SLOTS * op_size;
+}
+
+int64_t sl__conn_slot_reserve(struct sl__conn *c)
+{
+    struct sl__slot *s;
+
+    if (c->slot_n == SL__CONN_MAX_SLOTS)
+        return -1;
+    if (c->slots == NULL)
+        c->slots = sl__xzalloc(SL__CONN_MAX_SLOTS * sizeof(*c->slots));
+    s = slot_at(c, c->slot_seq);
+    s->held_off = c->held.len;
+    s->filled = false;
+    c->slot_n++;
+    return (int64_t)c->slot_seq++;
+}
+
+/* Move held bytes up to `off` into `out`. */
+static void release_held(struct sl__conn *c, size_t off)
+{
+    assert(off >= c->held_done && off <= c->held.len);
+    if (off > c->held_done && !(c->flags & SL__CONN_PEER_GONE)) /* held.p may be NULL */
+        sl__buf_append(&c->out, c->held.p + c->held_done, off - c->held_done);
+    c->held_done = off;
+}
+
+void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t len)
+{
+    uint64_t head = c->slot_seq - c->slot_n;
+    struct sl__slot *s;
+
+    assert(id >= 0 && (uint64_t)id >= head && (uint64_t)id < c->slot_seq);
+    s = slot_at(c, (uint64_t)id);
+    if ((uint64_t)id != head) {
+        s->data_off = c->slotdata.len;
+        s->data_len = len;
+        s->filled = true;
+        sl__buf_append(&c->slotdata, buf, len);
+        return;
+    }
+    release_held(c, s->held_off);
+    if (!(c->flags & SL__CONN_PEER_GONE))
+        sl__buf_append(&c->out, buf, len);
+    c->slot_n--;
+    while (c->slot_n > 0) {
+        s = slot_at(c, c->slot_seq - c->slot_n);
+        release_held(c, s->held_off);
+        if (!s->filled)
+            break;
+        if (!(c->flags & SL__CONN_PEER_GONE))
+            sl__buf_append(&c->out, c->slotdata.p + s->data_off, s->data_len);
+        c->slot_n--;
+    }
+    if (c->slot_n == 0) {
+        release_held(c, c->held.len);
+        c->held.len = c->held_done = 0;
+        c->slotdata.len = 0;
+    }
+    if (c->flags & SL__CONN_HANDLE_GONE) {
+        maybe_free(c);
+        return;
+    }
+    if (c->flags & SL__CONN_IN_READ)
+        return; /* flushed when on_read returns */
+    /* A protocol that ran out of slots left whole frames in `in`. */
+    if (c->in.len > 0 && !(c->flags & SL__CONN_PAUSED))
+        process(c);
+    if (!(c->flags & SL__CONN_PAUSED))
+        flush(c);
+}
+
+/* ------------------------------------------------------------- reading */
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    struct sl__conn *c = h->data;
+
+    if (c->in.cap - c->in.len < READ_CHUNK) {
+        size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK;
+        while (cap - c->in.len < READ_CHUNK)
+            cap *= 2;
+        c->in.p = sl__xrealloc(c->in.p, cap);
+        c->in.cap = cap;
+    }
+    *buf = uv_buf_init(c->in.p + c->in.len, (unsigned)(c->in.cap - c->in.len));
+}
+
+/* Pick the protocol from the first bytes; false if the connection closed. */
+static bool sniff(struct sl__conn *c)
+{
+    const struct sl__proto *p = NULL;
+    int r = sl__proto_sniff(c->ls->protos, c->in.p, c->in.len, &p);
+
+    if (r == -2)
+        return c->in.len < 64 || (sl__conn_abort(c), false);
+    if (r != 1) {
+        sl__dbg("conn: no protocol accepts the first bytes; closing");
+        sl__conn_abort(c);
+        return false;
+    }
+    c->proto = p;
+    if (p->on_open && p->on_open(c) != 0) {
+        sl__conn_abort(c);
+        return false;
+    }
+    return true;
+}
+
+/* Hand every complete frame in `in` to the protocol. */
+static void process(struct sl__conn *c)
+{
+    ssize_t n;
+
+    if (c->in.len == 0 || (c->flags & SL__CONN_CLOSING))
+        return;
+    if (c->proto == NULL && (!sniff(c) || c->proto == NULL))
+        return;
+    c->flags |= SL__CONN_IN_READ;
+    n = c->proto->on_read(c, c->in.p, c->in.len);
+    c->flags &= ~SL__CONN_IN_READ;
+    if (n < 0) {
+        sl__conn_close(c);
+        return;
+    }
+    assert((size_t)n <= c->in.len);
+    memmove(c->in.p, c->in.p + n, c->in.len - (size_t)n);
+    c->in.len -= (size_t)n;
+    if (c->in.len == 0)
+        c->partial_since_ms = -1;
+    else if (n > 0 || c->partial_since_ms < 0)
+        c->partial_since_ms = now_ms(c);
+    if (c->in.len >= c->ls->max_frame_bytes) {
+        sl__dbg("conn: frame above %zu bytes; closing", c->ls->max_frame_bytes);
+        sl__conn_abort(c);
+        return;
+    }
+    if (c->out.len + c->held.len > OUT_HIGH && !(c->flags & SL__CONN_CLOSING)) {
+        c->flags |= SL__CONN_PAUSED;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct sl__conn *c = s->data;
+
+    if (c->flags & SL__CONN_LINGER) { /* draining: drop input, close at EOF */
+        if (nread < 0)
+            close_handle(c);
+        return;
+    }
+    if (nread == UV_EOF) {
+        c->flags |= SL__CONN_EOF;
+        sl__conn_close(c); /* half-closed: the replies still go out */
+        return;
+    }
+    if (nread < 0) {
+        c->flags |= SL__CONN_PEER_GONE;
+        sl__conn_abort(c);
+        return;
+    }
+    if (nread == 0 || (c->flags & SL__CONN_CLOSING))
+        return;
+    c->in.len += (size_t)nread;
+    c->last_read_ms = now_ms(c);
+    process(c);
+    if (!(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c);
+}
+
+void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_stream_t *server)
+{
+    struct sl__conn *c = sl__xzalloc(sizeof(*c));
+
+    c->w = w;
+    c->ls = ls;
+    c->partial_since_ms = -1;
+    uv_tcp_init(&w->loop, &c->tcp);
+    c->tcp.data = c;
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    w->n_conns++;
+    if (w->srv->metrics != NULL)
+        sl__metrics_connection(w->srv->metrics, w->id, +1);
+    unsigned n = atomic_fetch_add(&w->srv->n_conns, 1) + 1;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+        sl__conn_abort(c);
+        return;
+    }
+    if (n > w->srv->cfg.max_connections) {
+        sl__warn("conn: %u connections open, server.max_connections is %u; refusing one", n - 1,
+                 w->srv->cfg.max_connections);
+        sl__conn_abort(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    c->last_read_ms = now_ms(c);
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        sl__conn_abort(c);
+}
+
+void sl__conn_sweep(struct sl__conn *c, int64_t now)
+{
+    const struct sl__config *cfg = &c->w->srv->cfg;
+
+    if ((c->flags & SL__CONN_LINGER) && now >= c->linger_until_ms)
+        close_handle(c);
+    if (c->flags & SL__CONN_CLOSING)
+        return;
+    if (cfg->read_timeout_ms > 0 && c->partial_since_ms >= 0 &&
+        now - c->partial_since_ms > cfg->read_timeout_ms) {
+        sl__dbg("conn: incomplete request for %lld ms; closing",
+                (long long)(now - c->partial_since_ms));
+        sl__conn_abort(c);
+    } else if (cfg->idle_timeout_ms > 0 && now - c->last_read_ms > cfg->idle_timeout_ms &&
+               c->slot_n == 0) {
+        sl__dbg("conn: idle for %lld ms; closing", (long long)(now - c->last_read_ms));
+        sl__conn_close(c);
+    }
+}

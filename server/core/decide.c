@@ -1,0 +1,185 @@
+/*
+ * decide.c - the one decision path (decide.h): kill switches, the store
+ * call, the metrics, then the protocol's callback.
+ *
+ * It parses and formats nothing: a protocol gives it a request and gets a
+ * result. It does not hold requests for their delay either (that is how a
+ * protocol answers a delay: HTTP's /v1/auth holds, Envoy's API does not).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "decide.h"
+#include "killswitch.h"
+#include "server-t.h"
+#include "store.h"
+#include "worker-t.h"
+#include "worker.h"
+#include "xalloc.h"
+
+/* A result edited before it is handed on (a kill switch's), valid for the
+ * duration of the protocol's callback. */
+static _Thread_local struct sl_result edited;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * SL_NS_PER_S + ts.tv_nsec;
+}
+
+/* The store's callback: kill switch "shadow", metrics, then the protocol.
+ * The labels are taken first: the protocol's callback may end the op. */
+static void on_store(void *arg, int err, const struct sl_result *res)
+{
+    struct sl__decide_op *op = arg;
+    struct sl__decide_labels *labels = op->labels;
+    struct sl__metrics *m = op->w->srv->metrics;
+
+    op->labels = NULL;
+    if (err == SL_OK && op->shadow)
+        res = sl__ks_unenforce(res, &edited);
+    if (err == SL_OK && op->counted && m != NULL) {
+        sl__metrics_result(m, op->w->id, (struct sl_str){op->domain, op->domain_len}, res,
+                           labels != NULL ? labels->s : NULL);
+        sl__metrics_latency(m, op->w->id, mono_ns() - op->start_ns);
+    }
+    op->done(op, err, res);
+    free(labels);
+}
+
+/* Append s[0..n) to the label l (capacity SL__METRIC_LABEL_MAX). */
+static void label_put(struct sl_str *l, char *buf, const char *s, size_t n)
+{
+    size_t room = SL__METRIC_LABEL_MAX - l->len;
+
+    memcpy(buf + l->len, s, n < room ? n : room);
+    l->len += n < room ? n : room;
+    l->p = buf;
+}
+
+/* The detailed_metric labels of `req`, or NULL when no descriptor's rule
+ * has detailed_metric (one extra rules match per descriptor). The values
+ * come from the request: the metrics registry caps how many distinct
+ * labels it keeps. */
+static struct sl__decide_labels *detailed_labels(const sl_rules *rules,
+                                                 const struct sl_request *req)
+{
+    struct sl__decide_labels *lb = NULL;
+    struct sl_match m;
+
+    for (size_t i = 0; i < req->n_descriptors; i++) {
+        const struct sl_descriptor *d = &req->descriptors[i];
+        if (sl_rules_match(rules, req, i, &m) != SL_OK || m.detailed_metric == NULL)
+            continue;
+        if (lb == NULL)
+            lb = sl__xzalloc(sizeof(*lb));
+        for (size_t e = 0; e < d->n_entries; e++) {
+            if (e > 0)
+                label_put(&lb->s[i], lb->bytes[i], ".", 1);
+            label_put(&lb->s[i], lb->bytes[i], d->entries[e].key.p, d->entries[e].key.len);
+            label_put(&lb->s[i], lb->bytes[i], "_", 1);
+            label_put(&lb->s[i], lb->bytes[i], d->entries[e].value.p, d->entries[e].value.len);
+        }
+    }
+    return lb;
+}
+
+static void begin(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
+                  sl__decide_done done)
+{
+    op->w = w;
+    op->done = done;
+    op->kind = kind;
+    op->counted = kind == SL__DECIDE_CHECK || kind == SL__DECIDE_ACQUIRE;
+    op->shadow = false;
+    op->labels = NULL;
+    op->domain_len = 0;
+    op->now_ns = sl__clock_now_ns();
+    if (op->start_ns == 0)
+        op->start_ns = mono_ns();
+}
+
+/* Kill switch "off": allowed, nothing decided, no limit reported. */
+static void answer_off(struct sl__decide_op *op, const struct sl_request *req)
+{
+    memset(&edited, 0, sizeof(edited));
+    edited.verdict = SL_ALLOW;
+    edited.n_statuses = req->n_descriptors;
+    if (op->w->srv->metrics != NULL)
+        sl__metrics_killswitch_off(op->w->srv->metrics, op->w->id);
+    on_store(op, SL_OK, &edited);
+}
+
+typedef int (*start_fn)(struct sl__store *, const struct sl__store_req *, sl__store_cb, void *);
+
+static start_fn start_for(const struct sl__store *s, enum sl__decide_kind kind)
+{
+    switch (kind) {
+    case SL__DECIDE_PEEK:
+    case SL__DECIDE_INSPECT:
+        return s->ops->peek;
+    case SL__DECIDE_RESET:
+        return s->ops->reset;
+    default:
+        return s->ops->check;
+    }
+}
+
+void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
+                struct sl_request *req, sl__decide_done done)
+{
+    const sl_rules *rules = sl__worker_rules(w);
+    struct sl__metrics *m = w->srv->metrics;
+    struct sl__store_req q = {req, rules, NULL, 0};
+    int r;
+
+    begin(w, op, kind, done);
+    req->now_ns = op->now_ns;
+    op->domain_len =
+        (uint16_t)(req->domain.len < sizeof(op->domain) ? req->domain.len : sizeof(op->domain));
+    memcpy(op->domain, req->domain.p, op->domain_len);
+    if (kind == SL__DECIDE_CHECK || kind == SL__DECIDE_ACQUIRE || kind == SL__DECIDE_PEEK) {
+        enum sl__ks_mode mode = sl__ks_mode(&w->srv->ks, req->domain);
+        if (mode == SL__KS_OFF) {
+            answer_off(op, req);
+            return;
+        }
+        op->shadow = mode == SL__KS_SHADOW;
+    }
+    if (op->counted && m != NULL && !sl_rules_has_domain(rules, req->domain))
+        sl__metrics_unknown_domain(m, w->id);
+    if (op->counted && op->detailed)
+        op->labels = detailed_labels(rules, req);
+    r = start_for(w->store, kind)(w->store, &q, on_store, op);
+    if (r != SL_OK)
+        on_store(op, r, NULL);
+}
+
+void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct sl_request *req,
+                        const struct sl_match *m, size_t n, sl__decide_done done)
+{
+    struct sl__store_req q = {req, NULL, m, n};
+    int r;
+
+    begin(w, op, SL__DECIDE_CHECK, done);
+    op->counted = false; /* no domain to count it under */
+    req->now_ns = op->now_ns;
+    r = w->store->ops->check(w->store, &q, on_store, op);
+    if (r != SL_OK)
+        on_store(op, r, NULL);
+}
+
+void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
+                        size_t len, sl__decide_done done)
+{
+    int r;
+
+    begin(w, op, SL__DECIDE_RELEASE, done);
+    r = w->store->ops->release(w->store, lease, len, op->now_ns, on_store, op);
+    if (r != SL_OK)
+        on_store(op, SL_EINVAL, NULL);
+}

@@ -1,0 +1,103 @@
+/*
+ * decide.h - the one decision path of sluiced (internal).
+ *
+ * Every protocol hands its parsed request here and gets a result back in a
+ * callback; none of them calls the store, reads the kill switches or counts
+ * metrics itself. This is the one place that:
+ *  - takes the time of the decision (the server's clock) and the rules
+ *    snapshot of the worker;
+ *  - applies the kill switches (server/core/killswitch.h) the same way for
+ *    every protocol: to every rule-based check, acquire and peek ("off":
+ *    answered allowed without deciding; "shadow": a denial is answered as
+ *    allowed, marked shadow_denied), never to release, reset or key
+ *    inspection, nor to ad hoc limits that have no domain (CL.THROTTLE);
+ *  - starts the operation on the worker's store;
+ *  - counts the decision in the metrics (checks and acquires: outcome per
+ *    limit, latency, unknown domains, Envoy detailed_metric labels when the
+ *    protocol asks for them);
+ *  - hands the (possibly edited) result to the protocol's callback, which
+ *    only formats it.
+ *
+ * Adding a protocol therefore means a parser, a formatter and one
+ * registration (docs/architecture.md lists the steps).
+ *
+ * Contract: `done` is called exactly once per sl__decide* call, possibly
+ * before that call returns, on the worker's loop thread. The op is the
+ * caller's and must stay valid until `done` runs; the result is borrowed
+ * for the duration of `done`. The request is borrowed for the call only
+ * (req->now_ns is set by the call). Nothing is allocated on the memory
+ * store's path (detailed_metric labels allocate once per request that
+ * asks for them).
+ */
+#ifndef SL_SERVER_DECIDE_H
+#define SL_SERVER_DECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "sluice.h"
+
+struct sl__worker;
+
+enum sl__decide_kind {
+    SL__DECIDE_CHECK,   /* consume req->hits (cost 0 peeks, as a check of cost 0 does) */
+    SL__DECIDE_ACQUIRE, /* a check whose result carries a concurrency lease */
+    SL__DECIDE_PEEK,    /* report the state, consume nothing */
+    SL__DECIDE_INSPECT, /* admin key inspection: a peek without kill switch or counting */
+    SL__DECIDE_RESET,   /* admin reset: forget the state, report the fresh one */
+    SL__DECIDE_RELEASE, /* free the slots of a lease (sl__decide_release) */
+};
+
+struct sl__decide_op;
+
+/* err: SL_OK with res, or a negative SL_E* code with res NULL. */
+typedef void (*sl__decide_done)(struct sl__decide_op *op, int err, const struct sl_result *res);
+
+/* Envoy detailed_metric: per descriptor, the limit label made of the
+ * request's entries ("key_value.key2_value2"); len 0 where the rule is not
+ * detailed. */
+struct sl__decide_labels {
+    struct sl_str s[SL_MAX_DESCRIPTORS];
+    char bytes[SL_MAX_DESCRIPTORS][SL__METRIC_LABEL_MAX];
+};
+
+/*
+ * One decision in flight, embedded (usually first) in the protocol's own
+ * operation. The caller may set `start_ns` (CLOCK_MONOTONIC when the
+ * request arrived; 0: now) and `detailed` before the call; the rest is
+ * the decision path's.
+ */
+struct sl__decide_op {
+    int64_t start_ns; /* for the latency histogram */
+    bool detailed;    /* count Envoy detailed_metric labels (rules that ask for them) */
+
+    struct sl__worker *w;
+    sl__decide_done done;
+    enum sl__decide_kind kind;
+    bool counted;   /* its outcome goes into the metrics */
+    bool shadow;    /* kill switch "shadow": a denial is answered as allowed */
+    int64_t now_ns; /* the decision's time (X-RateLimit-Reset and the like) */
+    struct sl__decide_labels *labels;
+    uint16_t domain_len;
+    char domain[SL__METRIC_LABEL_MAX]; /* the metric label (a truncated copy) */
+};
+
+/* Decide `req` (its domain, descriptors and hits) against the worker's
+ * rules: `kind` is any but SL__DECIDE_RELEASE. */
+void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
+                struct sl_request *req, sl__decide_done done);
+
+/* Decide `req` against limits the protocol resolved itself (m[0..n), one
+ * per descriptor; CL.THROTTLE's ad hoc limit): a check with no domain, so
+ * no kill switch and no per-domain counting. */
+void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct sl_request *req,
+                        const struct sl_match *m, size_t n, sl__decide_done done);
+
+/* Free every concurrency slot named by `lease` (borrowed for the call).
+ * err SL_OK, SL_ENOENT (nothing held) or SL_EINVAL (malformed). */
+void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
+                        size_t len, sl__decide_done done);
+
+#endif /* SL_SERVER_DECIDE_H */

@@ -1,0 +1,60 @@
+/*
+ * proto-t.h - the types of the per-protocol interface of sluiced (internal).
+ *
+ * How a protocol plugs into the connection core, in one page:
+ *
+ *  - A protocol is one `const struct sl__proto` in its own room
+ *    (server/<room>/), listed in the registration table sl__protos
+ *    (server/protocols.c). When a connection's first bytes arrive, the core
+ *    asks every protocol enabled on that listener, in table order, whether
+ *    the bytes are its own (sniff). The first to say 1 owns the connection for
+ *    the rest of its life; -2 from any of them waits for more bytes.
+ *  - The core reads into a per-connection buffer (reused, never freed while
+ *    the connection lives) and calls on_read() with every byte not yet
+ *    consumed. on_read() returns how many bytes it consumed (whole frames
+ *    only; the rest is kept and offered again with more bytes behind it), or
+ *    -1 to close the connection (a malformed or oversized frame). A protocol
+ *    must consume or refuse: if the unconsumed bytes reach the listener's
+ *    max frame size the core closes the connection.
+ *  - Replies go out with sl__conn_write() (bytes copied into the
+ *    connection's output buffer, flushed when on_read() returns).
+ *  - Decisions go through the one decision path (decide.h): the protocol
+ *    hands over its parsed request and formats the result it gets back.
+ *  - Asynchronous answers (a decision, an admin write) keep pipelined
+ *    replies in order with a reply slot: sl__conn_op_reserve() (or
+ *    sl__conn_slot_reserve()) takes the next place in the output stream,
+ *    the callback later calls sl__conn_slot_fill() with the reply bytes. Bytes written after a
+ * reserved slot wait behind it. A connection is never freed while a slot is reserved, so a callback
+ *    may always fill its slot (the bytes are dropped if the peer has gone).
+ *  - on_close() is called once, before the connection's memory is released;
+ *    it frees the protocol's per-connection state (c->proto_state).
+ *
+ * Ownership: the core owns connections and their buffers; a protocol owns
+ * only what it hangs on c->proto_state. Threads: every call for one
+ * connection happens on its worker's loop thread; nothing here is shared.
+ */
+#ifndef SL_SERVER_PROTO_T_H
+#define SL_SERVER_PROTO_T_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct sl__conn;
+
+struct sl__proto {
+    const char *name; /* as in the configuration's `protocols:` list: "resp", "http1" */
+    /* Is this connection mine, judging by its first `len` bytes (len >= 1)?
+     * 1 yes, 0 no, -2 cannot tell yet. Pure. */
+    int (*sniff)(const char *buf, size_t len);
+    /* Called once when the connection is handed to the protocol, before the
+     * first on_read(); may set c->proto_state. 0, or -1 to close. May be
+     * NULL. */
+    int (*on_open)(struct sl__conn *c);
+    /* Consume whole frames from buf; bytes consumed (0..len) or -1 to close
+     * the connection now (after what was already written is flushed). */
+    ssize_t (*on_read)(struct sl__conn *c, const char *buf, size_t len);
+    /* The connection is going away: free c->proto_state. May be NULL. */
+    void (*on_close)(struct sl__conn *c);
+};
+
+#endif /* SL_SERVER_PROTO_T_H */

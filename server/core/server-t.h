@@ -1,0 +1,43 @@
+/*
+ * server-t.h - the types of the whole daemon: configuration, the shared
+ * limiter and rules slot, the workers, and the main thread's signal and file
+ * watching handles (internal).
+ */
+#ifndef SL_SERVER_SERVER_T_H
+#define SL_SERVER_SERVER_T_H
+
+#include <stdatomic.h>
+#include <uv.h>
+
+#include "config-t.h"
+#include "killswitch-t.h"
+#include "sluice.h"
+
+struct sl__worker;
+struct sl__metrics;
+struct sl__store_rules_sub;
+
+struct sl__server {
+    struct sl__config cfg;
+    sl_limiter *lim;
+    sl_rules_slot *rules;
+    struct sl__worker *workers;
+    unsigned n_workers;
+    atomic_uint n_conns;               /* open connections over all workers */
+    uint16_t ports[SL__MAX_LISTENERS]; /* bound ports, per listener */
+
+    uv_loop_t *loop; /* the main thread's: signals, reload, watching */
+    uv_signal_t sig_term, sig_int, sig_hup;
+    uv_fs_event_t watch[SL__MAX_RULE_FILES * 2];
+    size_t n_watch;
+    uv_timer_t debounce;
+    _Atomic uint64_t reloads;          /* successful reloads (metrics) */
+    _Atomic uint64_t reload_failures;  /* rejected reloads (metrics) */
+    struct sl__metrics *metrics;       /* the registry, one block per worker */
+    struct sl__ks ks;                  /* kill switches (admin API) */
+    struct sl__store_rules_sub *rsync; /* rules from other nodes, or NULL (store.h) */
+    uv_mutex_t reload_lock;            /* one reload or admin change at a time */
+    int exit_code;
+};
+
+#endif /* SL_SERVER_SERVER_T_H */

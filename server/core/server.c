@@ -1,0 +1,292 @@
+/*
+ * server.c - the daemon as a whole: the shared limiter (its table's secret
+ * drawn from the kernel), the first rules snapshot, the listening sockets,
+ * the workers, and the main thread's loop for signals and reloads.
+ *
+ * It does not handle connections (workers do) or parse rules (the library
+ * does). The main loop never touches a request.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "killswitch.h"
+#include "listen.h"
+#include "log.h"
+#include "metrics.h"
+#include "proto.h"
+#include "rules_load.h"
+#include "server.h"
+#include "store.h"
+#include "worker.h"
+#include "xalloc.h"
+
+static int draw_secret(uint8_t *secret, size_t len)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        ssize_t n = getrandom(secret + got, len - got, 0);
+        if (n < 0 && errno != EINTR) {
+            sl__err("getrandom: %s", strerror(errno));
+            return SL_EINVAL;
+        }
+        if (n > 0)
+            got += (size_t)n;
+    }
+    return SL_OK;
+}
+
+static int make_limiter(struct sl__server *srv)
+{
+    struct sl_limiter_config lc;
+    int r;
+
+    sl_limiter_config_init(&lc);
+    lc.table.max_bytes = srv->cfg.store_max_bytes;
+    lc.table.shards = srv->cfg.store_shards;
+    lc.table.on_full = srv->cfg.store_on_full;
+    r = draw_secret(lc.table.secret, sizeof(lc.table.secret));
+    if (r == SL_OK)
+        r = sl_limiter_new(&lc, &srv->lim);
+    if (r != SL_OK)
+        sl__err("state table: %s", sl_strerror(r));
+    return r;
+}
+
+/* The metrics registry (one block per worker) and the kill switches, each
+ * keyed by its own random secret. */
+static int make_registries(struct sl__server *srv)
+{
+    struct sl__metrics_config mc = {.workers = srv->n_workers,
+                                    .series_cap = srv->cfg.metrics_max_series};
+    uint8_t ks_secret[16];
+    int r = draw_secret(mc.secret, sizeof(mc.secret));
+
+    if (r == SL_OK)
+        r = draw_secret(ks_secret, sizeof(ks_secret));
+    if (r == SL_OK)
+        r = sl__metrics_new(&mc, &srv->metrics);
+    if (r != SL_OK) {
+        sl__err("metrics: %s (metrics.max_series must be 1..16777216)", sl_strerror(r));
+        return r;
+    }
+    sl__ks_init(&srv->ks, ks_secret);
+    return SL_OK;
+}
+
+void sl__server_reload_lock(struct sl__server *srv)
+{
+    uv_mutex_lock(&srv->reload_lock);
+}
+
+void sl__server_reload_unlock(struct sl__server *srv)
+{
+    uv_mutex_unlock(&srv->reload_lock);
+}
+
+int sl__server_reload_locked(struct sl__server *srv, const char *why)
+{
+    int r = sl__rules_reload(&srv->cfg, srv->rules, why);
+
+    atomic_fetch_add(r == SL_OK ? &srv->reloads : &srv->reload_failures, 1);
+    return r;
+}
+
+int sl__server_reload(struct sl__server *srv, const char *why)
+{
+    int r;
+
+    sl__server_reload_lock(srv);
+    r = sl__server_reload_locked(srv, why);
+    sl__server_reload_unlock(srv);
+    return r;
+}
+
+static unsigned worker_count(const struct sl__config *cfg)
+{
+    long n = cfg->workers ? (long)cfg->workers : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
+}
+
+/* One socket per worker and listener, all on the same port. */
+static int make_sockets(struct sl__server *srv)
+{
+    char err[256];
+
+    for (size_t l = 0; l < srv->cfg.n_listeners; l++) {
+        uint16_t port = srv->cfg.listeners[l].port;
+        for (unsigned i = 0; i < srv->n_workers; i++) {
+            int fd = i == 0
+                         ? sl__listen_socket(srv->cfg.listeners[l].address, &port, err, sizeof(err))
+                         : sl__listen_socket_shared(srv->cfg.listeners[l].address, &port, err,
+                                                    sizeof(err));
+            if (fd < 0) {
+                sl__err("listen: %s", err);
+                return SL_EINVAL;
+            }
+            srv->workers[i].lfd[l] = fd;
+            srv->workers[i].n_lsock = l + 1;
+        }
+        srv->ports[l] = port;
+    }
+    return SL_OK;
+}
+
+static void on_stop_signal(uv_signal_t *s, int signum)
+{
+    struct sl__server *srv = s->data;
+
+    sl__info("%s: stopping (no new connections; in-flight replies flushed)",
+             signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    for (unsigned i = 0; i < srv->n_workers; i++)
+        sl__worker_stop(&srv->workers[i]);
+    uv_close((uv_handle_t *)&srv->sig_term, NULL);
+    uv_close((uv_handle_t *)&srv->sig_int, NULL);
+    uv_close((uv_handle_t *)&srv->sig_hup, NULL);
+    sl__watch_stop(srv);
+    sl__store_rules_unsubscribe(srv->rsync);
+    srv->rsync = NULL;
+}
+
+static void on_hup(uv_signal_t *s, int signum)
+{
+    struct sl__server *srv = s->data;
+
+    sl__server_reload(srv, "SIGHUP");
+}
+
+static void start_signals(struct sl__server *srv)
+{
+    uv_signal_t *sigs[] = {&srv->sig_term, &srv->sig_int, &srv->sig_hup};
+    int nums[] = {SIGTERM, SIGINT, SIGHUP};
+
+    for (int i = 0; i < 3; i++) {
+        uv_signal_init(srv->loop, sigs[i]);
+        sigs[i]->data = srv;
+        uv_signal_start(sigs[i], nums[i] == SIGHUP ? on_hup : on_stop_signal, nums[i]);
+    }
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void on_rules_synced(void *arg)
+{
+    sl__server_reload(arg, "rules from other nodes");
+}
+
+/* Rules across nodes (a store that shares rules): apply what other nodes
+ * publish into our rules database, which it needs. */
+static int start_rules_sync(struct sl__server *srv)
+{
+    if (!sl__store_rules_shared(srv->cfg.store))
+        return SL_OK;
+    if (srv->cfg.rules_db == NULL) {
+        sl__err("the store shares rules across nodes: that needs rules.database (where the "
+                "rules are kept)");
+        return SL_EINVAL;
+    }
+    return sl__store_rules_subscribe(srv->cfg.store, srv->loop, srv->cfg.rules_db, on_rules_synced,
+                                     srv, &srv->rsync);
+}
+
+static void print_ports(const struct sl__server *srv)
+{
+    for (size_t l = 0; l < srv->cfg.n_listeners; l++) {
+        const struct sl__listener *ls = &srv->cfg.listeners[l];
+        char names[128];
+        sl__proto_names(ls->protos, names, sizeof(names));
+        sl__info("listening on %s:%u (%s), %u workers", ls->address, srv->ports[l], names,
+                 srv->n_workers);
+    }
+    sl__info("ready");
+}
+
+static int start(struct sl__server *srv)
+{
+    sl_rules *rules = NULL;
+    int r;
+
+    if (make_limiter(srv) != SL_OK)
+        return 1;
+    if (sl__rules_load(&srv->cfg, &rules) != SL_OK) {
+        sl__err("rules: cannot start without valid rules (fix the lines above)");
+        return 1;
+    }
+    srv->rules = sl_rules_slot_new(rules);
+    srv->n_workers = worker_count(&srv->cfg);
+    srv->workers = sl__xzalloc(srv->n_workers * sizeof(*srv->workers));
+    if (make_registries(srv) != SL_OK)
+        return 1;
+    if (make_sockets(srv) != SL_OK)
+        return 1;
+    for (unsigned i = 0; i < srv->n_workers; i++) {
+        r = sl__worker_init(&srv->workers[i], srv, i);
+        if (r != SL_OK) {
+            sl__err("worker %u: %s", i, sl_strerror(r));
+            return 1;
+        }
+    }
+    start_signals(srv);
+    sl__watch_start(srv);
+    if (start_rules_sync(srv) != SL_OK)
+        return 1;
+    for (unsigned i = 0; i < srv->n_workers; i++)
+        if (sl__worker_start(&srv->workers[i]) != SL_OK)
+            return 1;
+    print_ports(srv);
+    return 0;
+}
+
+int sl__server_run(struct sl__config *cfg)
+{
+    struct sl__server *srv = sl__xzalloc(sizeof(*srv));
+    uv_loop_t loop;
+    int code;
+
+    srv->cfg = *cfg;
+    memset(cfg, 0, sizeof(*cfg));
+    uv_mutex_init(&srv->reload_lock);
+    uv_loop_init(&loop);
+    srv->loop = &loop;
+    code = start(srv);
+    if (code != 0)
+        _exit(code); /* nothing half-started is worth unwinding */
+    uv_run(&loop, UV_RUN_DEFAULT);
+    for (unsigned i = 0; i < srv->n_workers; i++)
+        sl__worker_join(&srv->workers[i]);
+    uv_loop_close(&loop);
+    sl_rules_slot_free(srv->rules);
+    sl_limiter_free(srv->lim);
+    sl__metrics_free(srv->metrics);
+    sl__ks_destroy(&srv->ks);
+    uv_mutex_destroy(&srv->reload_lock);
+    free(srv->workers);
+    sl__config_free(&srv->cfg);
+    free(srv);
+    sl__info("stopped");
+    return 0;
+}
+
+int sl__server_test_config(const struct sl__config *cfg)
+{
+    sl_rules *rules = NULL;
+    char err[256];
+
+    for (size_t l = 0; l < cfg->n_listeners; l++) {
+        uint16_t port = 0; /* test the address only: the port may be in use */
+        int fd = sl__listen_socket(cfg->listeners[l].address, &port, err, sizeof(err));
+        if (fd < 0) {
+            sl__err("listen: %s", err);
+            return 1;
+        }
+        close(fd);
+    }
+    if (sl__rules_load(cfg, &rules) != SL_OK)
+        return 1;
+    sl_rules_unref(rules);
+    return 0;
+}

@@ -1,0 +1,38 @@
+/*
+ * server.h - the daemon as a whole (internal): start every worker, serve
+ * until SIGTERM/SIGINT, reload rules on SIGHUP and on file changes. Types in
+ * server-t.h.
+ */
+#ifndef SL_SERVER_SERVER_H
+#define SL_SERVER_SERVER_H
+
+#include "config.h"
+#include "server-t.h"
+
+/*
+ * Run sluiced with `cfg` (moved into the server; freed at exit) until a
+ * termination signal. Returns the process exit code: 0 after a graceful
+ * shutdown, 1 when it could not start (the reason is logged).
+ */
+int sl__server_run(struct sl__config *cfg);
+
+/* Check `cfg` as `sluiced -t` does: the rules build and the listeners'
+ * addresses parse. 0 when it would start. */
+int sl__server_test_config(const struct sl__config *cfg);
+
+/* Reload the rules (sl__rules_reload) and count the outcome for the
+ * metrics. Any thread (it blocks: files, the rules database); reloads are
+ * serialised by the reload lock. 0 or the reload's error. */
+int sl__server_reload(struct sl__server *srv, const char *why);
+
+/* The reload lock, for a change that must be stored and reloaded with no
+ * other reload in between (the admin API), and the reload under it. */
+void sl__server_reload_lock(struct sl__server *srv);
+void sl__server_reload_unlock(struct sl__server *srv);
+int sl__server_reload_locked(struct sl__server *srv, const char *why);
+
+/* Start and stop watching the rules files (watch.c), main thread only. */
+void sl__watch_start(struct sl__server *srv);
+void sl__watch_stop(struct sl__server *srv);
+
+#endif /* SL_SERVER_SERVER_H */

@@ -1,0 +1,143 @@
+/*
+ * worker.c - one worker: a thread running its own libuv loop over its own
+ * SO_REUSEPORT listening sockets (the kernel spreads connections between
+ * workers), with its own store and rules reader, so the hot path shares no
+ * lock with other workers.
+ *
+ * It does not create the sockets (the server does, so that a port 0 is
+ * resolved once for every worker) and it does not speak any protocol.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "log.h"
+#include "server-t.h"
+#include "store.h"
+#include "worker.h"
+#include "xalloc.h"
+
+#define SWEEP_MS      1000
+#define STOP_SWEEP_MS 20
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    struct sl__worker *w = server->loop->data;
+
+    if (status < 0) {
+        sl__warn("worker %u: accept: %s", w->id, uv_strerror(status));
+        return;
+    }
+    sl__conn_accept(w, server->data, server);
+}
+
+static void close_all(struct sl__worker *w)
+{
+    uv_close((uv_handle_t *)&w->sweep, NULL);
+    uv_close((uv_handle_t *)&w->wake, NULL);
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+    struct sl__worker *w = t->data;
+    int64_t now = (int64_t)uv_now(&w->loop);
+    struct sl__conn *c, *next;
+
+    for (c = w->conns; c != NULL; c = next) {
+        next = c->next;
+        if (w->stopping && now >= w->stop_deadline_ms)
+            sl__conn_abort(c);
+        else
+            sl__conn_sweep(c, now);
+    }
+    if (w->stopping && w->conns == NULL)
+        close_all(w);
+}
+
+static void on_wake(uv_async_t *a)
+{
+    struct sl__worker *w = a->data;
+    struct sl__conn *c, *next;
+
+    if (w->stopping)
+        return;
+    w->stopping = true;
+    w->stop_deadline_ms = (int64_t)uv_now(&w->loop) + w->srv->cfg.shutdown_grace_ms;
+    for (size_t i = 0; i < w->n_lsock; i++)
+        uv_close((uv_handle_t *)&w->lsock[i], NULL);
+    for (c = w->conns; c != NULL; c = next) {
+        next = c->next;
+        sl__conn_close(c); /* replies already decided are flushed first */
+    }
+    uv_timer_start(&w->sweep, on_sweep, 0, STOP_SWEEP_MS);
+}
+
+int sl__worker_init(struct sl__worker *w, struct sl__server *srv, unsigned id)
+{
+    int r;
+
+    w->id = id;
+    w->srv = srv;
+    if (uv_loop_init(&w->loop) != 0)
+        return SL_ENOMEM;
+    w->loop.data = w;
+    /* the shared limiter: the memory store's table, a remote store's fallback */
+    r = sl__store_new(srv->cfg.store, &w->loop, srv->lim, &w->store);
+    if (r != SL_OK)
+        return r;
+    w->rules = sl_rules_reader_new(srv->rules);
+    if (w->rules == NULL)
+        return SL_ENOMEM;
+    w->matches = sl__xzalloc(sizeof(struct sl_match) * SL_MAX_DESCRIPTORS);
+    uv_async_init(&w->loop, &w->wake, on_wake);
+    w->wake.data = w;
+    uv_timer_init(&w->loop, &w->sweep);
+    w->sweep.data = w;
+    uv_timer_start(&w->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
+    for (size_t i = 0; i < w->n_lsock; i++) {
+        uv_tcp_init(&w->loop, &w->lsock[i]);
+        w->lsock[i].data = &srv->cfg.listeners[i];
+        r = uv_tcp_open(&w->lsock[i], w->lfd[i]);
+        if (r == 0)
+            r = uv_listen((uv_stream_t *)&w->lsock[i], 1024, on_connection);
+        if (r != 0) {
+            sl__err("worker %u: listen on %s:%u: %s", id, srv->cfg.listeners[i].address,
+                    srv->ports[i], uv_strerror(r));
+            return SL_EINVAL;
+        }
+    }
+    return SL_OK;
+}
+
+static void run(void *arg)
+{
+    struct sl__worker *w = arg;
+
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+}
+
+int sl__worker_start(struct sl__worker *w)
+{
+    return uv_thread_create(&w->thread, run, w) == 0 ? SL_OK : SL_ENOMEM;
+}
+
+void sl__worker_stop(struct sl__worker *w)
+{
+    uv_async_send(&w->wake);
+}
+
+void sl__worker_join(struct sl__worker *w)
+{
+    uv_thread_join(&w->thread);
+    sl__store_free(w->store); /* closes its handles on the loop first */
+    uv_loop_close(&w->loop);
+    sl_rules_reader_free(w->rules);
+    free(w->matches);
+    sl__buf_free(&w->reply);
+    sl__buf_free(&w->areply);
+}
+
+const sl_rules *sl__worker_rules(struct sl__worker *w)
+{
+    return sl_rules_reader_get(w->rules);
+}

@@ -1,0 +1,211 @@
+/*
+ * http1.c - HTTP/1.1 as a sluiced protocol: sniffing by the method token,
+ * framing with Debian's http-parser, keep-alive and pipelining (answers go
+ * out in request order through the core's reply slots), and the limits:
+ * a head above SL__H1_MAX_HEAD is 431, a body above the listener's frame
+ * size is 413, anything http-parser refuses is 400 — each answered once,
+ * then the connection closes. Slow clients are the core's read timeout:
+ * an incomplete request is never consumed, so the core sees it pending.
+ *
+ * Framing is http1_parse.c (a request is parsed only once complete, so a
+ * half-received request costs no state between reads). It does not route or
+ * answer requests (http_api.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "conn.h"
+#include "http1.h"
+#include "http1_parse.h"
+#include "proto.h"
+#include "xalloc.h"
+
+static _Thread_local struct sl__buf out_buf;
+static _Thread_local char *body_mem;
+static _Thread_local size_t body_cap;
+
+/* ------------------------------------------------------------ answers */
+
+static const char *reason(int status)
+{
+    static const struct {
+        int status;
+        const char *text;
+    } reasons[] = {
+        {100, "Continue"},
+        {200, "OK"},
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {405, "Method Not Allowed"},
+        {409, "Conflict"},
+        {413, "Content Too Large"},
+        {429, "Too Many Requests"},
+        {431, "Request Header Fields Too Large"},
+        {500, "Internal Server Error"},
+        {503, "Service Unavailable"},
+    };
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+        if (reasons[i].status == status)
+            return reasons[i].text;
+    }
+    return "Unknown";
+}
+
+const struct sl__buf *sl__h1_build(bool keep_alive, int status, const char *headers,
+                                   size_t headers_len, const char *body, size_t body_len)
+{
+    char line[160];
+    int n = snprintf(
+        line, sizeof(line), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s",
+        status, reason(status),
+        body_len > 0 && body[0] == '{' ? "application/json" : "text/plain; charset=utf-8", body_len,
+        keep_alive ? "" : "Connection: close\r\n");
+
+    out_buf.len = 0;
+    sl__buf_append(&out_buf, line, (size_t)n);
+    if (headers_len > 0)
+        sl__buf_append(&out_buf, headers, headers_len);
+    sl__buf_append(&out_buf, "\r\n", 2);
+    if (body_len > 0)
+        sl__buf_append(&out_buf, body, body_len);
+    return &out_buf;
+}
+
+void sl__h1_respond(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
+                    const char *headers, size_t headers_len, const char *body, size_t body_len)
+{
+    sl__h1_build(keep_alive, status, headers, headers_len, body, body_len);
+    if (slot >= 0)
+        sl__conn_slot_fill(c, slot, out_buf.p, out_buf.len);
+    else
+        sl__conn_write(c, out_buf.p, out_buf.len);
+}
+
+/* An error answered once, after which the connection closes. */
+static ssize_t refuse(struct sl__conn *c, int status, const char *why)
+{
+    char body[200];
+    int n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}", why);
+
+    sl__h1_respond(c, -1, false, status, NULL, 0, body, (size_t)n);
+    return -1;
+}
+
+/* ------------------------------------------------------------ framing */
+
+static size_t max_body(const struct sl__conn *c)
+{
+    size_t frame = c->ls->max_frame_bytes;
+    return frame > 2 * SL__H1_MAX_HEAD ? frame - SL__H1_MAX_HEAD : frame / 2;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * SL_NS_PER_S + ts.tv_nsec;
+}
+
+/* A body buffer for this thread as big as this listener allows. */
+static char *body_buffer(size_t need)
+{
+    if (need > body_cap) {
+        body_mem = sl__xrealloc(body_mem, need);
+        body_cap = need;
+    }
+    return body_mem;
+}
+
+/*
+ * One request from b[0..n): its length when handled, 0 when incomplete,
+ * -1 when the connection must close (an error was answered).
+ */
+static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
+{
+    struct sl__h1_state *st = c->proto_state;
+    struct sl__h1_status why;
+    struct sl__h1_req r;
+    size_t limit = max_body(c);
+    ssize_t used = sl__h1_parse(b, n, body_buffer(limit), limit, &r, &why);
+
+    if (used == -1)
+        return refuse(c, why.status, why.why);
+    if (used == -2) {
+        if (why.expect_continue && !st->continue_sent) {
+            sl__conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+            st->continue_sent = true;
+        }
+        return 0;
+    }
+    st->continue_sent = false;
+    r.start_ns = mono_ns();
+    sl__http_api_dispatch(c, &r);
+    return r.keep_alive ? used : -1;
+}
+
+static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
+{
+    size_t off = 0;
+
+    while (off < len) {
+        if (c->slot_n == SL__CONN_MAX_SLOTS)
+            break; /* every reply slot waits on the store: read no further */
+        ssize_t n = one_request(c, buf + off, len - off);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        off += (size_t)n;
+    }
+    return (ssize_t)off;
+}
+
+/* ------------------------------------------------------------ sniffing */
+
+static const char *const methods[] = {"GET ",  "POST ",    "PUT ",   "DELETE ",
+                                      "HEAD ", "OPTIONS ", "PATCH ", NULL};
+
+/* A method token and a space, then a first line ending in HTTP/1.x. */
+static int sniff(const char *buf, size_t len)
+{
+    for (size_t i = 0; methods[i] != NULL; i++) {
+        size_t m = strlen(methods[i]);
+        if (memcmp(buf, methods[i], len < m ? len : m) != 0)
+            continue;
+        if (len < m)
+            return -2;
+        const char *nl = memchr(buf, '\n', len);
+        if (nl == NULL)
+            return len >= SL__H1_MAX_HEAD ? 1 : -2;
+        size_t line = (size_t)(nl - buf);
+        if (line > 0 && buf[line - 1] == '\r')
+            line--;
+        return line >= m + 8 && memcmp(buf + line - 8, "HTTP/1.", 7) == 0 ? 1 : 0;
+    }
+    return 0;
+}
+
+static int on_open(struct sl__conn *c)
+{
+    c->proto_state = sl__xzalloc(sizeof(struct sl__h1_state));
+    return 0;
+}
+
+static void on_close(struct sl__conn *c)
+{
+    free(c->proto_state);
+    c->proto_state = NULL;
+}
+
+const struct sl__proto sl__proto_http1 = {
+    .name = "http1",
+    .sniff = sniff,
+    .on_open = on_open,
+    .on_read = on_read,
+    .on_close = on_close,
+};

@@ -1,0 +1,32 @@
+/*
+ * http1_parse.h - framing of one HTTP/1.1 request (internal), separate from
+ * the connection so that it can be tested and fuzzed on its own.
+ */
+#ifndef SL_SERVER_HTTP1_PARSE_H
+#define SL_SERVER_HTTP1_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "http1.h"
+#include "buf.h"
+
+/* Why a request was refused, or what an incomplete one asks for. */
+struct sl__h1_status {
+    int status;           /* -1 result: 400, 413 or 431 */
+    const char *why;      /* -1 result: a static sentence for the body */
+    bool expect_continue; /* -2 result: the client waits for 100 Continue */
+};
+
+/*
+ * Frame the request at b[0..n). Returns the bytes it takes (> 0) with `r`
+ * filled (slices into b and body; r->start_ns left 0), -2 when it is not
+ * complete yet, or -1 when it must be refused (st->status and st->why). The
+ * de-chunked body goes into body[0..max_body); more is 413. A head longer
+ * than SL__H1_MAX_HEAD is 431.
+ */
+ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struct sl__h1_req *r,
+                     struct sl__h1_status *st);
+
+#endif /* SL_SERVER_HTTP1_PARSE_H */

@@ -1,0 +1,499 @@
+/*
+ * http_api.c - the endpoints of sluiced's HTTP API (docs/http.md), as a
+ * table of (method, path, handler): the check endpoints (POST /json, POST
+ * /v1/check, GET /v1/auth, POST /v1/acquire, POST /v1/release), key
+ * inspection and reset (GET/DELETE /v1/keys), GET /metrics, GET /healthz,
+ * GET /readyz and POST /v1/debug/clock; and the router over every room's
+ * route table (http_route.h).
+ *
+ * Every decision goes through the one decision path (core/decide.h): the
+ * handler parses, reserves a reply slot with its operation and hands the
+ * request over; the callback formats the answer into the slot (at once for
+ * the memory store). Kill switches, the store and the metrics are the
+ * decision path's. Nothing is allocated per check: parsing uses a
+ * per-thread arena, operations live in the connection's op ring, answers
+ * are built in per-thread buffers. It does not frame HTTP (http1.c).
+ *
+ * Admin endpoints pass the gate first (http_gate.c: admin listener, bearer
+ * token); the rules, configuration and kill switch endpoints are the admin
+ * room's (server/admin/). A /v1/auth delay is held with a timer
+ * (http_hold.c) up to http.max_delay; a longer one is a denial.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+#include <http_parser.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "decide.h"
+#include "http1.h"
+#include "http_gate.h"
+#include "http_hold.h"
+#include "http_headers.h"
+#include "http_json.h"
+#include "http_query.h"
+#include "http_route.h"
+#include "metrics.h"
+#include "stores.h"
+#include "server-t.h"
+#include "worker-t.h"
+#include "worker.h"
+#include "xalloc.h"
+
+#define ANSWER_MAX  (64 * 1024)
+#define HEADERS_MAX 4096
+
+enum op_kind { OP_ENVOY, OP_CHECK, OP_AUTH, OP_KEYS, OP_ACQUIRE, OP_RELEASE };
+
+/* One decision in flight, at its reply slot's index in the connection's op
+ * ring. */
+struct op {
+    struct sl__decide_op d; /* the decision path's part */
+    struct sl__conn *c;
+    int64_t slot;
+    enum op_kind kind;
+    bool keep_alive;
+};
+
+static _Thread_local _Alignas(16) char arena_mem[64 * 1024];
+static _Thread_local struct sl__json_req jreq;
+static _Thread_local char answer[ANSWER_MAX];
+static _Thread_local char headers[HEADERS_MAX];
+static _Thread_local char qscratch[SL__H1_MAX_HEAD];
+static _Thread_local struct sl_entry qentries[SL_MAX_ENTRIES];
+static _Thread_local struct sl_result edited; /* a result changed before answering */
+
+static struct sl__metrics *get_metrics(struct sl__conn *c)
+{
+    return c->w->srv->metrics;
+}
+
+/* ------------------------------------------------------------ answers */
+
+static void respond(struct sl__conn *c, int64_t slot, bool keep_alive, int status, const char *body,
+                    size_t len)
+{
+    sl__h1_respond(c, slot, keep_alive, status, NULL, 0, body, len);
+}
+
+static void respond_error(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
+                          const char *why)
+{
+    size_t len = 0;
+
+    if (sl__json_build_error(why, answer, sizeof(answer), &len) != SL_OK)
+        len = 0;
+    respond(c, slot, keep_alive, status, answer, len);
+}
+
+#define SL__STR_(x) #x
+#define SL__STR(x)  SL__STR_(x)
+
+static int store_error_status(int err)
+{
+    return err == SL_EFULL ? 503 : err == SL_ETOOBIG || err == SL_EINVAL ? 400 : 500;
+}
+
+/* What to tell a client whose check the store refused: what was wrong and,
+ * where the client can fix it, how. */
+static const char *store_error_message(int err)
+{
+    switch (err) {
+    case SL_ETOOBIG:
+        return "request above a cap: at most " SL__STR(
+            SL_MAX_DESCRIPTORS) " descriptors of at most " SL__STR(SL_MAX_ENTRIES) " entries, each "
+                                                                                   "descriptor's "
+                                                                                   "domain, keys "
+                                                                                   "and values "
+                                                                                   "under 1 KiB";
+    case SL_EFULL:
+        return "the state table is full and configured to refuse new keys; retry later";
+    case SL_ERANGE:
+        return "a number is out of range for the store (a cost of 2^31 or more with the Redis "
+               "store)";
+    default:
+        return sl_strerror(err);
+    }
+}
+
+/* Append ,"lease":"TOKEN" before the closing brace of answer[0..*len). */
+static int add_lease(const struct sl_result *res, size_t *len)
+{
+    size_t t = strlen(res->lease);
+
+    if (*len + t + 12 > sizeof(answer))
+        return SL_ETOOBIG;
+    memcpy(answer + *len - 1, ",\"lease\":\"", 10);
+    memcpy(answer + *len + 9, res->lease, t);
+    memcpy(answer + *len + 9 + t, "\"}", 2);
+    *len += t + 11;
+    return SL_OK;
+}
+
+static int decision_status(const struct op *op, const struct sl_result *res)
+{
+    if (op->kind == OP_KEYS || res->verdict != SL_DENY)
+        return 200;
+    return op->kind == OP_AUTH ? 403 : 429;
+}
+
+/* A /v1/auth delay above http.max_delay: answered as a denial whose retry
+ * is the delay (the request was admitted and counted by the limiter). */
+static const struct sl_result *delay_as_denial(const struct sl_result *res)
+{
+    edited = *res;
+    edited.verdict = SL_DENY;
+    for (size_t i = 0; i < edited.n_statuses; i++) {
+        struct sl_decision *d = &edited.statuses[i].d;
+        if (d->verdict == SL_DELAY) {
+            d->verdict = SL_DENY;
+            d->retry_after_ns = d->delay_ns;
+        }
+    }
+    return &edited;
+}
+
+/* The delay to hold a /v1/auth answer for, in ms (0: none); turns a delay
+ * above the configured maximum into a denial. */
+static int64_t auth_delay(const struct op *op, const struct sl_result **res)
+{
+    int64_t ms;
+
+    if (op->kind != OP_AUTH || (*res)->verdict != SL_DELAY)
+        return 0;
+    ms = sl_ns_to_ms_ceil((*res)->delay_ns);
+    if (ms <= op->c->w->srv->cfg.http_max_delay_ms)
+        return ms;
+    *res = delay_as_denial(*res);
+    return 0;
+}
+
+/* The decision path's callback: format the answer into the op's slot
+ * (after which the connection and its op ring may be gone). */
+static void on_done(struct sl__decide_op *d, int err, const struct sl_result *res)
+{
+    struct op *op = (struct op *)(void *)d;
+    const struct sl__config *cfg = &op->c->w->srv->cfg;
+    size_t len = 0, hlen = 0;
+    int64_t hold_ms;
+    int rc;
+
+    if (op->kind == OP_RELEASE) {
+        if (err == SL_OK)
+            respond(op->c, op->slot, op->keep_alive, 200, "{\"released\":true}", 17);
+        else
+            respond_error(op->c, op->slot, op->keep_alive, err == SL_ENOENT ? 404 : 400,
+                          err == SL_ENOENT ? "no such lease" : "malformed lease token");
+        return;
+    }
+    if (err != SL_OK) {
+        respond_error(op->c, op->slot, op->keep_alive, store_error_status(err),
+                      store_error_message(err));
+        return;
+    }
+    hold_ms = auth_delay(op, &res);
+    rc = op->kind == OP_ENVOY ? sl__json_build_envoy(res, answer, sizeof(answer), &len)
+                              : sl__json_build_check(res, answer, sizeof(answer), &len);
+    if (rc == SL_OK && op->kind == OP_ACQUIRE)
+        rc = add_lease(res, &len);
+    if (rc == SL_OK)
+        rc = sl__hdr_write(res, op->d.now_ns, cfg->http_headers, headers, sizeof(headers), &hlen);
+    if (rc != SL_OK) {
+        respond_error(op->c, op->slot, op->keep_alive, 500, "answer too large");
+        return;
+    }
+    if (hold_ms > 0) {
+        const struct sl__buf *b = sl__h1_build(op->keep_alive, 200, headers, hlen, answer, len);
+        sl__h1_hold(op->c, op->slot, hold_ms, b->p, b->len);
+        return;
+    }
+    sl__h1_respond(op->c, op->slot, op->keep_alive, decision_status(op, res), headers, hlen, answer,
+                   len);
+}
+
+/* ------------------------------------------------------------ operations */
+
+static struct op *op_new(struct sl__conn *c, const struct sl__h1_req *r, enum op_kind kind)
+{
+    int64_t slot;
+    struct op *op = sl__conn_op_reserve(c, sizeof(*op), &slot);
+
+    if (op == NULL) {
+        respond_error(c, -1, r->keep_alive, 503, "too many requests in flight on this connection");
+        return NULL;
+    }
+    memset(&op->d, 0, sizeof(op->d));
+    op->d.start_ns = r->start_ns;
+    op->d.detailed = kind == OP_ENVOY;
+    op->c = c;
+    op->slot = slot;
+    op->kind = kind;
+    op->keep_alive = r->keep_alive;
+    return op;
+}
+
+/* Decide `req` as `kind` on the one decision path. */
+static void run(struct sl__conn *c, const struct sl__h1_req *r, enum op_kind kind,
+                struct sl_request *req, enum sl__decide_kind dkind)
+{
+    struct op *op = op_new(c, r, kind);
+
+    if (op != NULL)
+        sl__decide(c->w, &op->d, dkind, req, on_done);
+}
+
+typedef int (*parse_fn)(struct sl__json_req *, struct sl__json_arena *, const char *, size_t);
+
+/* A JSON check body: parse, decide, answer. */
+static void json_check(struct sl__conn *c, const struct sl__h1_req *r, parse_fn parse,
+                       enum op_kind kind)
+{
+    struct sl__json_arena arena;
+
+    sl__json_arena_init(&arena, arena_mem, sizeof(arena_mem));
+    if (parse(&jreq, &arena, r->body.p, r->body.len) != SL_OK)
+        respond_error(c, -1, r->keep_alive, 400, jreq.error);
+    else
+        run(c, r, kind, &jreq.req, kind == OP_ACQUIRE ? SL__DECIDE_ACQUIRE : SL__DECIDE_CHECK);
+    sl__json_req_release(&jreq);
+}
+
+static void h_json(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    json_check(c, r, sl__json_parse_envoy, OP_ENVOY);
+}
+
+static void h_check(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    json_check(c, r, sl__json_parse_check, OP_CHECK);
+}
+
+static void h_acquire(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    json_check(c, r, sl__json_parse_check, OP_ACQUIRE);
+}
+
+/* One descriptor from the query: domain=D, then KEY=VALUE in order. */
+static int query_request(struct sl__conn *c, const struct sl__h1_req *r, struct sl_request *req,
+                         struct sl_descriptor *d)
+{
+    struct sl__qpair pairs[SL_MAX_ENTRIES + 2];
+    int n = sl__query_parse(r->query.p, r->query.len, pairs, SL_MAX_ENTRIES + 2, qscratch,
+                            sizeof(qscratch));
+    size_t ne = 0;
+
+    memset(req, 0, sizeof(*req));
+    if (n < 0) {
+        respond_error(c, -1, r->keep_alive, 400,
+                      n == SL_ETOOBIG ? "too many query parameters" : "malformed query string");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (pairs[i].name.len == 6 && memcmp(pairs[i].name.p, "domain", 6) == 0) {
+            req->domain = pairs[i].value;
+            continue;
+        }
+        if (ne == SL_MAX_ENTRIES) {
+            respond_error(c, -1, r->keep_alive, 400, "at most 16 descriptor entries");
+            return -1;
+        }
+        qentries[ne].key = pairs[i].name;
+        qentries[ne].value = pairs[i].value;
+        ne++;
+    }
+    if (req->domain.len == 0 || ne == 0) {
+        respond_error(c, -1, r->keep_alive, 400,
+                      "give domain=D and at least one KEY=VALUE in the query");
+        return -1;
+    }
+    *d = (struct sl_descriptor){qentries, ne, -1};
+    req->descriptors = d;
+    req->n_descriptors = 1;
+    req->hits = 1;
+    return 0;
+}
+
+static void query_op(struct sl__conn *c, const struct sl__h1_req *r, enum op_kind kind,
+                     enum sl__decide_kind dkind)
+{
+    struct sl_request req;
+    struct sl_descriptor d;
+
+    if (query_request(c, r, &req, &d) == 0)
+        run(c, r, kind, &req, dkind);
+}
+
+static void h_auth(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    query_op(c, r, OP_AUTH, SL__DECIDE_CHECK);
+}
+
+static void h_keys_get(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    query_op(c, r, OP_KEYS, SL__DECIDE_INSPECT);
+}
+
+static void h_keys_delete(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    query_op(c, r, OP_KEYS, SL__DECIDE_RESET);
+}
+
+/* A small admin body {"NAME": ...}: the member, or NULL with a 400 sent. */
+static cJSON *admin_body(struct sl__conn *c, const struct sl__h1_req *r, const char *name,
+                         cJSON **doc)
+{
+    cJSON *v;
+
+    *doc = cJSON_ParseWithLength(r->body.p, r->body.len);
+    v = *doc != NULL ? cJSON_GetObjectItemCaseSensitive(*doc, name) : NULL;
+    if (v == NULL) {
+        char why[80];
+        snprintf(why, sizeof(why), "expected a JSON object with \"%s\"", name);
+        respond_error(c, -1, r->keep_alive, 400, why);
+    }
+    return v;
+}
+
+static void h_release(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    cJSON *doc, *v = admin_body(c, r, "lease", &doc);
+    struct op *op;
+
+    if (v != NULL && !cJSON_IsString(v)) {
+        respond_error(c, -1, r->keep_alive, 400, "lease must be a string");
+    } else if (v != NULL && (op = op_new(c, r, OP_RELEASE)) != NULL) {
+        sl__decide_release(c->w, &op->d, v->valuestring, strlen(v->valuestring), on_done);
+    }
+    cJSON_Delete(doc);
+}
+
+static void h_clock(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    cJSON *doc, *v;
+    int64_t now;
+    char body[64];
+
+    if (!sl__clock_is_test()) {
+        respond_error(c, -1, r->keep_alive, 403, "the test clock needs sluiced --test-clock");
+        return;
+    }
+    v = admin_body(c, r, "advance_ms", &doc);
+    if (v != NULL) {
+        double ms = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (ms < 0 || ms > 9e15 || ms != (double)(int64_t)ms ||
+            sl__clock_advance_ms((int64_t)ms, &now) != SL_OK) {
+            respond_error(c, -1, r->keep_alive, 400, "advance_ms must be a whole number >= 0");
+        } else {
+            int n =
+                snprintf(body, sizeof(body), "{\"now_ms\":%lld}", (long long)(now / SL_NS_PER_MS));
+            respond(c, -1, r->keep_alive, 200, body, (size_t)n);
+        }
+    }
+    cJSON_Delete(doc);
+}
+
+static void h_healthz(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    respond(c, -1, r->keep_alive, 200, "ok\n", 3);
+}
+
+static void h_readyz(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    if (!sl__server_stores_ready(c->w->srv))
+        respond(c, -1, r->keep_alive, 503, "store not ready\n", 16);
+    else if (sl__worker_rules(c->w) != NULL)
+        respond(c, -1, r->keep_alive, 200, "ready\n", 6);
+    else
+        respond(c, -1, r->keep_alive, 503, "no rules loaded\n", 16);
+}
+
+static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    struct sl__metrics *m = get_metrics(c);
+    struct sl__metrics_gauges g = {0};
+    struct sl_table_stats ts;
+    size_t cap, len = 0;
+    char *buf;
+
+    if (m == NULL) {
+        respond_error(c, -1, r->keep_alive, 503, "metrics unavailable");
+        return;
+    }
+    sl_table_stats(sl_limiter_table(c->w->srv->lim), &ts);
+    g.table_entries = ts.entries;
+    g.table_bytes = ts.bytes;
+    g.table_max_bytes = c->w->srv->cfg.store_max_bytes;
+    g.table_evictions = ts.evictions;
+    g.table_full_denials = ts.full_denials;
+    g.reloads = atomic_load(&c->w->srv->reloads);
+    g.reload_failures = atomic_load(&c->w->srv->reload_failures);
+    g.connections = -1; /* the registry's own count, kept by the core */
+    cap = sl__metrics_render_bound(m) + SL__METRICS_STORE_MAX;
+    buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
+    if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK) {
+        sl__metrics_render_store(c->w->srv, buf, cap, &len);
+        respond(c, -1, r->keep_alive, 200, buf, len);
+    } else
+        respond_error(c, -1, r->keep_alive, 500, "metrics did not fit");
+    free(buf);
+}
+
+/* ------------------------------------------------------------ routing */
+
+const struct sl__http_route sl__http_api_routes[] = {
+    {HTTP_POST, "/json", h_json, false, false},
+    {HTTP_POST, "/v1/check", h_check, false, false},
+    {HTTP_GET, "/v1/auth", h_auth, false, false},
+    {HTTP_POST, "/v1/acquire", h_acquire, false, false},
+    {HTTP_POST, "/v1/release", h_release, false, false},
+    {HTTP_GET, "/metrics", h_metrics, false, false},
+    {HTTP_GET, "/healthz", h_healthz, false, false},
+    {HTTP_GET, "/readyz", h_readyz, false, false},
+    {HTTP_GET, "/v1/keys", h_keys_get, false, true},
+    {HTTP_DELETE, "/v1/keys", h_keys_delete, false, true},
+    {HTTP_POST, "/v1/debug/clock", h_clock, false, true},
+    {0, NULL, NULL, false, false},
+};
+
+static bool path_matches(const struct sl__http_route *rt, struct sl_str path)
+{
+    size_t n = strlen(rt->path);
+
+    if (rt->prefix)
+        return path.len >= n && memcmp(rt->path, path.p, n) == 0;
+    return path.len == n && memcmp(rt->path, path.p, n) == 0;
+}
+
+void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    bool path_known = false;
+
+    if (r->method == HTTP_HEAD) { /* an answer to HEAD has no body */
+        sl__h1_respond(c, -1, r->keep_alive, 405, NULL, 0, NULL, 0);
+        return;
+    }
+    for (size_t t = 0; sl__http_route_tables[t] != NULL; t++) {
+        for (const struct sl__http_route *rt = sl__http_route_tables[t]; rt->path != NULL; rt++) {
+            if (!path_matches(rt, r->path))
+                continue;
+            if (rt->admin && !sl__gate_listener(c))
+                goto unknown; /* not served here: as unknown as any other path */
+            path_known = true;
+            if (rt->method == r->method) {
+                if (!rt->admin || sl__gate_admin(c, r))
+                    rt->fn(c, r);
+                return;
+            }
+        }
+    }
+unknown:
+    if (path_known)
+        respond_error(c, -1, r->keep_alive, 405, "method not allowed on this path");
+    else
+        respond_error(c, -1, r->keep_alive, 404, "no such endpoint");
+}

@@ -1,0 +1,388 @@
+/*
+ * resp_sl.c - the decision commands over RESP: CL.THROTTLE (redis-cell's
+ * command and exact reply), SL.CHECK / SL.CHECKM / SL.ACQUIRE / SL.PEEK /
+ * SL.RESET against the rules, SL.RELEASE, and SL.DEBUG CLOCK for tests.
+ *
+ * Every decision goes through the one decision path (core/decide.h): the
+ * command parses its arguments, reserves a reply slot with its operation
+ * and hands the request over; the callback formats the result into the
+ * slot (at once for the memory store). Nothing is allocated per command:
+ * the operation lives in the connection's op ring, arguments in
+ * thread-local scratch. It does not decide, apply kill switches or count
+ * metrics itself.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "decide.h"
+#include "resp.h"
+#include "resp_write.h"
+#include "worker-t.h"
+
+/* ---------------------------------------------------------- arguments */
+
+/* A decimal int64 with an optional '-' and nothing else. */
+static int parse_i64(struct sl_str s, int64_t *out)
+{
+    uint64_t v = 0;
+    size_t i = 0;
+    bool neg = s.len > 0 && s.p[0] == '-';
+
+    i = neg;
+    if (s.len == i || s.len - i > 19)
+        return -1;
+    for (; i < s.len; i++) {
+        if (s.p[i] < '0' || s.p[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(s.p[i] - '0');
+    }
+    if (v > (uint64_t)INT64_MAX)
+        return -1;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
+static _Thread_local struct sl_entry entries[SL_MAX_DESCRIPTORS * SL_MAX_ENTRIES];
+static _Thread_local struct sl_descriptor descs[SL_MAX_DESCRIPTORS];
+
+/* ------------------------------------------------------------ replies */
+
+static void w_status(struct sl__buf *b, const struct sl_status *s)
+{
+    sl__resp_w_array(b, 6);
+    sl__resp_w_cstr(b, sl_verdict_name(s->d.verdict));
+    if (s->limit && s->limit->name)
+        sl__resp_w_cstr(b, s->limit->name);
+    else
+        sl__resp_w_nil(b);
+    sl__resp_w_int(b, s->d.quota);
+    sl__resp_w_int(b, s->d.remaining);
+    sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.reset_ns));
+    sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
+}
+
+static void w_decision(struct sl__buf *b, const struct sl_result *res, bool lease)
+{
+    sl__resp_w_array(b, lease ? 4 : 3);
+    sl__resp_w_cstr(b, sl_verdict_name(res->verdict));
+    sl__resp_w_int(b, res->verdict == SL_DELAY ? sl_ns_to_ms_ceil(res->delay_ns) : 0);
+    sl__resp_w_array(b, res->n_statuses);
+    for (size_t i = 0; i < res->n_statuses; i++)
+        w_status(b, &res->statuses[i]);
+    if (lease)
+        sl__resp_w_cstr(b, res->lease);
+}
+
+int64_t sl__resp_cell_seconds(int64_t ns)
+{
+    int64_t s = ns / SL_NS_PER_S;
+
+    if (ns > 0 && ns % SL_NS_PER_S >= SL_NS_PER_MS)
+        s++;
+    return s;
+}
+
+/* redis-cell: [limited, limit, remaining, retry_after s (-1 allowed), reset s]. */
+static void w_throttle(struct sl__buf *b, const struct sl_result *res)
+{
+    const struct sl_decision *d = &res->statuses[0].d;
+    bool limited = d->verdict == SL_DENY;
+
+    sl__resp_w_array(b, 5);
+    sl__resp_w_int(b, limited);
+    sl__resp_w_int(b, d->quota);
+    sl__resp_w_int(b, d->remaining);
+    sl__resp_w_int(b, limited && d->retry_after_ns >= 0 ? sl__resp_cell_seconds(d->retry_after_ns)
+                                                        : -1);
+    sl__resp_w_int(b, sl__resp_cell_seconds(d->reset_ns));
+}
+
+static void w_store_error(struct sl__buf *b, int err)
+{
+    switch (err) {
+    case SL_EFULL:
+        sl__resp_w_error(b, "ERR state table full (store.max_bytes); request not decided");
+        break;
+    case SL_ETOOBIG:
+        sl__resp_w_error(b, "ERR request above a cap (descriptors, entries, key length)");
+        break;
+    default:
+        sl__resp_w_error(b, "ERR %s", sl_strerror(err));
+    }
+}
+
+/* ---------------------------------------------------------- operations */
+
+/* The decision path's callback: format the result into the op's slot. */
+static void on_done(struct sl__decide_op *d, int err, const struct sl_result *res)
+{
+    struct sl__resp_op *op = (struct sl__resp_op *)(void *)d;
+    struct sl__buf *b = &op->c->w->areply;
+
+    b->len = 0;
+    if (op->kind == SL__RESP_OP_RELEASE) {
+        if (err == SL_OK || err == SL_ENOENT)
+            sl__resp_w_int(b, err == SL_OK);
+        else
+            sl__resp_w_error(b, "ERR malformed lease token");
+    } else if (err != SL_OK) {
+        w_store_error(b, err);
+    } else if (op->kind == SL__RESP_OP_THROTTLE) {
+        w_throttle(b, res);
+    } else {
+        w_decision(b, res, op->kind == SL__RESP_OP_ACQUIRE);
+    }
+    sl__conn_slot_fill(op->c, op->slot, b->p, b->len);
+}
+
+/* Reserve a slot and its op; NULL (with an error written) when the
+ * connection has too many operations in flight. */
+static struct sl__resp_op *op_new(struct sl__conn *c, enum sl__resp_op_kind kind,
+                                  struct sl__buf *out)
+{
+    int64_t slot;
+    struct sl__resp_op *op = sl__conn_op_reserve(c, sizeof(*op), &slot);
+
+    if (op == NULL) {
+        sl__resp_w_error(out, "ERR too many requests in flight on this connection");
+        return NULL;
+    }
+    memset(&op->d, 0, sizeof(op->d));
+    op->c = c;
+    op->slot = slot;
+    op->kind = kind;
+    return op;
+}
+
+/* ---------------------------------------------------------- CL.THROTTLE */
+
+/* The user's key, namespaced so it can never equal a rule's state key. */
+static const char cell_prefix[] = "\xff"
+                                  "cl.throttle\xff";
+static const struct sl_match zero_match;
+
+/* sl_limit_finish() hashes every parameter; clients repeat the same
+ * parameters call after call, so the last identity is kept per thread. */
+static void finish_cached(struct sl_limit *l)
+{
+    static _Thread_local struct sl_limit last;
+    static _Thread_local bool have;
+
+    if (have && last.burst == l->burst && last.requests == l->requests &&
+        last.period_ns == l->period_ns) {
+        l->id = last.id;
+        return;
+    }
+    sl_limit_finish(l);
+    last = *l;
+    have = true;
+}
+
+int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                      struct sl__buf *out)
+{
+    int64_t v[4] = {0, 0, 0, 1}; /* max_burst, count, period, quantity */
+    struct sl_match *m = c->w->matches;
+    struct sl_descriptor d = {NULL, 0, -1};
+    struct sl_request req;
+    struct sl__resp_op *op;
+    struct sl_str key = cmd->argv[1];
+
+    if (cmd->argc != 5 && cmd->argc != 6) {
+        sl__resp_w_error(out, "Cell error: Usage: cl.throttle <key> <max_burst> <count per "
+                              "period> <period> [<quantity>]");
+        return 0;
+    }
+    for (size_t i = 2; i < cmd->argc; i++) {
+        if (parse_i64(cmd->argv[i], &v[i - 2]) != 0) {
+            sl__resp_w_error(out, "Cell error: Couldn't parse as integer: %.*s",
+                             (int)(cmd->argv[i].len > 64 ? 64 : cmd->argv[i].len), cmd->argv[i].p);
+            return 0;
+        }
+    }
+    if (v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0) {
+        sl__resp_w_error(out, "ERR max_burst, count, period and quantity must not be negative");
+        return 0;
+    }
+    /* redis-cell's emission interval is period/count in whole nanoseconds;
+     * zero (count 0, period 0, or a rate above 1/ns) is refused like it. */
+    if (v[1] == 0 || v[2] == 0 || (v[2] <= INT64_MAX / SL_NS_PER_S && v[2] * SL_NS_PER_S < v[1])) {
+        sl__resp_w_error(out, "Cell error: Zero rates are not supported");
+        return 0;
+    }
+    if (v[2] > INT64_MAX / SL_NS_PER_S || v[0] == INT64_MAX) {
+        sl__resp_w_error(out, "ERR period or max_burst too large");
+        return 0;
+    }
+    if (key.len + sizeof(cell_prefix) - 1 > SL_KEY_MAX) {
+        sl__resp_w_error(out, "ERR key longer than %d bytes", (int)(SL_KEY_MAX - 16));
+        return 0;
+    }
+    op = op_new(c, SL__RESP_OP_THROTTLE, out);
+    if (op == NULL)
+        return 0;
+    sl_limit_init(&op->limit);
+    op->limit.algo = SL_ALGO_GCRA;
+    op->limit.burst = v[0];
+    op->limit.requests = (uint64_t)v[1];
+    op->limit.period_ns = v[2] * SL_NS_PER_S;
+    op->limit.name = "cl.throttle";
+    finish_cached(&op->limit);
+    /* everything after the key bytes is zero (fields may be added there) */
+    memcpy(&m->key_len, &zero_match.key_len, sizeof(*m) - offsetof(struct sl_match, key_len));
+    m->limits[0] = &op->limit;
+    m->n_limits = 1;
+    memcpy(m->key, cell_prefix, sizeof(cell_prefix) - 1);
+    memcpy(m->key + sizeof(cell_prefix) - 1, key.p, key.len);
+    m->key_len = sizeof(cell_prefix) - 1 + key.len;
+    memset(&req, 0, sizeof(req));
+    req.descriptors = &d;
+    req.n_descriptors = 1;
+    req.hits = (uint64_t)v[3];
+    sl__decide_matched(c->w, &op->d, &req, m, 1, on_done);
+    return 0;
+}
+
+/* ------------------------------------------------------------- SL.* */
+
+/* Descriptors from argv[from..): one of key/value pairs, or with `counted`
+ * several, each introduced by its number of pairs. 0, or -1 with an error
+ * written to `out`. */
+static int parse_descriptors(const struct sl__resp_cmd *cmd, size_t from, bool counted,
+                             struct sl_request *req, struct sl__buf *out)
+{
+    size_t i = from, ne = 0, nd = 0;
+
+    while (i < cmd->argc) {
+        int64_t pairs = (int64_t)(cmd->argc - i) / 2;
+        if (counted && (parse_i64(cmd->argv[i++], &pairs) != 0 || pairs < 1)) {
+            sl__resp_w_error(out, "ERR each descriptor starts with its number of key/value "
+                                  "pairs (>= 1)");
+            return -1;
+        }
+        if (!counted && (cmd->argc - from) % 2 != 0) {
+            sl__resp_w_error(out, "ERR descriptor entries come in key value pairs");
+            return -1;
+        }
+        if (nd == SL_MAX_DESCRIPTORS || pairs > SL_MAX_ENTRIES) {
+            sl__resp_w_error(out, "ERR at most %d descriptors of %d entries", SL_MAX_DESCRIPTORS,
+                             SL_MAX_ENTRIES);
+            return -1;
+        }
+        if ((size_t)pairs * 2 > cmd->argc - i) {
+            sl__resp_w_error(out, "ERR descriptor %zu announces %lld pairs but has fewer", nd + 1,
+                             (long long)pairs);
+            return -1;
+        }
+        descs[nd].entries = &entries[ne];
+        descs[nd].n_entries = (size_t)pairs;
+        descs[nd].hits = -1;
+        for (int64_t k = 0; k < pairs; k++, ne++, i += 2) {
+            entries[ne].key = cmd->argv[i];
+            entries[ne].value = cmd->argv[i + 1];
+        }
+        nd++;
+    }
+    req->descriptors = descs;
+    req->n_descriptors = nd;
+    return 0;
+}
+
+/* Build the request of an SL.* command: domain at argv[1]; hits at argv[2]
+ * when `with_hits`, else `hits`; descriptors after. */
+static int build_request(struct sl__conn *c, const struct sl__resp_cmd *cmd, bool with_hits,
+                         bool counted, uint64_t hits, struct sl_request *req, struct sl__buf *out)
+{
+    int64_t h = (int64_t)hits;
+
+    memset(req, 0, sizeof(*req));
+    req->domain = cmd->argv[1];
+    if (with_hits && (parse_i64(cmd->argv[2], &h) != 0 || h < 0)) {
+        sl__resp_w_error(out, "ERR hits must be a whole number >= 0");
+        return -1;
+    }
+    req->hits = (uint64_t)h;
+    return parse_descriptors(cmd, with_hits ? 3 : 2, counted, req, out);
+}
+
+static int run_rules(struct sl__conn *c, const struct sl__resp_cmd *cmd, struct sl__buf *out,
+                     bool with_hits, bool counted, enum sl__resp_op_kind op_kind,
+                     enum sl__decide_kind kind)
+{
+    struct sl_request req;
+    struct sl__resp_op *op;
+
+    if (build_request(c, cmd, with_hits, counted, 1, &req, out) != 0)
+        return 0;
+    op = op_new(c, op_kind, out);
+    if (op != NULL)
+        sl__decide(c->w, &op->d, kind, &req, on_done);
+    return 0;
+}
+
+int sl__resp_check(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                   struct sl__buf *out)
+{
+    return run_rules(c, cmd, out, true, false, SL__RESP_OP_DECIDE, SL__DECIDE_CHECK);
+}
+
+int sl__resp_checkm(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                    struct sl__buf *out)
+{
+    return run_rules(c, cmd, out, true, true, SL__RESP_OP_DECIDE, SL__DECIDE_CHECK);
+}
+
+int sl__resp_acquire(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                     struct sl__buf *out)
+{
+    return run_rules(c, cmd, out, false, false, SL__RESP_OP_ACQUIRE, SL__DECIDE_ACQUIRE);
+}
+
+int sl__resp_peek(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                  struct sl__buf *out)
+{
+    return run_rules(c, cmd, out, false, false, SL__RESP_OP_DECIDE, SL__DECIDE_PEEK);
+}
+
+int sl__resp_reset(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                   struct sl__buf *out)
+{
+    return run_rules(c, cmd, out, false, false, SL__RESP_OP_DECIDE, SL__DECIDE_RESET);
+}
+
+int sl__resp_release(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                     struct sl__buf *out)
+{
+    struct sl__resp_op *op = op_new(c, SL__RESP_OP_RELEASE, out);
+
+    if (op != NULL)
+        sl__decide_release(c->w, &op->d, cmd->argv[1].p, cmd->argv[1].len, on_done);
+    return 0;
+}
+
+/* SL.DEBUG CLOCK GET | SL.DEBUG CLOCK ADVANCE ms - only with --test-clock. */
+int sl__resp_debug(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                   struct sl__buf *out)
+{
+    int64_t ms, now;
+
+    if (cmd->argc < 3 || !sl__resp_eq(cmd->argv[1], "CLOCK")) {
+        sl__resp_w_error(out, "ERR usage: SL.DEBUG CLOCK GET | SL.DEBUG CLOCK ADVANCE ms");
+        return 0;
+    }
+    if (!sl__clock_is_test()) {
+        sl__resp_w_error(out, "ERR SL.DEBUG CLOCK needs sluiced --test-clock START_MS");
+        return 0;
+    }
+    if (sl__resp_eq(cmd->argv[2], "GET") && cmd->argc == 3) {
+        sl__resp_w_int(out, sl__clock_now_ns() / SL_NS_PER_MS);
+    } else if (sl__resp_eq(cmd->argv[2], "ADVANCE") && cmd->argc == 4 &&
+               parse_i64(cmd->argv[3], &ms) == 0 && sl__clock_advance_ms(ms, &now) == SL_OK) {
+        sl__resp_w_int(out, now / SL_NS_PER_MS);
+    } else {
+        sl__resp_w_error(out, "ERR usage: SL.DEBUG CLOCK ADVANCE ms (ms >= 0)");
+    }
+    return 0;
+}

@@ -1,0 +1,183 @@
+/*
+ * store.h - where sluiced's state lives: the asynchronous store interface
+ * (internal to sluiced; the one header of store/ that the server sees).
+ *
+ * Every decision the daemon makes goes through a store: the decision path
+ * (server/core/decide.c) starts an operation on its worker's store and the
+ * store delivers the result to a callback. The memory store decides in the
+ * library's table and calls back before its start function returns; a
+ * remote store (Redis, Redis Cluster) calls back from the worker's event
+ * loop when the answer arrives. The server is written against this header
+ * only and names no store: the configuration keys under `store.`, the
+ * choice of store (`store.type`), readiness, the store's lines in
+ * /metrics, and rules shared through the store all go through the
+ * functions below, so a new store changes no server file.
+ *
+ * It does not resolve rules for the caller, format replies or read the
+ * clock: the request carries its time (now_ns).
+ *
+ * Contract of every start function (check, peek, reset, release):
+ *  - returns 0: `cb` is called exactly once, possibly before the start
+ *    function returns, on the worker loop thread;
+ *  - returns a negative SL_E* code: nothing was started, `cb` is never called.
+ *  - `req`, `m` and `lease` are borrowed for the duration of the start call
+ *    only (a remote store serialises what it needs before returning).
+ *  - the result given to `cb` is borrowed for the duration of the callback.
+ *
+ * Ownership: a store belongs to one worker (one loop thread) and is freed
+ * with sl__store_free(); the limiter it is given is shared and outlives it.
+ * A store configuration is the server's, read-only once the stores exist.
+ */
+#ifndef SL_STORE_H
+#define SL_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#include "sluice.h"
+
+struct sl__store;
+
+/* err: 0 or a negative SL_E* code (then `res` is NULL). */
+typedef void (*sl__store_cb)(void *arg, int err, const struct sl_result *res);
+
+/*
+ * What to decide: `req` (its time, cost and descriptors) and either the
+ * rules snapshot to resolve it with (`rules` non-NULL: the store applies
+ * matching, Envoy `replaces` and `quota_mode` exactly as sl_limiter_check)
+ * or, with `rules` NULL, descriptors already resolved into `m[0..n)` (an ad
+ * hoc limit such as CL.THROTTLE's). Borrowed for the start call only; an
+ * asynchronous store takes its own sl_rules_ref().
+ */
+struct sl__store_req {
+    const struct sl_request *req;
+    const sl_rules *rules;
+    const struct sl_match *m;
+    size_t n;
+};
+
+struct sl__store_ops {
+    const char *name;
+    /* Decide req->hits (0 peeks) on every limit of every descriptor,
+     * all-or-nothing (sl_limiter_check / _check_matched semantics). */
+    int (*check)(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg);
+    /* Report the state as a cost-0 check would, consuming nothing. */
+    int (*peek)(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg);
+    /* Forget the state of every limit of every descriptor; the result's
+     * statuses are those of the fresh state. */
+    int (*reset)(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg);
+    /* Release every concurrency slot named by a lease token; `res` is NULL,
+     * err SL_ENOENT if nothing was held, SL_EINVAL for a malformed token. */
+    int (*release)(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
+                   sl__store_cb cb, void *arg);
+    /* Can this store decide with its own state now? Any thread, any time
+     * (a /readyz on another worker asks). */
+    bool (*ready)(const struct sl__store *s);
+    void (*free)(struct sl__store *s);
+};
+
+/* How one kind of store plugs in (store/kinds.c lists them). */
+struct sl__store_kind;
+
+struct sl__store {
+    const struct sl__store_ops *ops;
+    const struct sl__store_kind *kind;
+};
+
+/* ------------------------------------------------------------ configuration */
+
+/* Every store's configuration keys (`store.type` and the keys under
+ * `store.` that each kind owns), with their defaults applied. Opaque. */
+struct sl__store_config;
+
+/* SL_OK or SL_ENOMEM. */
+int sl__store_config_new(struct sl__store_config **out);
+void sl__store_config_free(struct sl__store_config *c);
+
+/*
+ * Set one scalar key: `key` is the full dotted path ("store.type",
+ * "store.redis.host", "store.redis.policies.api"), `value` its text, `dir`
+ * the directory relative paths are resolved against (may be NULL). SL_OK;
+ * SL_ENOENT when no store owns the key (the caller reports it unknown);
+ * SL_EINVAL with err[0..errlen) saying what to fix.
+ */
+int sl__store_config_set(struct sl__store_config *c, const char *key, const char *value,
+                         const char *dir, char *err, size_t errlen);
+
+/* Is `key` (a dotted path) a mapping the stores own, such as "store.redis"
+ * or "store.redis.policies"? The configuration walker descends into it. */
+bool sl__store_config_is_section(const char *key);
+
+/* The configured kind's name ("memory", "redis"). */
+const char *sl__store_config_type(const struct sl__store_config *c);
+
+/* Check the configuration as a whole once the file is read (e.g. a
+ * cluster's seed list). SL_OK, or SL_EINVAL with err saying what to fix. */
+int sl__store_config_check(const struct sl__store_config *c, char *err, size_t errlen);
+
+/* Every key with its default and meaning (sluiced --help). */
+void sl__store_config_help(FILE *out);
+
+/* ------------------------------------------------------------ stores */
+
+/* A store of the configured kind for one worker: on `loop` (its thread),
+ * deciding locally (or falling back) with `lim` (shared, outlives it).
+ * SL_OK, SL_EINVAL (bad configuration), SL_ENOMEM. */
+int sl__store_new(const struct sl__store_config *c, uv_loop_t *loop, sl_limiter *lim,
+                  struct sl__store **out);
+
+static inline void sl__store_free(struct sl__store *s)
+{
+    if (s != NULL)
+        s->ops->free(s);
+}
+
+static inline bool sl__store_ready(const struct sl__store *s)
+{
+    return s->ops->ready(s);
+}
+
+/*
+ * Append the store's own lines of the /metrics exposition (Prometheus text
+ * format), summed over the workers' stores[0..n) (all of one kind), to
+ * buf[*len..cap). Returns the bytes added (0: nothing to add or no room,
+ * then *len is unchanged). Any thread: reads snapshots the stores publish.
+ * SL__STORE_METRICS_MAX bytes are always enough.
+ */
+#define SL__STORE_METRICS_MAX 8192
+size_t sl__store_metrics_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                                size_t *len);
+
+/* ------------------------------------------------------------ rules across nodes */
+
+/*
+ * Some stores can share the rules written through one node's admin API
+ * with every node of a fleet (the Redis store with store.redis.rules_sync).
+ * Does the configured store do so?
+ */
+bool sl__store_rules_shared(const struct sl__store_config *c);
+
+/* Publish rule `id` (yaml[0..len)) or its deletion (yaml NULL) to the other
+ * nodes. Blocks (bounded by the store's timeouts): call it off the event
+ * loops. SL_OK with *version set (may be NULL); SL_ENOENT when the store
+ * could not be reached (nothing was published); SL_EINVAL when the store
+ * does not share rules or the id is too long. */
+int sl__store_rules_publish(const struct sl__store_config *c, const char *id, const char *yaml,
+                            size_t len, uint64_t *version);
+
+/* The subscriber that applies what other nodes publish into the rules
+ * database at `db_path`, calling on_change(arg) on `loop`'s thread after
+ * the database changed. *out is NULL (and SL_OK) when the store does not
+ * share rules. */
+struct sl__store_rules_sub;
+int sl__store_rules_subscribe(const struct sl__store_config *c, uv_loop_t *loop,
+                              const char *db_path, void (*on_change)(void *arg), void *arg,
+                              struct sl__store_rules_sub **out);
+/* Stop it (NULL is fine); its memory goes once its handles have closed. */
+void sl__store_rules_unsubscribe(struct sl__store_rules_sub *s);
+
+#endif /* SL_STORE_H */

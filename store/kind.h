@@ -1,0 +1,58 @@
+/*
+ * kind.h - how one kind of store plugs into store.h (private to store/).
+ *
+ * A kind is one `const struct sl__store_kind`, listed in store/kinds.c.
+ * It brings its configuration (a struct of its own, described by a key
+ * table, plus keys it parses itself), its constructor, its lines in
+ * /metrics and, optionally, rules shared across nodes. The server never
+ * sees a kind: store.h's functions dispatch on the configured one.
+ *
+ * Adding a store: write store/<name>/ with one `const struct sl__store_kind
+ * sl__store_kind_<name>`, declare it below, add it to kinds[] in
+ * store/kinds.c and its sources to store/CMakeLists.txt; document its keys
+ * in docs/configuration.md (a test compares them with sluiced --help).
+ */
+#ifndef SL_STORE_KIND_H
+#define SL_STORE_KIND_H
+
+#include "keytab.h"
+#include "store.h"
+
+struct sl__store_kind {
+    const char *name; /* the value of store.type */
+
+    /* Configuration: a struct of cfg_size bytes, zeroed, then every row of
+     * keys[0..n_keys) set to its default, then init() (may be NULL) for
+     * what is not a key. */
+    size_t cfg_size;
+    const struct sl__key *(*keys)(size_t *n); /* the table; NULL: none */
+    void (*init)(void *cfg);
+    /* Keys outside the table (patterns such as store.redis.policies.D):
+     * SL_OK, SL_ENOENT (not this kind's), SL_EINVAL with err. May be NULL. */
+    int (*set)(void *cfg, const char *key, const char *value, char *err, size_t errlen);
+    /* Mappings under store. this kind owns ("store.redis"), NULL-ended. */
+    const char *const *sections;
+    /* Extra --help lines (for what set() parses). May be NULL. */
+    void (*help)(FILE *out);
+    /* The whole configuration is consistent. May be NULL. */
+    int (*check)(const void *cfg, char *err, size_t errlen);
+    void (*free_cfg)(void *cfg); /* beyond the table's strings; may be NULL */
+
+    int (*create)(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out);
+    /* store.h's sl__store_metrics_render for this kind; may be NULL. */
+    size_t (*metrics)(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                      size_t *len);
+
+    /* Rules across nodes; all NULL when the kind cannot share rules. */
+    bool (*rules_shared)(const void *cfg);
+    int (*rules_publish)(const void *cfg, const char *id, const char *yaml, size_t len,
+                         uint64_t *version);
+    int (*rules_subscribe)(const void *cfg, uv_loop_t *loop, const char *db_path,
+                           void (*on_change)(void *arg), void *arg, void **out);
+    void (*rules_unsubscribe)(void *sub);
+};
+
+extern const struct sl__store_kind sl__store_kind_memory;
+extern const struct sl__store_kind sl__store_kind_redis;
+
+#endif /* SL_STORE_KIND_H */

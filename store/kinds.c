@@ -1,0 +1,217 @@
+/*
+ * kinds.c - the table of store kinds and store.h's functions over it: the
+ * configuration of every kind (so `store.type` may come after a kind's
+ * keys in the file), the choice of kind, and the dispatch to it.
+ *
+ * It decides nothing and does no I/O; each kind does its own.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kind.h"
+
+static const struct sl__store_kind *const kinds[] = {
+    &sl__store_kind_memory,
+    &sl__store_kind_redis,
+};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+struct sl__store_config {
+    unsigned type;     /* index in kinds[] */
+    void *cfg[NKINDS]; /* each kind's configuration */
+};
+
+static const struct sl__key *table(const struct sl__store_kind *k, size_t *n)
+{
+    *n = 0;
+    return k->keys != NULL ? k->keys(n) : NULL;
+}
+
+struct sl__store_rules_sub {
+    const struct sl__store_kind *kind;
+    void *impl;
+};
+
+void sl__store_config_free(struct sl__store_config *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t i = 0; i < NKINDS; i++) {
+        if (c->cfg[i] == NULL)
+            continue;
+        size_t n;
+        const struct sl__key *keys = table(kinds[i], &n);
+        sl__keytab_free(keys, n, c->cfg[i]);
+        if (kinds[i]->free_cfg != NULL)
+            kinds[i]->free_cfg(c->cfg[i]);
+        free(c->cfg[i]);
+    }
+    free(c);
+}
+
+int sl__store_config_new(struct sl__store_config **out)
+{
+    struct sl__store_config *c = calloc(1, sizeof(*c));
+
+    *out = NULL;
+    if (c == NULL)
+        return SL_ENOMEM;
+    for (size_t i = 0; i < NKINDS; i++) {
+        const struct sl__store_kind *k = kinds[i];
+        size_t n;
+        const struct sl__key *keys = table(k, &n);
+        c->cfg[i] = calloc(1, k->cfg_size ? k->cfg_size : 1);
+        if (c->cfg[i] == NULL || sl__keytab_defaults(keys, n, c->cfg[i]) != 0) {
+            sl__store_config_free(c);
+            return SL_ENOMEM;
+        }
+        if (k->init != NULL)
+            k->init(c->cfg[i]);
+    }
+    *out = c;
+    return SL_OK;
+}
+
+static int set_type(struct sl__store_config *c, const char *value, char *err, size_t errlen)
+{
+    size_t used = 0;
+
+    for (unsigned i = 0; i < NKINDS; i++) {
+        if (strcmp(kinds[i]->name, value) == 0) {
+            c->type = i;
+            return SL_OK;
+        }
+    }
+    used = (size_t)snprintf(err, errlen, "store.type must be one of");
+    for (unsigned i = 0; i < NKINDS && used < errlen; i++)
+        used += (size_t)snprintf(err + used, errlen - used, "%s %s", i ? "," : "", kinds[i]->name);
+    if (used < errlen)
+        snprintf(err + used, errlen - used, " (got '%s')", value);
+    return SL_EINVAL;
+}
+
+int sl__store_config_set(struct sl__store_config *c, const char *key, const char *value,
+                         const char *dir, char *err, size_t errlen)
+{
+    if (strcmp(key, "store.type") == 0)
+        return set_type(c, value, err, errlen);
+    for (size_t i = 0; i < NKINDS; i++) {
+        const struct sl__store_kind *k = kinds[i];
+        size_t n;
+        const struct sl__key *keys = table(k, &n);
+        const struct sl__key *row = sl__keytab_find(keys, n, key);
+        if (row != NULL)
+            return sl__keytab_set(row, c->cfg[i], value, dir, err, errlen) == 0 ? SL_OK : SL_EINVAL;
+        if (k->set != NULL) {
+            int rc = k->set(c->cfg[i], key, value, err, errlen);
+            if (rc != SL_ENOENT)
+                return rc;
+        }
+    }
+    return SL_ENOENT;
+}
+
+bool sl__store_config_is_section(const char *key)
+{
+    for (size_t i = 0; i < NKINDS; i++)
+        for (const char *const *s = kinds[i]->sections; s != NULL && *s != NULL; s++)
+            if (strcmp(*s, key) == 0)
+                return true;
+    return false;
+}
+
+const char *sl__store_config_type(const struct sl__store_config *c)
+{
+    return kinds[c->type]->name;
+}
+
+int sl__store_config_check(const struct sl__store_config *c, char *err, size_t errlen)
+{
+    const struct sl__store_kind *k = kinds[c->type];
+
+    return k->check != NULL ? k->check(c->cfg[c->type], err, errlen) : SL_OK;
+}
+
+void sl__store_config_help(FILE *out)
+{
+    char names[128];
+    size_t used = 0;
+
+    for (size_t i = 0; i < NKINDS && used < sizeof(names); i++)
+        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? " | " : "",
+                                 kinds[i]->name);
+    sl__keytab_help_line(out, "store.type", kinds[0]->name, names);
+    for (size_t i = 0; i < NKINDS; i++) {
+        size_t n;
+        const struct sl__key *keys = table(kinds[i], &n);
+        sl__keytab_help(keys, n, out);
+        if (kinds[i]->help != NULL)
+            kinds[i]->help(out);
+    }
+}
+
+int sl__store_new(const struct sl__store_config *c, uv_loop_t *loop, sl_limiter *lim,
+                  struct sl__store **out)
+{
+    const struct sl__store_kind *k = kinds[c->type];
+    int rc = k->create(c->cfg[c->type], loop, lim, out);
+
+    if (rc == SL_OK)
+        (*out)->kind = k;
+    return rc;
+}
+
+size_t sl__store_metrics_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                                size_t *len)
+{
+    if (n == 0 || stores[0]->kind->metrics == NULL)
+        return 0;
+    return stores[0]->kind->metrics(stores, n, buf, cap, len);
+}
+
+bool sl__store_rules_shared(const struct sl__store_config *c)
+{
+    const struct sl__store_kind *k = kinds[c->type];
+
+    return k->rules_shared != NULL && k->rules_shared(c->cfg[c->type]);
+}
+
+int sl__store_rules_publish(const struct sl__store_config *c, const char *id, const char *yaml,
+                            size_t len, uint64_t *version)
+{
+    if (!sl__store_rules_shared(c))
+        return SL_EINVAL;
+    return kinds[c->type]->rules_publish(c->cfg[c->type], id, yaml, len, version);
+}
+
+int sl__store_rules_subscribe(const struct sl__store_config *c, uv_loop_t *loop,
+                              const char *db_path, void (*on_change)(void *arg), void *arg,
+                              struct sl__store_rules_sub **out)
+{
+    const struct sl__store_kind *k = kinds[c->type];
+    struct sl__store_rules_sub *s;
+    int rc;
+
+    *out = NULL;
+    if (!sl__store_rules_shared(c))
+        return SL_OK;
+    s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return SL_ENOMEM;
+    s->kind = k;
+    rc = k->rules_subscribe(c->cfg[c->type], loop, db_path, on_change, arg, &s->impl);
+    if (rc != SL_OK) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return SL_OK;
+}
+
+void sl__store_rules_unsubscribe(struct sl__store_rules_sub *s)
+{
+    if (s == NULL)
+        return;
+    s->kind->rules_unsubscribe(s->impl);
+    free(s);
+}

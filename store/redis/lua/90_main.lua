@@ -1,0 +1,206 @@
+-- 90_main.lua - the entry point: dispatch to the algorithms, load and
+-- store states (SET with PX: expiry with the state), the all-or-nothing
+-- check of every item (lib/limiter.c's rules), peeks and lease releases.
+-- It does not rank statuses (the C store does, redis_plan.c).
+
+-- ------------------------------------------------------------- dispatch
+
+-- Each algorithm's ops (check, commit, ttl, fresh, refresh, release) are
+-- made on first use in this call and kept for the rest of it; ids 0-2
+-- share the bucket's. An id that is none of 0-6 is refused.
+local loaded = {}
+
+local function make_ops(k)
+  if k == 'warm' then return warm_ops() end
+  if k == 0 then return bucket_ops() end
+  if k == 3 then return fw_ops() end
+  if k == 4 then return sw_ops() end
+  if k == 5 then return sg_ops() end
+  if k == 6 then return cc_ops() end
+  return nil
+end
+
+local function ops_of(it)
+  local a, k = it.algo, it.algo
+  if a == 0 and it.warm == 1 then
+    k = 'warm'
+  elseif a == 1 or a == 2 then
+    k = 0
+  end
+  local o = loaded[k]
+  if o ~= nil then return o end
+  o = make_ops(k)
+  if o == nil then error('SLUICE_ALGO unknown algorithm ' .. tostring(a)) end
+  loaded[k] = o
+  return o
+end
+
+-- The state a never-seen key starts with (nil: "nothing recorded").
+local function fresh(it, now)
+  local f = ops_of(it).fresh
+  if f == nil then return nil end
+  return f(it, now)
+end
+
+-- A state as read (raw: GET/MGET's reply, false when absent), and whether
+-- it was absent.
+local function load(raw, it, now)
+  if raw then return cmsgpack.unpack(raw), false end
+  return fresh(it, now), true
+end
+
+local function item_at(base)
+  local A = ARGV
+  return {
+    algo = tonumber(A[base]), cost = tonumber(A[base + 1]), cr = tonumber(A[base + 2]) == 1,
+    shadow = tonumber(A[base + 3]) == 1, warm = tonumber(A[base + 4]),
+    a = tonumber(A[base + 5]), b = tonumber(A[base + 6]), c = tonumber(A[base + 7]),
+    d = tonumber(A[base + 8]),
+  }
+end
+
+local function now_us()
+  if ARGV[2] == 'redis' then
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return tonumber(ARGV[2])
+end
+
+-- Write a state with its expiry in one command (never a key without an
+-- expiry: envoyproxy/ratelimit#329). A state is kept `slack` ms past the
+-- time it is whole, as the memory table keeps a drained entry until it
+-- sweeps it: it still clamps a clock that steps back (contracts §Time).
+local function store(key, it, st, slack_ms)
+  if st == nil then
+    redis.call('DEL', key)
+    return
+  end
+  local ttl_us = ops_of(it).ttl(st, it) or 0
+  if ttl_us < 0 then ttl_us = 0 end
+  redis.call('SET', key, cmsgpack.pack(st), 'PX', ceil_div(ttl_us, 1000) + slack_ms)
+end
+
+local function lease_index(key, id)
+  local h = string.sub(redis.sha1hex(key), 1, 16)
+  return h, ARGV[4] .. ':v1:lease:' .. h .. ':' .. id
+end
+
+local function run_check(now, peek)
+  local n = tonumber(ARGV[5])
+  local items, states, decs, absent = {}, {}, {}, {}
+  local denied = false
+  -- Every state in one read (one redis.call costs more than most checks);
+  -- GET for the common single key, so a one-limit check needs no MGET.
+  local raws
+  if n == 1 then
+    raws = { redis.call('GET', KEYS[1]) }
+  elseif n > 1 then
+    raws = redis.call('MGET', unpack(KEYS, 1, n))
+  else
+    raws = {}
+  end
+  for i = 1, n do
+    local it = item_at(5 + (i - 1) * NF + 1)
+    if peek then it.cost = 0 end
+    items[i] = it
+    states[i], absent[i] = load(raws[i], it, now)
+    decs[i] = ops_of(it).check(states[i], it, now, it.cost)
+    if decs[i].v == DENY and not it.shadow then denied = true end
+  end
+  -- Phase 2: every new state computed before anything is written, so a
+  -- range error leaves Redis untouched. A counted denial (count_rejected)
+  -- reports the state with it recorded, as every C commit() does.
+  local writes = {}
+  for i = 1, n do
+    local it, d = items[i], decs[i]
+    if it.cost > 0 then
+      local self_deny = d.v == DENY
+      local ops = ops_of(it)
+      if it.cr or (not denied and not self_deny) then
+        writes[i] = ops.commit(states[i], it, now, it.cost, d)
+        if self_deny and ops.refresh then
+          local after = ops.check(writes[i], it, now, it.cost)
+          d.rem, d.reset, d.retry = after.rem, after.reset, after.retry
+        end
+      elseif denied and not self_deny then
+        decs[i] = ops.check(states[i], it, now, 0)
+      end
+      -- The memory store creates the entry of every limit a request costs
+      -- something on, admitted or not; its creation time clamps later times.
+      if writes[i] == nil and absent[i] then writes[i] = states[i] end
+    end
+  end
+  local slack = tonumber(ARGV[3])
+  for i = 1, n do
+    if writes[i] ~= nil then store(KEYS[i], items[i], writes[i], slack) end
+    if decs[i].lease ~= '' then
+      local h, idx = lease_index(KEYS[i], decs[i].lease)
+      redis.call('SET', idx, KEYS[i], 'PX', ceil_div(items[i].b, 1000) + slack)
+      decs[i].lease = h .. '-' .. decs[i].lease
+      -- Redis Cluster: ARGV[4] is "<prefix>{T}", T a tag of this call's
+      -- slot, so the index key lives in the slot of its state key; the
+      -- token carries T so that a release finds it ("<h>-<id>-<T>").
+      local tag = string.match(ARGV[4], '{(.-)}')
+      if tag then decs[i].lease = decs[i].lease .. '-' .. tag end
+    end
+  end
+  local out = { now }
+  for i = 1, n do
+    local d, j = decs[i], (i - 1) * 6 + 1
+    out[j + 1], out[j + 2], out[j + 3] = d.v, d.rem, d.reset
+    out[j + 4], out[j + 5], out[j + 6] = d.retry, d.delay, d.lease
+  end
+  return out
+end
+
+local function run_release(now)
+  local released = 0
+  for j = 1, tonumber(ARGV[5]) do
+    local key = redis.call('GET', KEYS[j])
+    local raw = key and redis.call('GET', key)
+    if raw then
+      local s, found = ops_of({ algo = 6 }).release(cmsgpack.unpack(raw), now, ARGV[5 + j])
+      if found == 1 then
+        store(key, { algo = 6 }, s, tonumber(ARGV[3]))
+        redis.call('DEL', KEYS[j])
+        released = released + 1
+      end
+    end
+  end
+  return { now, released }
+end
+
+-- Give back a check's consumption (70_refund.lua); returns { now, n refunded }.
+local function run_refund(now)
+  local n, slack, done = tonumber(ARGV[5]), tonumber(ARGV[3]), 0
+  local REFUNDS = refunds()
+  for i = 1, n do
+    local it = item_at(5 + (i - 1) * NF + 1)
+    local rf = REFUNDS[it.algo]
+    if it.cost > 0 and not it.cr and rf ~= nil and not (it.algo == 0 and it.warm == 1) then
+      local raw = redis.call('GET', KEYS[i])
+      if raw then
+        store(KEYS[i], it, rf(cmsgpack.unpack(raw), it, now, it.cost), slack)
+        done = done + 1
+      end
+    end
+  end
+  return { now, done }
+end
+
+local function main()
+  local now = now_us()
+  if ARGV[1] == 'check' then return run_check(now, false) end
+  if ARGV[1] == 'peek' then return run_check(now, true) end
+  if ARGV[1] == 'release' then return run_release(now) end
+  if ARGV[1] == 'refund' then return run_refund(now) end
+  error('SLUICE_OP unknown op')
+end
+
+local ok, res = pcall(main)
+if ok then return res end
+if type(res) == 'table' then return res end -- a Redis error from redis.call
+local msg = tostring(res)
+local code = string.match(msg, '(SLUICE_%u+.*)$') or msg
+return redis.error_reply(code)

@@ -1,0 +1,389 @@
+/*
+ * redis.c - the Redis store's operations (see redis.h) and its life: each
+ * check, peek, reset or release is resolved (rules, when given), looked up
+ * in the over-limit cache, and then either started as one script call on a
+ * pooled request slot or - breaker open, nothing connected, max_in_flight
+ * reached - answered at once by the domain's failure policy.
+ *
+ * It does not manage connections (redis_conn.c), run a call
+ * (redis_call.c), make answers without Redis (redis_answer.c) or build
+ * commands (redis_plan.c). Allocation per request: none of its own
+ * (hiredis formats and queues each command in memory it allocates).
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redis_int.h"
+
+static const struct sl__store_ops redis_ops;
+
+static struct sl__rstore *of(const struct sl__store *s)
+{
+    return (struct sl__rstore *)(void *)s;
+}
+
+static enum sl__redis_policy policy_for(const struct sl__rstore *st, struct sl_str domain)
+{
+    for (size_t i = 0; i < st->cfg.n_domains; i++) {
+        const char *d = st->cfg.domains[i].domain;
+        if (strlen(d) == domain.len && memcmp(d, domain.p, domain.len) == 0)
+            return st->cfg.domains[i].policy;
+    }
+    return st->cfg.policy;
+}
+
+/* Ad hoc limits (no rules snapshot, e.g. CL.THROTTLE's, which its caller
+ * reuses) are copied into the slot so the reply reports stable ones. */
+static int own_limits(struct sl__rreq *q)
+{
+    size_t n = 0;
+    struct sl__redis_plan *p = &q->plan;
+
+    for (size_t s = 0; s < p->n_slots; s++) {
+        size_t k = 0;
+        while (k < n && memcmp(&q->own[k], p->slots[s].l, sizeof(q->own[k])) != 0)
+            k++;
+        if (k == n) {
+            if (n == SL_MAX_LIMITS)
+                return SL_ETOOBIG;
+            q->own[n++] = *p->slots[s].l;
+        }
+        p->item_l[p->slots[s].item] = &q->own[k];
+        p->slots[s].l = &q->own[k];
+    }
+    return SL_OK;
+}
+
+/* Take a slot and fill it for the call; the caller sends it. */
+static struct sl__rreq *take_slot(struct sl__rstore *st, enum sl__rreq_kind kind,
+                                  enum sl__redis_policy pol, const sl_rules *rules,
+                                  const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+{
+    struct sl__rreq *q = st->free_reqs;
+
+    st->free_reqs = q->next_free;
+    q->busy = true;
+    q->answered = false;
+    q->retried = false;
+    q->redirects = 0;
+    q->fan = NULL;
+    q->kind = kind;
+    q->policy = pol;
+    q->cb = cb;
+    q->arg = arg;
+    q->rules = rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)rules) : NULL;
+    q->fin = *fin;
+    memcpy(&q->plan, &st->plan, sizeof(st->plan));
+    SL__CNT(st, in_flight, 1);
+    return q;
+}
+
+/* Redis Cluster: the node of the plan's slot (in *slot), or -1 when its
+ * items hash to several slots. Without cluster: node 0. */
+static int plan_node(const struct sl__rstore *st, const struct sl__redis_plan *p, unsigned *slot)
+{
+    *slot = 0;
+    if (!st->cfg.cluster || p->n_items == 0)
+        return 0;
+    *slot = sl__rroute_item_slot(st, 0);
+    for (size_t k = 1; k < p->n_items; k++)
+        if (sl__rroute_item_slot(st, k) != *slot)
+            return -1;
+    return (int)sl__rroute_node(st, *slot);
+}
+
+int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
+                     const struct sl_match *m, size_t n, const sl_rules *rules,
+                     const struct sl__rfinish *fin, sl__store_cb cb, void *arg,
+                     struct sl__rfan *fan, uint8_t group)
+{
+    struct sl__redis_plan *p = &st->plan;
+    uint64_t hash[SL__REDIS_MAX_ITEMS];
+    enum sl__redis_policy pol = policy_for(st, req->domain);
+    bool peek = kind != SL__RQ_CHECK || fin->deny_all;
+    struct sl__rreq *q;
+    struct sl__rconn *c;
+    unsigned slot;
+    int node;
+    int rc = sl__redis_plan_build(&st->cfg.opts, peek ? SL__REDIS_PEEK : SL__REDIS_CHECK, req, m, n,
+                                  p, &st->cmd);
+
+    if (rc != SL_OK)
+        return rc;
+    node = plan_node(st, p, &slot);
+    if (node < 0 && fan == NULL) /* several slots: one call per slot */
+        return sl__rfan_start(st, kind, req, m, n, rules, fin, pol, cb, arg);
+    if (node < 0)
+        return SL_EINVAL; /* a group spans slots: cannot happen (one tag per descriptor) */
+    if (fan == NULL)
+        SL__CNT(st, checks, 1);
+    for (size_t k = 0; st->olc != NULL && k < p->n_items; k++)
+        hash[k] = sl__olc_hash(st, st->cmd.argv[3 + k], st->cmd.argvlen[3 + k]);
+    if (!peek && !fin->quota_any && sl__ranswer_olc(st, p, hash, req->now_ns, fin, cb, arg))
+        return SL_OK;
+    c = sl__rconn_available(st) ? sl__rconn_pick_node(st, (unsigned)node) : NULL;
+    if (c == NULL || st->free_reqs == NULL || st->sha[0] == '\0') {
+        if (st->free_reqs == NULL)
+            SL__CNT(st, overflow, 1);
+        else
+            SL__CNT(st, unavailable, 1);
+        if (c == NULL)
+            sl__rroute_stale(st); /* a failed-over master: ask who serves the slot now */
+        if (kind == SL__RQ_RESET)
+            return SL_EFULL;
+        sl__ranswer_policy(st, pol, p, NULL, m, req, peek, fin, cb, arg);
+        return SL_OK;
+    }
+    q = take_slot(st, kind, pol, rules, fin, cb, arg);
+    q->now_ns = req->now_ns;
+    q->fan = fan;
+    q->fan_group = group;
+    if (st->olc != NULL)
+        memcpy(q->item_hash, hash, sizeof(hash[0]) * p->n_items);
+    rc = rules == NULL ? own_limits(q) : SL_OK;
+    /* A cross-slot check's group keeps its request: a refund is built from it. */
+    if (rc == SL_OK &&
+        (pol == SL__POLICY_LOCAL || fin->quota_any || (fan != NULL && kind == SL__RQ_CHECK)))
+        rc = sl__rcall_keep(q, req, m, n);
+    if (rc == SL_OK && kind == SL__RQ_RESET)
+        sl__rcall_reset_delete(st, c, p->n_items);
+    if (rc == SL_OK)
+        rc = sl__rroute_lease_prefix(st, p, slot);
+    if (rc == SL_OK)
+        rc = sl__rcall_send(st, q, c);
+    if (rc != SL_OK)
+        sl__rcall_release(q); /* nothing started: the caller gets rc */
+    return rc;
+}
+
+static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
+                 const struct sl_match *m, size_t n, const sl_rules *rules,
+                 const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+{
+    return sl__rstore_start(st, kind, req, m, n, rules, fin, cb, arg, NULL, 0);
+}
+
+/* ------------------------------------------------------------- ops */
+
+/* With a rules snapshot, resolve as sl_limiter_check does (matching,
+ * Envoy `replaces`, requests_per_unit: 0); Envoy quota_mode's second
+ * decision is not made (see redis.h). */
+static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq_kind kind,
+               sl__store_cb cb, void *arg)
+{
+    struct sl_match m[SL_MAX_DESCRIPTORS];
+    struct sl__rfinish fin;
+    const struct sl_request *req = q->req;
+    int rc;
+
+    if (req == NULL)
+        return SL_EINVAL;
+    memset(&fin, 0, sizeof(fin));
+    if (q->rules == NULL)
+        return start(of(s), kind, req, q->m, q->n, NULL, &fin, cb, arg);
+    rc = sl__rules_resolve(q->rules, req, m, fin.banned, &fin.deny_all);
+    if (rc != SL_OK)
+        return rc;
+    fin.now_ns = req->now_ns;
+    fin.deny_all = fin.deny_all && kind != SL__RQ_RESET;
+    for (size_t i = 0; kind == SL__RQ_CHECK && !fin.deny_all && i < req->n_descriptors; i++) {
+        fin.quota[i] = m[i].quota_mode;
+        fin.quota_any = fin.quota_any || (m[i].quota_mode && m[i].n_limits > 0);
+    }
+    for (size_t i = 0; i < req->n_descriptors; i++)
+        fin.active = fin.active || fin.banned[i] != NULL;
+    fin.active = fin.active && kind != SL__RQ_RESET;
+    return start(of(s), kind, req, m, req->n_descriptors, q->rules, &fin, cb, arg);
+}
+
+static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
+{
+    return run(s, q, SL__RQ_CHECK, cb, arg);
+}
+
+static int peek(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
+{
+    return run(s, q, SL__RQ_PEEK, cb, arg);
+}
+
+static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
+{
+    return run(s, q, SL__RQ_RESET, cb, arg);
+}
+
+int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
+                       sl__store_cb cb, void *arg)
+{
+    struct sl__rconn *c = NULL;
+    struct sl__rreq *q = st->free_reqs;
+    struct sl__rfinish fin;
+    int rc = sl__redis_release_build(&st->cfg.opts, lease, len, now_ns, &st->cmd);
+
+    if (rc != SL_OK)
+        return rc;
+    /* Cluster: the slot of the leases (one slot here: a token naming
+     * several is split by sl__rfan_release). */
+    if (sl__rconn_available(st))
+        c = sl__rconn_pick_node(st, sl__rroute_node(st, sl__rroute_item_slot(st, 0)));
+    SL__CNT(st, checks, 1);
+    if (c == NULL || q == NULL || st->sha[0] == '\0')
+        return SL_EFULL; /* the leases are in Redis: nothing local to free */
+    memset(&fin, 0, sizeof(fin));
+    st->plan.n_items = 0;
+    st->plan.n_desc = 0;
+    st->plan.n_slots = 0;
+    q = take_slot(st, SL__RQ_RELEASE, st->cfg.policy, NULL, &fin, cb, arg);
+    q->now_ns = now_ns;
+    rc = sl__rcall_send(st, q, c);
+    if (rc != SL_OK)
+        sl__rcall_release(q);
+    return rc;
+}
+
+static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
+                   sl__store_cb cb, void *arg)
+{
+    struct sl__rstore *st = of(s);
+    int rc = st->cfg.cluster ? sl__rfan_release(st, lease, len, now_ns, cb, arg) : SL_ENOENT;
+
+    return rc == SL_ENOENT ? sl__rstore_release(st, lease, len, now_ns, cb, arg) : rc;
+}
+
+static void on_req_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void store_free(struct sl__store *s)
+{
+    struct sl__rstore *st = of(s);
+
+    st->closing = true;
+    sl__rconn_close_all(st); /* pending calls come back NULL: slots freed */
+    sl__rroute_close(st);
+    for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
+        uv_close((uv_handle_t *)&st->reqs[i].timer, on_req_closed);
+    uv_run(st->loop, UV_RUN_NOWAIT); /* complete the closes */
+    for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
+        free(st->reqs[i].copy.buf);
+    free(st->reqs);
+    free(st->conns);
+    free(st->olc);
+    sl__rfan_free_all(st);
+    free(st->map);
+    free(st);
+}
+
+static const struct sl__store_ops redis_ops = {
+    .name = "redis",
+    .check = check,
+    .peek = peek,
+    .reset = reset,
+    .release = release,
+    .ready = sl__store_redis_ready,
+    .free = store_free,
+};
+
+static int validate_config(const struct sl__redis_config *c)
+{
+    for (const char *p = c->opts.prefix; *p != '\0'; p++)
+        if (*p <= ' ' || *p > '~' || *p == ':' || *p == '{' || *p == '}' || *p == '%')
+            return SL_EINVAL;
+    if (c->host[0] == '\0' || c->port <= 0 || c->port > 65535 || c->timeout_ms <= 0 ||
+        c->connections == 0 || c->connections > 64 || c->max_in_flight == 0 ||
+        c->breaker_failures == 0 || c->opts.prefix[0] == '\0')
+        return SL_EINVAL;
+    return SL_OK;
+}
+
+int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
+                        struct sl__store **out)
+{
+    struct sl__rstore *st;
+    int rc = validate_config(c);
+
+    *out = NULL;
+    if (rc != SL_OK || loop == NULL || local == NULL)
+        return SL_EINVAL;
+    st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return SL_ENOMEM;
+    st->base.ops = &redis_ops;
+    st->loop = loop;
+    st->cfg = *c;
+    st->local = local;
+    st->reqs = calloc(c->max_in_flight, sizeof(*st->reqs));
+    if (st->reqs == NULL || sl__olc_init(st) != SL_OK) {
+        free(st->reqs);
+        free(st);
+        return SL_ENOMEM;
+    }
+    for (unsigned i = c->max_in_flight; i-- > 0;) {
+        struct sl__rreq *q = &st->reqs[i];
+        q->st = st;
+        uv_timer_init(loop, &q->timer);
+        uv_unref((uv_handle_t *)&q->timer);
+        q->timer.data = q;
+        q->next_free = st->free_reqs;
+        st->free_reqs = q;
+    }
+    rc = sl__rroute_init(st);
+    if (rc == SL_OK)
+        rc = sl__rfan_init(st);
+    if (rc == SL_OK)
+        rc = sl__rconn_init_all(st);
+    if (rc != SL_OK) {
+        store_free(&st->base);
+        return rc;
+    }
+    *out = &st->base;
+    return SL_OK;
+}
+
+bool sl__store_is_redis(const struct sl__store *s)
+{
+    return s != NULL && s->ops == &redis_ops;
+}
+
+#define LOAD(f) atomic_load_explicit(&c->f, memory_order_relaxed)
+
+void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *out)
+{
+    const struct sl__rcounters *c = &of(s)->ctr;
+
+    out->checks = LOAD(checks);
+    out->script_calls = LOAD(script_calls);
+    out->replies = LOAD(replies);
+    out->timeouts = LOAD(timeouts);
+    out->errors = LOAD(errors);
+    out->noscript = LOAD(noscript);
+    out->overflow = LOAD(overflow);
+    out->unavailable = LOAD(unavailable);
+    out->policy_allow = LOAD(policy_allow);
+    out->policy_deny = LOAD(policy_deny);
+    out->policy_local = LOAD(policy_local);
+    out->olc_hits = LOAD(olc_hits);
+    out->olc_inserts = LOAD(olc_inserts);
+    out->reconnects = LOAD(reconnects);
+    out->in_flight = LOAD(in_flight);
+    out->moved = LOAD(moved);
+    out->ask = LOAD(ask);
+    out->tryagain = LOAD(tryagain);
+    out->map_refreshes = LOAD(map_refreshes);
+    out->cross_slot = LOAD(cross_slot);
+    out->refunds = LOAD(refunds);
+    out->refund_failures = LOAD(refund_failures);
+    out->nodes_known = LOAD(nodes_known);
+    out->conns_ready = LOAD(conns_ready);
+    out->breaker = (enum sl__breaker)LOAD(breaker);
+    out->olc_active = LOAD(olc_active);
+}
+
+/* Ready for /readyz. Any thread. */
+bool sl__store_redis_ready(const struct sl__store *s)
+{
+    const struct sl__rcounters *c = &of(s)->ctr;
+
+    return LOAD(breaker) == SL__BREAKER_CLOSED && LOAD(conns_ready) > 0;
+}

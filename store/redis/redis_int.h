@@ -1,0 +1,328 @@
+/*
+ * redis_int.h - the Redis store's internal types, shared by redis.c (the
+ * store operations and failure policy), redis_conn.c (connections,
+ * script loading, circuit breaker) and redis_olc.c (over-limit cache).
+ *
+ * Not for use outside store/redis*.c. Everything here lives on one worker
+ * loop's thread.
+ */
+#ifndef SL_STORE_REDIS_INT_H
+#define SL_STORE_REDIS_INT_H
+
+#include <stdatomic.h>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "redis.h"
+#include "redis_cluster.h"
+#include "sluice_int.h"
+
+struct sl__rstore;
+struct sl__rfan;
+
+enum sl__rconn_state { SL__RC_DOWN = 0, SL__RC_CONNECTING = 1, SL__RC_READY = 2 };
+
+/* One pipelined connection. */
+struct sl__rconn {
+    struct sl__rstore *st;
+    redisAsyncContext *ac; /* NULL while down */
+    enum sl__rconn_state state;
+    uv_timer_t timer;   /* reconnect backoff, or the connect/probe timeout */
+    int64_t backoff_ms; /* the next reconnection wait */
+    bool started;       /* connected at least once (later ones are reconnects) */
+    bool sub;           /* the subscriber to reset announcements, not for calls */
+    uint8_t node;       /* index in the store's map (0: the seed) */
+};
+
+enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
+
+/* What the rules resolution leaves to be applied to every answer (see
+ * sl__rules_resolve() in lib/rules/check.c): deny-all limits taken out, and whether they deny the
+ * whole request. */
+struct sl__rfinish {
+    bool active;
+    bool deny_all;
+    int64_t now_ns;
+    const struct sl_limit *banned[SL_MAX_DESCRIPTORS];
+    /* Envoy quota_mode: a request denied only by some of its quota
+     * descriptors is decided again without them, which keep their status. */
+    bool quota_any;
+    bool rechecked;
+    bool quota[SL_MAX_DESCRIPTORS];
+    bool was_denied[SL_MAX_DESCRIPTORS];
+    struct sl_status saved[SL_MAX_DESCRIPTORS];
+};
+
+/* What the caller lent (request and matches), copied for a decision made
+ * after the start call: the local policy, or quota_mode's second one. The
+ * limits are the plan's. */
+struct sl__rcopy_desc {
+    uint32_t key_off, ek_off, ev_off;
+    uint16_t key_len, ek_len, ev_len;
+    bool entry; /* the descriptor had a first entry (its hash tag) */
+    int64_t hits;
+};
+struct sl__rcopy {
+    char *buf; /* grown once to the largest request seen, then reused */
+    size_t cap;
+    uint32_t dom_len;
+    uint64_t hits;
+    size_t n;
+    struct sl__rcopy_desc d[SL_MAX_DESCRIPTORS];
+};
+
+/* One call to Redis; a slot of the store's pool, busy until hiredis gives
+ * its reply (or NULL when the connection goes), even after a timeout has
+ * answered the caller, so the pool bounds what is outstanding. */
+struct sl__rreq {
+    struct sl__rstore *st;
+    struct sl__rreq *next_free;
+    uv_timer_t timer;
+    bool busy;
+    bool answered; /* the caller's callback has run */
+    bool retried;  /* resent once after NOSCRIPT */
+    enum sl__rreq_kind kind;
+    enum sl__redis_policy policy;
+    sl__store_cb cb;
+    void *arg;
+    char *fmt; /* the formatted command, kept for a NOSCRIPT resend */
+    size_t fmt_len;
+    struct sl__rconn *conn;
+    uint8_t redirects;    /* MOVED/ASK/TRYAGAIN followed for this call */
+    struct sl__rfan *fan; /* the cross-slot check this call is part of */
+    uint8_t fan_group;
+    sl_rules *rules; /* a reference held while the call is out (store.h) */
+    struct sl__rfinish fin;
+    struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits, copied */
+    struct sl__redis_plan plan;
+    int64_t now_ns;
+    struct sl__rcopy copy;
+    uint64_t item_hash[SL__REDIS_MAX_ITEMS]; /* over-limit cache keys */
+};
+
+/* One over-limit cache slot: the state key (hashed) is denied for costs >=
+ * cost until until_ns. */
+struct sl__olc_slot {
+    uint64_t hash;
+    uint64_t cost;
+    int64_t until_ns;
+    int64_t reset_at_ns;
+};
+
+/* The counters of struct sl__redis_stats, readable from any thread (a
+ * metrics scrape) while the worker writes them: one writer, relaxed. */
+struct sl__rcounters {
+    _Atomic uint64_t checks, script_calls, replies, timeouts, errors, noscript, overflow,
+        unavailable, policy_allow, policy_deny, policy_local, olc_hits, olc_inserts, reconnects,
+        in_flight, moved, ask, tryagain, map_refreshes, cross_slot, refunds, refund_failures;
+    _Atomic unsigned nodes_known;
+    _Atomic unsigned conns_ready;
+    _Atomic int breaker;
+    _Atomic bool olc_active;
+};
+
+/* Add `d` to a counter (single writer: no read-modify-write needed). */
+#define SL__CNT(st, field, d)                                                                      \
+    atomic_store_explicit(&(st)->ctr.field,                                                        \
+                          atomic_load_explicit(&(st)->ctr.field, memory_order_relaxed) +           \
+                              (uint64_t)(d),                                                       \
+                          memory_order_relaxed)
+
+struct sl__rstore {
+    struct sl__store base;
+    uv_loop_t *loop;
+    struct sl__redis_config cfg;
+    sl_limiter *local;
+    char sha[41]; /* from SCRIPT LOAD; "" until a connection loaded it */
+    bool closing;
+    bool auth_warned;
+
+    /* Connections: cfg.connections per node, node-major; one node (the
+     * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each
+     * node's started when it first appears in the map. */
+    struct sl__rconn *conns;
+    unsigned n_nodes_started;
+    unsigned node_failures[SL__CLUSTER_MAX_NODES]; /* consecutive, per master (cluster) */
+    struct sl__cmap *map;                          /* node 0 is the seed (cfg.host:port) */
+    struct sl__crefresh refresh;
+    uv_timer_t refresh_timer;
+    bool refreshing;      /* a CLUSTER SLOTS is out */
+    char (*slot_tags)[5]; /* per slot, a tag hashing to it, found when first needed */
+    char lease_prefix[SL__REDIS_PREFIX_MAX + 8]; /* "<prefix>{T}" for the call being sent */
+    struct sl__rfan *fans;                       /* cross-slot checks: a pool */
+    struct sl__rfan *free_fans;
+    unsigned n_fans;
+    struct sl__rconn sub; /* SUBSCRIBE <prefix>:v1:reset */
+    char channel[SL__REDIS_PREFIX_MAX + 16];
+    unsigned next_conn; /* round robin */
+    unsigned failures;  /* consecutive, for the breaker */
+    int64_t open_until_ms;
+    enum sl__breaker breaker; /* the worker's view; published in ctr */
+    unsigned conns_ready;
+    struct sl__rcounters ctr;
+
+    struct sl__rreq *reqs; /* pool of cfg.max_in_flight */
+    struct sl__rreq *free_reqs;
+
+    uint8_t olc_secret[16];
+    struct sl__olc_slot *olc; /* cfg.olc_entries, a power of two, or NULL */
+    uint64_t olc_mask;
+
+    struct sl__redis_plan plan; /* scratch: the plan being built */
+    struct sl__redis_cmd cmd;   /* scratch: one command being built */
+};
+
+/* redis_conn.c */
+int sl__rconn_init_all(struct sl__rstore *st);
+/* A ready connection of any node (round robin), or NULL. */
+struct sl__rconn *sl__rconn_pick(struct sl__rstore *st);
+/* A ready connection of `node` (starting its connections if it has none
+ * yet), or NULL. */
+struct sl__rconn *sl__rconn_pick_node(struct sl__rstore *st, unsigned node);
+/* Start the connections of every node of the map that has none. */
+void sl__rconn_start_nodes(struct sl__rstore *st);
+/* A call to `node` failed or timed out: count it; may open the breaker
+ * (cluster: that node's). */
+void sl__rconn_failure(struct sl__rstore *st, unsigned node);
+void sl__rconn_success(struct sl__rstore *st, unsigned node);
+/* May calls be sent now? (breaker closed and a connection ready) */
+bool sl__rconn_available(struct sl__rstore *st);
+void sl__rconn_close_all(struct sl__rstore *st);
+/* Queue SCRIPT LOAD on `c` (after NOSCRIPT). */
+void sl__rconn_reload(struct sl__rconn *c);
+void sl__rconn_set_breaker(struct sl__rstore *st, enum sl__breaker b);
+/* Announce a reset of `n` state keys to every node (their over-limit
+ * caches forget them), on connection `c`. */
+void sl__rconn_announce_reset(struct sl__rconn *c, const char *const *keys, const size_t *lens,
+                              size_t n);
+
+/* The request and matches a started call was made of, from the slot's
+ * copy and its plan's limits (`peek`: every cost 0). */
+struct sl__rebuilt {
+    struct sl_match m[SL_MAX_DESCRIPTORS];
+    struct sl_descriptor d[SL_MAX_DESCRIPTORS];
+    struct sl_entry e[SL_MAX_DESCRIPTORS];
+    struct sl_request req;
+};
+
+/* redis_answer.c: answers that are not a script reply. */
+void sl__ranswer_rebuild(const struct sl__rreq *q, bool peek, struct sl__rebuilt *r);
+/* The one way to the caller's callback (applies what `fin` holds). */
+void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
+                         struct sl_result *res);
+/* By policy `pol`; `m`/`req` the caller's (nothing sent yet) or NULL: the
+ * slot `q`'s copy. */
+void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
+                        const struct sl__redis_plan *p, const struct sl__rreq *q,
+                        const struct sl_match *m, const struct sl_request *req, bool peek,
+                        const struct sl__rfinish *fin, sl__store_cb cb, void *arg);
+/* A cached denial answers the check (true), or nothing is done (false). */
+bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, const uint64_t *hash,
+                     int64_t now_ns, const struct sl__rfinish *fin, sl__store_cb cb, void *arg);
+void sl__ranswer_olc_learn(struct sl__rstore *st, const struct sl__rreq *q,
+                           const struct sl_decision *d);
+
+/* redis_call.c: one call on a slot. */
+void sl__rcall_release(struct sl__rreq *q);
+/* Send the command in st->cmd for slot q on c, with its timeout. */
+int sl__rcall_send(struct sl__rstore *st, struct sl__rreq *q, struct sl__rconn *c);
+/* Copy the caller's request and matches into the slot. */
+int sl__rcall_keep(struct sl__rreq *q, const struct sl_request *req, const struct sl_match *m,
+                   size_t n);
+/* A reset's DEL of the plan's keys (and its announcement) on c. */
+void sl__rcall_reset_delete(struct sl__rstore *st, struct sl__rconn *c, size_t n_items);
+
+/* The rules path resolves a request as sl_limiter_check() does, with
+ * sl__rules_resolve() / sl__rules_finish() (lib/rules/rules_int.h). */
+
+/* redis_route.c: Redis Cluster routing (cluster mode only). */
+int sl__rroute_init(struct sl__rstore *st);
+void sl__rroute_close(struct sl__rstore *st);
+/* The node serving `slot` (the seed while the map does not say). */
+unsigned sl__rroute_node(const struct sl__rstore *st, unsigned slot);
+/* The slot of the plan's item k (its key in st->cmd). */
+unsigned sl__rroute_item_slot(const struct sl__rstore *st, size_t k);
+/* Cluster and the plan (just built in st->cmd, all in `slot`) takes
+ * concurrency leases: name their index keys in that slot (ARGV[4] becomes
+ * "<prefix>{T}", see store/redis/lua/90_main.lua). SL_OK otherwise too. */
+int sl__rroute_lease_prefix(struct sl__rstore *st, const struct sl__redis_plan *p, unsigned slot);
+/* The map may be stale (a MOVED, a lost connection): refresh it soon. */
+void sl__rroute_stale(struct sl__rstore *st);
+/* A connection became ready: a refresh may be due. */
+void sl__rroute_kick(struct sl__rstore *st);
+/* Follow a redirection or TRYAGAIN in reply `r` to call q: true when the
+ * call was resent (the reply is consumed), false when `r` is not one or it
+ * cannot be followed (the caller treats it as an error reply). */
+bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, redisCallbackFn *on_reply);
+
+/* redis_fan.c: a check over several slots. */
+#define SL__FAN_GROUPS SL_MAX_DESCRIPTORS
+struct sl__rfan_group {
+    struct sl__rfan *fan;
+    uint8_t n;                        /* descriptors in the group */
+    uint8_t desc[SL_MAX_DESCRIPTORS]; /* their indexes in the request */
+    bool answered, redis, consumed;   /* decided by Redis and consumed something */
+    int node;                         /* the node that decided it */
+    char *refund;                     /* the formatted refund call, or NULL */
+    char *release;                    /* the release of its leases, or NULL */
+    size_t release_len;
+    size_t refund_len;
+};
+struct sl__rfan {
+    struct sl__rfan *next_free;
+    struct sl__rstore *st;
+    enum sl__rreq_kind kind;
+    sl__store_cb cb;
+    void *arg;
+    struct sl__rfinish fin; /* the whole request's */
+    sl_rules *rules;        /* a reference held until the answer */
+    unsigned pending;
+    unsigned n_groups;
+    int err;
+    struct sl_result res;
+    struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits (no snapshot), copied */
+    unsigned n_own;
+    struct sl__rfan_group g[SL__FAN_GROUPS];
+};
+int sl__rfan_init(struct sl__rstore *st);
+void sl__rfan_free_all(struct sl__rstore *st);
+/* Start a check, peek or reset whose descriptors (st->plan, st->cmd just
+ * built over m[0..n)) hash to several slots. Same contract as a start. */
+int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
+                   const struct sl_match *m, size_t n, const sl_rules *rules,
+                   const struct sl__rfinish *fin, enum sl__redis_policy pol, sl__store_cb cb,
+                   void *arg);
+/* A group's call got its reply: keep what a refund needs (redis_call.c). */
+void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_t now_us);
+
+/* A release whose token names leases of several slots (cluster): one
+ * release per slot, their answers joined (SL_OK if any released).
+ * SL_ENOENT: the token is of one slot, nothing started (release it
+ * directly); else as a start. */
+int sl__rfan_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
+                     sl__store_cb cb, void *arg);
+
+/* redis.c: release the leases of a token of one slot (store.h's release). */
+int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
+                       sl__store_cb cb, void *arg);
+
+/* redis.c: start one call (one slot), as a group of `fan` when not NULL. */
+int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
+                     const struct sl_match *m, size_t n, const sl_rules *rules,
+                     const struct sl__rfinish *fin, sl__store_cb cb, void *arg,
+                     struct sl__rfan *fan, uint8_t group);
+
+/* redis_olc.c */
+int sl__olc_init(struct sl__rstore *st);
+uint64_t sl__olc_hash(const struct sl__rstore *st, const char *key, size_t len);
+void sl__olc_clear(struct sl__rstore *st);
+/* Cached denial for `hash` at `now` covering `cost`, or NULL (always NULL
+ * while the reset announcements are not being received). */
+const struct sl__olc_slot *sl__olc_find(const struct sl__rstore *st, uint64_t hash, int64_t now_ns,
+                                        uint64_t cost);
+void sl__olc_insert(struct sl__rstore *st, uint64_t hash, uint64_t cost, int64_t until_ns,
+                    int64_t reset_at_ns);
+void sl__olc_forget(struct sl__rstore *st, uint64_t hash);
+
+#endif /* SL_STORE_REDIS_INT_H */

@@ -1,0 +1,209 @@
+/*
+ * redis_kind.c - the Redis store as a kind of store (store/kind.h): its
+ * configuration (the key table is in redis_config.c), its constructor, its
+ * lines in /metrics, and rules across nodes (rules_sync*.c) behind the
+ * store interface.
+ *
+ * The metrics read only snapshots the stores publish for any thread
+ * (sl__store_redis_stats); they never touch a worker's connections.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kind.h"
+#include "redis.h"
+#include "rules_sync.h"
+
+/* ------------------------------------------------------------ configuration */
+
+static const char *const sections[] = {"store.redis", "store.redis.policies", NULL};
+
+static void init(void *cfg)
+{
+    sl__redis_config_constants(cfg);
+}
+
+static int set(void *cfg, const char *key, const char *value, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    int rc = sl__redis_config_set_pattern(cfg, key, value, &why);
+
+    if (rc == SL_EINVAL)
+        snprintf(err, errlen, "%s: %s", key, why ? why : "invalid");
+    return rc;
+}
+
+static void help(FILE *out)
+{
+    sl__keytab_help_line(out, "store.redis.policies.DOMAIN", "(failure_policy)",
+                         "failure policy for one domain: allow | deny | local");
+}
+
+static int check(const void *cfg, char *err, size_t errlen)
+{
+    struct sl__rsync_config rc;
+
+    if (((const struct sl__redis_config *)cfg)->rules_sync &&
+        sl__rsync_config_from_redis(&rc, cfg) != SL_OK) {
+        snprintf(err, errlen, "store.redis.nodes: give host:port pairs separated by commas");
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
+static int create(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out)
+{
+    return sl__store_redis_new(loop, cfg, lim, out);
+}
+
+/* ------------------------------------------------------------ metrics */
+
+/* One counter of struct sl__redis_stats, as a table row. */
+static const struct counter {
+    const char *name;
+    const char *help;
+    size_t offset;
+} counters[] = {
+#define C(field, help)                                                                             \
+    {                                                                                              \
+        "sluice_store_redis_" #field "_total", help, offsetof(struct sl__redis_stats, field)       \
+    }
+    C(checks, "Operations started on the Redis store (check, peek, reset, release)."),
+    C(script_calls, "Script calls (EVALSHA/EVAL) sent to Redis."),
+    C(replies, "Script replies used."),
+    C(timeouts, "Calls answered by the failure policy after the timeout."),
+    C(errors, "Error replies and lost connections."),
+    C(noscript, "NOSCRIPT replies answered by reloading the script."),
+    C(overflow, "Calls refused because max_in_flight was reached."),
+    C(unavailable, "Calls refused with no ready connection or the breaker open."),
+    C(policy_allow, "Answers given by the allow failure policy."),
+    C(policy_deny, "Answers given by the deny failure policy."),
+    C(policy_local, "Answers given by the local failure policy (memory store)."),
+    C(olc_hits, "Denials answered from the over-limit cache with no round trip."),
+    C(olc_inserts, "Keys put into the over-limit cache."),
+    C(reconnects, "Connection attempts after the first."),
+    C(moved, "Redis Cluster MOVED redirections followed."),
+    C(ask, "Redis Cluster ASK redirections followed."),
+    C(tryagain, "Redis Cluster TRYAGAIN replies resent (a slot migrating)."),
+    C(map_refreshes, "Redis Cluster slot maps loaded (CLUSTER SLOTS)."),
+    C(cross_slot, "Checks split over several Redis Cluster slots."),
+    C(refunds, "Refund calls sent after a cross-slot denial."),
+    C(refund_failures, "Refunds that could not be sent or were not confirmed."),
+#undef C
+};
+#define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
+
+static bool put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static bool put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= cap - *len)
+        return false;
+    *len += (size_t)n;
+    return true;
+}
+
+static uint64_t *field(struct sl__redis_stats *s, size_t offset)
+{
+    return (uint64_t *)(void *)((char *)s + offset);
+}
+
+static size_t metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                      size_t *len)
+{
+    struct sl__redis_stats sum = {0}, st;
+    unsigned ready = 0, open = 0;
+    size_t start = *len;
+    bool ok = true;
+
+    for (unsigned i = 0; i < n; i++) {
+        sl__store_redis_stats(stores[i], &st);
+        for (size_t c = 0; c < NCOUNTERS; c++)
+            *field(&sum, counters[c].offset) += *field(&st, counters[c].offset);
+        sum.in_flight += st.in_flight;
+        ready += sl__store_redis_ready(stores[i]);
+        open += st.breaker != SL__BREAKER_CLOSED;
+    }
+    for (size_t c = 0; ok && c < NCOUNTERS; c++)
+        ok = put(buf, cap, len, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[c].name,
+                 counters[c].help, counters[c].name, counters[c].name,
+                 (unsigned long long)*field(&sum, counters[c].offset));
+    ok = ok && put(buf, cap, len,
+                   "# HELP sluice_store_redis_in_flight Calls to Redis awaiting a reply.\n"
+                   "# TYPE sluice_store_redis_in_flight gauge\n"
+                   "sluice_store_redis_in_flight %llu\n"
+                   "# HELP sluice_store_redis_workers_ready Workers whose Redis store is ready.\n"
+                   "# TYPE sluice_store_redis_workers_ready gauge\n"
+                   "sluice_store_redis_workers_ready %u\n"
+                   "# HELP sluice_store_redis_breakers_open Workers whose circuit breaker is "
+                   "open or probing.\n"
+                   "# TYPE sluice_store_redis_breakers_open gauge\n"
+                   "sluice_store_redis_breakers_open %u\n",
+                   (unsigned long long)sum.in_flight, ready, open);
+    if (!ok) {
+        *len = start;
+        return 0;
+    }
+    return *len - start;
+}
+
+/* ------------------------------------------------------------ rules across nodes */
+
+static bool rules_shared(const void *cfg)
+{
+    return ((const struct sl__redis_config *)cfg)->rules_sync;
+}
+
+static int rules_publish(const void *cfg, const char *id, const char *yaml, size_t len,
+                         uint64_t *version)
+{
+    struct sl__rsync_config rc;
+
+    if (sl__rsync_config_from_redis(&rc, cfg) != SL_OK)
+        return SL_EINVAL;
+    return sl__rsync_push(&rc, id, yaml, len, version);
+}
+
+static int rules_subscribe(const void *cfg, uv_loop_t *loop, const char *db_path,
+                           void (*on_change)(void *arg), void *arg, void **out)
+{
+    struct sl__rsync_config rc;
+    struct sl__rsync *s = NULL;
+    int r;
+
+    if (sl__rsync_config_from_redis(&rc, cfg) != SL_OK)
+        return SL_EINVAL;
+    r = sl__rsync_start(loop, &rc, db_path, on_change, arg, &s);
+    *out = s;
+    return r;
+}
+
+static void rules_unsubscribe(void *sub)
+{
+    sl__rsync_stop(sub);
+}
+
+const struct sl__store_kind sl__store_kind_redis = {
+    .name = "redis",
+    .cfg_size = sizeof(struct sl__redis_config),
+    .keys = sl__redis_config_keys,
+    .init = init,
+    .set = set,
+    .sections = sections,
+    .help = help,
+    .check = check,
+    .create = create,
+    .metrics = metrics,
+    .rules_shared = rules_shared,
+    .rules_publish = rules_publish,
+    .rules_subscribe = rules_subscribe,
+    .rules_unsubscribe = rules_unsubscribe,
+};

@@ -1,0 +1,104 @@
+/*
+ * rules_sync.h - one rule set across a fleet of sluiced : rules
+ * written through one node's admin API are also stored in Redis (a hash
+ * "<prefix>:v1:{rules}", field = rule id, value = "<version>\n<Y|D><yaml>")
+ * and announced on the channel "<prefix>:v1:rules"; every node subscribes,
+ * pulls the hash, and applies what is newer into its own rules database
+ * (rulesdb/), where the rules rank as database rules, then reloads.
+ *
+ * Works on one Redis and on Redis Cluster: the blocking client follows
+ * MOVED and ASK (store/redis/redis_cluster.c parses them), and cluster pub/sub
+ * reaches every node's subscribers. A node that cannot reach Redis keeps
+ * its rules database as it is (on local disk: a restart without Redis
+ * serves the last rules it knew).
+ *
+ * It does not merge: a rule written on a node while Redis was unreachable
+ * stays local (the admin API says it was not published) and is replaced
+ * when a newer version of the same id arrives. It does not validate beyond
+ * what sl_rulesdb_put does, and it does not watch rule files.
+ *
+ * Threads: sl__rsync_push/_delete/_pull block (each call bounded by
+ * timeout_ms per connection) and may run on any thread; the subscriber
+ * runs on one loop (the server's main loop) and pulls on libuv's thread
+ * pool, one pull at a time. Ownership: the config is copied; strings are
+ * borrowed for the call.
+ */
+#ifndef SL_SERVER_RULES_SYNC_H
+#define SL_SERVER_RULES_SYNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#define SL__RSYNC_MAX_SEEDS  8
+#define SL__RSYNC_PREFIX_MAX 64
+
+struct sl__rsync_seed {
+    char host[256];
+    int port;
+};
+
+struct sl__rsync_config {
+    struct sl__rsync_seed seeds[SL__RSYNC_MAX_SEEDS]; /* any node(s) of the deployment */
+    size_t n_seeds;
+    char user[128];     /* ACL user, "" for none */
+    char password[128]; /* "" for no AUTH */
+    char prefix[SL__RSYNC_PREFIX_MAX + 1];
+    int64_t timeout_ms; /* per blocking connection and command; default 500 */
+    int64_t period_ms;  /* pull at least this often; default 30000 */
+};
+/* Defaults: no seed, prefix "sluice". */
+void sl__rsync_config_init(struct sl__rsync_config *c);
+struct sl__redis_config;
+/* From the Redis store's configuration: its host:port and store.redis.nodes
+ * as seeds, its credentials and prefix. SL_OK, SL_EINVAL for a bad nodes list. */
+int sl__rsync_config_from_redis(struct sl__rsync_config *o, const struct sl__redis_config *c);
+
+/* Store rule `id` (yaml[0..len)) or its deletion (yaml NULL) in Redis with
+ * the next version, and announce it. SL_OK with *version set (may be NULL);
+ * SL_EINVAL for an id or prefix too long; SL_ENOENT when no seed answered
+ * (Redis unreachable: nothing was stored there). */
+int sl__rsync_push(const struct sl__rsync_config *c, const char *id, const char *yaml, size_t len,
+                   uint64_t *version);
+
+/* The versions already applied, per rule id (a pull applies only newer
+ * ones). Zeroed is empty; free with sl__rsync_known_free. */
+struct sl__rsync_known {
+    struct sl__rsync_ver *v;
+    size_t n, cap;
+};
+void sl__rsync_known_free(struct sl__rsync_known *k);
+
+/* Read every rule from Redis and apply each newer one to the rules database
+ * at db_path (created if missing): put (replace) or delete. *changed counts
+ * rows changed. SL_OK; SL_ENOENT when Redis was unreachable (nothing
+ * changed); SL_EINVAL for a malformed stored value (the others still
+ * apply); a rulesdb error code when the database cannot be opened. */
+int sl__rsync_pull(const struct sl__rsync_config *c, const char *db_path, struct sl__rsync_known *k,
+                   unsigned *changed);
+
+/* The subscriber: keeps a subscription to the channel on one seed
+ * (reconnecting, rotating seeds, with backoff), pulls after every
+ * subscription and announcement and every period_ms, and calls on_change
+ * on the loop thread after a pull changed the database. */
+struct sl__rsync;
+typedef void (*sl__rsync_change_cb)(void *arg);
+
+struct sl__rsync_stats {
+    uint64_t pulls;    /* pulls completed */
+    uint64_t failures; /* pulls that could not reach Redis */
+    uint64_t applied;  /* rows changed by pulls */
+    uint64_t messages; /* announcements heard */
+    bool subscribed;   /* now */
+};
+
+int sl__rsync_start(uv_loop_t *loop, const struct sl__rsync_config *c, const char *db_path,
+                    sl__rsync_change_cb cb, void *arg, struct sl__rsync **out);
+/* Loop thread only. */
+void sl__rsync_stats(const struct sl__rsync *s, struct sl__rsync_stats *out);
+/* Stop: closes its handles; the memory is freed once the loop has run
+ * their close callbacks and any pull in progress has finished. */
+void sl__rsync_stop(struct sl__rsync *s);
+
+#endif /* SL_SERVER_RULES_SYNC_H */
