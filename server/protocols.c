@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "admin.h"
+#include "config.h"
 #include "http1.h"
 #include "http_route.h"
 #include "proto.h"
@@ -25,5 +26,10 @@ const struct sl__proto *const sl__protos[] = {
 const struct sl__http_route *const sl__http_route_tables[] = {
     sl__http_api_routes,
     sl__admin_routes,
+    NULL,
+};
+
+/* Rooms with a configuration section of their own (config.h). */
+const struct sl__config_section *const sl__config_sections[] = {
     NULL,
 };

@@ -18,8 +18,9 @@
 
 struct sl__store_config;
 
-#define SL__MAX_LISTENERS  8
-#define SL__MAX_RULE_FILES 64
+#define SL__MAX_LISTENERS    8
+#define SL__MAX_RULE_FILES   64
+#define SL__MAX_ROOM_CONFIGS 8 /* registered room sections (config.h) */
 
 /* Rate-limit header families, OR-ed into http_headers (http.headers). */
 enum sl__hdr_family {
@@ -81,6 +82,10 @@ struct sl__config {
     unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */
     int64_t http_max_delay_ms;   /* /v1/auth holds a delayed reply up to this */
     unsigned metrics_max_series; /* distinct request-derived label sets per worker */
+
+    /* Each registered room section's own configuration (config.h), in the
+     * order of sl__config_sections; owned, freed by sl__config_free(). */
+    void *rooms[SL__MAX_ROOM_CONFIGS];
 
     /* From the command line, not the file. */
     bool test_clock;

@@ -6,6 +6,7 @@
  * It does not start anything and does not read rules files: it only records
  * their paths (resolved against the configuration file's directory).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -100,6 +101,15 @@ void sl__config_init(struct sl__config *c)
     if (sl__keytab_defaults(keys, NKEYS, c) != 0 || sl__store_config_new(&c->store) != SL_OK)
         abort(); /* a default that does not parse is a bug in the table; tests run this */
     c->http_headers = SL__HDR_ALL;
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++) {
+        const struct sl__config_section *sec = sl__config_sections[i];
+        assert(i < SL__MAX_ROOM_CONFIGS);
+        c->rooms[i] = sl__xzalloc(sec->size ? sec->size : 1);
+        if (sl__keytab_defaults(sec->keys, sec->n_keys, c->rooms[i]) != 0)
+            abort();
+        if (sec->init != NULL)
+            sec->init(c->rooms[i]);
+    }
 }
 
 void sl__config_free(struct sl__config *c)
@@ -107,6 +117,14 @@ void sl__config_free(struct sl__config *c)
     free(c->path);
     sl__keytab_free(keys, NKEYS, c);
     sl__store_config_free(c->store);
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++) {
+        if (c->rooms[i] == NULL)
+            continue;
+        sl__keytab_free(sl__config_sections[i]->keys, sl__config_sections[i]->n_keys, c->rooms[i]);
+        if (sl__config_sections[i]->destroy != NULL)
+            sl__config_sections[i]->destroy(c->rooms[i]);
+        free(c->rooms[i]);
+    }
     for (size_t i = 0; i < c->n_rules_files; i++)
         free(c->rules_files[i]);
     memset(c, 0, sizeof(*c));
@@ -128,17 +146,16 @@ static char *resolve(const struct sl__config *c, const char *p)
     return out;
 }
 
-struct ctx {
+struct sl__config_ctx {
     struct sl__config *c;
     yaml_document_t *doc;
     char *err;
     size_t errlen;
 };
 
-static int fail(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define fail sl__config_fail
 
-static int fail(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
+int sl__config_fail(struct sl__config_ctx *x, const yaml_node_t *n, const char *fmt, ...)
 {
     va_list ap;
     int k = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->c->path ? x->c->path : "(config)",
@@ -156,6 +173,29 @@ static const char *scalar(const yaml_node_t *n)
     return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
+const char *sl__config_scalar(const yaml_node_t *n)
+{
+    return scalar(n);
+}
+
+yaml_document_t *sl__config_doc(struct sl__config_ctx *x)
+{
+    return x->doc;
+}
+
+const struct sl__config *sl__config_of(struct sl__config_ctx *x)
+{
+    return x->c;
+}
+
+void *sl__config_room(const struct sl__config *c, const struct sl__config_section *sec)
+{
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++)
+        if (sl__config_sections[i] == sec)
+            return c->rooms[i];
+    return NULL;
+}
+
 /* The directory of the configuration file ("" when none): relative paths
  * in it are resolved against it. */
 static void config_dir(const struct sl__config *c, char *dir, size_t cap)
@@ -170,7 +210,7 @@ static void config_dir(const struct sl__config *c, char *dir, size_t cap)
 }
 
 /* One scalar: a key of the core's table or of a store. */
-static int set_scalar(struct ctx *x, const char *path, yaml_node_t *k, yaml_node_t *v)
+static int set_scalar(struct sl__config_ctx *x, const char *path, yaml_node_t *k, yaml_node_t *v)
 {
     const struct sl__key *key = sl__keytab_find(keys, NKEYS, path);
     const char *s = scalar(v);
@@ -201,7 +241,7 @@ static bool is_section(const char *path)
     return sl__store_config_is_section(path);
 }
 
-static int load_protocols(struct ctx *x, struct sl__listener *l, yaml_node_t *v)
+static int load_protocols(struct sl__config_ctx *x, struct sl__listener *l, yaml_node_t *v)
 {
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(x, v, "protocols must be a list, e.g. [resp]");
@@ -223,7 +263,7 @@ static int load_protocols(struct ctx *x, struct sl__listener *l, yaml_node_t *v)
     return 0;
 }
 
-static int load_listener(struct ctx *x, yaml_node_t *m)
+static int load_listener(struct sl__config_ctx *x, yaml_node_t *m)
 {
     struct sl__listener *l;
     uint64_t port;
@@ -263,8 +303,8 @@ static int load_listener(struct ctx *x, yaml_node_t *m)
     return 0;
 }
 
-static int load_seq(struct ctx *x, yaml_node_t *v, const char *what,
-                    int (*one)(struct ctx *, yaml_node_t *))
+static int load_seq(struct sl__config_ctx *x, yaml_node_t *v, const char *what,
+                    int (*one)(struct sl__config_ctx *, yaml_node_t *))
 {
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(x, v, "%s must be a list", what);
@@ -274,7 +314,7 @@ static int load_seq(struct ctx *x, yaml_node_t *v, const char *what,
     return 0;
 }
 
-static int load_rules_file(struct ctx *x, yaml_node_t *n)
+static int load_rules_file(struct sl__config_ctx *x, yaml_node_t *n)
 {
     const char *s = scalar(n);
 
@@ -288,7 +328,7 @@ static int load_rules_file(struct ctx *x, yaml_node_t *n)
 
 /* http.headers: a list of family names (ietf, x-ratelimit, retry-after,
  * all, none); [] sends none. */
-static int load_headers(struct ctx *x, yaml_node_t *v)
+static int load_headers(struct sl__config_ctx *x, yaml_node_t *v)
 {
     unsigned mask = 0, bits;
 
@@ -309,7 +349,51 @@ static int load_headers(struct ctx *x, yaml_node_t *v)
     return 0;
 }
 
-static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
+static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix);
+
+/* The registered room section that owns `path` (its name or under it), or
+ * NULL; *index is its place in sl__config_sections. */
+static const struct sl__config_section *room_of(const char *path, size_t *index)
+{
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++) {
+        size_t n = strlen(sl__config_sections[i]->name);
+        if (strncmp(path, sl__config_sections[i]->name, n) == 0 &&
+            (path[n] == '\0' || path[n] == '.')) {
+            *index = i;
+            return sl__config_sections[i];
+        }
+    }
+    return NULL;
+}
+
+/* A key inside a room's section: the room's own loader first, then its
+ * key table for scalars, nested mappings walked. 0 handled, 1 not a room's
+ * key, -1 error. */
+static int load_room(struct sl__config_ctx *x, const char *path, yaml_node_t *k, yaml_node_t *v)
+{
+    size_t i;
+    const struct sl__config_section *sec = room_of(path, &i);
+    const struct sl__key *key;
+    char msg[512];
+    int r;
+
+    if (sec == NULL)
+        return 1;
+    if (sec->load != NULL && (r = sec->load(x->c->rooms[i], x, path, v)) <= 0)
+        return r;
+    if (v->type == YAML_MAPPING_NODE)
+        return load_map(x, v, path) == 0 ? 0 : -1;
+    key = sl__keytab_find(sec->keys, sec->n_keys, path);
+    if (key == NULL)
+        return fail(x, k, "unknown key '%s' (sluiced --help lists them)", path);
+    if (scalar(v) == NULL)
+        return fail(x, v, "%s must be a scalar", path);
+    if (sl__keytab_set(key, x->c->rooms[i], scalar(v), NULL, msg, sizeof(msg)) != 0)
+        return fail(x, v, "%s", msg);
+    return 0;
+}
+
+static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix)
 {
     if (m->type != YAML_MAPPING_NODE)
         return fail(x, m, "expected a mapping%s%s", *prefix ? " under " : "", prefix);
@@ -323,6 +407,11 @@ static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
         if (ks == NULL)
             return fail(x, k, "keys are plain words");
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", ks);
+        r = load_room(x, path, k, v);
+        if (r == 0)
+            continue;
+        if (r < 0)
+            return r;
         if (strcmp(path, "listeners") == 0)
             r = load_seq(x, v, "listeners", load_listener);
         else if (strcmp(path, "rules.files") == 0)
@@ -411,7 +500,7 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (root != NULL) {
-        struct ctx x = {c, &doc, err, errlen};
+        struct sl__config_ctx x = {c, &doc, err, errlen};
         r = load_map(&x, root, "");
     }
     yaml_document_delete(&doc);
@@ -420,6 +509,9 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     sl__config_finish(c);
     if (r == SL_OK)
         r = sl__store_config_check(c->store, err, errlen);
+    for (size_t i = 0; r == SL_OK && sl__config_sections[i] != NULL; i++)
+        if (sl__config_sections[i]->check != NULL)
+            r = sl__config_sections[i]->check(c->rooms[i], c, err, errlen);
     if (r == SL_OK && c->admin_token_file != NULL)
         r = read_token_file(c, err, errlen);
     if (r == SL_OK && c->admin_token != NULL && c->admin_token[0] == '\0') {
@@ -445,4 +537,9 @@ void sl__config_help(FILE *f)
                          "rate-limit header families: ietf, x-ratelimit, retry-after, all, none");
     sl__keytab_help(keys, NKEYS, f);
     sl__store_config_help(f);
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++) {
+        sl__keytab_help(sl__config_sections[i]->keys, sl__config_sections[i]->n_keys, f);
+        if (sl__config_sections[i]->help != NULL)
+            sl__config_sections[i]->help(f);
+    }
 }
