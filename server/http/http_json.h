@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "envoy.h"
 #include "sluice.h"
 
 struct cJSON;
@@ -37,13 +38,6 @@ struct sl__json_arena {
 
 /* Use base[0..cap) as the arena (base must be 16-byte aligned). */
 void sl__json_arena_init(struct sl__json_arena *a, void *base, size_t cap);
-
-/* Envoy's per-descriptor `limit` override (RateLimitOverride). */
-struct sl__envoy_override {
-    bool set;
-    uint32_t requests_per_unit;
-    int64_t unit_ns; /* SECOND..YEAR as nanoseconds; 0 when UNKNOWN */
-};
 
 /* A parsed check request: `req` is ready for sl_limiter_check() once the
  * caller sets req.now_ns. */
@@ -82,16 +76,8 @@ int sl__json_parse_check(struct sl__json_req *r, struct sl__json_arena *arena, c
 /* Free the parsed document and empty the arena for the next parse. */
 void sl__json_req_release(struct sl__json_req *r);
 
-/*
- * How a limit is reported in Envoy's currentLimit (unit enum name and
- * requests per unit). A period that is exactly an Envoy unit (1s, 1m, 1h,
- * 1d, 30d month, 365d year) is reported as is. Otherwise the rate is
- * expressed in the longest Envoy unit not longer than the period (SECOND for
- * periods under a second), requests_per_unit = floor(requests * unit /
- * period); if that is 0 the next longer unit is tried, and so on up to YEAR.
- * Saturates at UINT32_MAX. A limit without a period (concurrency) reports
- * "UNKNOWN" and its requests.
- */
+/* How a limit is reported in Envoy's currentLimit: sl__envoy_unit_of()
+ * (envoy.h) with the unit's name. */
 void sl__json_envoy_unit(const struct sl_limit *l, const char **unit, uint32_t *per_unit);
 
 /*

@@ -1,0 +1,80 @@
+/*
+ * envoy.h - what a decision means in Envoy's rate limit API
+ * (envoy.service.ratelimit.v3), shared by every protocol that speaks it:
+ * HTTP's POST /json (proto3 JSON) and gRPC (protobuf). Internal.
+ *
+ * It maps a struct sl_result to RateLimitResponse's fields (codes, the
+ * current limit as requests per Envoy unit, remaining, the time until
+ * reset) and holds Envoy's request-side types (the per-descriptor `limit`
+ * override), so that both encodings give the same answer from the same
+ * rules. It does not parse or write any wire format.
+ *
+ * Ownership: everything is borrowed from the result for the call's
+ * duration; no allocation, no clock.
+ */
+#ifndef SL_SERVER_ENVOY_H
+#define SL_SERVER_ENVOY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+/* RateLimitResponse.Code, by enum number. */
+enum sl__envoy_code { SL__ENVOY_UNKNOWN = 0, SL__ENVOY_OK = 1, SL__ENVOY_OVER_LIMIT = 2 };
+
+/* RateLimitResponse.RateLimit.Unit, by enum number (MONTH is 30 days and
+ * YEAR 365, as envoyproxy/ratelimit counts them). */
+struct sl__envoy_unit {
+    const char *name; /* as in proto3 JSON: "SECOND" */
+    int64_t ns;       /* 0 for UNKNOWN */
+};
+#define SL__ENVOY_N_UNITS 7
+extern const struct sl__envoy_unit sl__envoy_units[SL__ENVOY_N_UNITS];
+
+/* The unit whose name is name[0..len), or -1. */
+int sl__envoy_unit_find(const char *name, size_t len);
+
+/*
+ * How a limit is reported in Envoy's current_limit: its unit (an index in
+ * sl__envoy_units) and requests per unit. A period that is exactly an
+ * Envoy unit (1s, 1m, 1h, 1d, 30d month, 365d year) is reported as is.
+ * Otherwise the rate is expressed in the longest Envoy unit not longer than
+ * the period (SECOND for periods under a second), requests_per_unit =
+ * floor(requests * unit / period); if that is 0 the next longer unit is
+ * tried, and so on up to YEAR. Saturates at UINT32_MAX. A limit without a
+ * period (concurrency) reports UNKNOWN and its requests.
+ */
+void sl__envoy_unit_of(const struct sl_limit *l, unsigned *unit, uint32_t *per_unit);
+
+/* Envoy's per-descriptor `limit` override (RateLimitDescriptor.RateLimitOverride). */
+struct sl__envoy_override {
+    bool set;
+    uint32_t requests_per_unit;
+    int64_t unit_ns; /* SECOND..YEAR as nanoseconds; 0 when UNKNOWN */
+};
+
+/* One DescriptorStatus. */
+struct sl__envoy_status {
+    enum sl__envoy_code code;
+    bool has_limit;   /* current_limit present */
+    const char *name; /* current_limit.name, "" when the limit has none */
+    uint32_t requests_per_unit;
+    unsigned unit; /* index in sl__envoy_units */
+    uint32_t limit_remaining;
+    int64_t reset_s; /* duration_until_reset in whole seconds, rounded up */
+};
+
+/* A RateLimitResponse (without response headers, which the caller adds). */
+struct sl__envoy_answer {
+    enum sl__envoy_code overall;
+    size_t n;
+    struct sl__envoy_status st[SL_MAX_DESCRIPTORS];
+};
+
+/* The answer Envoy's API gives for `res`: a delay is OK; a status with no
+ * limit is a bare OK. */
+void sl__envoy_answer(const struct sl_result *res, struct sl__envoy_answer *out);
+
+#endif /* SL_SERVER_ENVOY_H */
