@@ -190,7 +190,8 @@ int sl__keytab_set(const struct sl__key *k, void *base, const char *text, const 
         return set_string(k, field, text, dir, err, errlen);
     case SL__K_BUF:
         if (strlen(text) >= k->size)
-            return fail(k, err, errlen, "is too long (at most %zu bytes)", k->size - 1);
+            return fail(k, err, errlen, "is too long (at most %zu bytes; got '%s')", k->size - 1,
+                        text);
         memcpy(field, text, strlen(text) + 1);
         return 0;
     case SL__K_CHOICE:

@@ -23,7 +23,9 @@ from conftest import DEFAULT_RULES, START_MS, free_port
 class HttpSluiced:
     """One running sluiced with an HTTP listener."""
 
-    def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False):
+    def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False,
+                 workers=2):
+        self.dir = tmp_path
         self.port = free_port()
         # admin=True adds a second listener with `admin: true` (self.admin_port)
         self.admin_port = free_port() if admin else None
@@ -41,7 +43,7 @@ class HttpSluiced:
   - address: 127.0.0.1
     port: {self.port}
     protocols: [resp, http1]
-{admin_listener}workers: 2
+{admin_listener}workers: {workers}
 rules:
   files: [rules.yaml]
   watch: false
@@ -111,10 +113,11 @@ log:
 def http_sluiced(tmp_path):
     started = []
 
-    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False):
+    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False,
+              workers=2):
         d = tmp_path / f"h{len(started)}"
         d.mkdir()
-        s = HttpSluiced(d, rules, test_clock, extra, database, admin)
+        s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers)
         started.append(s)
         return s
 
