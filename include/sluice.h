@@ -100,6 +100,7 @@ struct sl_limit {
     const char *name; /* borrowed; the rules snapshot owns it. May be NULL */
     bool shadow;      /* counted and reported, never enforced */
     uint64_t id;      /* set by sl_limit_finish(): hash of algorithm+params */
+    bool named;       /* the rule gave `name` itself (false: derived from its path) */
 };
 
 void sl_limit_init(struct sl_limit *l);
@@ -225,6 +226,12 @@ struct sl_descriptor {
     const struct sl_entry *entries;
     size_t n_entries;
     int64_t hits; /* this descriptor's cost; -1: the request's */
+    /* A limit the request brings for this descriptor, replacing what the
+     * rules say (Envoy's per-descriptor `limit` override): applied when the
+     * domain has rules, to a counter keyed by the descriptor's entries and
+     * the limit itself, never in shadow mode. NULL: the rules decide.
+     * Borrowed; finished with sl_limit_finish(). */
+    const struct sl_limit *limit;
 };
 
 struct sl_request {
@@ -240,6 +247,8 @@ struct sl_status {
     struct sl_decision d;
     const struct sl_limit *limit; /* the limit reported; NULL: none applies */
     bool shadow_denied;           /* a shadow limit would have denied */
+    bool unlimited;               /* the descriptor's rule is `unlimited` */
+    bool detailed;                /* the descriptor's rule asks for detailed_metric */
 };
 
 /* Concurrency leases taken by one request, as one printable token (hex and
@@ -304,6 +313,16 @@ struct sl_match {
 /* Resolve descriptor `i` of `req`; n_limits 0 when no rule applies. */
 int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, struct sl_match *out);
 bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain);
+
+/* Call fn for every limit of every rule, domains in name order and rules
+ * in file order: `path` is the rule's "domain.key_value.key2" (as metrics
+ * and envoyproxy/ratelimit's /rlconfig name it), `quota_mode` its Envoy
+ * flag, `unlimited` true (and l NULL) for an unlimited rule. For operators'
+ * listings; not on any hot path. */
+void sl_rules_foreach_limit(const sl_rules *r,
+                            void (*fn)(void *arg, const char *path, const struct sl_limit *l,
+                                       bool quota_mode, bool unlimited),
+                            void *arg);
 
 /*
  * Atomic publication of snapshots: one writer swaps, many readers read with

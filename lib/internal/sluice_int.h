@@ -24,17 +24,24 @@
 
 /* ----------------------------------------------------------- resolution */
 
+/* What resolving a request leaves for reporting its result. */
+struct sl__resolved {
+    const struct sl_limit *banned[SL_MAX_DESCRIPTORS]; /* deny-all limits taken out */
+    bool unlimited[SL_MAX_DESCRIPTORS];                /* the rule is `unlimited` */
+    bool detailed[SL_MAX_DESCRIPTORS];                 /* the rule asks for detailed_metric */
+    bool deny_all; /* the whole request must be denied (decide it as a peek) */
+};
+
 /* The resolution sl_limiter_check() makes before it decides, shared with
  * the stores that decide elsewhere: match every descriptor of `req` into
  * m[0..n), drop what `replaces` replaces, take deny-all
- * (requests_per_unit: 0) limits out into banned[i]; *deny_all when the
- * whole request must be denied (then decide it as a peek). */
+ * (requests_per_unit: 0) limits out into rv->banned[i], and note what the
+ * report needs in *rv. */
 int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
-                      const struct sl_limit **banned, bool *deny_all);
-/* After deciding: report the deny-all limits and, with deny_all, the
- * request as denied holding nothing. */
-void sl__rules_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
-                      struct sl_result *res);
+                      struct sl__resolved *rv);
+/* After deciding: report the deny-all limits, the unlimited and detailed
+ * rules and, with deny_all, the request as denied holding nothing. */
+void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_result *res);
 
 /* ------------------------------------------------------------ reporting */
 

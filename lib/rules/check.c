@@ -164,7 +164,7 @@ static int recheck_without_denied_quota(sl_limiter *lim, struct sl_match *m, siz
 }
 
 int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
-                      const struct sl_limit **banned, bool *deny_all)
+                      struct sl__resolved *rv)
 {
     size_t n = req->n_descriptors;
 
@@ -174,25 +174,29 @@ int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struc
         int rc = sl_rules_match(rules, req, i, &m[i]);
         if (rc != SL_OK)
             return rc;
+        rv->unlimited[i] = m[i].unlimited;
+        rv->detailed[i] = m[i].detailed_metric != NULL;
     }
     apply_replaces(m, n);
-    *deny_all = take_deny_all(m, n, banned);
+    rv->deny_all = take_deny_all(m, n, rv->banned);
     return SL_OK;
 }
 
-void sl__rules_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
-                      struct sl_result *res)
+void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_result *res)
 {
-    if (deny_all) { /* decided as a peek: report, deny, hold nothing */
+    if (rv->deny_all) { /* decided as a peek: report, deny, hold nothing */
         res->verdict = SL_DENY;
         res->delay_ns = 0;
         res->lease[0] = '\0';
     }
-    for (size_t i = 0; i < res->n_statuses; i++) {
-        if (banned[i] != NULL && (!banned[i]->shadow || res->statuses[i].limit == NULL))
-            deny_all_status(banned[i], now_ns, &res->statuses[i]);
-        else if (banned[i] != NULL)
+    for (size_t i = 0; i < res->n_statuses && i < SL_MAX_DESCRIPTORS; i++) {
+        const struct sl_limit *b = rv->banned[i];
+        if (b != NULL && (!b->shadow || res->statuses[i].limit == NULL))
+            deny_all_status(b, now_ns, &res->statuses[i]);
+        else if (b != NULL)
             res->statuses[i].shadow_denied = true;
+        res->statuses[i].unlimited = rv->unlimited[i];
+        res->statuses[i].detailed = rv->detailed[i];
     }
 }
 
@@ -200,18 +204,17 @@ int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_req
                      struct sl_result *res)
 {
     struct sl_match m[SL_MAX_DESCRIPTORS];
-    const struct sl_limit *banned[SL_MAX_DESCRIPTORS];
-    bool deny_all;
+    struct sl__resolved rv;
     size_t n;
     int rc;
 
     if (lim == NULL || rules == NULL || req == NULL || res == NULL)
         return SL_EINVAL;
-    rc = sl__rules_resolve(rules, req, m, banned, &deny_all);
+    rc = sl__rules_resolve(rules, req, m, &rv);
     if (rc != SL_OK)
         return rc;
     n = req->n_descriptors;
-    if (deny_all) {
+    if (rv.deny_all) {
         rc = peek_denied(lim, m, n, req, res);
     } else {
         rc = sl_limiter_check_matched(lim, m, n, req, res);
@@ -219,6 +222,6 @@ int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_req
             rc = recheck_without_denied_quota(lim, m, n, req, res);
     }
     if (rc == SL_OK)
-        sl__rules_finish(banned, deny_all, req->now_ns, res);
+        sl__rules_finish(&rv, req->now_ns, res);
     return rc;
 }

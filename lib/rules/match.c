@@ -170,6 +170,25 @@ static int build_key(struct sl_match *m, struct sl_str domain, const struct sl_d
     return ok ? SL_OK : SL_ETOOBIG;
 }
 
+/* A descriptor that brings its own limit (Envoy's override): the counter
+ * is keyed by every entry with the request's values, whatever rule would
+ * match, and the limit is the request's (never shadow). */
+static int match_override(struct sl_match *m, struct sl_str domain, const struct sl_descriptor *d)
+{
+    bool ok = put(m, 'd', domain.p, domain.len) && put(m, 'o', "", 0);
+
+    for (size_t i = 0; ok && i < d->n_entries; i++)
+        ok = put(m, 'k', d->entries[i].key.p, d->entries[i].key.len) &&
+             put(m, 'v', d->entries[i].value.p, d->entries[i].value.len);
+    if (!ok) {
+        m->key_len = 0;
+        return SL_ETOOBIG;
+    }
+    m->limits[0] = d->limit;
+    m->n_limits = 1;
+    return SL_OK;
+}
+
 static void fill(struct sl_match *m, const struct sl__rnode *n)
 {
     m->unlimited = n->unlimited;
@@ -204,7 +223,11 @@ int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, st
     if (d->n_entries > SL_MAX_ENTRIES)
         return SL_ETOOBIG;
     dom = find_domain(r, req->domain);
-    if (dom == NULL || d->n_entries == 0)
+    if (dom == NULL)
+        return SL_OK;
+    if (d->limit != NULL)
+        return match_override(out, req->domain, d);
+    if (d->n_entries == 0)
         return SL_OK;
     n = &dom->root;
     for (size_t k = 0; k < d->n_entries; k++) {
@@ -221,4 +244,34 @@ int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, st
     }
     fill(out, n);
     return SL_OK;
+}
+
+/* ------------------------------------------------------------ listing */
+
+struct walk {
+    void (*fn)(void *arg, const char *path, const struct sl_limit *l, bool quota_mode,
+               bool unlimited);
+    void *arg;
+};
+
+static void walk_node(const struct walk *w, const struct sl__rnode *n)
+{
+    if (n->unlimited)
+        w->fn(w->arg, n->path, NULL, n->quota_mode, true);
+    for (size_t i = 0; i < n->n_limits; i++)
+        w->fn(w->arg, n->path, &n->limits[i].l, n->quota_mode, false);
+    for (size_t i = 0; i < n->n_kids; i++)
+        walk_node(w, n->kids[i]);
+}
+
+void sl_rules_foreach_limit(const sl_rules *r,
+                            void (*fn)(void *arg, const char *path, const struct sl_limit *l,
+                                       bool quota_mode, bool unlimited),
+                            void *arg)
+{
+    struct walk w = {fn, arg};
+
+    for (size_t i = 0; r != NULL && i < r->n_domains; i++)
+        for (size_t k = 0; k < r->domains[i]->root.n_kids; k++)
+            walk_node(&w, r->domains[i]->root.kids[k]);
 }

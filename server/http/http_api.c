@@ -311,7 +311,7 @@ static int query_request(struct sl__conn *c, const struct sl__h1_req *r, struct 
                       "give domain=D and at least one KEY=VALUE in the query");
         return -1;
     }
-    *d = (struct sl_descriptor){qentries, ne, -1};
+    *d = (struct sl_descriptor){qentries, ne, -1, NULL};
     req->descriptors = d;
     req->n_descriptors = 1;
     req->hits = 1;

@@ -185,7 +185,7 @@ int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struc
 {
     int64_t v[4] = {0, 0, 0, 1}; /* max_burst, count, period, quantity */
     struct sl_match *m = c->w->matches;
-    struct sl_descriptor d = {NULL, 0, -1};
+    struct sl_descriptor d = {NULL, 0, -1, NULL};
     struct sl_request req;
     struct sl__resp_op *op;
     struct sl_str key = cmd->argv[1];

@@ -34,7 +34,8 @@ static enum sl__redis_policy policy_for(const struct sl__rstore *st, struct sl_s
 }
 
 /* Ad hoc limits (no rules snapshot, e.g. CL.THROTTLE's, which its caller
- * reuses) are copied into the slot so the reply reports stable ones. */
+ * reuses, or a request's own limit override) are copied into the slot so
+ * the reply reports stable ones. */
 static int own_limits(struct sl__rreq *q)
 {
     size_t n = 0;
@@ -53,6 +54,16 @@ static int own_limits(struct sl__rreq *q)
         p->slots[s].l = &q->own[k];
     }
     return SL_OK;
+}
+
+/* Does a descriptor bring its own limit (Envoy's override)? The request's
+ * memory is the caller's for the start call only. */
+static bool brings_limits(const struct sl_request *req)
+{
+    for (size_t i = 0; req->descriptors != NULL && i < req->n_descriptors; i++)
+        if (req->descriptors[i].limit != NULL)
+            return true;
+    return false;
 }
 
 /* Take a slot and fill it for the call; the caller sends it. */
@@ -101,7 +112,7 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     struct sl__redis_plan *p = &st->plan;
     uint64_t hash[SL__REDIS_MAX_ITEMS];
     enum sl__redis_policy pol = policy_for(st, req->domain);
-    bool peek = kind != SL__RQ_CHECK || fin->deny_all;
+    bool peek = kind != SL__RQ_CHECK || fin->rv.deny_all;
     struct sl__rreq *q;
     struct sl__rconn *c;
     unsigned slot;
@@ -141,7 +152,7 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     q->fan_group = group;
     if (st->olc != NULL)
         memcpy(q->item_hash, hash, sizeof(hash[0]) * p->n_items);
-    rc = rules == NULL ? own_limits(q) : SL_OK;
+    rc = rules == NULL || brings_limits(req) ? own_limits(q) : SL_OK;
     /* A cross-slot check's group keeps its request: a refund is built from it. */
     if (rc == SL_OK &&
         (pol == SL__POLICY_LOCAL || fin->quota_any || (fan != NULL && kind == SL__RQ_CHECK)))
@@ -182,18 +193,16 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
     memset(&fin, 0, sizeof(fin));
     if (q->rules == NULL)
         return start(of(s), kind, req, q->m, q->n, NULL, &fin, cb, arg);
-    rc = sl__rules_resolve(q->rules, req, m, fin.banned, &fin.deny_all);
+    rc = sl__rules_resolve(q->rules, req, m, &fin.rv);
     if (rc != SL_OK)
         return rc;
     fin.now_ns = req->now_ns;
-    fin.deny_all = fin.deny_all && kind != SL__RQ_RESET;
-    for (size_t i = 0; kind == SL__RQ_CHECK && !fin.deny_all && i < req->n_descriptors; i++) {
+    fin.rv.deny_all = fin.rv.deny_all && kind != SL__RQ_RESET;
+    for (size_t i = 0; kind == SL__RQ_CHECK && !fin.rv.deny_all && i < req->n_descriptors; i++) {
         fin.quota[i] = m[i].quota_mode;
         fin.quota_any = fin.quota_any || (m[i].quota_mode && m[i].n_limits > 0);
     }
-    for (size_t i = 0; i < req->n_descriptors; i++)
-        fin.active = fin.active || fin.banned[i] != NULL;
-    fin.active = fin.active && kind != SL__RQ_RESET;
+    fin.active = kind != SL__RQ_RESET; /* rule-based: the report needs the resolution */
     return start(of(s), kind, req, m, req->n_descriptors, q->rules, &fin, cb, arg);
 }
 

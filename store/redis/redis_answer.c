@@ -88,7 +88,7 @@ static int local_from_slot(struct sl__rstore *st, const struct sl__rreq *q, stru
 {
     static __thread struct sl__rebuilt r; /* 40 KiB: not on the stack */
 
-    sl__ranswer_rebuild(q, q->kind == SL__RQ_PEEK || q->fin.deny_all, &r);
+    sl__ranswer_rebuild(q, q->kind == SL__RQ_PEEK || q->fin.rv.deny_all, &r);
     return sl_limiter_check_matched(st->local, r.m, r.req.n_descriptors, &r.req, res);
 }
 
@@ -101,7 +101,7 @@ void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *a
         if (fin->was_denied[i])
             res->statuses[i] = fin->saved[i];
     if (err == SL_OK && res != NULL && fin != NULL && fin->active)
-        sl__rules_finish(fin->banned, fin->deny_all, fin->now_ns, res);
+        sl__rules_finish(&fin->rv, fin->now_ns, res);
     cb(arg, err, err == SL_OK ? res : NULL);
 }
 

@@ -259,7 +259,7 @@ static void start_group(struct sl__rfan *f, unsigned g, const struct sl_request 
         sub.descriptors = sd;
     sub.n_descriptors = req->descriptors != NULL ? gr->n : req->n_descriptors;
     memset(&fin, 0, sizeof(fin));
-    fin.deny_all = f->fin.deny_all; /* a banned request only peeks */
+    fin.rv.deny_all = f->fin.rv.deny_all; /* a banned request only peeks */
     fin.now_ns = req->now_ns;
     rc = sl__rstore_start(f->st, f->kind, &sub, sm, gr->n, f->rules, &fin, on_group, gr, f,
                           (uint8_t)g);

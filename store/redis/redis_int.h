@@ -42,9 +42,8 @@ enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE
  * whole request. */
 struct sl__rfinish {
     bool active;
-    bool deny_all;
     int64_t now_ns;
-    const struct sl_limit *banned[SL_MAX_DESCRIPTORS];
+    struct sl__resolved rv; /* deny-all limits, unlimited and detailed rules */
     /* Envoy quota_mode: a request denied only by some of its quota
      * descriptors is decided again without them, which keep their status. */
     bool quota_any;

@@ -64,7 +64,7 @@ static int count_rows(void *arg, const struct sl_rulesdb_row *row)
 static uint64_t acme_limit(sl_rules *r)
 {
     struct sl_entry e = {{"customer", 8}, {"acme", 4}};
-    struct sl_descriptor d = {&e, 1, -1};
+    struct sl_descriptor d = {&e, 1, -1, NULL};
     struct sl_request req = {.domain = {"api", 3}, .descriptors = &d, .n_descriptors = 1};
     struct sl_match m;
 
