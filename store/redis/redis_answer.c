@@ -140,33 +140,42 @@ static bool cacheable(const struct sl_limit *l)
 bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, const uint64_t *hash,
                      int64_t now_ns, const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
 {
+    const struct sl__olc_slot *hit[SL__REDIS_MAX_ITEMS];
+    bool denied[SL_MAX_DESCRIPTORS] = {false};
     struct sl_result res;
 
-    for (size_t k = 0; st->olc != NULL && k < p->n_items; k++) {
-        const struct sl__olc_slot *hit;
-        if (!cacheable(p->item_l[k]) || p->item_cost[k] == 0)
-            continue;
-        hit = sl__olc_find(st, hash[k], now_ns, p->item_cost[k]);
-        if (hit == NULL)
-            continue;
-        memset(&res, 0, sizeof(res));
-        res.verdict = SL_DENY;
-        res.n_statuses = p->n_desc;
-        for (size_t s = 0; s < p->n_slots; s++) {
-            struct sl_status *stt = &res.statuses[p->slots[s].desc];
-            if (p->slots[s].item != k || stt->limit != NULL)
-                continue;
-            stt->limit = p->slots[s].l;
-            stt->d.verdict = SL_DENY;
-            stt->d.quota = sl_limit_quota(stt->limit);
-            stt->d.retry_after_ns = hit->until_ns - now_ns;
-            stt->d.reset_ns = hit->reset_at_ns > now_ns ? hit->reset_at_ns - now_ns : 0;
-        }
-        SL__CNT(st, olc_hits, 1);
-        sl__ranswer_deliver(fin, cb, arg, SL_OK, &res);
-        return true;
+    if (st->olc == NULL)
+        return false;
+    for (size_t k = 0; k < p->n_items; k++) {
+        hit[k] = NULL;
+        if (cacheable(p->item_l[k]) && p->item_cost[k] > 0)
+            hit[k] = sl__olc_find(st, hash[k], now_ns, p->item_cost[k]);
     }
-    return false;
+    for (size_t s = 0; s < p->n_slots; s++)
+        denied[p->slots[s].desc] = denied[p->slots[s].desc] || hit[p->slots[s].item] != NULL;
+    /* Answered here only when every descriptor that has limits is known to
+     * be denied: each is then reported by its cached denial. Otherwise the
+     * others' statuses (and their counting) need Redis: the call goes out. */
+    for (size_t i = 0; i < p->n_desc; i++)
+        if (p->count[i] > 0 && !denied[i])
+            return false;
+    memset(&res, 0, sizeof(res));
+    res.verdict = SL_DENY;
+    res.n_statuses = p->n_desc;
+    for (size_t s = 0; s < p->n_slots; s++) {
+        const struct sl__olc_slot *h = hit[p->slots[s].item];
+        struct sl_status *stt = &res.statuses[p->slots[s].desc];
+        if (h == NULL || stt->limit != NULL)
+            continue;
+        stt->limit = p->slots[s].l;
+        stt->d.verdict = SL_DENY;
+        stt->d.quota = sl_limit_quota(stt->limit);
+        stt->d.retry_after_ns = h->until_ns - now_ns;
+        stt->d.reset_ns = h->reset_at_ns > now_ns ? h->reset_at_ns - now_ns : 0;
+    }
+    SL__CNT(st, olc_hits, 1);
+    sl__ranswer_deliver(fin, cb, arg, SL_OK, &res);
+    return true;
 }
 
 void sl__ranswer_olc_learn(struct sl__rstore *st, const struct sl__rreq *q,
