@@ -171,31 +171,31 @@ static bool put_escaped(struct sl__redis_cmd *c, const char *p, size_t len)
     return true;
 }
 
-/* The first entry of a match's counter key ('d' domain, then 'k' key and
- * 'v' value, or 'p' the rule's pattern for share_threshold, each with a
- * 16-bit length): the hash tag is made of it, so that every request value
- * a share_threshold rule shares one counter for lands on the same key.
- * False when the key has no entry. */
-static bool first_entry(const struct sl_match *m, struct sl_str *k, struct sl_str *v)
+/* A share_threshold rule's pattern, when the first entry of a match's
+ * counter key (as lib/rules/match.c writes it: 'd' domain, then 'k' key
+ * and 'v' value - or 'p' the rule's pattern for share_threshold - each
+ * with a 16-bit length) is one: the hash tag is then made of the pattern,
+ * so that every request value the rule shares one counter for lands on the
+ * same key. False for every other match (the tag takes the request's first
+ * entry), including ad hoc ones whose key is not in that format. */
+static bool shared_pattern(const struct sl_match *m, struct sl_str *v)
 {
-    bool have_key = false;
+    size_t at = 0, n = 0;
+    char tags[3];
+    struct sl_str f[3];
 
-    for (size_t at = 0; at + 3 <= m->key_len;) {
-        char tag = m->key[at];
+    while (n < 3 && at + 3 <= m->key_len) {
         size_t len = (size_t)(unsigned char)m->key[at + 1] << 8 | (unsigned char)m->key[at + 2];
-        struct sl_str f = {m->key + at + 3, len};
         if (at + 3 + len > m->key_len)
             return false;
+        tags[n] = m->key[at];
+        f[n++] = (struct sl_str){m->key + at + 3, len};
         at += 3 + len;
-        if (tag == 'k' && !have_key) {
-            *k = f;
-            have_key = true;
-        } else if ((tag == 'v' || tag == 'p') && have_key) {
-            *v = f;
-            return true;
-        }
     }
-    return false;
+    if (n < 3 || tags[0] != 'd' || tags[1] != 'k' || tags[2] != 'p')
+        return false;
+    *v = f[2];
+    return true;
 }
 
 /* "<prefix>:v1:{<tag>}:<key>:" in the arena; returns its start or NULL. */
@@ -203,13 +203,17 @@ static const char *key_base(const struct sl__redis_opts *o, const struct sl_requ
                             const struct sl_match *m, struct sl__redis_cmd *c)
 {
     size_t start = c->used;
-    struct sl_str k, v;
     bool ok = put_escaped(c, o->prefix, strlen(o->prefix)) && arena_put(c, ":v1:{", 5) &&
               put_escaped(c, req->domain.p, req->domain.len);
 
-    if (ok && first_entry(m, &k, &v))
-        ok = arena_put(c, "/", 1) && put_escaped(c, k.p, k.len) && arena_put(c, "=", 1) &&
+    if (ok && req->descriptors != NULL && i < req->n_descriptors &&
+        req->descriptors[i].n_entries > 0) {
+        const struct sl_entry *e = &req->descriptors[i].entries[0];
+        struct sl_str v = e->value;
+        shared_pattern(m, &v);
+        ok = arena_put(c, "/", 1) && put_escaped(c, e->key.p, e->key.len) && arena_put(c, "=", 1) &&
              put_escaped(c, v.p, v.len);
+    }
     ok = ok && arena_put(c, "}:", 2) && put_escaped(c, m->key, m->key_len) && arena_put(c, ":", 1);
     return ok ? c->arena + start : NULL;
 }
