@@ -43,6 +43,10 @@ int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struc
  * rules and, with deny_all, the request as denied holding nothing. */
 void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_result *res);
 
+/* Does some rule of `domain` ask for detailed_metric? (The server then
+ * makes the per-request metric labels; one lookup, no allocation.) */
+bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain);
+
 /* ------------------------------------------------------------ reporting */
 
 /* The decision `d` of limit `l` as reported: a shadow limit never denies or

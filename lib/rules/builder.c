@@ -259,6 +259,16 @@ static int merge_all(sl_rules_builder *b, sl_rules *r)
     return SL_OK;
 }
 
+static bool any_detailed(const struct sl__rnode *n)
+{
+    if (n->detailed_metric)
+        return true;
+    for (size_t i = 0; i < n->n_kids; i++)
+        if (any_detailed(n->kids[i]))
+            return true;
+    return false;
+}
+
 int sl_rules_build(sl_rules_builder *b, sl_rules **out)
 {
     sl_rules *r;
@@ -273,8 +283,10 @@ int sl_rules_build(sl_rules_builder *b, sl_rules **out)
     atomic_init(&r->refs, 1);
     r->domains = calloc(b->n_doms ? b->n_doms : 1, sizeof(*r->domains));
     rc = r->domains == NULL ? SL_ENOMEM : merge_all(b, r);
-    for (size_t i = 0; rc == SL_OK && i < r->n_domains; i++)
+    for (size_t i = 0; rc == SL_OK && i < r->n_domains; i++) {
         rc = sl__rnode_index(&r->domains[i]->root);
+        r->domains[i]->detailed = any_detailed(&r->domains[i]->root);
+    }
     drop_domains(b);
     if (rc != SL_OK) {
         rules_free(r);

@@ -20,10 +20,18 @@
 
 #include "rules/rules_int.h"
 
-static bool replaced(const struct sl_limit *l, const struct sl_match *m, size_t n, size_t self)
+/* Descriptor i brings its own limit (Envoy's override): its match holds a
+ * plain sl_limit, not a rule's (no replaces, never deny-all). */
+static bool own_limit(const struct sl_request *req, size_t i)
+{
+    return req->descriptors != NULL && req->descriptors[i].limit != NULL;
+}
+
+static bool replaced(const struct sl_limit *l, const struct sl_match *m, size_t n, size_t self,
+                     const struct sl_request *req)
 {
     for (size_t i = 0; i < n; i++) {
-        if (i == self)
+        if (i == self || own_limit(req, i))
             continue;
         for (size_t k = 0; k < m[i].n_limits; k++) {
             const struct sl__rlimit *rl = sl__rlimit_of(m[i].limits[k]);
@@ -39,13 +47,13 @@ static bool replaced(const struct sl_limit *l, const struct sl_match *m, size_t 
 /* Drop the limits that a limit matched on another descriptor replaces.
  * Decided over the original matches first, then applied, so that the order
  * of descriptors does not matter. */
-static void apply_replaces(struct sl_match *m, size_t n)
+static void apply_replaces(struct sl_match *m, size_t n, const struct sl_request *req)
 {
     bool drop[SL_MAX_DESCRIPTORS][SL_MAX_LIMITS] = {{false}};
 
     for (size_t i = 0; i < n; i++) {
-        for (size_t k = 0; k < m[i].n_limits; k++)
-            drop[i][k] = replaced(m[i].limits[k], m, n, i);
+        for (size_t k = 0; k < m[i].n_limits && !own_limit(req, i); k++)
+            drop[i][k] = replaced(m[i].limits[k], m, n, i, req);
     }
     for (size_t i = 0; i < n; i++) {
         size_t out = 0;
@@ -79,7 +87,8 @@ static void deny_all_status(const struct sl_limit *l, int64_t now_ns, struct sl_
 
 /* Take deny-all limits out of the matches; banned[i] is descriptor i's
  * (an enforced one first). Returns true if the request must be denied. */
-static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **banned)
+static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **banned,
+                          const struct sl_request *req)
 {
     bool deny = false;
     size_t quota = 0, quota_banned = 0;
@@ -87,6 +96,8 @@ static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **
     for (size_t i = 0; i < n; i++) {
         size_t out = 0;
         banned[i] = NULL;
+        if (own_limit(req, i))
+            continue;
         for (size_t k = 0; k < m[i].n_limits; k++) {
             const struct sl_limit *l = m[i].limits[k];
             if (!sl__rlimit_of(l)->deny_all) {
@@ -177,8 +188,8 @@ int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struc
         rv->unlimited[i] = m[i].unlimited;
         rv->detailed[i] = m[i].detailed_metric != NULL;
     }
-    apply_replaces(m, n);
-    rv->deny_all = take_deny_all(m, n, rv->banned);
+    apply_replaces(m, n, req);
+    rv->deny_all = take_deny_all(m, n, rv->banned, req);
     return SL_OK;
 }
 

@@ -246,6 +246,13 @@ int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, st
     return SL_OK;
 }
 
+bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain)
+{
+    const struct sl__rdomain *dom = r != NULL ? find_domain(r, domain) : NULL;
+
+    return dom != NULL && dom->detailed;
+}
+
 /* ------------------------------------------------------------ listing */
 
 struct walk {

@@ -104,6 +104,7 @@ struct sl__rdomain {
     char *origin; /* where it was defined, "file:line:col" */
     enum sl_rules_source src;
     size_t seq;            /* order in which the builder received it */
+    bool detailed;         /* some rule asks for detailed_metric (set when built) */
     struct sl__rnode root; /* only its kids are used */
 };
 

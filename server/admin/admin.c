@@ -11,6 +11,7 @@
 
 const struct sl__http_route sl__admin_routes[] = {
     {HTTP_GET, "/v1/config", sl__admin_config, false, true},
+    {HTTP_GET, "/rlconfig", sl__admin_rlconfig, false, true},
     {HTTP_GET, "/v1/killswitch", sl__admin_ks_list, false, true},
     {HTTP_PUT, "/v1/killswitch", sl__admin_ks_set, false, true},
     {HTTP_GET, "/v1/rules", sl__admin_rules_list, false, true},

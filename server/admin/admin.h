@@ -30,6 +30,7 @@ void sl__admin_rules_add(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_rules_put(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_rules_delete(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_config(struct sl__conn *c, const struct sl__h1_req *r);
+void sl__admin_rlconfig(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_ks_list(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_ks_set(struct sl__conn *c, const struct sl__h1_req *r);
 

@@ -30,6 +30,12 @@ enum sl__hdr_family {
     SL__HDR_ALL = SL__HDR_IETF | SL__HDR_X | SL__HDR_RETRY_AFTER,
 };
 
+/* How Envoy's answers carry rate-limit headers (envoy.header_style). */
+enum sl__envoy_style {
+    SL__ENVOY_STYLE_RATELIMIT = 0, /* RateLimit-Limit/-Remaining/-Reset, as envoyproxy/ratelimit */
+    SL__ENVOY_STYLE_IETF = 1,      /* the IETF draft's RateLimit-Policy and RateLimit */
+};
+
 enum sl__log_level {
     SL__LOG_ERROR = 0,
     SL__LOG_WARN = 1,
@@ -60,6 +66,7 @@ struct sl__config {
     char *rules_files[SL__MAX_RULE_FILES]; /* resolved against the config dir */
     size_t n_rules_files;
     char *rules_db; /* SQLite rules database, NULL: none */
+    bool rules_shadow_mode; /* global shadow mode: the "*" kill switch in shadow at start */
     bool rules_watch;
     int64_t rules_debounce_ms;
 
@@ -82,6 +89,13 @@ struct sl__config {
     unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */
     int64_t http_max_delay_ms;   /* /v1/auth holds a delayed reply up to this */
     unsigned metrics_max_series; /* distinct request-derived label sets per worker */
+
+    /* Envoy's API (POST /json, gRPC): response_headers_to_add */
+    bool envoy_headers;         /* fill it */
+    unsigned envoy_header_style; /* enum sl__envoy_style */
+    char *envoy_header_limit;   /* names in the "ratelimit" style */
+    char *envoy_header_remaining;
+    char *envoy_header_reset;
 
     /* Each registered room section's own configuration (config.h), in the
      * order of sl__config_sections; owned, freed by sl__config_free(). */

@@ -25,6 +25,7 @@
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const on_full_names[] = {"evict", "deny", NULL};
+static const char *const style_names[] = {"ratelimit", "ietf", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
 
@@ -36,6 +37,8 @@ static const struct sl__key keys[] = {
     {"workers", SL__K_UINT, F(workers), "0", "worker threads; 0 = one per core", .max = 1u << 24},
     {"rules.database", SL__K_PATH, F(rules_db), NULL, "SQLite rules database to merge in"},
     {"rules.watch", SL__K_BOOL, F(rules_watch), "true", "reload when a rules file changes"},
+    {"rules.shadow_mode", SL__K_BOOL, F(rules_shadow_mode), "false",
+     "global shadow mode: every domain counted, nothing enforced (the \"*\" kill switch)"},
     {"rules.debounce", SL__K_DUR_MS, F(rules_debounce_ms), "200ms",
      "wait this long after a change before reloading"},
     {"store.max_bytes", SL__K_SIZE, F(store_max_bytes), "64MiB",
@@ -62,6 +65,17 @@ static const struct sl__key keys[] = {
      "read admin.token from this file (first line)"},
     {"http.max_delay", SL__K_DUR_MS, F(http_max_delay_ms), "1s",
      "GET /v1/auth holds a delayed answer up to this; longer delays are denials"},
+    {"envoy.response_headers", SL__K_BOOL, F(envoy_headers), "false",
+     "Envoy's answers carry rate-limit headers (response_headers_to_add)"},
+    {"envoy.header_style", SL__K_CHOICE, F(envoy_header_style), "ratelimit",
+     "ratelimit: the three names below; ietf: RateLimit-Policy and RateLimit",
+     .choices = style_names},
+    {"envoy.header_names.limit", SL__K_STR, F(envoy_header_limit), "RateLimit-Limit",
+     "header with the limit's requests per unit"},
+    {"envoy.header_names.remaining", SL__K_STR, F(envoy_header_remaining), "RateLimit-Remaining",
+     "header with the requests left"},
+    {"envoy.header_names.reset", SL__K_STR, F(envoy_header_reset), "RateLimit-Reset",
+     "header with the seconds until the limit resets"},
     {"metrics.max_series", SL__K_UINT, F(metrics_max_series), "1000",
      "distinct (domain, limit) label sets per worker; more count as __overflow__", .min = 1,
      .max = 1u << 24},
@@ -70,8 +84,8 @@ static const struct sl__key keys[] = {
 
 /* The mappings a configuration file may nest keys under (besides the
  * stores' own sections, which the store layer names). */
-static const char *const sections[] = {"rules", "store", "server",  "log",
-                                       "admin", "http",  "metrics", NULL};
+static const char *const sections[] = {"rules", "store", "server", "log", "admin", "http",
+                                       "metrics", "envoy", "envoy.header_names", NULL};
 
 static const struct {
     const char *name;

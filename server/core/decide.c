@@ -14,6 +14,7 @@
 #include "decide.h"
 #include "killswitch.h"
 #include "server-t.h"
+#include "sluice_int.h"
 #include "store.h"
 #include "worker-t.h"
 #include "worker.h"
@@ -152,7 +153,7 @@ void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_
     }
     if (op->counted && m != NULL && !sl_rules_has_domain(rules, req->domain))
         sl__metrics_unknown_domain(m, w->id);
-    if (op->counted && op->detailed)
+    if (op->counted && sl__rules_domain_detailed(rules, req->domain))
         op->labels = detailed_labels(rules, req);
     r = start_for(w->store, kind)(w->store, &q, on_store, op);
     if (r != SL_OK)

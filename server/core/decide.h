@@ -13,8 +13,8 @@
  *    inspection, nor to ad hoc limits that have no domain (CL.THROTTLE);
  *  - starts the operation on the worker's store;
  *  - counts the decision in the metrics (checks and acquires: outcome per
- *    limit, latency, unknown domains, Envoy detailed_metric labels when the
- *    protocol asks for them);
+ *    limit, latency, unknown domains, and Envoy's detailed_metric labels
+ *    for the domains whose rules ask for them);
  *  - hands the (possibly edited) result to the protocol's callback, which
  *    only formats it.
  *
@@ -26,8 +26,8 @@
  * caller's and must stay valid until `done` runs; the result is borrowed
  * for the duration of `done`. The request is borrowed for the call only
  * (req->now_ns is set by the call). Nothing is allocated on the memory
- * store's path (detailed_metric labels allocate once per request that
- * asks for them).
+ * store's path (detailed_metric labels allocate once per request in a
+ * domain whose rules ask for them).
  */
 #ifndef SL_SERVER_DECIDE_H
 #define SL_SERVER_DECIDE_H
@@ -66,12 +66,11 @@ struct sl__decide_labels {
 /*
  * One decision in flight, embedded (usually first) in the protocol's own
  * operation. The caller may set `start_ns` (CLOCK_MONOTONIC when the
- * request arrived; 0: now) and `detailed` before the call; the rest is
- * the decision path's.
+ * request arrived; 0: now) before the call; the rest is the decision
+ * path's.
  */
 struct sl__decide_op {
     int64_t start_ns; /* for the latency histogram */
-    bool detailed;    /* count Envoy detailed_metric labels (rules that ask for them) */
 
     struct sl__worker *w;
     sl__decide_done done;

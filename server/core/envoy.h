@@ -66,15 +66,40 @@ struct sl__envoy_status {
     int64_t reset_s; /* duration_until_reset in whole seconds, rounded up */
 };
 
-/* A RateLimitResponse (without response headers, which the caller adds). */
+/* response_headers_to_add: at most three headers, their bytes in buf. */
+#define SL__ENVOY_MAX_HEADERS 3
+struct sl__envoy_headers {
+    size_t n;
+    struct {
+        struct sl_str key, value;
+    } h[SL__ENVOY_MAX_HEADERS];
+    char buf[2048];
+};
+
+/* A RateLimitResponse. */
 struct sl__envoy_answer {
     enum sl__envoy_code overall;
     size_t n;
     struct sl__envoy_status st[SL_MAX_DESCRIPTORS];
+    struct sl__envoy_headers headers;
 };
 
-/* The answer Envoy's API gives for `res`: a delay is OK; a status with no
- * limit is a bare OK. */
-void sl__envoy_answer(const struct sl_result *res, struct sl__envoy_answer *out);
+struct sl__config;
+
+/*
+ * The answer Envoy's API gives for `res`, decided at now_ns, as
+ * envoyproxy/ratelimit gives it:
+ *  - a delay is OK; a status with no limit is a bare OK; an `unlimited`
+ *    rule is OK with limit_remaining 4294967295 and no current_limit;
+ *  - current_limit.name is the rule's own `name`, "" when it has none;
+ *  - `shadow` (the decision ran under a shadow kill switch or the global
+ *    rules.shadow_mode): the request is OK overall, and each descriptor
+ *    that would have been denied still says OVER_LIMIT;
+ *  - response headers when cfg->envoy_headers: from the descriptor with
+ *    the lowest remaining (the first one over its limit, if any), in the
+ *    configured style.
+ */
+void sl__envoy_answer(const struct sl__config *cfg, const struct sl_result *res, bool shadow,
+                      int64_t now_ns, struct sl__envoy_answer *out);
 
 #endif /* SL_SERVER_ENVOY_H */

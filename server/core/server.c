@@ -76,6 +76,8 @@ static int make_registries(struct sl__server *srv)
         return r;
     }
     sl__ks_init(&srv->ks, ks_secret);
+    if (srv->cfg.rules_shadow_mode) /* global shadow mode: the "*" kill switch from the start */
+        sl__ks_set(&srv->ks, (struct sl_str){"*", 1}, SL__KS_SHADOW);
     return SL_OK;
 }
 

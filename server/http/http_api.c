@@ -31,10 +31,11 @@
 #include "clock.h"
 #include "conn.h"
 #include "decide.h"
+#include "envoy.h"
 #include "http1.h"
 #include "http_gate.h"
 #include "http_hold.h"
-#include "http_headers.h"
+#include "headers.h"
 #include "http_json.h"
 #include "http_query.h"
 #include "http_route.h"
@@ -67,6 +68,7 @@ static _Thread_local char headers[HEADERS_MAX];
 static _Thread_local char qscratch[SL__H1_MAX_HEAD];
 static _Thread_local struct sl_entry qentries[SL_MAX_ENTRIES];
 static _Thread_local struct sl_result edited; /* a result changed before answering */
+static _Thread_local struct sl__envoy_answer envoy;
 
 static struct sl__metrics *get_metrics(struct sl__conn *c)
 {
@@ -79,6 +81,18 @@ static void respond(struct sl__conn *c, int64_t slot, bool keep_alive, int statu
                     size_t len)
 {
     sl__h1_respond(c, slot, keep_alive, status, NULL, 0, body, len);
+}
+
+/* Envoy's /json answers an error in text/plain, as envoyproxy/ratelimit
+ * does ("Bad Request"), with the reason after it. */
+static void respond_plain(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
+                          const char *why)
+{
+    const char *what = status == 400 ? "Bad Request" : status == 503 ? "Service Unavailable"
+                                                                      : "Internal Server Error";
+    int n = snprintf(answer, sizeof(answer), "%s: %s\n", what, why);
+
+    respond(c, slot, keep_alive, status, answer, n > 0 ? (size_t)n : 0);
 }
 
 static void respond_error(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
@@ -192,13 +206,17 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
         return;
     }
     if (err != SL_OK) {
-        respond_error(op->c, op->slot, op->keep_alive, store_error_status(err),
-                      store_error_message(err));
+        (op->kind == OP_ENVOY ? respond_plain : respond_error)(
+            op->c, op->slot, op->keep_alive, store_error_status(err), store_error_message(err));
         return;
     }
     hold_ms = auth_delay(op, &res);
-    rc = op->kind == OP_ENVOY ? sl__json_build_envoy(res, answer, sizeof(answer), &len)
-                              : sl__json_build_check(res, answer, sizeof(answer), &len);
+    if (op->kind == OP_ENVOY) {
+        sl__envoy_answer(cfg, res, op->d.shadow, op->d.now_ns, &envoy);
+        rc = sl__json_write_envoy(&envoy, answer, sizeof(answer), &len);
+    } else {
+        rc = sl__json_build_check(res, answer, sizeof(answer), &len);
+    }
     if (rc == SL_OK && op->kind == OP_ACQUIRE)
         rc = add_lease(res, &len);
     if (rc == SL_OK)
@@ -229,7 +247,6 @@ static struct op *op_new(struct sl__conn *c, const struct sl__h1_req *r, enum op
     }
     memset(&op->d, 0, sizeof(op->d));
     op->d.start_ns = r->start_ns;
-    op->d.detailed = kind == OP_ENVOY;
     op->c = c;
     op->slot = slot;
     op->kind = kind;
@@ -257,7 +274,7 @@ static void json_check(struct sl__conn *c, const struct sl__h1_req *r, parse_fn 
 
     sl__json_arena_init(&arena, arena_mem, sizeof(arena_mem));
     if (parse(&jreq, &arena, r->body.p, r->body.len) != SL_OK)
-        respond_error(c, -1, r->keep_alive, 400, jreq.error);
+        (kind == OP_ENVOY ? respond_plain : respond_error)(c, -1, r->keep_alive, 400, jreq.error);
     else
         run(c, r, kind, &jreq.req, kind == OP_ACQUIRE ? SL__DECIDE_ACQUIRE : SL__DECIDE_CHECK);
     sl__json_req_release(&jreq);
@@ -454,6 +471,7 @@ const struct sl__http_route sl__http_api_routes[] = {
     {HTTP_GET, "/metrics", h_metrics, false, false},
     {HTTP_GET, "/healthz", h_healthz, false, false},
     {HTTP_GET, "/readyz", h_readyz, false, false},
+    {HTTP_GET, "/healthcheck", h_readyz, false, false}, /* envoyproxy/ratelimit's name */
     {HTTP_GET, "/v1/keys", h_keys_get, false, true},
     {HTTP_DELETE, "/v1/keys", h_keys_delete, false, true},
     {HTTP_POST, "/v1/debug/clock", h_clock, false, true},

@@ -45,7 +45,8 @@ struct sl__json_req {
     struct sl_request req;
     struct sl_descriptor descs[SL_MAX_DESCRIPTORS];
     struct sl_entry entries[SL_MAX_DESCRIPTORS][SL_MAX_ENTRIES];
-    struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS]; /* Envoy only */
+    struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS];
+    struct sl_limit override_limits[SL_MAX_DESCRIPTORS]; /* descs[i].limit points here */
     struct cJSON *root;           /* the document the strings point into */
     struct sl__json_arena *arena; /* where it lives; NULL: malloc */
     char error[160];              /* what is wrong, for the 400 body */
@@ -88,6 +89,10 @@ void sl__json_envoy_unit(const struct sl_limit *l, const char **unit, uint32_t *
  * {"code": "OK"}. Seconds are rounded up. SL_OK with *len, or SL_ETOOBIG.
  */
 int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, size_t *len);
+/* The same from an answer already made (envoy.h's sl__envoy_answer, which
+ * knows the configuration, the kill switch and the response headers), with
+ * "responseHeadersToAdd": [{"key", "value"}] when it has headers. */
+int sl__json_write_envoy(const struct sl__envoy_answer *a, char *buf, size_t cap, size_t *len);
 
 /*
  * Write the native answer (a simulate output line without t_ms):

@@ -23,7 +23,12 @@ void sl__json_envoy_unit(const struct sl_limit *l, const char **unit, uint32_t *
 static void envoy_status(struct sl__wr *b, const struct sl__envoy_status *e)
 {
     if (!e->has_limit) {
-        sl__wr_puts(b, "{\"code\":\"OK\"}");
+        sl__wr_puts(b, "{\"code\":\"OK\"");
+        if (e->limit_remaining > 0) { /* an unlimited rule */
+            sl__wr_puts(b, ",\"limitRemaining\":");
+            sl__wr_u64(b, e->limit_remaining);
+        }
+        sl__wr_puts(b, "}");
         return;
     }
     sl__wr_puts(b,
@@ -41,23 +46,41 @@ static void envoy_status(struct sl__wr *b, const struct sl__envoy_status *e)
     sl__wr_puts(b, "s\"}");
 }
 
-int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, size_t *len)
+int sl__json_write_envoy(const struct sl__envoy_answer *a, char *buf, size_t cap, size_t *len)
 {
-    struct sl__envoy_answer a;
     struct sl__wr b;
 
-    sl__envoy_answer(res, &a);
     sl__wr_init(&b, buf, cap);
-    sl__wr_puts(&b, a.overall == SL__ENVOY_OVER_LIMIT ? "{\"overallCode\":\"OVER_LIMIT\""
-                                                      : "{\"overallCode\":\"OK\"");
+    sl__wr_puts(&b, a->overall == SL__ENVOY_OVER_LIMIT ? "{\"overallCode\":\"OVER_LIMIT\""
+                                                       : "{\"overallCode\":\"OK\"");
     sl__wr_puts(&b, ",\"statuses\":[");
-    for (size_t i = 0; i < a.n; i++) {
+    for (size_t i = 0; i < a->n; i++) {
         if (i > 0)
             sl__wr_put(&b, ",", 1);
-        envoy_status(&b, &a.st[i]);
+        envoy_status(&b, &a->st[i]);
     }
-    sl__wr_puts(&b, "]}");
+    sl__wr_put(&b, "]", 1);
+    if (a->headers.n > 0) {
+        sl__wr_puts(&b, ",\"responseHeadersToAdd\":[");
+        for (size_t i = 0; i < a->headers.n; i++) {
+            sl__wr_puts(&b, i > 0 ? ",{\"key\":" : "{\"key\":");
+            sl__wr_json_str(&b, a->headers.h[i].key.p, a->headers.h[i].key.len);
+            sl__wr_puts(&b, ",\"value\":");
+            sl__wr_json_str(&b, a->headers.h[i].value.p, a->headers.h[i].value.len);
+            sl__wr_put(&b, "}", 1);
+        }
+        sl__wr_put(&b, "]", 1);
+    }
+    sl__wr_put(&b, "}", 1);
     return sl__wr_finish(&b, len);
+}
+
+int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, size_t *len)
+{
+    static _Thread_local struct sl__envoy_answer a;
+
+    sl__envoy_answer(NULL, res, false, 0, &a);
+    return sl__json_write_envoy(&a, buf, cap, len);
 }
 
 static void check_status(struct sl__wr *b, const struct sl_status *s)

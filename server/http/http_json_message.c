@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "http_headers.h"
+#include "headers.h"
 #include "http_json_int.h"
 
 /* "1m", "90s", "1500ms": the largest unit that divides the period. */

@@ -150,24 +150,36 @@ static int parse_unit(const cJSON *v, int64_t *ns)
     return SL_OK;
 }
 
-static int parse_override(struct sl__json_req *r, const cJSON *v, size_t i)
+/* A limit override {"requests_per_unit", "unit"} for descriptor i (`what`
+ * names it in errors): limits that descriptor instead of the rules, as an
+ * epoch-aligned fixed window of requests_per_unit per unit, as
+ * envoyproxy/ratelimit does. */
+static int parse_override(struct sl__json_req *r, const cJSON *v, size_t i, const char *what)
 {
     struct sl__envoy_override *o = &r->overrides[i];
+    struct sl_limit *l = &r->override_limits[i];
     const cJSON *rpu = field(v, "requests_per_unit", "requestsPerUnit");
     const cJSON *unit = field(v, "unit", NULL);
-    char what[48];
     uint64_t n = 0;
     int rc;
 
-    snprintf(what, sizeof(what), "descriptors[%zu].limit", i);
     if (!cJSON_IsObject(v))
-        return fail(r, SL_EINVAL, what, "expected an object");
+        return fail(r, SL_EINVAL, what, "expected an object {\"requests_per_unit\", \"unit\"}");
     if (rpu != NULL && (rc = uint_field(r, rpu, UINT32_MAX, what, &n)) != SL_OK)
         return rc;
     if (unit != NULL && parse_unit(unit, &o->unit_ns) != SL_OK)
         return fail(r, SL_EINVAL, what, "unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR");
+    if (n == 0 || o->unit_ns == 0)
+        return fail(r, SL_EINVAL, what,
+                    "needs requests_per_unit >= 1 and a unit (SECOND ... YEAR)");
     o->requests_per_unit = (uint32_t)n;
     o->set = true;
+    sl_limit_init(l);
+    l->algo = SL_ALGO_FIXED_WINDOW;
+    l->requests = n;
+    l->period_ns = o->unit_ns;
+    sl_limit_finish(l);
+    r->descs[i].limit = l;
     return SL_OK;
 }
 
@@ -179,12 +191,12 @@ static int parse_envoy_entries(struct sl__json_req *r, const cJSON *d, size_t i)
     char what[64];
 
     snprintf(what, sizeof(what), "descriptors[%zu].entries", i);
-    if (a == NULL)
-        return fail(r, SL_EINVAL, what, "missing");
+    r->descs[i].entries = r->entries[i];
+    r->descs[i].n_entries = 0;
+    if (a == NULL || cJSON_IsNull(a))
+        return SL_OK; /* no entries: matches no rule, answered OK (as Envoy's service does) */
     if (!cJSON_IsArray(a))
         return fail(r, SL_EINVAL, what, "expected an array");
-    if (cJSON_GetArraySize(a) == 0)
-        return fail(r, SL_EINVAL, what, "must not be empty");
     if (cJSON_GetArraySize(a) > SL_MAX_ENTRIES)
         return fail(r, SL_ETOOBIG, what, "too many (at most 16)");
     cJSON_ArrayForEach(e, a)
@@ -221,6 +233,7 @@ static int parse_envoy_descriptor(struct sl__json_req *r, const cJSON *d, size_t
     if ((rc = parse_envoy_entries(r, d, i)) != SL_OK)
         return rc;
     r->descs[i].hits = -1;
+    r->descs[i].limit = NULL;
     if (hits != NULL && !cJSON_IsNull(hits)) {
         snprintf(what, sizeof(what), "descriptors[%zu].hits_addend", i);
         /* UInt64Value; a descriptor's cost is int64 in the library. */
@@ -228,8 +241,9 @@ static int parse_envoy_descriptor(struct sl__json_req *r, const cJSON *d, size_t
             return rc;
         r->descs[i].hits = (int64_t)n;
     }
+    snprintf(what, sizeof(what), "descriptors[%zu].limit", i);
     if (limit != NULL && !cJSON_IsNull(limit))
-        return parse_override(r, limit, i);
+        return parse_override(r, limit, i, what);
     return SL_OK;
 }
 
@@ -289,6 +303,31 @@ static int parse_native_descriptor(struct sl__json_req *r, const cJSON *d, size_
     r->descs[i].entries = r->entries[i];
     r->descs[i].n_entries = j;
     r->descs[i].hits = -1;
+    r->descs[i].limit = NULL;
+    return SL_OK;
+}
+
+/* "overrides": [null | {"requests_per_unit", "unit"}, ...], one per
+ * descriptor: Envoy's per-descriptor limit override on the native body. */
+static int parse_native_overrides(struct sl__json_req *r, size_t n)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(r->root, "overrides"), *v;
+    char what[48];
+    size_t i = 0;
+    int rc;
+
+    if (a == NULL || cJSON_IsNull(a))
+        return SL_OK;
+    if (!cJSON_IsArray(a) || (size_t)cJSON_GetArraySize(a) > n)
+        return fail(r, SL_EINVAL, "overrides",
+                    "expected an array with at most one item per descriptor");
+    cJSON_ArrayForEach(v, a)
+    {
+        snprintf(what, sizeof(what), "overrides[%zu]", i);
+        if (!cJSON_IsNull(v) && (rc = parse_override(r, v, i, what)) != SL_OK)
+            return rc;
+        i++;
+    }
     return SL_OK;
 }
 
@@ -313,7 +352,7 @@ int sl__json_parse_check(struct sl__json_req *r, struct sl__json_arena *arena, c
         if ((rc = parse_native_descriptor(r, d, i++)) != SL_OK)
             return rc;
     }
-    return SL_OK;
+    return parse_native_overrides(r, n);
 }
 
 void sl__json_req_release(struct sl__json_req *r)

@@ -46,6 +46,7 @@ static int parse_i64(struct sl_str s, int64_t *out)
 
 static _Thread_local struct sl_entry entries[SL_MAX_DESCRIPTORS * SL_MAX_ENTRIES];
 static _Thread_local struct sl_descriptor descs[SL_MAX_DESCRIPTORS];
+static _Thread_local struct sl_limit override_limit; /* SL.CHECK's LIMIT clause */
 
 /* ------------------------------------------------------------ replies */
 
@@ -279,6 +280,7 @@ static int parse_descriptors(const struct sl__resp_cmd *cmd, size_t from, bool c
         descs[nd].entries = &entries[ne];
         descs[nd].n_entries = (size_t)pairs;
         descs[nd].hits = -1;
+        descs[nd].limit = NULL;
         for (int64_t k = 0; k < pairs; k++, ne++, i += 2) {
             entries[ne].key = cmd->argv[i];
             entries[ne].value = cmd->argv[i + 1];
@@ -290,12 +292,52 @@ static int parse_descriptors(const struct sl__resp_cmd *cmd, size_t from, bool c
     return 0;
 }
 
+/* SL.CHECK domain hits LIMIT requests_per_unit unit key value ...: the one
+ * descriptor brings its own limit (Envoy's override: a fixed window of
+ * requests_per_unit per SECOND, MINUTE, HOUR, DAY, MONTH or YEAR). Key and
+ * value come in pairs, so the clause is told apart by the odd count of
+ * arguments after hits. Returns the index the pairs start at, or 0 with an
+ * error written. */
+static size_t parse_limit_clause(const struct sl__resp_cmd *cmd, size_t at, struct sl__buf *out)
+{
+    static const struct {
+        const char *name;
+        int64_t ns;
+    } units[] = {{"SECOND", SL_NS_PER_S},         {"MINUTE", 60 * SL_NS_PER_S},
+                 {"HOUR", 3600 * SL_NS_PER_S},    {"DAY", 86400 * SL_NS_PER_S},
+                 {"MONTH", 30 * 86400 * SL_NS_PER_S}, {"YEAR", 365 * 86400 * SL_NS_PER_S}};
+    int64_t n;
+
+    if (cmd->argc < at + 5 || !sl__resp_eq(cmd->argv[at], "LIMIT") ||
+        parse_i64(cmd->argv[at + 1], &n) != 0 || n < 1 || n > UINT32_MAX) {
+        sl__resp_w_error(out, "ERR usage: SL.CHECK domain hits [LIMIT requests_per_unit unit] "
+                              "key value [key value ...]");
+        return 0;
+    }
+    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+        if (sl__resp_eq(cmd->argv[at + 2], units[u].name)) {
+            sl_limit_init(&override_limit);
+            override_limit.algo = SL_ALGO_FIXED_WINDOW;
+            override_limit.requests = (uint64_t)n;
+            override_limit.period_ns = units[u].ns;
+            sl_limit_finish(&override_limit);
+            return at + 3;
+        }
+    }
+    sl__resp_w_error(out, "ERR LIMIT unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR");
+    return 0;
+}
+
 /* Build the request of an SL.* command: domain at argv[1]; hits at argv[2]
- * when `with_hits`, else `hits`; descriptors after. */
+ * when `with_hits`, else `hits`; descriptors after (SL.CHECK: after an
+ * optional LIMIT clause). */
 static int build_request(struct sl__conn *c, const struct sl__resp_cmd *cmd, bool with_hits,
                          bool counted, uint64_t hits, struct sl_request *req, struct sl__buf *out)
 {
     int64_t h = (int64_t)hits;
+    size_t at = with_hits ? 3 : 2;
+    bool limit = with_hits && !counted && (cmd->argc - at) % 2 == 1 && cmd->argc > at &&
+                 sl__resp_eq(cmd->argv[at], "LIMIT");
 
     memset(req, 0, sizeof(*req));
     req->domain = cmd->argv[1];
@@ -304,7 +346,12 @@ static int build_request(struct sl__conn *c, const struct sl__resp_cmd *cmd, boo
         return -1;
     }
     req->hits = (uint64_t)h;
-    return parse_descriptors(cmd, with_hits ? 3 : 2, counted, req, out);
+    if (limit && (at = parse_limit_clause(cmd, at, out)) == 0)
+        return -1;
+    if (parse_descriptors(cmd, at, counted, req, out) != 0)
+        return -1;
+    descs[0].limit = limit ? &override_limit : NULL;
+    return 0;
 }
 
 static int run_rules(struct sl__conn *c, const struct sl__resp_cmd *cmd, struct sl__buf *out,

@@ -141,7 +141,7 @@ bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, cons
                      int64_t now_ns, const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
 {
     const struct sl__olc_slot *hit[SL__REDIS_MAX_ITEMS];
-    bool denied[SL_MAX_DESCRIPTORS] = {false};
+    bool denied[SL_MAX_DESCRIPTORS] = {false}, any = false;
     struct sl_result res;
 
     if (st->olc == NULL)
@@ -150,7 +150,10 @@ bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, cons
         hit[k] = NULL;
         if (cacheable(p->item_l[k]) && p->item_cost[k] > 0)
             hit[k] = sl__olc_find(st, hash[k], now_ns, p->item_cost[k]);
+        any = any || hit[k] != NULL;
     }
+    if (!any)
+        return false;
     for (size_t s = 0; s < p->n_slots; s++)
         denied[p->slots[s].desc] = denied[p->slots[s].desc] || hit[p->slots[s].item] != NULL;
     /* Answered here only when every descriptor that has limits is known to

@@ -26,7 +26,7 @@ ALLOWED = {
     "conf": ["include"],
     "rulesdb": ["include", "lib/internal"],
     "store": ["include", "lib/internal", "conf", "rulesdb"],
-    "server/core": ["include", "conf", "rulesdb", "store/include"],
+    "server/core": ["include", "lib/internal", "conf", "rulesdb", "store/include"],
     "server/http": ["include", "lib/internal", "conf", "server/core"],
     "server/resp": ["include", "conf", "server/core"],
     "server/admin": ["include", "conf", "rulesdb", "server/core", "server/http"],

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "http_headers.h"
+#include "headers.h"
 
 #define NOW_NS (INT64_C(1700000000) * SL_NS_PER_S + 250 * SL_NS_PER_MS)
 
