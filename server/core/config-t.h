@@ -65,7 +65,7 @@ struct sl__config {
 
     char *rules_files[SL__MAX_RULE_FILES]; /* resolved against the config dir */
     size_t n_rules_files;
-    char *rules_db; /* SQLite rules database, NULL: none */
+    char *rules_db;         /* SQLite rules database, NULL: none */
     bool rules_shadow_mode; /* global shadow mode: the "*" kill switch in shadow at start */
     bool rules_watch;
     int64_t rules_debounce_ms;
@@ -91,9 +91,9 @@ struct sl__config {
     unsigned metrics_max_series; /* distinct request-derived label sets per worker */
 
     /* Envoy's API (POST /json, gRPC): response_headers_to_add */
-    bool envoy_headers;         /* fill it */
+    bool envoy_headers;          /* fill it */
     unsigned envoy_header_style; /* enum sl__envoy_style */
-    char *envoy_header_limit;   /* names in the "ratelimit" style */
+    char *envoy_header_limit;    /* names in the "ratelimit" style */
     char *envoy_header_remaining;
     char *envoy_header_reset;
 

@@ -84,8 +84,9 @@ static const struct sl__key keys[] = {
 
 /* The mappings a configuration file may nest keys under (besides the
  * stores' own sections, which the store layer names). */
-static const char *const sections[] = {"rules", "store", "server", "log", "admin", "http",
-                                       "metrics", "envoy", "envoy.header_names", NULL};
+static const char *const sections[] = {
+    "rules", "store", "server", "log", "admin", "http", "metrics", "envoy", "envoy.header_names",
+    NULL};
 
 static const struct {
     const char *name;

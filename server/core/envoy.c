@@ -76,7 +76,7 @@ static void status_of(const struct sl_status *s, bool shadow, struct sl__envoy_s
     e->has_limit = true;
     e->name = s->limit->named && s->limit->name != NULL ? s->limit->name : "";
     sl__envoy_unit_of(s->limit, &e->unit, &e->requests_per_unit);
-    e->limit_remaining = remaining < 0           ? 0
+    e->limit_remaining = remaining < 0            ? 0
                          : remaining > UINT32_MAX ? UINT32_MAX
                                                   : (uint32_t)remaining;
     e->reset_s = ceil_s(s->d.reset_ns);

@@ -88,8 +88,9 @@ static void respond(struct sl__conn *c, int64_t slot, bool keep_alive, int statu
 static void respond_plain(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
                           const char *why)
 {
-    const char *what = status == 400 ? "Bad Request" : status == 503 ? "Service Unavailable"
-                                                                      : "Internal Server Error";
+    const char *what = status == 400   ? "Bad Request"
+                       : status == 503 ? "Service Unavailable"
+                                       : "Internal Server Error";
     int n = snprintf(answer, sizeof(answer), "%s: %s\n", what, why);
 
     respond(c, slot, keep_alive, status, answer, n > 0 ? (size_t)n : 0);

@@ -47,9 +47,9 @@ struct sl__json_req {
     struct sl_entry entries[SL_MAX_DESCRIPTORS][SL_MAX_ENTRIES];
     struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS];
     struct sl_limit override_limits[SL_MAX_DESCRIPTORS]; /* descs[i].limit points here */
-    struct cJSON *root;           /* the document the strings point into */
-    struct sl__json_arena *arena; /* where it lives; NULL: malloc */
-    char error[160];              /* what is wrong, for the 400 body */
+    struct cJSON *root;                                  /* the document the strings point into */
+    struct sl__json_arena *arena;                        /* where it lives; NULL: malloc */
+    char error[160];                                     /* what is wrong, for the 400 body */
 };
 
 /*

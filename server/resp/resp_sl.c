@@ -303,9 +303,12 @@ static size_t parse_limit_clause(const struct sl__resp_cmd *cmd, size_t at, stru
     static const struct {
         const char *name;
         int64_t ns;
-    } units[] = {{"SECOND", SL_NS_PER_S},         {"MINUTE", 60 * SL_NS_PER_S},
-                 {"HOUR", 3600 * SL_NS_PER_S},    {"DAY", 86400 * SL_NS_PER_S},
-                 {"MONTH", 30 * 86400 * SL_NS_PER_S}, {"YEAR", 365 * 86400 * SL_NS_PER_S}};
+    } units[] = {{"SECOND", SL_NS_PER_S},
+                 {"MINUTE", 60 * SL_NS_PER_S},
+                 {"HOUR", 3600 * SL_NS_PER_S},
+                 {"DAY", 86400 * SL_NS_PER_S},
+                 {"MONTH", 30 * 86400 * SL_NS_PER_S},
+                 {"YEAR", 365 * 86400 * SL_NS_PER_S}};
     int64_t n;
 
     if (cmd->argc < at + 5 || !sl__resp_eq(cmd->argv[at], "LIMIT") ||
