@@ -47,14 +47,15 @@ enum sl__metric_outcome {
 
 /* Scrape-time values the caller reads from elsewhere (table, config). */
 struct sl__metrics_gauges {
-    uint64_t table_entries;      /* keys tracked now */
-    uint64_t table_bytes;        /* memory in use by the table */
-    uint64_t table_max_bytes;    /* its cap */
-    uint64_t table_evictions;    /* counter */
-    uint64_t table_full_denials; /* counter */
-    uint64_t reloads;            /* successful rule reloads, counter */
-    uint64_t reload_failures;    /* rejected reloads, counter */
-    int64_t connections;         /* open now; -1: use sl__metrics_connection() counts */
+    uint64_t table_entries;           /* keys tracked now */
+    uint64_t table_bytes;             /* memory in use by the table */
+    uint64_t table_max_bytes;         /* its cap */
+    uint64_t table_evictions;         /* counter */
+    uint64_t table_evictions_denying; /* of them, entries out of quota, counter */
+    uint64_t table_full_denials;      /* counter */
+    uint64_t reloads;                 /* successful rule reloads, counter */
+    uint64_t reload_failures;         /* rejected reloads, counter */
+    int64_t connections;              /* open now; -1: use sl__metrics_connection() counts */
 };
 
 /* SL_OK, SL_EINVAL (0 workers or cap), SL_ENOMEM. */

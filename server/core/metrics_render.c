@@ -249,6 +249,9 @@ static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
                clamp(g->table_max_bytes));
     put_scalar(b, "sluice_table_evictions_total", "counter", "Live entries evicted to make room.",
                clamp(g->table_evictions));
+    put_scalar(b, "sluice_table_evictions_denying_total", "counter",
+               "Of the evictions, entries out of quota (a denied client's state).",
+               clamp(g->table_evictions_denying));
     put_scalar(b, "sluice_table_full_denials_total", "counter",
                "New keys denied because the table was full.", clamp(g->table_full_denials));
     put_scalar(b, "sluice_reloads_total", "counter", "Rule reloads applied.", clamp(g->reloads));

@@ -109,6 +109,21 @@ int sl__server_reload(struct sl__server *srv, const char *why)
     return r;
 }
 
+void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g)
+{
+    struct sl_table_stats ts;
+
+    sl_table_stats(sl_limiter_table(srv->lim), &ts);
+    g->table_entries = ts.entries;
+    g->table_bytes = ts.bytes;
+    g->table_max_bytes = srv->cfg.store_max_bytes;
+    g->table_evictions = ts.evictions;
+    g->table_evictions_denying = ts.evictions_denying;
+    g->table_full_denials = ts.full_denials;
+    g->reloads = atomic_load(&srv->reloads);
+    g->reload_failures = atomic_load(&srv->reload_failures);
+}
+
 static unsigned worker_count(const struct sl__config *cfg)
 {
     long n = cfg->workers ? (long)cfg->workers : sysconf(_SC_NPROCESSORS_ONLN);

@@ -31,6 +31,11 @@ void sl__server_reload_lock(struct sl__server *srv);
 void sl__server_reload_unlock(struct sl__server *srv);
 int sl__server_reload_locked(struct sl__server *srv, const char *why);
 
+/* The scrape-time values of /metrics that the server holds (the state
+ * table's counters, reloads). Any thread. */
+struct sl__metrics_gauges;
+void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g);
+
 /* Start and stop watching the rules files (watch.c), main thread only. */
 void sl__watch_start(struct sl__server *srv);
 void sl__watch_stop(struct sl__server *srv);
