@@ -496,6 +496,52 @@ static void bench_log_bytes(void)
     printf("lib.sliding_log.bytes_per_logged_request %.2f bytes\n", per_key / 1000);
 }
 
+/* Building rules: one domain of `n` sibling descriptors (distinct values,
+ * each with a limit), from YAML text to a compiled snapshot, as a reload
+ * does. Best of the rounds, in ms. */
+static double rules_build_ms(unsigned n)
+{
+    size_t cap = 128 + (size_t)n * 96, len = 0;
+    char *text = malloc(cap);
+    double best = 1e300;
+
+    if (text == NULL)
+        return -1;
+    len += (size_t)snprintf(text, cap, "domain: bench\ndescriptors:\n");
+    for (unsigned i = 0; i < n; i++) /* values out of order: no sorted-input luck */
+        len += (size_t)snprintf(text + len, cap - len,
+                                "  - {key: user, value: u%u, rate_limit: {unit: hour, "
+                                "requests_per_unit: 5}}\n",
+                                (i * 2654435761u) % 1000003u);
+    for (int round = 0; round < repeats; round++) {
+        sl_rules_builder *b = sl_rules_builder_new();
+        sl_rules *r = NULL;
+        double start = now_s();
+        sl_rules_builder_add_yaml(b, text, len, "bench.yaml", SL_SRC_FILE);
+        int rc = sl_rules_build(b, &r);
+        double ms = (now_s() - start) * 1e3;
+        sl_rules_unref(r);
+        sl_rules_builder_free(b);
+        if (rc != SL_OK) {
+            fprintf(stderr, "bench: the rules did not build: %s\n", sl_strerror(rc));
+            best = -1;
+            break;
+        }
+        best = ms < best ? ms : best;
+    }
+    free(text);
+    return best;
+}
+
+/* What a reload of many sibling descriptors costs (it was quadratic).
+ * 16,000 with a limit each is near the most one text may hold (11 YAML
+ * nodes each, SL__YAML_MAX_NODES in all). */
+static void bench_rules(void)
+{
+    printf("lib.rules.build_8k_siblings %.1f ms\n", rules_build_ms(8000));
+    printf("lib.rules.build_16k_siblings %.1f ms\n", rules_build_ms(16000));
+}
+
 /* `bench_table --ab-shards N...`: gcra with each shard count, rounds
  * interleaved (config after config, 3 x SL_BENCH_REPEAT rounds of 0.1 s,
  * best kept), so that the machine's moods fall on every configuration
@@ -587,5 +633,7 @@ int main(int argc, char **argv)
         bench_limiter();
     if (only == NULL || strcmp(only, "flood") == 0)
         bench_flood();
+    if (only == NULL || strcmp(only, "rules") == 0)
+        bench_rules();
     return 0;
 }
