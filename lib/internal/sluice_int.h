@@ -47,6 +47,18 @@ void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_r
  * makes the per-request metric labels; one lookup, no allocation.) */
 bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain);
 
+/* What a snapshot holds, for the reload's log line and for refusing a
+ * truncated rules file: its domains, its descriptor rules (every level),
+ * and the first domain (by name) that has no descriptor at all, with where
+ * it was defined ("file:line:col"), or NULLs. Borrowed from the snapshot. */
+struct sl__rules_census {
+    size_t domains;
+    size_t descriptors;
+    const char *empty_domain;
+    const char *empty_origin;
+};
+void sl__rules_census(const sl_rules *r, struct sl__rules_census *out);
+
 /* ------------------------------------------------------------ reporting */
 
 /* The decision `d` of limit `l` as reported: a shadow limit never denies or

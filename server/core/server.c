@@ -93,7 +93,7 @@ void sl__server_reload_unlock(struct sl__server *srv)
 
 int sl__server_reload_locked(struct sl__server *srv, const char *why)
 {
-    int r = sl__rules_reload(&srv->cfg, srv->rules, why);
+    int r = sl__rules_reload(&srv->cfg, srv->rules, why, NULL);
 
     atomic_fetch_add(r == SL_OK ? &srv->reloads : &srv->reload_failures, 1);
     return r;
@@ -224,12 +224,13 @@ static void print_ports(const struct sl__server *srv)
 
 static int start(struct sl__server *srv)
 {
+    struct sl__rules_load how = {.reload = false, .stop = NULL};
     sl_rules *rules = NULL;
     int r;
 
     if (make_limiter(srv) != SL_OK)
         return 1;
-    if (sl__rules_load(&srv->cfg, &rules) != SL_OK) {
+    if (sl__rules_load(&srv->cfg, &how, &rules) != SL_OK) {
         sl__err("rules: cannot start without valid rules (fix the lines above)");
         return 1;
     }
@@ -290,6 +291,7 @@ int sl__server_run(struct sl__config *cfg)
 
 int sl__server_test_config(const struct sl__config *cfg)
 {
+    struct sl__rules_load how = {.reload = false, .stop = NULL};
     sl_rules *rules = NULL;
     char err[256];
 
@@ -302,7 +304,7 @@ int sl__server_test_config(const struct sl__config *cfg)
         }
         close(fd);
     }
-    if (sl__rules_load(cfg, &rules) != SL_OK)
+    if (sl__rules_load(cfg, &how, &rules) != SL_OK)
         return 1;
     sl_rules_unref(rules);
     return 0;
