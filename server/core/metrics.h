@@ -55,6 +55,8 @@ struct sl__metrics_gauges {
     uint64_t table_full_denials;      /* counter */
     uint64_t reloads;                 /* successful rule reloads, counter */
     uint64_t reload_failures;         /* rejected reloads, counter */
+    uint64_t reload_requests;         /* reloads asked (SIGHUP, files, nodes), counter */
+    uint64_t reloads_coalesced;       /* of them, folded into a pending one, counter */
     int64_t connections;              /* open now; -1: use sl__metrics_connection() counts */
 };
 
