@@ -79,6 +79,9 @@ bool sl__report_ranks_above(const struct sl_decision *a, const struct sl_limit *
  * which stores one domain per row). Returns how many there are; fills at
  * most `max` borrowed names. */
 size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, size_t max);
+/* The descriptor rules a builder holds so far, at every level, before any
+ * merge (what one text brings: the admin API caps it). */
+size_t sl__rules_builder_descriptors(const sl_rules_builder *b);
 /* Record one more diagnostic in a builder (its build then fails). */
 void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
                             const char *msg);

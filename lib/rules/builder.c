@@ -66,6 +66,24 @@ size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, 
     return b->n_doms;
 }
 
+static size_t descendants(const struct sl__rnode *n)
+{
+    size_t c = n->n_kids;
+
+    for (size_t i = 0; i < n->n_kids; i++)
+        c += descendants(n->kids[i]);
+    return c;
+}
+
+size_t sl__rules_builder_descriptors(const sl_rules_builder *b)
+{
+    size_t c = 0;
+
+    for (size_t i = 0; i < b->n_doms; i++)
+        c += descendants(&b->doms[i]->root);
+    return c;
+}
+
 void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
                             const char *msg)
 {

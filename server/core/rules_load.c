@@ -11,8 +11,9 @@
  * failure: its domains go, with a warning, as envoyproxy/ratelimit forgets
  * a deleted file.
  *
- * It does not watch files (watch.c), read them (rules_read.c: consistently)
- * or parse YAML (the library does).
+ * Also the size of one rules text, for the admin API's cap. It does not
+ * watch files (watch.c), read them (rules_read.c: consistently) or parse
+ * YAML (the library does).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,4 +155,19 @@ int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const ch
     sl__info("rules: reloaded on %s: %zu domains, %zu descriptors (%zu files%s)", why, cs.domains,
              cs.descriptors, cfg->n_rules_files, cfg->rules_db ? " and the database" : "");
     return SL_OK;
+}
+
+int sl__rules_text_descriptors(const char *yaml, size_t len, size_t *n)
+{
+    sl_rules_builder *b = sl_rules_builder_new();
+    int r;
+
+    *n = 0;
+    if (b == NULL)
+        return SL_ENOMEM;
+    r = sl_rules_builder_add_yaml(b, yaml, len, "admin", SL_SRC_DB);
+    if (r == SL_OK)
+        *n = sl__rules_builder_descriptors(b);
+    sl_rules_builder_free(b);
+    return r;
 }

@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "config-t.h"
 #include "sluice.h"
@@ -41,5 +42,10 @@ int sl__rules_load(const struct sl__config *cfg, const struct sl__rules_load *ho
  */
 int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const char *why,
                      const atomic_bool *stop);
+
+/* How many descriptor rules, at every level, one rules text holds (what
+ * the admin API caps per rule) into *n: SL_OK, or the text's error when it
+ * does not parse (storing it says why). Off the event loops: parses YAML. */
+int sl__rules_text_descriptors(const char *yaml, size_t len, size_t *n);
 
 #endif /* SL_SERVER_RULES_LOAD_H */

@@ -1,7 +1,9 @@
 """test_rules_reload.py - reloads never pile up and never hold SIGTERM: a
 burst of SIGHUPs runs at most two reloads (one, and one more for whatever
 was asked while it ran), counted in /metrics; SIGTERM during slow reloads
-(big rules files) ends the process promptly.
+(big rules files) ends the process promptly; one admin write's work is
+capped (the rule's YAML size, its descriptors; and a rule of none, which
+every reload would refuse, is refused at once).
 
 Reloads are counted, never timed: the only bound on time is the generous
 one on the process exiting.
@@ -84,3 +86,30 @@ def test_sigterm_not_held_by_reloads(http_sluiced):
     assert "SIGTERM: stopping" in log
     assert log.count("rules: reloaded on SIGHUP") <= 1, log[-2000:]
 
+
+def test_admin_write_is_capped(http_sluiced):
+    s = http_sluiced(database=True)
+    headers = dict(s.admin_headers, **{"Content-Type": "application/json"})
+    many = "domain: shop\ndescriptors:\n" + "".join(
+        f"  - {{key: user, value: u{i}}}\n" for i in range(5000))
+    status, _, body = s.json("POST", "/v1/rules", {"id": "many", "yaml": many}, headers,
+                             s.admin_port)
+    assert status == 400, body
+    assert "5000 descriptors" in body["error"] and "4096" in body["error"]
+    huge = "domain: shop\ndescriptors:\n  - key: user\n" + "# padding\n" * 30000
+    status, _, body = s.json("POST", "/v1/rules", {"id": "huge", "yaml": huge}, headers,
+                             s.admin_port)
+    assert status == 413, body
+    assert "larger than 262144 bytes" in body["error"]
+    status, _, body = s.json("PUT", "/v1/rules/huge", {"yaml": huge}, headers, s.admin_port)
+    assert status == 413, body
+    status, _, body = s.json("POST", "/v1/rules", {"id": "none", "yaml": "domain: shop\n"},
+                             headers, s.admin_port)
+    assert status == 400 and "no descriptors" in body["error"], body
+    # nothing was stored; a rule within the caps still is
+    assert s.json("GET", "/v1/rules", None, headers, s.admin_port)[2] == {"rules": []}
+    ok = "domain: shop\ndescriptors:\n" + "".join(
+        f"  - {{key: user, value: u{i}}}\n" for i in range(4000))
+    status, _, body = s.json("POST", "/v1/rules", {"id": "ok", "yaml": ok}, headers,
+                             s.admin_port)
+    assert status == 200, body
