@@ -36,6 +36,7 @@ struct sl__resp_op {
 
 struct sl__resp_state {
     uint64_t id;   /* CLIENT ID */
+    bool admin;    /* AUTH with the admin token succeeded on this connection */
     char name[64]; /* CLIENT SETNAME (truncated), "" when unset */
 };
 
@@ -50,6 +51,7 @@ struct sl__resp_command {
     int arity;        /* argc including the name; -N: at least N */
     sl__resp_fn fn;
     const char *flags; /* for COMMAND: "fast", "write", ... */
+    bool privileged;   /* changes state for the operator: needs the admin privilege */
 };
 
 #endif /* SL_SERVER_RESP_T_H */
