@@ -53,6 +53,10 @@ enum sl__conn_flag {
     SL__CONN_LINGER = 1u << 6,      /* shut down for writing, draining input */
 };
 
+/* A buffer larger than this is given back once the frame that needed it is
+ * done, and only a buffer growing past it draws on server.max_buffer_bytes. */
+#define SL__CONN_SMALL_BYTES (64u << 10)
+
 /* A closing connection with its read side open drains input this long
  * after shutdown(SHUT_WR) before it closes (see conn.c: lingering close). */
 #define SL__CONN_LINGER_MS 2000
@@ -80,6 +84,12 @@ struct sl__conn {
     unsigned flags;           /* enum sl__conn_flag */
     int64_t last_read_ms;     /* loop time of the last read */
     int64_t partial_since_ms; /* loop time an incomplete frame began, -1 none */
+    int64_t accepted_ms;      /* loop time of accept (server.header_timeout) */
+    int64_t stalled_since_ms; /* loop time output began to wait without progress, -1 none */
+    int64_t accounted;        /* buffer bytes counted in the server's budget */
+    uint64_t ip_hash;         /* the peer address's slot (server.max_connections_per_ip) */
+    bool got_bytes;           /* the peer has sent something */
+    bool ip_counted;          /* ip_hash holds one of the per-address counts */
 
     struct sl__conn *prev, *next; /* the worker's list */
 };

@@ -39,6 +39,10 @@ void *sl__conn_op_reserve(struct sl__conn *c, size_t op_size, int64_t *slot);
  * Safe after the peer has gone: the bytes are dropped. */
 void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t len);
 
+/* A protocol's parser looked at `bytes` more bytes (the metrics show it
+ * against the bytes read: a parser that re-scans partial frames shows). */
+void sl__conn_scanned(struct sl__conn *c, uint64_t bytes);
+
 /* Send what is queued, then close. Further reads are ignored. */
 void sl__conn_close(struct sl__conn *c);
 

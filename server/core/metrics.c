@@ -199,6 +199,12 @@ void sl__metrics_latency(struct sl__metrics *m, unsigned w, int64_t ns)
     bump(&m->w[w].lat_sum_ns, (uint64_t)ns);
 }
 
+void sl__metrics_conn_event(struct sl__metrics *m, unsigned w, enum sl__conn_event e, uint64_t n)
+{
+    if (m != NULL && w < m->workers && e < SL__CONN_EV_COUNT)
+        bump(&m->w[w].conn_events[e], n);
+}
+
 void sl__metrics_connection(struct sl__metrics *m, unsigned w, int delta)
 {
     _Atomic int64_t *c;

@@ -75,6 +75,11 @@ static int make_registries(struct sl__server *srv)
         sl__err("metrics: %s (metrics.max_series must be 1..16777216)", sl_strerror(r));
         return r;
     }
+    if (srv->cfg.max_conns_per_ip > 0) {
+        srv->per_ip = sl__xzalloc(SL__PER_IP_SLOTS * sizeof(*srv->per_ip));
+        if (draw_secret(srv->ip_secret, sizeof(srv->ip_secret)) != SL_OK)
+            return SL_EINVAL;
+    }
     sl__ks_init(&srv->ks, ks_secret);
     if (srv->cfg.rules_shadow_mode) /* global shadow mode: the "*" kill switch from the start */
         sl__ks_set(&srv->ks, (struct sl_str){"*", 1}, SL__KS_SHADOW);
@@ -265,6 +270,7 @@ int sl__server_run(struct sl__config *cfg)
     sl_limiter_free(srv->lim);
     sl__metrics_free(srv->metrics);
     sl__ks_destroy(&srv->ks);
+    free((void *)srv->per_ip);
     uv_mutex_destroy(&srv->reload_lock);
     free(srv->workers);
     sl__config_free(&srv->cfg);

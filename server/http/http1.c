@@ -7,9 +7,10 @@
  * then the connection closes. Slow clients are the core's read timeout:
  * an incomplete request is never consumed, so the core sees it pending.
  *
- * Framing is http1_parse.c (a request is parsed only once complete, so a
- * half-received request costs no state between reads). It does not route or
- * answer requests (http_api.c).
+ * Framing is http1_parse.c: while a request arrives, each byte is looked
+ * at once (sl__h1_frame keeps where it stands between reads), and the
+ * complete request is parsed once. It does not route or answer requests
+ * (http_api.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,12 @@
 #include "http1_parse.h"
 #include "proto.h"
 #include "xalloc.h"
+
+/* Per-connection state (c->proto_state). */
+struct sl__h1_state {
+    bool continue_sent;            /* "100 Continue" already sent for the pending request */
+    struct sl__h1_framing framing; /* where the pending request's framing stands */
+};
 
 static _Thread_local struct sl__buf out_buf;
 static _Thread_local char *body_mem;
@@ -131,8 +138,10 @@ static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
     struct sl__h1_status why;
     struct sl__h1_req r;
     size_t limit = max_body(c);
-    ssize_t used = sl__h1_parse(b, n, body_buffer(limit), limit, &r, &why);
+    uint64_t scanned = st->framing.scanned;
+    ssize_t used = sl__h1_frame(b, n, limit, &st->framing, &why);
 
+    sl__conn_scanned(c, st->framing.scanned - scanned);
     if (used == -1)
         return refuse(c, why.status, why.why);
     if (used == -2) {
@@ -142,6 +151,10 @@ static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
         }
         return 0;
     }
+    memset(&st->framing, 0, sizeof(st->framing));
+    used = sl__h1_parse(b, (size_t)used, body_buffer(limit), limit, &r, &why);
+    if (used < 0)
+        return refuse(c, why.status, why.status ? why.why : "malformed request");
     st->continue_sent = false;
     r.start_ns = mono_ns();
     sl__http_api_dispatch(c, &r);

@@ -37,11 +37,6 @@ struct sl__h1_req {
     int64_t start_ns;            /* CLOCK_MONOTONIC when the request was parsed */
 };
 
-/* Per-connection state (c->proto_state). */
-struct sl__h1_state {
-    bool continue_sent; /* "100 Continue" already sent for the pending request */
-};
-
 /* Answer a request: status, extra header lines (each ending in CRLF, may be
  * NULL), a JSON or text body. Content-Type is application/json when the
  * body starts with '{', text/plain otherwise (Prometheus text for

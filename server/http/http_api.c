@@ -451,6 +451,7 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
     g.reloads = atomic_load(&c->w->srv->reloads);
     g.reload_failures = atomic_load(&c->w->srv->reload_failures);
     g.connections = -1; /* the registry's own count, kept by the core */
+    g.buffer_bytes = (uint64_t)atomic_load(&c->w->srv->buffer_bytes);
     cap = sl__metrics_render_bound(m) + SL__METRICS_STORE_MAX;
     buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
     if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK) {

@@ -35,9 +35,10 @@ struct sl__resp_op {
 };
 
 struct sl__resp_state {
-    uint64_t id;   /* CLIENT ID */
-    bool admin;    /* AUTH with the admin token succeeded on this connection */
-    char name[64]; /* CLIENT SETNAME (truncated), "" when unset */
+    uint64_t id;               /* CLIENT ID */
+    bool admin;                /* AUTH with the admin token succeeded on this connection */
+    struct sl__resp_resume rs; /* where a partial command stopped */
+    char name[64];             /* CLIENT SETNAME (truncated), "" when unset */
 };
 
 /* A command handler: reply into `out` or start an operation that fills a

@@ -126,7 +126,10 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
     size_t off = 0;
 
     while (off < len) {
-        ssize_t n = sl__resp_parse(buf + off, len - off, c->ls->max_frame_bytes, &cmd);
+        size_t scanned = st->rs.scanned;
+        ssize_t n =
+            sl__resp_parse_resume(buf + off, len - off, c->ls->max_frame_bytes, &cmd, &st->rs);
+        sl__conn_scanned(c, st->rs.scanned - scanned);
         if (n == -2)
             break;
         if (n < 0) {
@@ -171,6 +174,10 @@ static int on_open(struct sl__conn *c)
 
 static void on_close(struct sl__conn *c)
 {
+    struct sl__resp_state *st = c->proto_state;
+
+    if (st != NULL)
+        sl__resp_resume_free(&st->rs);
     free(c->proto_state);
     c->proto_state = NULL;
 }
