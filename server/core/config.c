@@ -25,6 +25,7 @@
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const on_full_names[] = {"evict", "deny", NULL};
+static const char *const access_names[] = {"off", "combined", "json", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
 
@@ -56,6 +57,8 @@ static const struct sl__key keys[] = {
      "on SIGTERM, how long in-flight replies may take"},
     {"log.level", SL__K_CHOICE, F(log_level), "info", "error | warn | info | debug",
      .choices = level_names},
+    {"log.access", SL__K_CHOICE, F(log_access), "off",
+     "off | combined | json: one line per proxied request on stdout", .choices = access_names},
     {"admin.token", SL__K_STR, F(admin_token), NULL,
      "bearer token the admin endpoints require (Authorization: Bearer ...)"},
     {"admin.token_file", SL__K_PATH, F(admin_token_file), NULL,
