@@ -93,7 +93,7 @@ static void final_head(struct sl__proxy_x *x, size_t head_len)
     out(x, head_buf.p, head_buf.len);
     x->resp_started = x->resp_head_done = true;
     consume(x->up, head_len);
-    if (x->resp_framing == SL__PF_NONE)
+    if (x->resp_framing == SL__PF_NONE || (x->resp_framing == SL__PF_LENGTH && x->resp_left == 0))
         x->resp_done = true;
 }
 
