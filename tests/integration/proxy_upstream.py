@@ -179,7 +179,7 @@ def one_request(conn):
         body = json.dumps(STATS).encode()
         send_head(conn.sock, 200, [("Content-Length", len(body))])
         conn.sock.sendall(body)
-    elif path.startswith("/echo"):
+    elif "/echo" in path:
         echo(conn, method, target, headers)
     elif path == "/download":
         download(conn, query)
