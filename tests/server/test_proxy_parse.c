@@ -154,7 +154,8 @@ static size_t decode(const char *t, size_t n, size_t cut, char *out, size_t cap)
             return 0;
         }
         assert_true(dl <= len + dl && len + dl < cap);
-        memcpy(out + len, d, dl);
+        if (dl > 0)
+            memcpy(out + len, d, dl);
         len += dl;
         off += (size_t)k;
     }
