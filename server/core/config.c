@@ -278,7 +278,7 @@ static int load_listener(struct sl__config_ctx *x, yaml_node_t *m)
     l = &x->c->listeners[x->c->n_listeners++];
     memcpy(l->address, "127.0.0.1", 10);
     l->port = 6390;
-    l->protos = sl__proto_all();
+    l->protos = sl__proto_default();
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
@@ -444,7 +444,7 @@ void sl__config_finish(struct sl__config *c)
         c->n_listeners = 1;
         memcpy(c->listeners[0].address, "127.0.0.1", 10);
         c->listeners[0].port = 6390;
-        c->listeners[0].protos = sl__proto_all();
+        c->listeners[0].protos = sl__proto_default();
     }
     for (size_t i = 0; i < c->n_listeners; i++)
         any_admin = any_admin || c->listeners[i].admin;

@@ -43,6 +43,7 @@
 #ifndef SL_SERVER_PROTO_T_H
 #define SL_SERVER_PROTO_T_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -51,6 +52,10 @@ struct sl__worker;
 
 struct sl__proto {
     const char *name; /* as in the configuration's `protocols:` list: "resp", "http1" */
+    /* Served only by listeners that list it, never by a listener without a
+     * `protocols:` list (a reverse proxy is not something to get by
+     * default, and it claims the same bytes as http1). */
+    bool opt_in;
     /* Is this connection mine, judging by its first `len` bytes (len >= 1)?
      * 1 yes, 0 no, -2 cannot tell yet. Pure. */
     int (*sniff)(const char *buf, size_t len);

@@ -660,6 +660,7 @@ static int sniff(const char *buf, size_t len)
 
 const struct sl__proto sl__proto_proxy = {
     .name = "proxy",
+    .opt_in = true,
     .sniff = sniff,
     .on_open = on_open,
     .on_read = on_read,
