@@ -103,7 +103,8 @@ struct sl__proxy_worker {
     size_t n_xs;                /* client connections with an exchange */
     bool stopping;
     bool tick_closed;
-    bool log_wanted; /* log.access is on: keep referer and user agent */
+    bool log_wanted;        /* log.access is on: keep referer and user agent */
+    struct sl__buf scratch; /* heads written to a client (copied at once), reused */
 };
 
 /* ------------------------------------------------------------ upstream connection */

@@ -28,8 +28,6 @@
 #include "worker-t.h"
 #include "xalloc.h"
 
-static _Thread_local struct sl__buf scratch; /* local answers, chunk lines */
-
 static int64_t now_ms(const struct sl__proxy_x *x)
 {
     return (int64_t)uv_now(x->pw->loop);
@@ -111,9 +109,9 @@ void sl__proxy_answer(struct sl__proxy_x *x, int status, const char *why)
     x->acc.status = status;
     x->up_reusable = false;
     x->close_after = x->close_after || !x->req_done || !x->keep_alive;
-    scratch.len = 0;
-    sl__proxy_local_head(&scratch, status, x->close_after, why);
-    sl__conn_write(x->c, scratch.p, scratch.len);
+    x->pw->scratch.len = 0;
+    sl__proxy_local_head(&x->pw->scratch, status, x->close_after, why);
+    sl__conn_write(x->c, x->pw->scratch.p, x->pw->scratch.len);
     x->resp_started = x->resp_done = true;
     sl__proxy_finish(x);
 }
@@ -370,9 +368,9 @@ static int begin(struct sl__proxy_x *x)
 
 static ssize_t refuse(struct sl__proxy_x *x, const struct sl__proxy_err *e)
 {
-    scratch.len = 0;
-    sl__proxy_local_head(&scratch, e->status, true, e->why);
-    sl__conn_write(x->c, scratch.p, scratch.len);
+    x->pw->scratch.len = 0;
+    sl__proxy_local_head(&x->pw->scratch, e->status, true, e->why);
+    sl__conn_write(x->c, x->pw->scratch.p, x->pw->scratch.len);
     sl__dbg("proxy: refused a request (%d %s); closing", e->status, e->why);
     x->phase = SL__PX_DONE;
     return -1;

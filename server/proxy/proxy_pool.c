@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "conn.h"
 #include "proxy.h"
 #include "proxy_int.h"
 #include "worker-t.h"
@@ -223,6 +224,7 @@ static void on_tick_closed(uv_handle_t *h)
 {
     struct sl__proxy_worker *pw = h->data;
 
+    sl__buf_free(&pw->scratch);
     free(pw->peers);
     free(pw->peer_base);
     free(pw->rr);

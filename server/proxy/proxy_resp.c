@@ -16,8 +16,6 @@
 #include "conn.h"
 #include "proxy_int.h"
 
-static _Thread_local struct sl__buf head_buf;
-
 static int64_t now_ms(const struct sl__proxy_x *x)
 {
     return (int64_t)uv_now(x->pw->loop);
@@ -88,9 +86,9 @@ static void final_head(struct sl__proxy_x *x, size_t head_len)
     x->close_after = x->close_after || !x->keep_alive || !x->req_done;
     f.close = x->close_after;
     f.keep_alive10 = !x->close_after && x->acc.minor == 0;
-    head_buf.len = 0;
-    sl__proxy_resp_head(&head_buf, h, &f);
-    out(x, head_buf.p, head_buf.len);
+    x->pw->scratch.len = 0;
+    sl__proxy_resp_head(&x->pw->scratch, h, &f);
+    out(x, x->pw->scratch.p, x->pw->scratch.len);
     x->resp_started = x->resp_head_done = true;
     consume(x->up, head_len);
     if (x->resp_framing == SL__PF_NONE || (x->resp_framing == SL__PF_LENGTH && x->resp_left == 0))
@@ -112,9 +110,9 @@ static int take_head(struct sl__proxy_x *x)
         struct sl__proxy_rfwd f = {.via = x->pw->cfg->via, .upgrade = true};
         if (!x->upgrade || !(x->h.flags & SL__PH_UPGRADE))
             return bad_gateway(x, "the upstream switched protocols unasked");
-        head_buf.len = 0;
-        sl__proxy_resp_head(&head_buf, &x->h, &f);
-        out(x, head_buf.p, head_buf.len);
+        x->pw->scratch.len = 0;
+        sl__proxy_resp_head(&x->pw->scratch, &x->h, &f);
+        out(x, x->pw->scratch.p, x->pw->scratch.len);
         start_tunnel(x, (size_t)r);
         return 1;
     }
