@@ -182,6 +182,12 @@ void sl__proxy_retry(struct sl__proxy_x *x, bool count_failure, bool timed_out)
 
     if (count_failure && x->peer != NULL)
         sl__proxy_peer_failed(x->pw, x->peer);
+    if (!count_failure && x->reused && x->peer != NULL && again) {
+        /* a pooled connection the server had closed: the same server may
+         * take the request over a new connection */
+        sl__proxy_pool_drop(x->peer);
+        sl__proxy_untry(x->pw, x->route_i, x->peer, &x->tried);
+    }
     x->timed_out = x->timed_out || timed_out;
     if (up != NULL) {
         if (unsent) { /* keep head and body so far for the next server */

@@ -78,6 +78,14 @@ struct sl__proxy_up *sl__proxy_pool_take(struct sl__proxy_peer *peer);
  * room and the worker is not stopping, closed otherwise. */
 void sl__proxy_pool_put(struct sl__proxy_up *up);
 
+/* Close every idle connection to `p` (one turned out closed by the
+ * server: the others are likely closed too, e.g. after a restart). */
+void sl__proxy_pool_drop(struct sl__proxy_peer *p);
+
+/* Let `p` (a server of route `ri`) be picked again for this request. */
+void sl__proxy_untry(struct sl__proxy_worker *pw, unsigned ri, const struct sl__proxy_peer *p,
+                     uint32_t *tried);
+
 /* An idle connection went bad (its server closed it): drop it from its
  * pool (the caller closes it). */
 void sl__proxy_pool_forget(struct sl__proxy_up *up);

@@ -140,6 +140,20 @@ void sl__proxy_pool_put(struct sl__proxy_up *up)
     sl__proxy_up_read(up, true); /* to see the server close it */
 }
 
+void sl__proxy_pool_drop(struct sl__proxy_peer *p)
+{
+    struct sl__proxy_up *up;
+
+    while ((up = sl__proxy_pool_take(p)) != NULL)
+        sl__proxy_up_close(up);
+}
+
+void sl__proxy_untry(struct sl__proxy_worker *pw, unsigned ri, const struct sl__proxy_peer *p,
+                     uint32_t *tried)
+{
+    *tried &= ~(1u << (unsigned)(p - &pw->peers[pw->peer_base[ri]]));
+}
+
 void sl__proxy_pool_forget(struct sl__proxy_up *up)
 {
     struct sl__proxy_peer *p = up->peer;

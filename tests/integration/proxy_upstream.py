@@ -13,6 +13,9 @@ reconnection.
   GET  /ws                       WebSocket handshake, then echoes frames
   GET  /bad/CASE                 a malformed response (see BAD below)
   GET  /status/CODE              an empty answer with that status
+  GET  /arm_drop                 answers, then closes this connection on its
+                                 next request without answering (the race of a
+                                 keep-alive connection closed under a request)
 
 It prints "ready PORT" once listening. Loopback only.
 """
@@ -54,6 +57,7 @@ class Conn:
     def __init__(self, sock):
         self.sock = sock
         self.buf = b""
+        self.drop_next = False
 
     def fill(self):
         data = self.sock.recv(262144)
@@ -173,7 +177,13 @@ def one_request(conn):
     with LOCK:
         STATS["requests"] += 1
     h = {k.lower(): v for k, v in headers}
-    if path == "/_stats":
+    if conn.drop_next:
+        return False
+    if path == "/arm_drop":
+        conn.drop_next = True
+        send_head(conn.sock, 200, [("Content-Length", 5)])
+        conn.sock.sendall(b"armed")
+    elif path == "/_stats":
         for _ in conn.body(headers):
             pass
         body = json.dumps(STATS).encode()

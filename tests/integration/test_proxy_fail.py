@@ -50,6 +50,19 @@ def test_upstream_restarted_pool_recovers(proxy_sluiced, upstream):
     assert u2.stats()["connections"] <= 3  # pooled again
 
 
+def test_pooled_connection_closed_under_a_request(proxy_sluiced, upstream):
+    """The server closes a pooled connection as a request arrives on it: an
+    idempotent request is sent again over a new connection; a POST is not
+    (it may have been acted on) and gets 502."""
+    u = upstream()
+    p = proxy_sluiced(route("api", [f"127.0.0.1:{u.port}"]))
+    assert p.request("GET", "/arm_drop")[0] == 200
+    assert p.request("GET", "/echo")[0] == 200  # the pooled one dropped it: retried
+    assert p.request("GET", "/arm_drop")[0] == 200
+    assert p.request("POST", "/echo", body=b"")[0] == 502
+    assert p.request("POST", "/echo", body=b"x")[0] == 200
+
+
 def test_failing_server_skipped_then_retried(proxy_sluiced, upstream):
     good = upstream()
     bad_port = dead_port()
