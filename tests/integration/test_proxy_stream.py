@@ -36,6 +36,8 @@ class RssWatch:
         self.done.set()
         self.t.join()
         self.peak = max(self.peak, self.p.rss_kb())
+        print(f"sluiced VmRSS {self.base} kB before, {self.peak} kB at most "
+              f"(+{self.peak - self.base} kB)")
 
 
 def body(n):
