@@ -56,18 +56,22 @@ int main(int argc, char **argv)
             if (parse_ms(argv[++i], &cfg.test_clock_start_ms) != 0) {
                 fprintf(stderr, "sluiced: --test-clock takes Unix milliseconds (got '%s')\n",
                         argv[i]);
+                sl__config_free(&cfg);
                 return 2;
             }
             cfg.test_clock = true;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
+            sl__config_free(&cfg);
             return 0;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
             printf("sluiced %s\n", SLUICE_VERSION);
+            sl__config_free(&cfg);
             return 0;
         } else {
             fprintf(stderr, "sluiced: unknown or incomplete option '%s'\n", a);
             usage(stderr);
+            sl__config_free(&cfg);
             return 2;
         }
     }

@@ -15,10 +15,12 @@
 #include "http1.h"
 #include "http_route.h"
 #include "proto.h"
+#include "proxy.h"
 #include "resp.h"
 
 const struct sl__proto *const sl__protos[] = {
     &sl__proto_http1,
+    &sl__proto_proxy,
     &sl__proto_resp,
     NULL,
 };
@@ -31,5 +33,6 @@ const struct sl__http_route *const sl__http_route_tables[] = {
 
 /* Rooms with a configuration section of their own (config.h). */
 const struct sl__config_section *const sl__config_sections[] = {
+    &sl__proxy_config_section,
     NULL,
 };

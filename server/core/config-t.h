@@ -43,6 +43,13 @@ enum sl__log_level {
     SL__LOG_DEBUG = 3,
 };
 
+/* log.access: one line per proxied request on stdout, in this format. */
+enum sl__log_access {
+    SL__ACCESS_OFF = 0,
+    SL__ACCESS_COMBINED = 1, /* Apache/nginx combined, then the proxy's fields */
+    SL__ACCESS_JSON = 2,     /* one JSON object per line */
+};
+
 struct sl__listener {
     char address[64]; /* numeric IPv4 or IPv6 address */
     uint16_t port;    /* 0: the kernel picks one (printed at start) */
@@ -87,6 +94,7 @@ struct sl__config {
     int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
 
     enum sl__log_level log_level;
+    enum sl__log_access log_access;
 
     char *admin_token;           /* bearer token the admin endpoints require; NULL: none */
     char *admin_token_file;      /* file the token was read from (resolved), NULL: none */

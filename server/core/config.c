@@ -26,6 +26,7 @@
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const on_full_names[] = {"evict", "deny", NULL};
 static const char *const style_names[] = {"ratelimit", "ietf", NULL};
+static const char *const access_names[] = {"off", "combined", "json", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
 
@@ -67,6 +68,8 @@ static const struct sl__key keys[] = {
      "on SIGTERM, how long in-flight replies may take"},
     {"log.level", SL__K_CHOICE, F(log_level), "info", "error | warn | info | debug",
      .choices = level_names},
+    {"log.access", SL__K_CHOICE, F(log_access), "off",
+     "off | combined | json: one line per proxied request on stdout", .choices = access_names},
     {"admin.token", SL__K_STR, F(admin_token), NULL,
      "bearer token the admin endpoints require (Authorization: Bearer ...)"},
     {"admin.token_file", SL__K_PATH, F(admin_token_file), NULL,
@@ -298,7 +301,7 @@ static int load_listener(struct sl__config_ctx *x, yaml_node_t *m)
     l = &x->c->listeners[x->c->n_listeners++];
     memcpy(l->address, "127.0.0.1", 10);
     l->port = 6390;
-    l->protos = sl__proto_all();
+    l->protos = sl__proto_default();
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
@@ -464,7 +467,7 @@ void sl__config_finish(struct sl__config *c)
         c->n_listeners = 1;
         memcpy(c->listeners[0].address, "127.0.0.1", 10);
         c->listeners[0].port = 6390;
-        c->listeners[0].protos = sl__proto_all();
+        c->listeners[0].protos = sl__proto_default();
     }
     for (size_t i = 0; i < c->n_listeners; i++)
         any_admin = any_admin || c->listeners[i].admin;

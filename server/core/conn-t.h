@@ -51,6 +51,9 @@ enum sl__conn_flag {
     SL__CONN_IN_READ = 1u << 4,     /* inside the protocol's on_read */
     SL__CONN_EOF = 1u << 5,         /* the peer half-closed: it sends nothing more */
     SL__CONN_LINGER = 1u << 6,      /* shut down for writing, draining input */
+    SL__CONN_HELD = 1u << 7,        /* the protocol stopped reading (sl__conn_hold) */
+    SL__CONN_BUSY = 1u << 8,        /* a request in flight: the protocol's timeouts */
+    SL__CONN_WANT_DRAIN = 1u << 9,  /* call on_drain once the output is written */
 };
 
 /* A buffer larger than this is given back once the frame that needed it is

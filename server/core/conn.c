@@ -35,6 +35,7 @@
 
 static void process(struct sl__conn *c);
 static void flush(struct sl__conn *c);
+static void drained(struct sl__conn *c);
 static void maybe_free(struct sl__conn *c);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -232,13 +233,14 @@ static void on_written(uv_write_t *req, int status)
         !(c->flags & SL__CONN_CLOSING)) {
         c->flags &= ~SL__CONN_PAUSED;
         process(c); /* frames may be waiting in `in` */
-        if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING)) &&
+        if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
             uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
             sl__conn_abort(c);
             return;
         }
     }
     flush(c);
+    drained(c);
 }
 
 static void flush(struct sl__conn *c)
@@ -281,7 +283,8 @@ static void flush(struct sl__conn *c)
         c->stalled_since_ms = -1;
         shrink_output(c);
     }
-    if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0)
+    if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0 &&
+        !(c->flags & SL__CONN_BUSY))
         finish_close(c);
 }
 
@@ -612,15 +615,99 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
         count(c, SL__CONN_EV_CLOSED_HEADER, 1);
         sl__conn_abort(c);
     } else if (cfg->read_timeout_ms > 0 && c->partial_since_ms >= 0 &&
-               now - c->partial_since_ms > cfg->read_timeout_ms) {
+               !(c->flags & SL__CONN_BUSY) && now - c->partial_since_ms > cfg->read_timeout_ms) {
         sl__dbg("conn: incomplete request for %lld ms; closing",
                 (long long)(now - c->partial_since_ms));
         count(c, SL__CONN_EV_CLOSED_READ, 1);
         sl__conn_abort(c);
     } else if (cfg->idle_timeout_ms > 0 && now - c->last_read_ms > cfg->idle_timeout_ms &&
-               c->slot_n == 0) {
+               c->slot_n == 0 && !(c->flags & SL__CONN_BUSY)) {
         sl__dbg("conn: idle for %lld ms; closing", (long long)(now - c->last_read_ms));
         count(c, SL__CONN_EV_CLOSED_IDLE, 1);
         sl__conn_close(c);
     }
+}
+
+/* ------------------------------------------------------------ streaming */
+
+void sl__conn_hold(struct sl__conn *c)
+{
+    if (!(c->flags & SL__CONN_HELD)) {
+        c->flags |= SL__CONN_HELD;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
+void sl__conn_unhold(struct sl__conn *c)
+{
+    if (!(c->flags & SL__CONN_HELD))
+        return;
+    c->flags &= ~SL__CONN_HELD;
+    if (c->flags & (SL__CONN_CLOSING | SL__CONN_HANDLE_GONE))
+        return;
+    if (!(c->flags & SL__CONN_IN_READ))
+        process(c); /* inside on_read the protocol is being offered the input already */
+    if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD | SL__CONN_HANDLE_GONE)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp) &&
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+        sl__conn_abort(c);
+        return;
+    }
+    if (!(c->flags & (SL__CONN_HANDLE_GONE | SL__CONN_IN_READ)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c);
+}
+
+void sl__conn_set_busy(struct sl__conn *c, bool busy)
+{
+    if (busy) {
+        c->flags |= SL__CONN_BUSY;
+        return;
+    }
+    if (!(c->flags & SL__CONN_BUSY))
+        return;
+    c->flags &= ~SL__CONN_BUSY;
+    c->last_read_ms = now_ms(c);
+    if (c->partial_since_ms >= 0)
+        c->partial_since_ms = c->last_read_ms;
+    if ((c->flags & SL__CONN_CLOSING) && !(c->flags & SL__CONN_IN_READ) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c); /* a close waited for this request */
+}
+
+size_t sl__conn_out_bytes(const struct sl__conn *c)
+{
+    return c->out.len + c->inflight.len + (c->held.len - c->held_done);
+}
+
+void sl__conn_flush(struct sl__conn *c)
+{
+    if (!(c->flags & (SL__CONN_IN_READ | SL__CONN_HANDLE_GONE)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c);
+}
+
+bool sl__conn_want_drain(struct sl__conn *c)
+{
+    if (!c->writing && c->out.len == 0)
+        return false;
+    c->flags |= SL__CONN_WANT_DRAIN;
+    return true;
+}
+
+/* After a write completed: tell a protocol waiting for its output to drain. */
+static void drained(struct sl__conn *c)
+{
+    if (!(c->flags & SL__CONN_WANT_DRAIN) || c->writing || c->out.len > 0 ||
+        (c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp))
+        return;
+    c->flags &= ~SL__CONN_WANT_DRAIN;
+    if (c->proto != NULL && c->proto->on_drain != NULL)
+        c->proto->on_drain(c);
+}
+
+bool sl__conn_is_closing(const struct sl__conn *c)
+{
+    return (c->flags & (SL__CONN_CLOSING | SL__CONN_PEER_GONE | SL__CONN_HANDLE_GONE)) != 0 ||
+           uv_is_closing((uv_handle_t *)&c->tcp);
 }

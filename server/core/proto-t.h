@@ -28,6 +28,13 @@
  *    may always fill its slot (the bytes are dropped if the peer has gone).
  *  - on_close() is called once, before the connection's memory is released;
  *    it frees the protocol's per-connection state (c->proto_state).
+ *  - A protocol that streams (the proxy: bodies forwarded as they arrive)
+ *    may consume part of a frame, stop and resume reading
+ *    (sl__conn_hold/unhold), mark a request in flight (sl__conn_set_busy:
+ *    the protocol then runs the timeouts) and ask to be told when its
+ *    output has been written (sl__conn_want_drain, then on_drain()); see
+ *    conn.h. A room with state per worker (pools of its own connections)
+ *    closes it in worker_stop().
  *
  * Ownership: the core owns connections and their buffers; a protocol owns
  * only what it hangs on c->proto_state. Threads: every call for one
@@ -36,13 +43,19 @@
 #ifndef SL_SERVER_PROTO_T_H
 #define SL_SERVER_PROTO_T_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 struct sl__conn;
+struct sl__worker;
 
 struct sl__proto {
     const char *name; /* as in the configuration's `protocols:` list: "resp", "http1" */
+    /* Served only by listeners that list it, never by a listener without a
+     * `protocols:` list (a reverse proxy is not something to get by
+     * default, and it claims the same bytes as http1). */
+    bool opt_in;
     /* Is this connection mine, judging by its first `len` bytes (len >= 1)?
      * 1 yes, 0 no, -2 cannot tell yet. Pure. */
     int (*sniff)(const char *buf, size_t len);
@@ -55,6 +68,15 @@ struct sl__proto {
     ssize_t (*on_read)(struct sl__conn *c, const char *buf, size_t len);
     /* The connection is going away: free c->proto_state. May be NULL. */
     void (*on_close)(struct sl__conn *c);
+    /* Everything queued for the peer has been handed to the kernel, after
+     * sl__conn_want_drain(): the protocol may write more. May be NULL for
+     * protocols that never ask. */
+    void (*on_drain)(struct sl__conn *c);
+    /* The worker `w` starts stopping (its listeners are closed and its
+     * connections asked to close): close what the room keeps on that
+     * worker's loop beyond connections (idle pooled connections, timers) so
+     * the loop can end. On w's loop thread; may be NULL. */
+    void (*worker_stop)(struct sl__worker *w);
 };
 
 #endif /* SL_SERVER_PROTO_T_H */

@@ -37,6 +37,16 @@ unsigned sl__proto_all(void)
     return b;
 }
 
+unsigned sl__proto_default(void)
+{
+    unsigned b = 0;
+
+    for (unsigned i = 0; sl__protos[i] != NULL; i++)
+        if (!sl__protos[i]->opt_in)
+            b |= 1u << i;
+    return b;
+}
+
 void sl__proto_names(unsigned mask, char *buf, size_t cap)
 {
     size_t used = 0;

@@ -12,6 +12,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "proto.h"
 #include "server-t.h"
 #include "store.h"
 #include "worker.h"
@@ -69,6 +70,9 @@ static void on_wake(uv_async_t *a)
         next = c->next;
         sl__conn_close(c); /* replies already decided are flushed first */
     }
+    for (size_t i = 0; sl__protos[i] != NULL; i++)
+        if (sl__protos[i]->worker_stop != NULL)
+            sl__protos[i]->worker_stop(w); /* rooms' own handles on this loop */
     uv_timer_start(&w->sweep, on_sweep, 0, STOP_SWEEP_MS);
 }
 

@@ -1,0 +1,28 @@
+/*
+ * proxy.h - the proxy room as the server registers it (internal): the
+ * protocol `proxy` (a reverse proxy for HTTP/1.1 in front of API servers)
+ * and its configuration section `proxy:`. How it works is in
+ * docs/proxy.md and the headers of its files:
+ *
+ *   proxy_parse.c   strict HTTP/1.1 heads (requests and responses)
+ *   proxy_chunk.c   the chunked coding, decoded incrementally
+ *   proxy_head.c    the heads rewritten for the other side
+ *   proxy_route.c   which route a request takes
+ *   proxy_pool.c    per worker: servers' health, keep-alive pools, timeouts
+ *   proxy_up.c      one upstream connection's I/O
+ *   proxy.c         the protocol: a client connection's requests
+ *   proxy_resp.c    a response (or a tunnel) back to the client
+ *   proxy_gate.c    the seam where limiting slots in (proxy_gate.h)
+ *   proxy_log.c     the access log
+ *   proxy_config.c  the `proxy:` section
+ */
+#ifndef SL_PROXY_H
+#define SL_PROXY_H
+
+struct sl__proto;
+struct sl__config_section;
+
+extern const struct sl__proto sl__proto_proxy;
+extern const struct sl__config_section sl__proxy_config_section;
+
+#endif /* SL_PROXY_H */
