@@ -91,6 +91,7 @@ struct sl__config {
     int64_t header_timeout_ms; /* close a new one that sent nothing this long; 0 never */
     size_t max_buffer_bytes;   /* every connection's buffers together */
     unsigned max_conns_per_ip; /* open connections from one address; 0: no limit */
+    char *user;                /* switch to this user after binding, when started as root */
     int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
 
     enum sl__log_level log_level;

@@ -64,6 +64,8 @@ static const struct sl__key keys[] = {
      "every connection's buffers together; past it, frames above 64KiB close their connection"},
     {"server.max_connections_per_ip", SL__K_UINT, F(max_conns_per_ip), "0",
      "open connections from one client address; 0 = no limit", .max = 1u << 24},
+    {"server.user", SL__K_STR, F(user), NULL,
+     "started as root: switch to this user once the listeners are bound"},
     {"server.shutdown_grace", SL__K_DUR_MS, F(shutdown_grace_ms), "5s",
      "on SIGTERM, how long in-flight replies may take"},
     {"log.level", SL__K_CHOICE, F(log_level), "info", "error | warn | info | debug",

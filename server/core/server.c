@@ -18,6 +18,7 @@
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
+#include "privdrop.h"
 #include "proto.h"
 #include "rules_load.h"
 #include "server.h"
@@ -229,6 +230,8 @@ static int start(struct sl__server *srv)
     if (make_registries(srv) != SL_OK)
         return 1;
     if (make_sockets(srv) != SL_OK)
+        return 1;
+    if (sl__drop_privileges(srv->cfg.user) != SL_OK)
         return 1;
     for (unsigned i = 0; i < srv->n_workers; i++) {
         r = sl__worker_init(&srv->workers[i], srv, i);
