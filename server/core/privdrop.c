@@ -23,8 +23,8 @@ int sl__drop_privileges(const char *user)
 
     if (geteuid() != 0) {
         if (user != NULL)
-            sl__warn("server.user is %s, but sluiced does not run as root: it stays uid %u",
-                     user, (unsigned)geteuid());
+            sl__warn("server.user is %s, but sluiced does not run as root: it stays uid %u", user,
+                     (unsigned)geteuid());
         return SL_OK;
     }
     if (user == NULL) {

@@ -77,6 +77,9 @@ struct sl__proto {
      * worker's loop beyond connections (idle pooled connections, timers) so
      * the loop can end. On w's loop thread; may be NULL. */
     void (*worker_stop)(struct sl__worker *w);
+    /* The worker's thread is about to end (its loop has stopped): free the
+     * protocol's per-thread scratch. May be NULL. */
+    void (*thread_exit)(void);
 };
 
 #endif /* SL_SERVER_PROTO_T_H */

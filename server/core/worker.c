@@ -118,6 +118,9 @@ static void run(void *arg)
     struct sl__worker *w = arg;
 
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    for (size_t i = 0; sl__protos[i] != NULL; i++) /* per-thread scratch, for leak checkers */
+        if (sl__protos[i]->thread_exit != NULL)
+            sl__protos[i]->thread_exit();
 }
 
 int sl__worker_start(struct sl__worker *w)

@@ -215,10 +215,19 @@ static void on_close(struct sl__conn *c)
     c->proto_state = NULL;
 }
 
+static void thread_exit(void)
+{
+    sl__buf_free(&out_buf);
+    free(body_mem);
+    body_mem = NULL;
+    body_cap = 0;
+}
+
 const struct sl__proto sl__proto_http1 = {
     .name = "http1",
     .sniff = sniff,
     .on_open = on_open,
     .on_read = on_read,
     .on_close = on_close,
+    .thread_exit = thread_exit,
 };
