@@ -51,6 +51,8 @@ enum sl__conn_flag {
     SL__CONN_IN_READ = 1u << 4,     /* inside the protocol's on_read */
     SL__CONN_EOF = 1u << 5,         /* the peer half-closed: it sends nothing more */
     SL__CONN_LINGER = 1u << 6,      /* shut down for writing, draining input */
+    SL__CONN_PARTIAL = 1u << 7,  /* the protocol holds an incomplete request (sl__conn_partial) */
+    SL__CONN_DRAINING = 1u << 8, /* asked to end gracefully (sl__conn_drain) */
 };
 
 /* A closing connection with its read side open drains input this long
@@ -72,6 +74,7 @@ struct sl__conn {
     size_t held_done;       /* bytes of `held` already moved to `out` */
     void *ops;              /* the protocol's operations, one per slot (sl__conn_op_reserve) */
     size_t op_size;         /* bytes per operation in `ops` */
+    unsigned pins;          /* answers owed outside the ordered stream (sl__conn_pin) */
 
     uv_write_t wreq;
     uv_shutdown_t sreq;      /* the lingering close's shutdown(SHUT_WR) */

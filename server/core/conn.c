@@ -79,7 +79,7 @@ static void maybe_free(struct sl__conn *c)
 {
     struct sl__worker *w = c->w;
 
-    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0)
+    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0 || c->pins > 0)
         return;
     if (c->proto && c->proto->on_close)
         c->proto->on_close(c);
@@ -206,8 +206,49 @@ static void flush(struct sl__conn *c)
             }
         }
     }
-    if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0)
+    if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0 &&
+        c->pins == 0)
         finish_close(c);
+}
+
+void sl__conn_flush(struct sl__conn *c)
+{
+    if (!(c->flags & (SL__CONN_IN_READ | SL__CONN_HANDLE_GONE)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c);
+}
+
+void sl__conn_pin(struct sl__conn *c)
+{
+    c->pins++;
+}
+
+void sl__conn_unpin(struct sl__conn *c)
+{
+    assert(c->pins > 0);
+    c->pins--;
+    if (c->flags & SL__CONN_HANDLE_GONE)
+        maybe_free(c);
+    else
+        sl__conn_flush(c);
+}
+
+void sl__conn_partial(struct sl__conn *c, bool partial)
+{
+    if (partial)
+        c->flags |= SL__CONN_PARTIAL;
+    else
+        c->flags &= ~SL__CONN_PARTIAL;
+}
+
+void sl__conn_drain(struct sl__conn *c)
+{
+    if (c->proto != NULL && c->proto->on_drain != NULL && !(c->flags & SL__CONN_CLOSING)) {
+        c->flags |= SL__CONN_DRAINING;
+        c->proto->on_drain(c);
+    } else {
+        sl__conn_close(c);
+    }
 }
 
 void sl__conn_write(struct sl__conn *c, const void *buf, size_t len)
@@ -360,7 +401,7 @@ static void process(struct sl__conn *c)
     assert((size_t)n <= c->in.len);
     memmove(c->in.p, c->in.p + n, c->in.len - (size_t)n);
     c->in.len -= (size_t)n;
-    if (c->in.len == 0)
+    if (c->in.len == 0 && !(c->flags & SL__CONN_PARTIAL))
         c->partial_since_ms = -1;
     else if (n > 0 || c->partial_since_ms < 0)
         c->partial_since_ms = now_ms(c);
@@ -450,8 +491,8 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
                 (long long)(now - c->partial_since_ms));
         sl__conn_abort(c);
     } else if (cfg->idle_timeout_ms > 0 && now - c->last_read_ms > cfg->idle_timeout_ms &&
-               c->slot_n == 0) {
+               c->slot_n == 0 && c->pins == 0 && !(c->flags & SL__CONN_DRAINING)) {
         sl__dbg("conn: idle for %lld ms; closing", (long long)(now - c->last_read_ms));
-        sl__conn_close(c);
+        sl__conn_drain(c);
     }
 }

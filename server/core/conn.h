@@ -8,6 +8,7 @@
 #ifndef SL_SERVER_CONN_H
 #define SL_SERVER_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,26 @@ void *sl__conn_op_reserve(struct sl__conn *c, size_t op_size, int64_t *slot);
  * writes are released in order once every slot before them is filled.
  * Safe after the peer has gone: the bytes are dropped. */
 void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t len);
+
+/* Pin the connection while an answer is owed that has no reserved place in
+ * the output (a multiplexed stream's): it is not closed for idleness, a
+ * graceful close waits for it and its memory is not freed until every pin
+ * is released. sl__conn_unpin() flushes what was written meanwhile. */
+void sl__conn_pin(struct sl__conn *c);
+void sl__conn_unpin(struct sl__conn *c);
+
+/* Send what sl__conn_write() queued outside on_read() (a timer's answer);
+ * inside on_read() nothing is needed, the core flushes when it returns. */
+void sl__conn_flush(struct sl__conn *c);
+
+/* The protocol holds part of a request it consumed from `in` (a stream
+ * whose message is incomplete): the read timeout runs as it does for
+ * unconsumed bytes. Set inside on_read(). */
+void sl__conn_partial(struct sl__conn *c, bool partial);
+
+/* End the connection gracefully: the protocol's on_drain() if it has one,
+ * else sl__conn_close(). Used when the server stops and for idleness. */
+void sl__conn_drain(struct sl__conn *c);
 
 /* Send what is queued, then close. Further reads are ignored. */
 void sl__conn_close(struct sl__conn *c);
