@@ -3,6 +3,7 @@
  * codes, current_limit, remaining and reset, for every protocol that
  * speaks that API.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "envoy.h"
@@ -81,4 +82,46 @@ void sl__envoy_answer(const struct sl_result *res, struct sl__envoy_answer *out)
     out->n = res->n_statuses < SL_MAX_DESCRIPTORS ? res->n_statuses : SL_MAX_DESCRIPTORS;
     for (size_t i = 0; i < out->n; i++)
         status_of(&res->statuses[i], &out->st[i]);
+}
+
+uint64_t sl__envoy_request_hits(uint64_t hits_addend)
+{
+    return hits_addend == 0 ? 1 : hits_addend;
+}
+
+int sl__envoy_request_check(const struct sl_request *req, char *err, size_t cap)
+{
+    if (req->domain.len == 0) {
+        snprintf(err, cap, "domain: must not be empty");
+        return SL_EINVAL;
+    }
+    if (req->n_descriptors == 0) {
+        snprintf(err, cap, "descriptors: must not be empty");
+        return SL_EINVAL;
+    }
+    for (size_t i = 0; i < req->n_descriptors; i++) {
+        const struct sl_descriptor *d = &req->descriptors[i];
+        if (d->n_entries == 0) {
+            snprintf(err, cap, "descriptors[%zu].entries: must not be empty", i);
+            return SL_EINVAL;
+        }
+        for (size_t j = 0; j < d->n_entries; j++) {
+            if (d->entries[j].key.len == 0) {
+                snprintf(err, cap, "descriptors[%zu].entries[%zu]: key must be a non-empty string",
+                         i, j);
+                return SL_EINVAL;
+            }
+        }
+    }
+    return SL_OK;
+}
+
+int sl__envoy_too_many(long descriptor, char *err, size_t cap)
+{
+    if (descriptor < 0)
+        snprintf(err, cap, "descriptors: too many (at most %d)", SL_MAX_DESCRIPTORS);
+    else
+        snprintf(err, cap, "descriptors[%ld].entries: too many (at most %d)", descriptor,
+                 SL_MAX_ENTRIES);
+    return SL_ETOOBIG;
 }

@@ -55,6 +55,26 @@ struct sl__envoy_override {
     int64_t unit_ns; /* SECOND..YEAR as nanoseconds; 0 when UNKNOWN */
 };
 
+/*
+ * Envoy's request rules that do not depend on the encoding, for every
+ * decoder of RateLimitRequest (proto3 JSON, protobuf), so that both refuse
+ * and count alike:
+ *  - the request's cost: hits_addend 0 or absent means 1
+ *    (sl__envoy_request_hits);
+ *  - a descriptor's own hits_addend is its cost (0 peeks), absent means
+ *    the request's (the decoder sets sl_descriptor.hits to it or -1);
+ *  - sl__envoy_request_check(): a non-empty domain, at least one
+ *    descriptor, each with at least one entry whose key is not empty. SL_OK,
+ *    or SL_EINVAL with "what: why" in err[0..cap) in /json's words.
+ * Counts above SL_MAX_DESCRIPTORS / SL_MAX_ENTRIES are the decoder's to
+ * refuse (it cannot store them): SL_ETOOBIG with sl__envoy_too_many().
+ */
+uint64_t sl__envoy_request_hits(uint64_t hits_addend);
+int sl__envoy_request_check(const struct sl_request *req, char *err, size_t cap);
+/* "descriptors: too many (at most 32)" (descriptor < 0) or
+ * "descriptors[I].entries: too many (at most 16)"; returns SL_ETOOBIG. */
+int sl__envoy_too_many(long descriptor, char *err, size_t cap);
+
 /* One DescriptorStatus. */
 struct sl__envoy_status {
     enum sl__envoy_code code;
