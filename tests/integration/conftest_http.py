@@ -1,7 +1,8 @@
 """conftest_http.py - start the real sluiced with HTTP/1.1 enabled.
 
 The `http_sluiced` fixture is a factory like conftest's `sluiced`: each call
-writes a config whose listener speaks [resp, http1], starts $SLUICED on a
+writes a config whose listener speaks [resp, http1] (or the protocols
+given), starts $SLUICED on a
 free 127.0.0.1 port (with --test-clock unless told otherwise), waits until
 GET /healthz answers, and kills it by PID when the test ends. If the binary
 does not speak HTTP (http1 not in its protocol table), the test fails:
@@ -23,7 +24,8 @@ from conftest import DEFAULT_RULES, START_MS, free_port
 class HttpSluiced:
     """One running sluiced with an HTTP listener."""
 
-    def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False):
+    def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False,
+                 protocols="resp, http1"):
         self.port = free_port()
         # admin=True adds a second listener with `admin: true` (self.admin_port)
         self.admin_port = free_port() if admin else None
@@ -40,7 +42,7 @@ class HttpSluiced:
             f"""listeners:
   - address: 127.0.0.1
     port: {self.port}
-    protocols: [resp, http1]
+    protocols: [{protocols}]
 {admin_listener}workers: 2
 rules:
   files: [rules.yaml]
@@ -111,10 +113,11 @@ log:
 def http_sluiced(tmp_path):
     started = []
 
-    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False):
+    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False,
+              protocols="resp, http1"):
         d = tmp_path / f"h{len(started)}"
         d.mkdir()
-        s = HttpSluiced(d, rules, test_clock, extra, database, admin)
+        s = HttpSluiced(d, rules, test_clock, extra, database, admin, protocols)
         started.append(s)
         return s
 

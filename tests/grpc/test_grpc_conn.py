@@ -1,0 +1,154 @@
+"""test_grpc_conn.py - the gRPC listener as a connection: health checking,
+one port shared with RESP and HTTP/1.1, 100 concurrent streams on one
+connection, flow control (a client that stops reading is held to its
+window and stalls no one else), h2load (Debian's nghttp2-client) as a
+second, independent client, and GOAWAY with the last stream id on SIGTERM.
+Real sluiced (memory store, test clock), real clients; loads are bounded.
+"""
+import re
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import grpc
+import hyperframe.frame as hf
+import pytest
+import redis
+
+from grpc_client import (CHECK, RawH2, WATCH, channel, frame_message, health_pb2, health_stub,
+                         request, rls_stub)
+from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
+
+
+def metric(s, name):
+    with urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def test_health_check(grpc_sluiced):
+    s = grpc_sluiced()
+    with channel(s.port) as ch:
+        check = health_stub(ch)
+        for service in ["", "envoy.service.ratelimit.v3.RateLimitService"]:
+            r = check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert r.status == health_pb2.HealthCheckResponse.SERVING
+        assert s.request("GET", "/readyz")[0] == 200  # the same test
+        with pytest.raises(grpc.RpcError) as e:
+            check(health_pb2.HealthCheckRequest(service="other"), timeout=5)
+        assert e.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.RpcError) as e:
+            health_stub(ch, WATCH)(health_pb2.HealthCheckRequest(), timeout=5)
+        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_one_port_three_protocols(grpc_sluiced):
+    s = grpc_sluiced()
+    assert redis.Redis(port=s.port, socket_timeout=5).ping()
+    assert s.request("GET", "/healthz")[0] == 200
+    with channel(s.port) as ch:
+        assert rls_stub(ch)(request("api", [("user", "p")]), timeout=5).overall_code == 1
+
+
+def test_unknown_method_unimplemented(grpc_sluiced):
+    s = grpc_sluiced()
+    with channel(s.port) as ch:
+        bogus = ch.unary_unary("/envoy.service.ratelimit.v3.RateLimitService/Nope")
+        with pytest.raises(grpc.RpcError) as e:
+            bogus(b"", timeout=5)
+        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_100_concurrent_streams_on_one_connection(grpc_sluiced):
+    s = grpc_sluiced()
+    msg = request("api", [("path", "/c")]).SerializeToString()
+    h = RawH2(s.port)
+    h.read_until(lambda f: isinstance(f, hf.SettingsFrame))  # and ACK it
+    h.send(*[f for sid in range(1, 201, 2)
+             for f in (h.headers_frame(sid), h.data_frame(sid, frame_message(msg)))])
+    statuses = {}
+    for sid in range(1, 201, 2):
+        head, data, trailers = h.answer(sid)
+        assert head[":status"] == "200"
+        statuses[sid] = trailers["grpc-status"]
+    assert set(statuses.values()) == {"0"} and len(statuses) == 100
+    h.close()
+    # the same through grpcio: one channel is one connection
+    with channel(s.port) as ch:
+        rl = rls_stub(ch)
+        futures = [rl.future(request("api", [("plan", f"f{i}")]), timeout=10) for i in range(100)]
+        assert [f.result().overall_code for f in futures] == [1] * 100
+
+
+def test_client_that_stops_reading_stalls_no_one(grpc_sluiced):
+    s = grpc_sluiced()
+    msg = request("api", [("plan", "stall")]).SerializeToString()
+    stalled = RawH2(s.port)
+    n = 1200  # more answers than the 65,535-byte window holds
+    stalled.send(*[f for sid in range(1, 2 * n, 2)
+                   for f in (stalled.headers_frame(sid), stalled.data_frame(sid, frame_message(msg)))])
+    # Another connection is served meanwhile, promptly.
+    with channel(s.port) as ch:
+        rl = rls_stub(ch)
+        t0 = time.monotonic()
+        assert all(rl(request("api", [("plan", f"o{i}")]), timeout=5).overall_code == 1
+                   for i in range(50))
+        assert time.monotonic() - t0 < 5
+    # The stalled client got no more DATA than its window allowed ...
+    data = 0
+    try:
+        while True:
+            f = stalled.read_until(lambda f: True, timeout=1)
+            if isinstance(f, hf.DataFrame):
+                data += len(f.data)
+    except TimeoutError:
+        pass
+    assert 0 < data <= 65535
+    # ... and once it opens its window every stream is answered or refused.
+    stalled.send(hf.WindowUpdateFrame(0, window_increment=1 << 24))
+    done = {}
+    for sid in range(1, 2 * n, 2):
+        if any(getattr(f, "stream_id", 0) == sid and
+               (isinstance(f, hf.RstStreamFrame) or "END_STREAM" in f.flags)
+               for f in stalled.frames if not isinstance(f, hf.SettingsFrame)):
+            done[sid] = True
+            continue
+        _, _, trailers = stalled.answer(sid, timeout=5)
+        done[sid] = trailers.get("grpc-status") == "0" or trailers.get("rst") == 7
+    assert all(done.values()) and len(done) == n
+    stalled.close()
+
+
+def test_h2load_framed_requests(grpc_sluiced, tmp_path):
+    s = grpc_sluiced()
+    body = tmp_path / "req.bin"
+    body.write_bytes(frame_message(request("api", [("plan", "h2load")]).SerializeToString()))
+    before = metric(s, "sluice_check_duration_seconds_count")
+    out = subprocess.run(
+        ["h2load", "-n", "2000", "-c", "4", "-m", "16", "-d", str(body),
+         "-H", "content-type: application/grpc", "-H", "te: trailers",
+         f"http://127.0.0.1:{s.port}/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"],
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"requests: 2000 total, 2000 started, 2000 done, 2000 succeeded", out.stdout), \
+        out.stdout
+    assert "2000 2xx" in out.stdout
+    assert metric(s, "sluice_check_duration_seconds_count") - before == 2000
+
+
+def test_goaway_on_sigterm(grpc_sluiced):
+    s = grpc_sluiced()
+    h = RawH2(s.port)
+    h.call(1, request("api", [("user", "g")]).SerializeToString())
+    assert h.answer(1)[2]["grpc-status"] == "0"
+    h.call(3, request("api", [("user", "g")]).SerializeToString())
+    assert h.answer(3)[2]["grpc-status"] == "0"
+    s.proc.send_signal(signal.SIGTERM)
+    g = h.goaway()
+    assert g is not None and g.error_code == 0 and g.last_stream_id == 3
+    assert h.closed()
+    assert s.proc.wait(10) == 0
