@@ -200,20 +200,29 @@ class RawH2:
         return True
 
     def answer(self, sid, timeout=5):
-        """The headers dicts (and data) of stream `sid` until it ends:
-        (headers, data bytes, trailers or None)."""
+        """The answer on stream `sid`, from the frames read so far and more:
+        (headers dict, data bytes, trailers dict) once it ends; an
+        RST_STREAM ends it with trailers {"rst": code}."""
+        def ended(f):
+            return getattr(f, "stream_id", 0) == sid and (
+                isinstance(f, hf.RstStreamFrame) or
+                (isinstance(f, (hf.HeadersFrame, hf.DataFrame)) and "END_STREAM" in f.flags))
+        if not any(ended(f) for f in self.frames):
+            assert self.read_until(ended, timeout) is not None, \
+                "connection closed before the answer"
         heads, data = [], b""
-        while True:
-            f = self.read_until(lambda f: getattr(f, "stream_id", 0) == sid, timeout)
-            assert f is not None, "connection closed before the answer"
+        for f in self.frames:
+            if getattr(f, "stream_id", 0) != sid:
+                continue
             if isinstance(f, hf.RstStreamFrame):
                 return (heads[0] if heads else None), data, {"rst": f.error_code}
             if isinstance(f, hf.HeadersFrame):
                 heads.append(f.decoded)
             elif isinstance(f, hf.DataFrame):
                 data += f.data
-            if "END_STREAM" in f.flags:
-                return heads[0], data, (heads[1] if len(heads) > 1 else heads[0])
+            if ended(f):
+                break
+        return heads[0], data, (heads[1] if len(heads) > 1 else heads[0])
 
     def close(self):
         self.sock.close()

@@ -54,15 +54,6 @@ def test_one_port_three_protocols(grpc_sluiced):
         assert rls_stub(ch)(request("api", [("user", "p")]), timeout=5).overall_code == 1
 
 
-def test_unknown_method_unimplemented(grpc_sluiced):
-    s = grpc_sluiced()
-    with channel(s.port) as ch:
-        bogus = ch.unary_unary("/envoy.service.ratelimit.v3.RateLimitService/Nope")
-        with pytest.raises(grpc.RpcError) as e:
-            bogus(b"", timeout=5)
-        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
-
-
 def test_100_concurrent_streams_on_one_connection(grpc_sluiced):
     s = grpc_sluiced()
     msg = request("api", [("path", "/c")]).SerializeToString()
@@ -112,11 +103,6 @@ def test_client_that_stops_reading_stalls_no_one(grpc_sluiced):
     stalled.send(hf.WindowUpdateFrame(0, window_increment=1 << 24))
     done = {}
     for sid in range(1, 2 * n, 2):
-        if any(getattr(f, "stream_id", 0) == sid and
-               (isinstance(f, hf.RstStreamFrame) or "END_STREAM" in f.flags)
-               for f in stalled.frames if not isinstance(f, hf.SettingsFrame)):
-            done[sid] = True
-            continue
         _, _, trailers = stalled.answer(sid, timeout=5)
         done[sid] = trailers.get("grpc-status") == "0" or trailers.get("rst") == 7
     assert all(done.values()) and len(done) == n
