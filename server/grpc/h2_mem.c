@@ -60,17 +60,19 @@ static void pool_free(void *p, void *ud)
 {
     struct sl__h2_mem *pool = ud;
     struct hdr *h;
+    uint32_t cls;
 
     if (p == NULL)
         return;
     h = (struct hdr *)(void *)((char *)p - HDR);
-    if (h->cls == BIG || pool->kept + class_bytes(h->cls) > SL__H2_MEM_KEEP) {
+    cls = h->cls; /* the link below overwrites it */
+    if (cls == BIG || pool->kept + class_bytes(cls) > SL__H2_MEM_KEEP) {
         free(h);
         return;
     }
-    memcpy(h, &pool->free[h->cls], sizeof(void *));
-    pool->free[h->cls] = h;
-    pool->kept += class_bytes(h->cls);
+    memcpy(h, &pool->free[cls], sizeof(void *));
+    pool->free[cls] = h;
+    pool->kept += class_bytes(cls);
 }
 
 static void *pool_calloc(size_t n, size_t size, void *ud)
