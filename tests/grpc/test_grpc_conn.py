@@ -138,3 +138,32 @@ def test_goaway_on_sigterm(grpc_sluiced):
     assert g is not None and g.error_code == 0 and g.last_stream_id == 3
     assert h.closed()
     assert s.proc.wait(10) == 0
+
+
+def test_docs_snippet(grpc_sluiced):
+    """docs/grpc.md's Envoy configuration: the fields that make Envoy speak
+    what these tests speak, then one call as that Envoy would make it."""
+    import pathlib
+    import yaml
+    text = (pathlib.Path(__file__).parents[2] / "docs" / "grpc.md").read_text()
+    envoy = yaml.safe_load(re.findall(r"```yaml\n(.*?)```", text, re.S)[1])
+    cluster = envoy["static_resources"]["clusters"][0]
+    opts = cluster["typed_extension_protocol_options"][
+        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+    assert "http2_protocol_options" in opts["explicit_http_config"]
+    assert cluster["health_checks"][0]["grpc_health_check"] == {}  # service ""
+    hcm = envoy["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
+    rl = hcm["typed_config"]["http_filters"][0]
+    assert rl["name"] == "envoy.filters.http.ratelimit"
+    svc = rl["typed_config"]["rate_limit_service"]
+    assert svc["transport_api_version"] == "V3"
+    assert svc["grpc_service"]["envoy_grpc"]["cluster_name"] == cluster["name"]
+    timeout_ms = round(float(rl["typed_config"]["timeout"].rstrip("s")) * 1000)
+    s = grpc_sluiced()
+    h = RawH2(s.port)
+    h.call(1, request(rl["typed_config"]["domain"], [("user", "envoy")]).SerializeToString(),
+           extra=[("grpc-timeout", f"{timeout_ms}m"), ("user-agent", "envoy")])
+    head, data, trailers = h.answer(1)
+    assert head["content-type"] == "application/grpc" and trailers["grpc-status"] == "0"
+    h.call(3, b"", path=CHECK)
+    assert h.answer(3)[2]["grpc-status"] == "0"
