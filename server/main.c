@@ -61,9 +61,11 @@ int main(int argc, char **argv)
             cfg.test_clock = true;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
+            sl__config_free(&cfg);
             return 0;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
             printf("sluiced %s\n", SLUICE_VERSION);
+            sl__config_free(&cfg);
             return 0;
         } else {
             fprintf(stderr, "sluiced: unknown or incomplete option '%s'\n", a);

@@ -11,6 +11,7 @@
  * half-received request costs no state between reads). It does not route or
  * answer requests (http_api.c).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,31 @@
 static _Thread_local struct sl__buf out_buf;
 static _Thread_local char *body_mem;
 static _Thread_local size_t body_cap;
+
+/* The per-thread buffers above are freed when their thread ends (a key's
+ * destructor), so a stopped worker leaves nothing behind. */
+static pthread_key_t buffers_key;
+static pthread_once_t buffers_once = PTHREAD_ONCE_INIT;
+
+static void free_buffers(void *unused)
+{
+    sl__buf_free(&out_buf);
+    free(body_mem);
+    body_mem = NULL;
+    body_cap = 0;
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&buffers_key, free_buffers);
+}
+
+/* Called when this thread's buffers are first allocated. */
+static void own_buffers(void)
+{
+    pthread_once(&buffers_once, make_key);
+    pthread_setspecific(buffers_key, &out_buf);
+}
 
 /* ------------------------------------------------------------ answers */
 
@@ -66,6 +92,8 @@ const struct sl__buf *sl__h1_build(bool keep_alive, int status, const char *head
         body_len > 0 && body[0] == '{' ? "application/json" : "text/plain; charset=utf-8", body_len,
         keep_alive ? "" : "Connection: close\r\n");
 
+    if (out_buf.p == NULL)
+        own_buffers();
     out_buf.len = 0;
     sl__buf_append(&out_buf, line, (size_t)n);
     if (headers_len > 0)
@@ -115,6 +143,8 @@ static int64_t mono_ns(void)
 static char *body_buffer(size_t need)
 {
     if (need > body_cap) {
+        if (body_mem == NULL)
+            own_buffers();
         body_mem = sl__xrealloc(body_mem, need);
         body_cap = need;
     }

@@ -91,7 +91,7 @@ def test_outage_answered_by_policy_within_timeout(grpc_sluiced, rds):
                 t0 = time.monotonic()
                 assert rl(request(domain, [("k", f"v{i}")]), timeout=5).overall_code == want
                 took.append(time.monotonic() - t0)
-        assert max(took) <= 20 * 0.020  # a generous bound of the 20 ms store timeout
+        assert max(took) <= 1.0  # the 20 ms store timeout, with room for a loaded machine
         # NOT_SERVING exactly while /readyz says 503
         assert wait_until(lambda: serving(check) == health_pb2.HealthCheckResponse.NOT_SERVING)
         assert s.request("GET", "/readyz")[0] == 503
