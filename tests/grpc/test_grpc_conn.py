@@ -2,7 +2,9 @@
 one port shared with RESP and HTTP/1.1, 100 concurrent streams on one
 connection, flow control (a client that stops reading is held to its
 window and stalls no one else), h2load (Debian's nghttp2-client) as a
-second, independent client, and GOAWAY with the last stream id on SIGTERM.
+second, independent client, GOAWAY with the last stream id on SIGTERM,
+PING, the connection layer's read and idle timeouts, and docs/grpc.md's
+Envoy snippet and keys.
 Real sluiced (memory store, test clock), real clients; loads are bounded.
 """
 import re
@@ -167,3 +169,47 @@ def test_docs_snippet(grpc_sluiced):
     assert head["content-type"] == "application/grpc" and trailers["grpc-status"] == "0"
     h.call(3, b"", path=CHECK)
     assert h.answer(3)[2]["grpc-status"] == "0"
+
+
+def test_ping_answered(grpc_sluiced):
+    s = grpc_sluiced()
+    h = RawH2(s.port)
+    h.send(hf.PingFrame(0, opaque_data=b"sluice!!"))
+    ack = h.read_until(lambda f: isinstance(f, hf.PingFrame) and "ACK" in f.flags)
+    assert ack.opaque_data == b"sluice!!"
+
+
+def test_incomplete_call_read_timeout_and_idle_goaway(grpc_sluiced):
+    """The connection layer's timeouts apply: a call whose message never
+    completes is cut after server.read_timeout; a connection with no call
+    is sent GOAWAY after server.idle_timeout, then closed."""
+    s = grpc_sluiced(extra="server:\n  read_timeout: 1s\n  idle_timeout: 2s\n")
+    stuck = RawH2(s.port)
+    stuck.send(stuck.headers_frame(1), stuck.data_frame(1, b"\x00\x00\x00\x00\x10abc", end=False))
+    idle = RawH2(s.port)
+    idle.call(1, request("api", [("user", "i")]).SerializeToString())
+    assert idle.answer(1)[2]["grpc-status"] == "0"
+    t0 = time.monotonic()
+    assert stuck.closed(timeout=10) and time.monotonic() - t0 < 10
+    g = idle.goaway(timeout=10)
+    assert g is not None and g.error_code == 0 and g.last_stream_id == 1
+    assert idle.closed(timeout=10)
+    served = RawH2(s.port)  # the listener itself is fine
+    served.call(1, request("api", [("user", "j")]).SerializeToString())
+    assert served.answer(1)[2]["grpc-status"] == "0"
+
+
+def test_config_keys_documented():
+    """Every grpc.* key of sluiced --help is in docs/configuration.md and
+    docs/grpc.md with the same default."""
+    import os
+    import pathlib
+    root = pathlib.Path(__file__).parents[2]
+    out = subprocess.run([os.environ["SLUICED"], "--help"], capture_output=True, text=True,
+                         timeout=10).stdout
+    keys = re.findall(r"^\s+(grpc\.\S+)\s+(\S+)\s", out, re.M)
+    assert len(keys) == 3
+    for doc in ("configuration.md", "grpc.md"):
+        text = (root / "docs" / doc).read_text()
+        for key, default in keys:
+            assert f"| `{key}` | `{default}` |" in text, (doc, key, default)
