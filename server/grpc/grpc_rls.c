@@ -60,6 +60,9 @@ void sl__grpc_rls(struct sl__grpc_op *op, const struct sl__h2_call *call)
     int rc = sl__grpc_rls_decode(&rreq, call->msg, call->len);
 
     if (rc == SL_OK) {
+        /* rreq.overrides holds the descriptors' `limit` overrides exactly as
+         * /json's parser holds its own: whatever hands those to the decision
+         * path hands these the same way. */
         op->d.detailed = true; /* Envoy's detailed_metric, as /json */
         sl__grpc_deciding(op);
         sl__decide(op->g->c->w, &op->d, SL__DECIDE_CHECK, &rreq.req, on_done);
