@@ -197,14 +197,14 @@ size_t sl__h2_feed(struct sl__h2 *h, const uint8_t *buf, size_t len)
     if (n == 0)
         return 0;
     rv = nghttp2_session_mem_recv(h->ng, buf, n);
-    h->preface_fed = true;
     if (rv < 0) {
         sl__h2_terminate(h, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
                             : rv == NGHTTP2_ERR_NOMEM ? NGHTTP2_INTERNAL_ERROR
                                                       : NGHTTP2_PROTOCOL_ERROR);
         return len;
     }
-    return n;
+    h->preface_fed = h->preface_fed || (size_t)rv >= PREFACE_LEN;
+    return (size_t)rv; /* all of it: nghttp2 pauses only when a callback asks */
 }
 
 void sl__h2_flush(struct sl__h2 *h)
