@@ -6,11 +6,13 @@ set -euo pipefail
 
 build_pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config
     libuv1-dev libyaml-dev libsqlite3-dev libcmocka-dev libcjson-dev
-    libhttp-parser-dev libhiredis-dev)
+    libhttp-parser-dev libhiredis-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+    libprotobuf-dev)
 # Real peers and clients the tests talk to (well-kept Debian packages, as docs/architecture.md explains).
 test_pkgs=(redis-server redis-tools nginx-light curl sqlite3 clang-format git
-    python3 python3-pytest python3-redis)
-bench_pkgs=(redis-server redis-tools nginx-light wrk util-linux)
+    python3 python3-pytest python3-redis python3-grpcio python3-protobuf
+    protobuf-compiler nghttp2-client python3-h2)
+bench_pkgs=(redis-server redis-tools nginx-light wrk util-linux nghttp2-client)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in

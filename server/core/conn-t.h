@@ -53,7 +53,9 @@ enum sl__conn_flag {
     SL__CONN_LINGER = 1u << 6,      /* shut down for writing, draining input */
     SL__CONN_HELD = 1u << 7,        /* the protocol stopped reading (sl__conn_hold) */
     SL__CONN_BUSY = 1u << 8,        /* a request in flight: the protocol's timeouts */
-    SL__CONN_WANT_DRAIN = 1u << 9,  /* call on_drain once the output is written */
+    SL__CONN_WANT_SENT = 1u << 9,   /* call on_sent once the output is written */
+    SL__CONN_PARTIAL = 1u << 10,  /* the protocol holds an incomplete request (sl__conn_partial) */
+    SL__CONN_DRAINING = 1u << 11, /* asked to end gracefully (sl__conn_drain) */
 };
 
 /* A buffer larger than this is given back once the frame that needed it is
@@ -79,6 +81,7 @@ struct sl__conn {
     size_t held_done;       /* bytes of `held` already moved to `out` */
     void *ops;              /* the protocol's operations, one per slot (sl__conn_op_reserve) */
     size_t op_size;         /* bytes per operation in `ops` */
+    unsigned pins;          /* answers owed outside the ordered stream (sl__conn_pin) */
 
     uv_write_t wreq;
     uv_shutdown_t sreq;      /* the lingering close's shutdown(SHUT_WR) */

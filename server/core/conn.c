@@ -143,7 +143,7 @@ static void maybe_free(struct sl__conn *c)
 {
     struct sl__worker *w = c->w;
 
-    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0)
+    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0 || c->pins > 0)
         return;
     if (c->proto && c->proto->on_close)
         c->proto->on_close(c);
@@ -284,8 +284,48 @@ static void flush(struct sl__conn *c)
         shrink_output(c);
     }
     if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0 &&
-        !(c->flags & SL__CONN_BUSY))
+        c->pins == 0 && !(c->flags & SL__CONN_BUSY))
         finish_close(c);
+}
+
+void sl__conn_flush(struct sl__conn *c)
+{
+    if (!(c->flags & (SL__CONN_IN_READ | SL__CONN_HANDLE_GONE)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c);
+}
+
+void sl__conn_pin(struct sl__conn *c)
+{
+    c->pins++;
+}
+
+void sl__conn_unpin(struct sl__conn *c)
+{
+    assert(c->pins > 0);
+    c->pins--;
+    if (c->flags & SL__CONN_HANDLE_GONE)
+        maybe_free(c);
+    else
+        sl__conn_flush(c);
+}
+
+void sl__conn_partial(struct sl__conn *c, bool partial)
+{
+    if (partial)
+        c->flags |= SL__CONN_PARTIAL;
+    else
+        c->flags &= ~SL__CONN_PARTIAL;
+}
+
+void sl__conn_drain(struct sl__conn *c)
+{
+    if (c->proto != NULL && c->proto->on_drain != NULL && !(c->flags & SL__CONN_CLOSING)) {
+        c->flags |= SL__CONN_DRAINING;
+        c->proto->on_drain(c);
+    } else {
+        sl__conn_close(c);
+    }
 }
 
 void sl__conn_write(struct sl__conn *c, const void *buf, size_t len)
@@ -456,7 +496,7 @@ static void process(struct sl__conn *c)
     assert((size_t)n <= c->in.len);
     memmove(c->in.p, c->in.p + n, c->in.len - (size_t)n);
     c->in.len -= (size_t)n;
-    if (c->in.len == 0)
+    if (c->in.len == 0 && !(c->flags & SL__CONN_PARTIAL))
         c->partial_since_ms = -1;
     else if (n > 0 || c->partial_since_ms < 0)
         c->partial_since_ms = now_ms(c);
@@ -621,10 +661,11 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
         count(c, SL__CONN_EV_CLOSED_READ, 1);
         sl__conn_abort(c);
     } else if (cfg->idle_timeout_ms > 0 && now - c->last_read_ms > cfg->idle_timeout_ms &&
-               c->slot_n == 0 && !(c->flags & SL__CONN_BUSY)) {
+               c->slot_n == 0 && c->pins == 0 &&
+               !(c->flags & (SL__CONN_BUSY | SL__CONN_DRAINING))) {
         sl__dbg("conn: idle for %lld ms; closing", (long long)(now - c->last_read_ms));
         count(c, SL__CONN_EV_CLOSED_IDLE, 1);
-        sl__conn_close(c);
+        sl__conn_drain(c);
     }
 }
 
@@ -680,30 +721,23 @@ size_t sl__conn_out_bytes(const struct sl__conn *c)
     return c->out.len + c->inflight.len + (c->held.len - c->held_done);
 }
 
-void sl__conn_flush(struct sl__conn *c)
-{
-    if (!(c->flags & (SL__CONN_IN_READ | SL__CONN_HANDLE_GONE)) &&
-        !uv_is_closing((uv_handle_t *)&c->tcp))
-        flush(c);
-}
-
-bool sl__conn_want_drain(struct sl__conn *c)
+bool sl__conn_want_sent(struct sl__conn *c)
 {
     if (!c->writing && c->out.len == 0)
         return false;
-    c->flags |= SL__CONN_WANT_DRAIN;
+    c->flags |= SL__CONN_WANT_SENT;
     return true;
 }
 
-/* After a write completed: tell a protocol waiting for its output to drain. */
+/* After a write completed: tell a protocol waiting for its output to go. */
 static void drained(struct sl__conn *c)
 {
-    if (!(c->flags & SL__CONN_WANT_DRAIN) || c->writing || c->out.len > 0 ||
+    if (!(c->flags & SL__CONN_WANT_SENT) || c->writing || c->out.len > 0 ||
         (c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp))
         return;
-    c->flags &= ~SL__CONN_WANT_DRAIN;
-    if (c->proto != NULL && c->proto->on_drain != NULL)
-        c->proto->on_drain(c);
+    c->flags &= ~SL__CONN_WANT_SENT;
+    if (c->proto != NULL && c->proto->on_sent != NULL)
+        c->proto->on_sent(c);
 }
 
 bool sl__conn_is_closing(const struct sl__conn *c)

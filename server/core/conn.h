@@ -44,6 +44,26 @@ void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t 
  * against the bytes read: a parser that re-scans partial frames shows). */
 void sl__conn_scanned(struct sl__conn *c, uint64_t bytes);
 
+/* Pin the connection while an answer is owed that has no reserved place in
+ * the output (a multiplexed stream's): it is not closed for idleness, a
+ * graceful close waits for it and its memory is not freed until every pin
+ * is released. sl__conn_unpin() flushes what was written meanwhile. */
+void sl__conn_pin(struct sl__conn *c);
+void sl__conn_unpin(struct sl__conn *c);
+
+/* Send what sl__conn_write() queued outside on_read() (a timer's answer);
+ * inside on_read() nothing is needed, the core flushes when it returns. */
+void sl__conn_flush(struct sl__conn *c);
+
+/* The protocol holds part of a request it consumed from `in` (a stream
+ * whose message is incomplete): the read timeout runs as it does for
+ * unconsumed bytes. Set inside on_read(). */
+void sl__conn_partial(struct sl__conn *c, bool partial);
+
+/* End the connection gracefully: the protocol's on_drain() if it has one,
+ * else sl__conn_close(). Used when the server stops and for idleness. */
+void sl__conn_drain(struct sl__conn *c);
+
 /* Send what is queued, then close. Further reads are ignored. */
 void sl__conn_close(struct sl__conn *c);
 
@@ -91,11 +111,11 @@ size_t sl__conn_out_bytes(const struct sl__conn *c);
  * callbacks (outside on_read(), whose return flushes). */
 void sl__conn_flush(struct sl__conn *c);
 
-/* Ask for one call of the protocol's on_drain() once everything queued
+/* Ask for one call of the protocol's on_sent() once everything queued
  * has been handed to the kernel; for a protocol that stops producing
  * output while sl__conn_out_bytes() is high. false when nothing is queued
- * or being written (on_drain() will not be called: write at once). */
-bool sl__conn_want_drain(struct sl__conn *c);
+ * or being written (on_sent() will not be called: write at once). */
+bool sl__conn_want_sent(struct sl__conn *c);
 
 /* The connection is closing or its peer is gone: nothing more of a stream
  * should be written. */

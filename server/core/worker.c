@@ -15,6 +15,7 @@
 #include "proto.h"
 #include "server-t.h"
 #include "store.h"
+#include "stores.h"
 #include "worker.h"
 #include "xalloc.h"
 
@@ -68,7 +69,7 @@ static void on_wake(uv_async_t *a)
         uv_close((uv_handle_t *)&w->lsock[i], NULL);
     for (c = w->conns; c != NULL; c = next) {
         next = c->next;
-        sl__conn_close(c); /* replies already decided are flushed first */
+        sl__conn_drain(c); /* replies already decided are flushed first */
     }
     for (size_t i = 0; sl__protos[i] != NULL; i++)
         if (sl__protos[i]->worker_stop != NULL)
@@ -147,4 +148,13 @@ void sl__worker_join(struct sl__worker *w)
 const sl_rules *sl__worker_rules(struct sl__worker *w)
 {
     return sl_rules_reader_get(w->rules);
+}
+
+const char *sl__worker_unready(struct sl__worker *w)
+{
+    if (!sl__server_stores_ready(w->srv))
+        return "store not ready";
+    if (sl__worker_rules(w) == NULL)
+        return "no rules loaded";
+    return NULL;
 }

@@ -21,4 +21,9 @@ void sl__worker_join(struct sl__worker *w);
  * until the next call on this worker. */
 const sl_rules *sl__worker_rules(struct sl__worker *w);
 
+/* Why the server cannot decide yet as seen from this worker ("store not
+ * ready", "no rules loaded"), or NULL when it is ready: what /readyz and
+ * gRPC's health check both answer from. */
+const char *sl__worker_unready(struct sl__worker *w);
+
 #endif /* SL_SERVER_WORKER_H */

@@ -106,34 +106,9 @@ static void respond_error(struct sl__conn *c, int64_t slot, bool keep_alive, int
     respond(c, slot, keep_alive, status, answer, len);
 }
 
-#define SL__STR_(x) #x
-#define SL__STR(x)  SL__STR_(x)
-
 static int store_error_status(int err)
 {
     return err == SL_EFULL ? 503 : err == SL_ETOOBIG || err == SL_EINVAL ? 400 : 500;
-}
-
-/* What to tell a client whose check the store refused: what was wrong and,
- * where the client can fix it, how. */
-static const char *store_error_message(int err)
-{
-    switch (err) {
-    case SL_ETOOBIG:
-        return "request above a cap: at most " SL__STR(
-            SL_MAX_DESCRIPTORS) " descriptors of at most " SL__STR(SL_MAX_ENTRIES) " entries, each "
-                                                                                   "descriptor's "
-                                                                                   "domain, keys "
-                                                                                   "and values "
-                                                                                   "under 1 KiB";
-    case SL_EFULL:
-        return "the state table is full and configured to refuse new keys; retry later";
-    case SL_ERANGE:
-        return "a number is out of range for the store (a cost of 2^31 or more with the Redis "
-               "store)";
-    default:
-        return sl_strerror(err);
-    }
 }
 
 /* Append ,"lease":"TOKEN" before the closing brace of answer[0..*len). */
@@ -208,7 +183,7 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
     }
     if (err != SL_OK) {
         (op->kind == OP_ENVOY ? respond_plain : respond_error)(
-            op->c, op->slot, op->keep_alive, store_error_status(err), store_error_message(err));
+            op->c, op->slot, op->keep_alive, store_error_status(err), sl__decide_strerror(err));
         return;
     }
     hold_ms = auth_delay(op, &res);
@@ -422,12 +397,15 @@ static void h_healthz(struct sl__conn *c, const struct sl__h1_req *r)
 
 static void h_readyz(struct sl__conn *c, const struct sl__h1_req *r)
 {
-    if (!sl__server_stores_ready(c->w->srv))
-        respond(c, -1, r->keep_alive, 503, "store not ready\n", 16);
-    else if (sl__worker_rules(c->w) != NULL)
+    const char *why = sl__worker_unready(c->w);
+    char body[64];
+
+    if (why == NULL) {
         respond(c, -1, r->keep_alive, 200, "ready\n", 6);
-    else
-        respond(c, -1, r->keep_alive, 503, "no rules loaded\n", 16);
+        return;
+    }
+    snprintf(body, sizeof(body), "%s\n", why);
+    respond(c, -1, r->keep_alive, 503, body, strlen(body));
 }
 
 static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)

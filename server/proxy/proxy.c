@@ -576,7 +576,7 @@ void sl__proxy_x_tick(struct sl__proxy_x *x, int64_t now)
 
 /* ------------------------------------------------------------ the connection */
 
-static void on_drain(struct sl__conn *c)
+static void on_sent(struct sl__conn *c)
 {
     struct sl__proxy_x *x = c->proto_state;
 
@@ -669,6 +669,6 @@ const struct sl__proto sl__proto_proxy = {
     .on_open = on_open,
     .on_read = on_read,
     .on_close = on_close,
-    .on_drain = on_drain,
+    .on_sent = on_sent,
     .worker_stop = sl__proxy_worker_stop,
 };

@@ -187,7 +187,7 @@ static void backpressure(struct sl__proxy_x *x)
 {
     if (x->up == NULL || x->up_paused || sl__conn_out_bytes(x->c) < SL__PROXY_HIGH)
         return;
-    if (sl__conn_want_drain(x->c)) {
+    if (sl__conn_want_sent(x->c)) {
         x->up_paused = true;
         sl__proxy_up_read(x->up, false);
     }

@@ -1,7 +1,8 @@
 """conftest_http.py - start the real sluiced with HTTP/1.1 enabled.
 
 The `http_sluiced` fixture is a factory like conftest's `sluiced`: each call
-writes a config whose listener speaks [resp, http1], starts $SLUICED on a
+writes a config whose listener speaks [resp, http1] (or the protocols
+given), starts $SLUICED on a
 free 127.0.0.1 port (with --test-clock unless told otherwise), waits until
 GET /healthz answers, and kills it by PID when the test ends. If the binary
 does not speak HTTP (http1 not in its protocol table), the test fails:
@@ -24,7 +25,7 @@ class HttpSluiced:
     """One running sluiced with an HTTP listener."""
 
     def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False,
-                 workers=2):
+                 workers=2, protocols="resp, http1"):
         self.dir = tmp_path
         self.port = free_port()
         # admin=True adds a second listener with `admin: true` (self.admin_port)
@@ -42,7 +43,7 @@ class HttpSluiced:
             f"""listeners:
   - address: 127.0.0.1
     port: {self.port}
-    protocols: [resp, http1]
+    protocols: [{protocols}]
 {admin_listener}workers: {workers}
 rules:
   files: [rules.yaml]
@@ -114,10 +115,10 @@ def http_sluiced(tmp_path):
     started = []
 
     def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False,
-              workers=2):
+              workers=2, protocols="resp, http1"):
         d = tmp_path / f"h{len(started)}"
         d.mkdir()
-        s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers)
+        s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers, protocols)
         started.append(s)
         return s
 

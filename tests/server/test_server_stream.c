@@ -3,7 +3,7 @@
  * protocols that forward bodies as they arrive: a held connection reads
  * nothing and keeps what it had, unhold offers it again; a busy connection
  * defers a close until its answer is out and escapes the sweep's
- * timeouts; on_drain comes once the output is written. A real connection
+ * timeouts; on_sent comes once the output is written. A real connection
  * over a socketpair with a test protocol; the peer's bytes checked.
  */
 #include <setjmp.h>
@@ -44,7 +44,7 @@ static void t_drain(struct sl__conn *c)
     drains++;
 }
 
-static const struct sl__proto tproto = {.name = "t", .on_read = t_read, .on_drain = t_drain};
+static const struct sl__proto tproto = {.name = "t", .on_read = t_read, .on_sent = t_drain};
 
 struct fixture {
     struct sl__server srv;
@@ -179,11 +179,11 @@ static void drain_called_once_output_is_written(void **state)
     size_t big = 8u << 20, got = 0;
     char *p = calloc(1, big), buf[65536];
 
-    assert_false(sl__conn_want_drain(f->c)); /* nothing queued: write at once */
+    assert_false(sl__conn_want_sent(f->c)); /* nothing queued: write at once */
     sl__conn_write(f->c, p, big);
     sl__conn_flush(f->c);
     assert_true(sl__conn_out_bytes(f->c) > 0);
-    assert_true(sl__conn_want_drain(f->c));
+    assert_true(sl__conn_want_sent(f->c));
     while (got < big) {
         uv_run(&f->w.loop, UV_RUN_NOWAIT);
         ssize_t k = peer_read(f, buf, sizeof(buf));
