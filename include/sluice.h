@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define SLUICE_VERSION "0.1.0"
+#define SLUICE_VERSION "0.2.0" /* the same as CMake's project version */
 
 /* ---------------------------------------------------------------- errors */
 
