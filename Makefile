@@ -9,7 +9,7 @@ CMAKE_GEN  = cmake -S . -Wno-dev
 # compilers see the code with -Wall -Wextra -Werror.
 MAIN_CC   ?= clang
 
-.PHONY: all deps deps-test build run test test-sanitize bench fuzz format clean install
+.PHONY: all deps deps-test deps-deb build run test test-sanitize bench fuzz format clean install deb
 
 all: build
 
@@ -32,6 +32,13 @@ install:
 	@[ -f $(BUILD)/CMakeCache.txt ] || $(MAKE) --no-print-directory build
 	@cmake --build $(BUILD) -j $(JOBS)
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) $(if $(PREFIX),--prefix "$(PREFIX)")
+
+# make deb: the Debian packages, built by dpkg-buildpackage on a copy of the
+# tree; they land in DEB_OUT (scripts/deb.sh, docs/install.md).
+DEB_OUT   ?= $(BUILD)/deb
+deb:
+	@scripts/deps.sh deb
+	@scripts/deb.sh $(DEB_OUT) $(JOBS)
 
 run: build
 	@scripts/run.sh $(BUILD)
