@@ -9,7 +9,7 @@ CMAKE_GEN  = cmake -S . -Wno-dev
 # compilers see the code with -Wall -Wextra -Werror.
 MAIN_CC   ?= clang
 
-.PHONY: all deps deps-test build run test test-sanitize bench fuzz format clean
+.PHONY: all deps deps-test deps-deb build run test test-sanitize bench fuzz format clean install deb
 
 all: build
 
@@ -22,6 +22,23 @@ deps-test:
 build: deps
 	@$(CMAKE_GEN) -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=$(MAIN_CC) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# make install [PREFIX=/usr] [DESTDIR=/tmp/stage]: into PREFIX (without it,
+# the configured prefix, /usr/local), staged under DESTDIR. A build directory
+# already configured is used as it is (only brought up to date), so that
+# installing never changes how it was configured.
+PREFIX    ?=
+install:
+	@[ -f $(BUILD)/CMakeCache.txt ] || $(MAKE) --no-print-directory build
+	@cmake --build $(BUILD) -j $(JOBS)
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) $(if $(PREFIX),--prefix "$(PREFIX)")
+
+# make deb: the Debian packages, built by dpkg-buildpackage on a copy of the
+# tree; they land in DEB_OUT (scripts/deb.sh, docs/install.md).
+DEB_OUT   ?= $(BUILD)/deb
+deb:
+	@scripts/deps.sh deb
+	@scripts/deb.sh $(DEB_OUT) $(JOBS)
 
 run: build
 	@scripts/run.sh $(BUILD)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "killswitch.h"
@@ -211,6 +212,7 @@ static void print_ports(const struct sl__server *srv)
                  srv->n_workers);
     }
     sl__info("ready");
+    sd_notify(0, "READY=1"); /* Type=notify under systemd; nothing without $NOTIFY_SOCKET */
 }
 
 static int start(struct sl__server *srv)
