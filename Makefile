@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # A thin wrapper over CMake: the README's two commands, `make run` and
 # `make test`, and the rest of the developer's loop. Every target first makes
 # sure the Debian packages it needs are there (scripts/deps.sh).

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # bench_grpc.sh BUILD_DIR - what a decision costs the server, by protocol:
 # sluiced's CPU time (utime+stime from /proc/PID/stat) divided by the
 # decisions it served (sluice_check_duration_seconds_count from /metrics),

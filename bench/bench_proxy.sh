@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # bench_proxy.sh BUILD_DIR - sluiced as a reverse proxy against nginx's
 # proxy_pass in front of the same upstream, in the same run: the upstream
 # is nginx answering `return 200`; both proxies keep a keep-alive pool to

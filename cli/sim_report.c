@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sim_report.c - what `sluice simulate` prints: one JSON line per request
  * (docs/contracts.md §Interfaces) and, with --summary, how many requests each limit allowed,

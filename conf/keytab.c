@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * keytab.c - setting configuration fields from text through a key table
  * (keytab.h): one parser per type, the defaults applied through them, and

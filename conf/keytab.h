@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * keytab.h - configuration key tables: each configuration key of sluiced
  * written once, with its type, the field it sets, its default and its

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # install.cmake - run by `cmake --install` (the top CMakeLists passes the
 # SL_* variables): installs the files that name install paths, with the
 # prefix of this install (CMAKE_INSTALL_PREFIX here is the one given to

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fuzz_grpc.c - libFuzzer driver for gRPC over HTTP/2 and its messages:
  * the input is what a client sends after the preface, fed to one session

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fuzz_http1.c - libFuzzer driver for HTTP/1.1 request framing: the input is
  * a byte stream on one connection, framed request after request as sluiced

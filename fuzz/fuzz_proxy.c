@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fuzz_proxy.c - libFuzzer driver for the proxy's request handling: the
  * input is parsed as a request head (and as a response head); a head

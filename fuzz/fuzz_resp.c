@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fuzz_resp.c - libFuzzer driver for the RESP request parser: any bytes,
  * parsed command after command as a connection would, under a small cap so

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # deb.sh OUT_DIR [JOBS] - build the Debian packages (`make deb`).
 #
 # The build runs on a copy of the tree, OUT_DIR/sluice-VERSION (the files git

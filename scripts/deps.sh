@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # deps.sh build|test|bench|deb - make sure the Debian packages Sluice needs are
 # installed. As root, installs what is missing with apt-get; otherwise prints
 # the exact apt-get line and fails, so nothing is silently skipped.

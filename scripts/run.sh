@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # run.sh BUILD_DIR - `make run`: start sluiced with the example configuration
 # in the foreground; until the daemon exists, list what was built.
 set -euo pipefail

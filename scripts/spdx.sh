@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # spdx.sh [--check] - the licence header on every source file git tracks:
 #
 #   SPDX-License-Identifier: BSD-2-Clause

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * main.c - sluiced's command line: read the configuration, then either test
  * it (-t) or run the server. Everything else lives in server.c and below.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * protocols.c - the server's registration: which protocols sluiced speaks
  * (in sniffing order) and which route tables its HTTP router serves. The

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sluice_int.h - the few internals of libsluice that the layers built on it
  * need, and nothing more (internal; not installed).

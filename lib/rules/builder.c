@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * builder.c - collect rules texts (files, then database rows), report every
  * diagnostic, and compile them into one immutable sl_rules snapshot.

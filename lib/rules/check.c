@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * check.c - sl_limiter_check(): resolve every descriptor of a request with
  * the rules, apply Envoy's `replaces` across the request's descriptors and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * descriptor.c - compile the YAML documents of one rules text into domains:
  * `domain`, nested `descriptors` with `key`, `value` (exact, or with '*'

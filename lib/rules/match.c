@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * match.c - resolve one request descriptor to the rule that applies, the
  * Envoy way: the rule must have the same depth as the descriptor; at each

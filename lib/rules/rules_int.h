@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_int.h - the internal shape of rules: the YAML node tree with
  * positions, the compiled descriptor tree of one domain, and the snapshot.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin.c - the admin room's route table and its JSON answers. The
  * endpoints themselves are in admin_rules.c, admin_config.c and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin.h - the admin room (internal): the operator endpoints of the HTTP
  * API that change or show the server itself - the rules database

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin_config.c - what the server runs with: GET /v1/config, the
  * configuration in force as JSON (secrets left out: only whether a token

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin_ks.c - the kill-switch endpoints of the admin API:
  *   GET /v1/killswitch   -> {"switches":[{"domain":"api","mode":"shadow"}, ...]}

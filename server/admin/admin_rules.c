@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin_rules.c - the rules database through the admin API: list (GET
  * /v1/rules), add (POST /v1/rules {"id", "yaml"}), replace (PUT

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * config.c - sluiced's YAML configuration: a table of keys (dotted paths)
  * with their type, default and meaning, a walk over the YAML document that

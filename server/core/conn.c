@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * conn.c - one client connection: reading into a reused buffer, sniffing
  * the protocol, handing whole frames to it, and writing replies in request

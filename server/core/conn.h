@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * conn.h - the connection API that protocols and the worker use (internal).
  * Types and the buffering model are in conn-t.h; the protocol side of the

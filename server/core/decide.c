@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * decide.c - the one decision path (decide.h): kill switches, the store
  * call, the metrics, then the protocol's callback.

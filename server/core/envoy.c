@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * envoy.c - a decision in Envoy's rate limit API's terms (envoy.h): units,
  * codes, current_limit, remaining and reset, for every protocol that

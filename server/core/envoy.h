@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * envoy.h - what a decision means in Envoy's rate limit API
  * (envoy.service.ratelimit.v3), shared by every protocol that speaks it:

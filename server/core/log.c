@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * log.c - one line per event on stderr: "2026-01-02T03:04:05.678Z info msg".
  * Each line goes out in one write(2) so lines from workers never interleave.

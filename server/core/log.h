@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * log.h - sluiced's log: one line per event on stderr, with a UTC time and a
  * level (internal). It does not rotate, buffer or ship logs anywhere: the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * metrics.c - the counting side of the metrics registry: one block of
  * counters per worker, written by that worker alone.

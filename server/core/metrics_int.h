@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * metrics_int.h - the registry's layout, shared by metrics.c (counting)
  * and metrics_render.c (scraping). Internal to those two files; callers use

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * metrics_render.c - the scraping side of the metrics registry: sums every
  * worker's counters and writes the Prometheus text exposition format.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * privdrop.c - giving up root once the listening sockets are bound: a
  * sluiced started as root (to bind a port below 1024, say) switches to

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * privilege.c - the admin privilege (privilege.h): the listener rule and a
  * constant-time comparison of the token. It does not parse any protocol's

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proto-t.h - the types of the per-protocol interface of sluiced (internal).
  *

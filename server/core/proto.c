@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proto.c - the sniffing of a connection's first bytes (as memcached's
  * try_read_command_negotiate does) over the registered protocols, and the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proto.h - the protocols sluiced speaks and the sniffing that picks one
  * for a new connection (internal). Types in proto-t.h.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * server-t.h - the types of the whole daemon: configuration, the shared
  * limiter and rules slot, the workers, and the main thread's signal and file

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * server.c - the daemon as a whole: the shared limiter (its table's secret
  * drawn from the kernel), the first rules snapshot, the listening sockets,

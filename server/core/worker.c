@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * worker.c - one worker: a thread running its own libuv loop over its own
  * SO_REUSEPORT listening sockets (the kernel spreads connections between

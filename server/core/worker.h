@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * worker.h - starting and stopping workers, and what a protocol may ask its
  * worker for (internal). Types in worker-t.h.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * grpc-t.h - the types of sluiced's gRPC room (internal): its
  * configuration section and one connection's state. Prototypes in grpc.h.

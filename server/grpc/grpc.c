@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * grpc.c - gRPC as a sluiced protocol: sniffing the HTTP/2 client preface,
  * one HTTP/2 session (h2.h) per connection fed from the core's input

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * grpc.h - sluiced's gRPC room (internal): the listener protocol `grpc`
  * (HTTP/2 with prior knowledge, recognised by its client preface), its

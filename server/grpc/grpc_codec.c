@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * grpc_codec.c - protobuf-c over sluiced's own .proto files (generated at
  * build time from server/grpc/proto/) for the rate limit and health

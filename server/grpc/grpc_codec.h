@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * grpc_codec.h - the protobuf messages of sluiced's gRPC services
  * (internal): Envoy's RateLimitRequest decoded into the request the one

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * grpc_config.c - the `grpc:` configuration section (config.h): its keys
  * with their defaults and meanings, checked once the file is read. It

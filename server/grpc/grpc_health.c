@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * grpc_health.c - grpc.health.v1.Health/Check for the whole server ("")
  * and for envoy.service.ratelimit.v3.RateLimitService: SERVING exactly

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * grpc_rls.c - envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit:
  * decode the RateLimitRequest (grpc_codec.c), decide it on the one

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * h2-t.h - the types of gRPC over HTTP/2 as sluiced's h2 layer speaks it
  * (internal): the limits a session enforces, the calls it hands up and

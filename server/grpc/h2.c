@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * h2.c - one HTTP/2 server session on nghttp2, bytes in and bytes out
  * (h2.h): the preface and whole-frame feeding, SETTINGS, the budget of

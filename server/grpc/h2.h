@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * h2.h - gRPC over HTTP/2 (cleartext, prior knowledge) on nghttp2, as a
  * pure byte-in, byte-out session (internal): it frames and unframes gRPC

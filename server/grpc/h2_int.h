@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * h2_int.h - what h2.c (the session) and h2_stream.c (one call's stream)
  * share; nothing else includes it. The public face is h2.h.

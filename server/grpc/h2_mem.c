@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * h2_mem.c - size-class free lists for one nghttp2 session (h2_mem.h).
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * h2_mem.h - the allocator one HTTP/2 session's nghttp2 uses (internal):
  * blocks in power-of-two size classes, kept on per-class free lists when

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * h2_stream.c - one gRPC call on an HTTP/2 stream (h2.h): its headers
  * (:method, :path, content-type, grpc-timeout, the header list's size),

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http1.c - HTTP/1.1 as a sluiced protocol: sniffing by the method token,
  * framing with Debian's http-parser, keep-alive and pipelining (answers go

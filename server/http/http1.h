@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http1.h - HTTP/1.1 for sluiced (internal): one parsed request as the
  * endpoints see it, and how they answer. The protocol itself (sniffing,

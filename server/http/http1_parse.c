@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http1_parse.c - frames one HTTP/1.1 request with Debian's http-parser:
  * head size limit, body size limit (Content-Length and chunked), request

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http1_parse.h - framing of one HTTP/1.1 request (internal), separate from
  * the connection so that it can be tested and fuzzed on its own.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_api.c - the endpoints of sluiced's HTTP API (docs/http.md), as a
  * table of (method, path, handler): the check endpoints (POST /json, POST

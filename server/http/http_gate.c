@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_gate.c - the admin endpoints' gate: listener check and bearer token
  * (http_gate.h). The token compare takes the same time whatever the first

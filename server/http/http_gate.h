@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_gate.h - who may call the admin endpoints (internal): the listener
  * must serve them (config: the `admin: true` listener, or loopback listeners

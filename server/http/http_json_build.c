@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json_build.c - writes the JSON answers of the check endpoints
  * (Envoy's RateLimitResponse, the native check answer, errors) straight

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json_int.h - what the http_json*.c files share (internal to them):
  * parsing into an arena. Nothing outside those files

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json_message.c - the human sentence that explains a denial, as in
  * "rate limit 'api.user' exceeded: 100 per 1m; retry in 12 s".

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json_parse.c - turns the JSON check bodies (Envoy's RateLimitRequest,
  * the native /v1/check body) into an sl_request.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy-t.h - the types of the proxy room (internal): its configuration
  * (routes and their upstreams), the per-worker state (upstream servers'

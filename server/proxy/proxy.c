@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy.c - the protocol `proxy`: a client connection's requests, one at a
  * time. A request's head is parsed strictly and routed, the gate

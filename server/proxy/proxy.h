@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy.h - the proxy room as the server registers it (internal): the
  * protocol `proxy` (a reverse proxy for HTTP/1.1 in front of API servers)

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_chunk.c - the chunked transfer coding, decoded one byte of framing
  * at a time and one run of data at a time (proxy_chunk.h). A state per

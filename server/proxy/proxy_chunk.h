@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_chunk.h - an incremental, strict decoder of the chunked transfer
  * coding (internal), fed the bytes of a body as they arrive, in pieces of

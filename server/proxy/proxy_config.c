@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_config.c - the `proxy:` configuration section: the defaults every
  * route inherits (a key table, printed by --help), the list of routes with

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_gate.c - the gate of the proxy's traffic path (proxy_gate.h):
  * today every request is forwarded and nothing is kept per request. This

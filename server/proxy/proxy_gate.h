@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_gate.h - the seam where limiting enters the proxy's traffic path
  * (internal). Today the gate forwards everything; limiting (descriptors

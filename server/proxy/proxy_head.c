@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_head.c - the heads written to the other side: the request for the
  * upstream and the response for the client, each the original's headers

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_int.h - what the proxy room's files call of each other (internal
  * to server/proxy/). Types in proxy-t.h. Everything runs on one worker's

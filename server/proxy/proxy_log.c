@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_log.c - the access log: one line per proxied request on stdout,
  * written with one write(2) so lines from workers never interleave, in

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_parse.c - the proxy's strict HTTP/1.1 head parser (proxy_parse.h):
  * lines must end in CRLF, header names are tokens followed directly by a

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_parse.h - strict parsing of one HTTP/1.1 message head (a client's
  * request or an upstream's response) for the proxy (internal).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_pool.c - the proxy's state on one worker: every route's servers as
  * this worker sees them (round robin, passive health as nginx's max_fails

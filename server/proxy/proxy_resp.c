@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_resp.c - an upstream's response on its way to the client: its
  * head parsed strictly (a broken one is a 502 and both connections

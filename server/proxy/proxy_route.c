@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_route.c - which route a request takes: the first, in the order
  * configured, whose host, path prefix and methods all match. Pure. It

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proxy_up.c - one connection to an upstream server: connecting, writing
  * what the exchange queues (the syscall tried at once, the rest handed to

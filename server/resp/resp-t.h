@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp-t.h - the types the RESP protocol files share (internal): the
  * per-connection state, an asynchronous operation in flight, and one row of

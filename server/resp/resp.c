@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp.c - the RESP2 protocol: sniffing, the loop over pipelined commands,
  * and dispatch through the command table (valkey's command table, not a

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp_conn.c - the connection commands that Redis clients send on connect
  * or for housekeeping: PING, ECHO, HELLO, AUTH, CLIENT, SELECT, COMMAND,

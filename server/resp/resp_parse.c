@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp_parse.c - RESP2 request parsing: `*N\r\n` then N `$LEN\r\n...\r\n`
  * bulk strings, or one inline line of space-separated words.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp_parse.h - the RESP2 request parser (internal): one command, sent as
  * an array of bulk strings (what every client library sends) or as an

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """grpc_client.py - what the gRPC tests share: the messages, compiled from
 sluiced's own .proto files with Debian's protoc (--python_out) into a
 temporary directory; python3-grpcio callables for ShouldRateLimit and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """grpc_fixtures.py - the real sluiced with a gRPC listener, for the tests
 of this directory (imported by them: a conftest.py here would shadow
 tests/integration's, which this reuses).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_grpc_bad.py - bad input on the gRPC listener, each refused with the
 right HTTP/2 or gRPC error while other connections are served: garbage
 after the preface, a 16 MB message, a malformed protobuf, an unknown

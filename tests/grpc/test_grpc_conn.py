@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_grpc_conn.py - the gRPC listener as a connection: health checking,
 one port shared with RESP and HTTP/1.1, 100 concurrent streams on one
 connection, flow control (a client that stops reading is held to its

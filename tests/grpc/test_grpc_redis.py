@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_grpc_redis.py - gRPC with the Redis store when Redis stops
 answering (a redis-server started here and frozen with SIGSTOP, killed by
 PID at the end): every call is answered by its domain's failure policy

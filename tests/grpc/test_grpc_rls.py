@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_grpc_rls.py - ShouldRateLimit over gRPC answers exactly as POST
 /json does: the real sluiced (test clock), called with python3-grpcio, and
 every answer compared field by field with /json's answer to the same

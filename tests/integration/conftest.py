@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """conftest.py - start the real sluiced for integration tests.
 
 The `sluiced` fixture is a factory: each call writes a temporary config and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """conftest_http.py - start the real sluiced with HTTP/1.1 enabled.
 
 The `http_sluiced` fixture is a factory like conftest's `sluiced`: each call

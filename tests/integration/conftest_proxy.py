@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """conftest_proxy.py - real upstreams and the real sluiced in proxy mode.
 
 `upstream` starts proxy_upstream.py (its own process, on a free loopback

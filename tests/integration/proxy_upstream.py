@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """proxy_upstream.py PORT - a small HTTP/1.1 server for the proxy tests,
 run as its own process (so a test can kill and restart it by PID). It
 speaks keep-alive, Content-Length and chunked bodies both ways, and

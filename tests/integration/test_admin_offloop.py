@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_admin_offloop.py - admin writes do not hold up checks.
 
 The admin API's rules writes (SQLite, which may wait for a lock, the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_conn_limits.py - memory per connection is bounded in size and in time.
 
 Each case is asserted through the counters sluiced keeps (/metrics), never

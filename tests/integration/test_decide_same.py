@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_decide_same.py - one decision path: a kill switch and shadow mode act
 the same through RESP and HTTP, for check, peek and acquire.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_nginx.py - nginx (Debian's, started on loopback by the test) in
 front of a tiny upstream, asking sluiced through auth_request against
 GET /v1/auth, as docs/integrations.md describes. auth_request only

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_privdrop.py - started as root, sluiced gives up root once its
 listeners are bound (server.user), and says so loudly when it is left
 running as root. (Run by a user other than root, it keeps its uid and

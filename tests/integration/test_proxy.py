@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_proxy.py - sluiced as a reverse proxy in front of a real upstream
 (proxy_upstream.py), driven by curl and Python's http.client: methods with
 and without bodies, the headers it adds and drops, keep-alive reuse,

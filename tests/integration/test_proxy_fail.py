@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_proxy_fail.py - the proxy when things go wrong: an upstream that is
 down (502), slow (504 after the route's read_timeout), restarted (the
 keep-alive pool recovers), a failing server skipped for fail_timeout and

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_proxy_stream.py - 1 GB through the proxy each way, streamed: the
 upload is generated on the fly by the client (nothing is written to disk),
 the download by the upstream, and sluiced's resident memory (VmRSS from

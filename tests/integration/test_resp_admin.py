@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_resp_admin.py - state-changing operator commands need the admin
 privilege on RESP as on HTTP.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """SL.* commands against rules: check, several descriptors all-or-nothing,
 peek, reset, acquire/release, the test clock moving a window, and argument
 errors answered without closing the connection."""

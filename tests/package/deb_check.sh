@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # deb_check.sh contents|lintian SOURCE_DIR DEB_DIR VERSION WITH_MODULE
 # The packages `make deb` left in DEB_DIR (the test package_deb_build makes
 # them once; the two checks share them):

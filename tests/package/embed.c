@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * embed.c - a program embedding libsluice as a user would: built against the
  * installed sluice.h and library through pkg-config (tests/package/

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # install_check.sh SOURCE_DIR BUILD_DIR LIBDIR VERSION WITH_MODULE CC
 # `make install DESTDIR=<tmp> PREFIX=/usr` from BUILD_DIR (LIBDIR: the
 # configured CMAKE_INSTALL_LIBDIR; WITH_MODULE: 1 when the build has the

@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """man_check.py MANDIR SLUICED SLUICE SOURCE_DIR
 
 The man pages built in MANDIR (man1/, man5/, man8/):

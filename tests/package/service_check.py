@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """service_check.py UNIT_IN CONFIG SLUICED MANDIR
 
 sluiced.service and the configuration it starts with, without systemd

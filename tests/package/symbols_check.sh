@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # symbols_check.sh HEADER LIBRARY CC - the shared library exports exactly the
 # functions HEADER declares: no internal symbol leaks into the ABI, and no
 # declared function is missing or hidden. The declarations are read by the

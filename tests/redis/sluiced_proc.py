@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """sluiced_proc.py - a real sluiced process for the end-to-end tests of the
 Redis store (tests/redis/test_daemon_redis.py) and of Redis Cluster
 (tests/redis_cluster/test_cluster_daemon.py).

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_cluster_daemon.py - sluiced on a real Redis Cluster , end to end.
 
 Real processes only: a 3-master Redis Cluster started here on free loopback

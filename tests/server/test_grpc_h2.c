@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_grpc_h2.c - the gRPC room's pure layers without a socket: the
  * protobuf codec (RateLimitRequest into the decision path's request with

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_http_h1parse.c - framing of one HTTP/1.1 request: complete and
  * incomplete heads and bodies, pipelined requests taken one at a time,

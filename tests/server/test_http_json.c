@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_http_json.c - the JSON bodies: Envoy RateLimitRequest parsing (both
  * field spellings, hits_addend rules, overrides), the native check body,

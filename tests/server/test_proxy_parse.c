@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_proxy_parse.c - the proxy's strict head parser and chunked decoder:
  * a table of request and response heads with what each must give (its

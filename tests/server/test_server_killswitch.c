@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_server_killswitch.c - the kill-switch table (killswitch.c) and the
  * admin token compare (http_gate.c): modes per domain and for "*", removal,

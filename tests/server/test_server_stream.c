@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_server_stream.c - the connection's streaming calls (conn.h), for
  * protocols that forward bodies as they arrive: a held connection reads

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_rules_check.c - sl_limiter_check over rules: replaces, unlimited,
  * shadow_mode, quota_mode and several limits on one descriptor, decided by
