@@ -301,7 +301,7 @@ int main(int argc, char **argv)
     for (;;) {
         int64_t now = now_ns(), next = end;
         if (now >= end)
-            break;
+            break; /* then the answers still due are waited for below */
         for (int i = 0; i < g.conns; i++) {
             if (send_due(&conns[i], now, interval) != 0) {
                 fprintf(stderr, "oload: send failed\n");
@@ -329,6 +329,20 @@ int main(int argc, char **argv)
                     return 1;
                 }
             }
+        }
+    }
+    /* Send nothing more; give the answers still due up to 5 s to arrive. */
+    for (int64_t stop = now_ns() + 5000000000LL; g.answered < g.sent && now_ns() < stop;) {
+        int n = epoll_wait(ep, evs, 64, 100);
+        int64_t now = now_ns();
+        for (int k = 0; k < n; k++) {
+            struct conn *c = evs[k].data.ptr;
+            ssize_t r = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
+            if (r <= 0)
+                continue;
+            c->in_len += (size_t)r;
+            if (parse_answers(c, now, true) != 0)
+                return 1;
         }
     }
     double secs = g.seconds + g.warmup;
