@@ -2,7 +2,8 @@
  * fuzz_http1.c - libFuzzer driver for HTTP/1.1 request framing: the input is
  * a byte stream on one connection, framed request after request as sluiced
  * does. A taken request must lie inside the input and keep the body cap;
- * a refusal must carry its status. It does not route requests.
+ * a refusal must carry its status; every header of a taken request lies
+ * inside it. It does not route requests.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,11 +19,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *p = (const char *)data;
     struct sl__h1_req r;
     struct sl__h1_status st;
+    struct sl_str hn, hv;
     ssize_t n;
 
     while (size > 0 && (n = sl__h1_parse(p, size, body, sizeof(body), &r, &st)) > 0) {
         CHECK((size_t)n <= size && r.body.len <= sizeof(body));
         CHECK(r.path.p >= p && r.path.p + r.path.len <= p + n);
+        for (size_t at = 0; (at = sl__h1_header_next(&r, at, &hn, &hv)) != 0;)
+            CHECK(hn.p >= p && hn.len > 0 && hv.p + hv.len <= p + n);
         p += n;
         size -= (size_t)n;
     }

@@ -1,7 +1,8 @@
 /*
  * http1_parse.c - frames one HTTP/1.1 request with Debian's http-parser:
  * head size limit, body size limit (Content-Length and chunked), request
- * target split, keep-alive, Expect: 100-continue.
+ * target split, keep-alive, Expect: 100-continue. The head is first read
+ * strictly (http1_head.c): http-parser only frames what both agree on.
  *
  * Pure: no connection, no I/O, no allocation (the body goes into the
  * caller's buffer). A request is parsed only once complete, from its first
@@ -9,7 +10,6 @@
  */
 #include <limits.h>
 #include <string.h>
-#include <strings.h>
 
 #include <http_parser.h>
 
@@ -25,7 +25,7 @@ static ssize_t fail(struct sl__h1_status *st, int status, const char *why)
 struct parse {
     struct sl__h1_req *r;
     struct sl_str url;
-    bool in_auth, in_expect, expect_continue, complete, too_large;
+    bool complete, too_large;
     size_t max_body;
     struct sl__wr *body;
 };
@@ -38,25 +38,6 @@ static struct parse *P(http_parser *p)
 static int on_url(http_parser *p, const char *at, size_t len)
 {
     P(p)->url = (struct sl_str){at, len};
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t len)
-{
-    P(p)->in_auth = len == 13 && strncasecmp(at, "authorization", 13) == 0;
-    P(p)->in_expect = len == 6 && strncasecmp(at, "expect", 6) == 0;
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    struct parse *x = P(p);
-
-    if (x->in_auth)
-        x->r->authorization = (struct sl_str){at, len};
-    if (x->in_expect && len == 12 && strncasecmp(at, "100-continue", 12) == 0)
-        x->expect_continue = true;
-    x->in_auth = x->in_expect = false;
     return 0;
 }
 
@@ -92,8 +73,6 @@ static int on_message_complete(http_parser *p)
 
 static const http_parser_settings settings = {
     .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
     .on_message_complete = on_message_complete,
@@ -134,6 +113,7 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
     struct parse x = {.r = r, .max_body = max_body, .body = &w};
     http_parser p;
     size_t head = head_end(b, n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD), used;
+    bool expect_continue;
 
     memset(r, 0, sizeof(*r));
     memset(st, 0, sizeof(*st));
@@ -142,6 +122,8 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
             return -2;
         return fail(st, 431, "request head too large");
     }
+    if (sl__h1_check_head(b, head, r, &expect_continue, st) != 0)
+        return -1;
     sl__wr_init(&w, body, max_body);
     http_parser_init(&p, HTTP_REQUEST);
     p.data = &x;
@@ -153,7 +135,7 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
     if (p.upgrade)
         return fail(st, 400, "protocol upgrades are not supported");
     if (!x.complete) {
-        st->expect_continue = x.expect_continue;
+        st->expect_continue = expect_continue;
         return -2;
     }
     if (split_url(x.url, r) != 0)

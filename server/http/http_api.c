@@ -361,17 +361,21 @@ static void h_keys_delete(struct sl__conn *c, const struct sl__h1_req *r)
     query_op(c, r, OP_KEYS, SL__DECIDE_RESET);
 }
 
-/* A small admin body {"NAME": ...}: the member, or NULL with a 400 sent. */
+/* A small JSON body {"NAME": ...}: the member, or NULL with a 400 sent. */
 static cJSON *admin_body(struct sl__conn *c, const struct sl__h1_req *r, const char *name,
                          cJSON **doc)
 {
+    const char *bad = NULL;
     cJSON *v;
 
-    *doc = cJSON_ParseWithLength(r->body.p, r->body.len);
+    *doc = sl__json_parse_strict(r->body.p, r->body.len, &bad);
     v = *doc != NULL ? cJSON_GetObjectItemCaseSensitive(*doc, name) : NULL;
     if (v == NULL) {
         char why[80];
-        snprintf(why, sizeof(why), "expected a JSON object with \"%s\"", name);
+        if (bad != NULL)
+            snprintf(why, sizeof(why), "body: %s", bad);
+        else
+            snprintf(why, sizeof(why), "expected a JSON object with \"%s\"", name);
         respond_error(c, -1, r->keep_alive, 400, why);
     }
     return v;

@@ -300,6 +300,54 @@ static void test_native_errors(void **st)
     (void)st;
 }
 
+/* A body is one JSON value, read one way: nothing after it, no repeated
+ * member name anywhere (cJSON would take the first, other readers the
+ * last), no proto3 field given by both of its names. */
+static void test_one_reading_only(void **st)
+{
+    static const struct bad_case envoy_cases[] = {
+        {"{\"domain\":\"d\",\"descriptors\":[{}]}garbage", SL_EPARSE,
+         "something follows the value"},
+        {"{\"domain\":\"d\",\"descriptors\":[{}]} {}", SL_EPARSE, "something follows"},
+        {"{\"domain\":\"d\",\"domain\":\"e\",\"descriptors\":[{}]}", SL_EPARSE,
+         "repeats a member name"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"entries\":[{\"key\":\"k\",\"key\":\"j\"}]}]}",
+         SL_EPARSE, "repeats a member name"},
+        {"{\"domain\":\"d\",\"hits_addend\":1,\"hitsAddend\":9,\"descriptors\":[{}]}", SL_EINVAL,
+         "hits_addend: given twice"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"hits_addend\":1,\"hitsAddend\":0}]}", SL_EINVAL,
+         "descriptors[0]: given twice"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"limit\":{\"unit\":\"SECOND\","
+         "\"requests_per_unit\":1,\"requestsPerUnit\":5}}]}",
+         SL_EINVAL, "descriptors[0].limit: given twice"},
+    };
+    static const struct bad_case native_cases[] = {
+        {"{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\",\"u\":\"b\"}]}", SL_EPARSE,
+         "repeats a member name"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]}\n{}", SL_EPARSE,
+         "something follows the value"},
+    };
+    char big[8192];
+    size_t len =
+        (size_t)snprintf(big, sizeof(big), "{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]");
+
+    run_bad(envoy, envoy_cases, sizeof(envoy_cases) / sizeof(envoy_cases[0]));
+    run_bad(native, native_cases, sizeof(native_cases) / sizeof(native_cases[0]));
+    /* trailing whitespace is fine */
+    assert_int_equal(native("{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]} \r\n\t"), SL_OK);
+    sl__json_req_release(&req);
+    /* many members (checked by sorting): unique is fine, one repeat is not */
+    for (int i = 0; i < 200; i++)
+        len += (size_t)snprintf(big + len, sizeof(big) - len, ",\"x%d\":%d", i, i);
+    snprintf(big + len, sizeof(big) - len, "}");
+    assert_int_equal(native(big), SL_OK);
+    sl__json_req_release(&req);
+    snprintf(big + len, sizeof(big) - len, ",\"x7\":0}");
+    assert_int_equal(native(big), SL_EPARSE);
+    assert_non_null(strstr(req.error, "repeats a member name"));
+    (void)st;
+}
+
 /* ---------------------------------------------------------- answers */
 
 static struct sl_limit lim;
@@ -453,6 +501,7 @@ int main(void)
         cmocka_unit_test_teardown(test_arena_spill_and_no_arena, teardown),
         cmocka_unit_test_teardown(test_native_ok, teardown),
         cmocka_unit_test_teardown(test_native_errors, teardown),
+        cmocka_unit_test_teardown(test_one_reading_only, teardown),
         cmocka_unit_test(test_envoy_units),
         cmocka_unit_test(test_build_envoy),
         cmocka_unit_test(test_build_check_and_message),
