@@ -11,6 +11,7 @@
 #include "config.h"
 #include "log.h"
 #include "server.h"
+#include "token.h"
 
 static void usage(FILE *f)
 {
@@ -79,6 +80,11 @@ int main(int argc, char **argv)
     if (path == NULL)
         sl__config_finish(&cfg);
     sl__log_set_level(cfg.log_level);
+    if (sl__token_load(&cfg, !test, err, sizeof(err)) != SL_OK) {
+        fprintf(stderr, "%s\n", err);
+        sl__config_free(&cfg);
+        return 1;
+    }
     if (test) {
         int r = sl__server_test_config(&cfg);
         fprintf(stderr, "sluiced: configuration %s %s\n", path ? path : "(defaults)",
