@@ -479,6 +479,31 @@ static void test_build_check_and_message(void **st)
     (void)st;
 }
 
+/* on_unmatched: deny - a denial without a limit, said as such in both APIs. */
+static void test_build_unmatched(void **st)
+{
+    struct sl_result r;
+    char buf[1024], msg[256];
+    size_t len;
+
+    one_status(&r, SL_DENY, "api.user", 100, 60 * SL_NS_PER_S);
+    r.statuses[0].d.verdict = SL_ALLOW; /* peeked: it would have allowed */
+    r.statuses[0].d.remaining = 7;
+    r.n_statuses = 2;
+    r.statuses[1].d.verdict = SL_DENY;
+    r.statuses[1].d.retry_after_ns = -1;
+    r.statuses[1].unmatched = true;
+    sl__json_deny_message(&r, msg, sizeof(msg));
+    assert_string_equal(msg, "descriptors[1] matches no rule, and its domain denies what no rule "
+                             "matches (on_unmatched: deny)");
+    assert_int_equal(sl__json_build_check(&r, buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, ",{\"decision\":\"deny\",\"limit\":null,\"unmatched\":true}]"));
+    assert_int_equal(sl__json_build_envoy(&r, buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, "{\"overallCode\":\"OVER_LIMIT\",\"statuses\":[{\"code\":\"OK\""));
+    assert_non_null(strstr(buf, ",{\"code\":\"OVER_LIMIT\"}]}"));
+    (void)st;
+}
+
 static void test_build_error(void **st)
 {
     char buf[64];
@@ -505,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_envoy_units),
         cmocka_unit_test(test_build_envoy),
         cmocka_unit_test(test_build_check_and_message),
+        cmocka_unit_test(test_build_unmatched),
         cmocka_unit_test(test_build_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
