@@ -260,6 +260,9 @@ struct sl_status {
     bool shadow_denied;           /* a shadow limit would have denied */
     bool unlimited;               /* the descriptor's rule is `unlimited` */
     bool detailed;                /* the descriptor's rule asks for detailed_metric */
+    /* No rule applies to the descriptor and its domain says on_unmatched:
+     * deny: denied (retry_after_ns -1: retrying does not help), limit NULL. */
+    bool unmatched;
 };
 
 /* Concurrency leases taken by one request, as one printable token (hex and
