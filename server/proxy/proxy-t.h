@@ -22,6 +22,7 @@
 
 #include "conn-t.h"
 #include "proxy_chunk.h"
+#include "proxy_limit-t.h"
 #include "proxy_parse.h"
 
 #define SL__PROXY_MAX_SERVERS 32 /* per upstream: a bitmask of those tried */
@@ -55,11 +56,12 @@ struct sl__proxy_route {
     char *methods[SL__PROXY_MAX_METHODS];
     size_t n_methods; /* 0: any method */
     struct sl__proxy_upstream up;
-    int64_t connect_timeout_ms; /* to open a connection to a server */
-    int64_t read_timeout_ms;    /* between two reads of the response */
-    int64_t send_timeout_ms;    /* between two writes that make progress */
-    size_t max_body_bytes;      /* request body; 0 unlimited */
-    size_t line, col;           /* where it was configured, for messages */
+    int64_t connect_timeout_ms;  /* to open a connection to a server */
+    int64_t read_timeout_ms;     /* between two reads of the response */
+    int64_t send_timeout_ms;     /* between two writes that make progress */
+    size_t max_body_bytes;       /* request body; 0 unlimited */
+    struct sl__proxy_limits lim; /* what limits its requests (proxy_limit_config.c) */
+    size_t line, col;            /* where it was configured, for messages */
 };
 
 /* The `proxy:` section (proxy_config.c). */
@@ -71,6 +73,15 @@ struct sl__proxy_config {
     unsigned keepalive;
     int64_t keepalive_timeout_ms; /* an idle upstream connection is closed after this */
     char *via;                    /* the pseudonym in Via headers */
+    /* the routes' limits: defaults, and where the client's address comes from */
+    int64_t max_delay_ms;
+    uint32_t max_queue;
+    unsigned deny_status;
+    unsigned deny_body; /* enum sl__proxy_deny_body */
+    char *deny_text;
+    unsigned client_header; /* enum sl__proxy_client_header */
+    struct sl__proxy_cidr *trusted;
+    size_t n_trusted;
     struct sl__proxy_route *routes;
     size_t n_routes;
 };

@@ -6,6 +6,10 @@
 #ifndef SL_PROXY_INT_H
 #define SL_PROXY_INT_H
 
+#include <stdio.h>
+
+#include <yaml.h>
+
 #include "config-t.h"
 #include "proxy-t.h"
 
@@ -13,6 +17,28 @@
  * other connection's reading) until it has drained: the bound on what one
  * exchange buffers in each direction, however large the body. */
 #define SL__PROXY_HIGH (256u << 10)
+
+/* ------------------------------------------------------------ proxy_limit_config.c */
+
+struct sl__config_ctx;
+extern const char *const sl__proxy_deny_body_names[];     /* enum sl__proxy_deny_body */
+extern const char *const sl__proxy_client_header_names[]; /* enum sl__proxy_client_header */
+
+/* A route's limits before its keys are read (every value unset). */
+void sl__proxy_limit_init(struct sl__proxy_limits *l);
+/* One route key `key` if it is a limiting one: 0 read, 1 not one of
+ * them, -1 after sl__config_fail(). */
+int sl__proxy_limit_key(struct sl__config_ctx *x, struct sl__proxy_limits *l, const char *key,
+                        yaml_node_t *v);
+/* Unset values from the section (and http.headers) once the file is
+ * read; SL_EINVAL with *why when the route's limits cannot work. */
+int sl__proxy_limit_complete(const struct sl__proxy_config *pc, unsigned http_headers,
+                             struct sl__proxy_limits *l, const char **why);
+void sl__proxy_limit_free(struct sl__proxy_limits *l);
+/* proxy.trusted_proxies: a list of addresses and CIDR ranges. */
+int sl__proxy_trusted_load(struct sl__config_ctx *x, struct sl__proxy_config *pc, yaml_node_t *v);
+/* --help lines for what the key table cannot print. */
+void sl__proxy_limit_help(FILE *out);
 
 /* ------------------------------------------------------------ proxy_route.c */
 
