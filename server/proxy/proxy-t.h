@@ -90,6 +90,24 @@ struct sl__proxy_config {
 
 struct sl__proxy_up;
 struct sl__proxy_x;
+struct sl__proxy_greq;     /* the gate's state of one request (proxy_gate.c) */
+struct sl__proxy_gscratch; /* the gate's per-worker scratch (proxy_gate.c) */
+
+/* Requests of one route held for their delay, in the order they leave. */
+struct sl__proxy_queue {
+    struct sl__proxy_greq *head, *tail;
+    uint32_t n;
+};
+
+/* The gate's state on one worker (proxy_gate.c). */
+struct sl__proxy_gate_w {
+    uv_timer_t timer;               /* the next departure from a queue */
+    struct sl__proxy_queue *queues; /* one per route */
+    size_t n_queued;                /* over every route */
+    size_t n_busy;                  /* store calls (decisions, releases) not answered yet */
+    struct sl__proxy_greq *free;    /* per-request states, reused */
+    struct sl__proxy_gscratch *scratch;
+};
 
 /* One configured server of one route, as one worker sees it. */
 struct sl__proxy_peer {
@@ -116,6 +134,8 @@ struct sl__proxy_worker {
     bool tick_closed;
     bool log_wanted;        /* log.access is on: keep referer and user agent */
     struct sl__buf scratch; /* heads written to a client (copied at once), reused */
+    struct sl__proxy_gate_w gate;
+    unsigned closing; /* handles being closed before the state is freed */
 };
 
 /* ------------------------------------------------------------ upstream connection */
@@ -170,6 +190,7 @@ struct sl__proxy_acc {
     int64_t up_start_ms;  /* loop time forwarding started, -1 never */
     int64_t up_head_ms;   /* loop time the response head arrived, -1 never */
     const char *upstream; /* server name, or NULL */
+    const char *decision; /* the limits' verdict (static): "allow", "deny", ...; NULL none */
 };
 
 struct sl__proxy_x {
@@ -215,8 +236,9 @@ struct sl__proxy_x {
     int64_t client_ms; /* last progress with the client */
 
     struct sl__proxy_acc acc;
-    void *gate;              /* the gate's own state for this request (proxy_gate.h) */
-    struct sl__proxy_head h; /* scratch: the head being parsed */
+    struct sl__proxy_greq *gate; /* the gate's own state for this request (proxy_gate.h) */
+    struct sl_str resp_hdrs;     /* header lines the gate adds to the response */
+    struct sl__proxy_head h;     /* scratch: the head being parsed */
 
     struct sl__proxy_x *prev, *next; /* the worker's active list */
     bool in_active;

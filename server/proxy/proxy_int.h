@@ -73,14 +73,32 @@ struct sl__proxy_rfwd {
     bool close;                     /* Connection: close */
     bool keep_alive10;              /* Connection: keep-alive to an HTTP/1.0 client */
     bool upgrade;                   /* a 101: pass Upgrade and Connection: upgrade */
+    struct sl_str extra; /* header lines to add ("Name: v\r\n"...); replace the upstream's
+                          * rate-limit headers */
 };
 
 /* The response head for the client into `out` (appended). */
 void sl__proxy_resp_head(struct sl__buf *out, const struct sl__proxy_head *h,
                          const struct sl__proxy_rfwd *f);
 
-/* A response the proxy makes itself (errors): JSON body {"error": why}. */
+/* A response the proxy makes itself. */
+struct sl__proxy_local {
+    int status;
+    const char *type;      /* Content-Type */
+    struct sl_str headers; /* more header lines, each ending in CRLF */
+    struct sl_str body;
+    bool close;   /* Connection: close */
+    bool no_body; /* an answer to HEAD: Content-Length as if, no body */
+};
+void sl__proxy_local_resp(struct sl__buf *out, const struct sl__proxy_local *l);
+
+/* An error response of the proxy's own: JSON body {"error": why}. */
 void sl__proxy_local_head(struct sl__buf *out, int status, bool close, const char *why);
+/* That body into buf[0..cap); its length (0 if it did not fit). */
+size_t sl__proxy_error_body(char *buf, size_t cap, const char *why);
+
+/* The reason phrase of `status` ("Too Many Requests"). */
+const char *sl__proxy_reason(int status);
 
 /* ------------------------------------------------------------ proxy_pool.c */
 
@@ -124,6 +142,8 @@ void sl__proxy_active_remove(struct sl__proxy_worker *pw, struct sl__proxy_x *x)
  * now finish stopping. (sl__proxy_worker_get's caller counts n_xs up.) */
 void sl__proxy_worker_up_gone(struct sl__proxy_worker *pw);
 void sl__proxy_worker_x_gone(struct sl__proxy_worker *pw);
+/* ... or the gate's last store call was answered. */
+void sl__proxy_worker_maybe_free(struct sl__proxy_worker *pw);
 
 /* The room's worker_stop (proto-t.h). */
 void sl__proxy_worker_stop(struct sl__worker *w);
@@ -171,6 +191,17 @@ void sl__proxy_forward(struct sl__proxy_x *x);
 /* Answer the request locally with an error (status, sentence) instead of,
  * or after a failure of, forwarding; closes what must close. */
 void sl__proxy_answer(struct sl__proxy_x *x, int status, const char *why);
+
+/* Answer the request locally with `l` (its close and no_body are set
+ * here); the same rules as sl__proxy_answer. */
+void sl__proxy_answer_local(struct sl__proxy_x *x, struct sl__proxy_local *l);
+
+/* The client went away while its request was held or waiting for a
+ * response: end the exchange as 499 (nothing is sent). */
+void sl__proxy_client_gone(struct sl__proxy_x *x);
+
+/* Has the client closed or reset its connection? */
+bool sl__proxy_client_left(const struct sl__proxy_x *x);
 
 /* The exchange is over (response written or given up): release the
  * upstream connection, log, tell the gate, and let the client connection

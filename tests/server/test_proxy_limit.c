@@ -3,8 +3,8 @@
  * addresses as forwarding headers write them, CIDR ranges and prefix
  * masks (an IPv6 /64 and an IPv4 /24), the client found behind trusted
  * proxies in X-Forwarded-For and Forwarded (spoofed entries on the left
- * ignored), and the descriptors Envoy's actions build from a request
- * head. Tables of cases.
+ * ignored), the descriptors Envoy's actions build from a request head,
+ * and the wait a denial's sentence names. Tables of cases.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "proxy_addr.h"
+#include "proxy_deny.h"
 #include "proxy_descr.h"
 #include "proxy_parse.h"
 
@@ -190,8 +191,7 @@ static const struct client_case clients[] = {
     {"10.0.0.1", "Forwarded: for=6.6.6.6, for=198.51.100.2;proto=https, for=10.0.0.9\r\n",
      SL__PROXY_FORWARDED, "198.51.100.2"},
     {"10.0.0.1", "Forwarded: for=\"6.6.6.6, for=10.0.0.2\"\r\n", SL__PROXY_FORWARDED, "10.0.0.1"},
-    {"10.0.0.1", "Forwarded: proto=http;for=198.51.100.3\r\n", SL__PROXY_FORWARDED,
-     "198.51.100.3"},
+    {"10.0.0.1", "Forwarded: proto=http;for=198.51.100.3\r\n", SL__PROXY_FORWARDED, "198.51.100.3"},
     {"10.0.0.1", "Forwarded: for=unknown\r\n", SL__PROXY_FORWARDED, "10.0.0.1"},
     {"10.0.0.1", "Forwarded: for=_hidden, for=10.0.0.2\r\n", SL__PROXY_FORWARDED, "10.0.0.2"},
     /* IPv6: the trusted ::1 in front of clients of one /64 */
@@ -244,8 +244,10 @@ static struct sl__proxy_action a_masked = {
     .kind = SL__PA_MASKED_REMOTE, .key = "masked_remote_address", .v4_bits = 24, .v6_bits = 64};
 static struct sl__proxy_action a_key = {
     .kind = SL__PA_REQUEST_HEADERS, .key = "api_key", .header = "x-api-key"};
-static struct sl__proxy_action a_key_opt = {
-    .kind = SL__PA_REQUEST_HEADERS, .key = "api_key", .header = "x-api-key", .skip_if_absent = true};
+static struct sl__proxy_action a_key_opt = {.kind = SL__PA_REQUEST_HEADERS,
+                                            .key = "api_key",
+                                            .header = "x-api-key",
+                                            .skip_if_absent = true};
 static struct sl__proxy_action a_generic = {
     .kind = SL__PA_GENERIC_KEY, .key = "generic_key", .value = "edge"};
 static struct sl__proxy_action a_free = {.kind = SL__PA_HEADER_VALUE_MATCH,
@@ -332,9 +334,9 @@ static void test_descriptors(void **state)
                         "masked_remote_address=192.0.2.0/24");
     assert_string_equal(build(ONE(&a_masked), N(1), 1, GET "\r\n", "2001:db8:1:2:3::9"),
                         "masked_remote_address=2001:db8:1:2::/64");
-    assert_string_equal(build(ONE(&a_key), N(1), 1, GET "X-API-Key: k1\r\nx-api-key: k2\r\n\r\n",
-                              NULL),
-                        "api_key=k1");
+    assert_string_equal(
+        build(ONE(&a_key), N(1), 1, GET "X-API-Key: k1\r\nx-api-key: k2\r\n\r\n", NULL),
+        "api_key=k1");
     assert_string_equal(build(ONE(&a_generic), N(1), 1, GET "\r\n", NULL), "generic_key=edge");
     assert_string_equal(build(ONE(&a_path), N(1), 1, GET "\r\n", NULL), "path=/v1/items");
     assert_string_equal(build(ONE(&a_method), N(1), 1, GET "\r\n", NULL), "method=GET");
@@ -361,24 +363,48 @@ static void test_descriptors(void **state)
     /* repeated headers are matched joined with "," (as Envoy) */
     assert_string_equal(
         build(ONE(&a_free), N(1), 1, GET "X-Tier: free\r\nX-Tier: free\r\n\r\n", NULL), "");
-    assert_string_equal(build(ONE(&a_post_admin), N(1), 1,
-                              "POST /admin/x HTTP/1.1\r\nHost: a\r\n\r\n", NULL),
-                        "kind=admin_write");
-    assert_string_equal(build(ONE(&a_post_admin), N(1), 1,
-                              "GET /admin/x HTTP/1.1\r\nHost: a\r\n\r\n", NULL),
-                        "");
+    assert_string_equal(
+        build(ONE(&a_post_admin), N(1), 1, "POST /admin/x HTTP/1.1\r\nHost: a\r\n\r\n", NULL),
+        "kind=admin_write");
+    assert_string_equal(
+        build(ONE(&a_post_admin), N(1), 1, "GET /admin/x HTTP/1.1\r\nHost: a\r\n\r\n", NULL), "");
     assert_string_equal(build(ONE(&a_no_debug), N(1), 1, GET "\r\n", NULL), "debug=no");
     assert_string_equal(build(ONE(&a_no_debug), N(1), 1, GET "X-Debug: 1\r\n\r\n", NULL), "");
+}
+
+static void test_wait_text(void **state)
+{
+    static const struct {
+        int64_t ns;
+        const char *want;
+    } cases[] = {
+        {0, "1 second"},
+        {1, "1 second"},
+        {SL_NS_PER_S, "1 second"},
+        {SL_NS_PER_S + 1, "2 seconds"},
+        {119 * SL_NS_PER_S, "119 seconds"},
+        {120 * SL_NS_PER_S, "2 minutes"},
+        {150 * SL_NS_PER_S, "3 minutes"},
+        {7199 * SL_NS_PER_S, "120 minutes"},
+        {7200 * SL_NS_PER_S, "2 hours"},
+        {47 * 3600 * SL_NS_PER_S + 1, "48 hours"},
+        {48 * 3600 * SL_NS_PER_S, "2 days"},
+    };
+    char t[48];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sl__proxy_wait_text(cases[i].ns, t, sizeof(t));
+        assert_string_equal(t, cases[i].want);
+    }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ip_parse),
-        cmocka_unit_test(test_cidr),
-        cmocka_unit_test(test_cidr_has_and_mask),
-        cmocka_unit_test(test_client_behind_proxies),
-        cmocka_unit_test(test_descriptors),
+        cmocka_unit_test(test_ip_parse),          cmocka_unit_test(test_cidr),
+        cmocka_unit_test(test_cidr_has_and_mask), cmocka_unit_test(test_client_behind_proxies),
+        cmocka_unit_test(test_descriptors),       cmocka_unit_test(test_wait_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
