@@ -46,10 +46,12 @@ static const char *const hop[] = {"connection", "keep-alive",        "proxy-conn
                                   "trailer",    "transfer-encoding", "upgrade",          NULL};
 static const char *const merged[] = {"x-forwarded-for", "forwarded", "via", NULL};
 
-/* Named by one of the head's Connection headers (then hop-by-hop too). */
+/* Named by one of the head's Connection headers (then hop-by-hop too).
+ * Host never is: a request without it is not HTTP/1.1 (the upstream would
+ * refuse it), whatever a client lists. */
 static bool conn_named(const struct sl__proxy_head *h, struct sl_str name)
 {
-    if (!(h->flags & SL__PH_CONN_OTHER))
+    if (!(h->flags & SL__PH_CONN_OTHER) || sl__proxy_ieq(name, "host"))
         return false;
     for (unsigned i = 0; i < h->n_hdrs; i++)
         if (sl__proxy_ieq(h->hdrs[i].name, "connection") &&
