@@ -136,6 +136,6 @@ void sl__proxy_deny(const struct sl__proxy_limits *lim, const struct sl_result *
         .status = lim->deny_status,
         .type = types[lim->deny_body <= SL__PD_TEXT ? lim->deny_body : 0],
         .headers = {buf->p, hlen},
-        .body = {buf->p + hlen, buf->len - hlen},
+        .body = {buf->p != NULL ? buf->p + hlen : "", buf->len - hlen}, /* nothing appended */
     };
 }

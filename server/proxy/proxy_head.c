@@ -24,7 +24,8 @@ static void put(struct sl__buf *b, const char *s)
 
 static void put_str(struct sl__buf *b, struct sl_str s)
 {
-    sl__buf_append(b, s.p, s.len);
+    if (s.len > 0) /* an empty slice may have no pointer */
+        sl__buf_append(b, s.p, s.len);
 }
 
 static void put_u64(struct sl__buf *b, uint64_t v)
