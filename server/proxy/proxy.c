@@ -273,6 +273,7 @@ void sl__proxy_gate_resume(struct sl__proxy_x *x, enum sl__proxy_verdict v)
     if (x->phase != SL__PX_HELD)
         return;
     sl__proxy_active_add(x->pw, x);
+    x->client_ms = now_ms(x); /* a hold is not the client being slow */
     if (v == SL__PROXY_FORWARD)
         sl__proxy_forward(x);
     if (x->client_held && x->up != NULL) {
