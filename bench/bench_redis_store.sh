@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # bench_redis_store.sh BUILD_DIR - decisions/s with the Redis store # against the peer the issue names: a token bucket in Lua in the same
 # redis-server, driven directly by redis-benchmark (EVALSHA), same run.
 #   redis_lua_token_bucket_peer   the peer script, EVALSHA straight to Redis

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * cmd_simulate.c - `sluice simulate`: replay requests through rules offline
  * with the library's own limiter and table, the clock taken from the input

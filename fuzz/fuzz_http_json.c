@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fuzz_http_json.c - libFuzzer driver for the JSON check bodies: every input
  * goes through the Envoy and the native parser (with a small arena so both

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * report.c - how a descriptor's status is chosen among its limits'
  * decisions (docs/contracts.md §Decisions; declared in sluice_int.h).

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # fuzz.sh BUILD_DIR SECONDS - run every libFuzzer driver on its committed seed
 # corpus (fuzz/corpus/NAME) for SECONDS each; new inputs go to a scratch
 # directory, never into the committed corpus.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * kinds.c - the table of store kinds and store.h's functions over it: the
  * configuration of every kind (so `store.type` may come after a kind's

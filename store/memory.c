@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * memory.c - the memory store: decisions in this process's state table,
  * through the shared limiter, completed before the start call returns. It is

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * builder.c - collect rules texts (files, then database rows), report every
  * diagnostic, and compile them into one immutable sl_rules snapshot.
@@ -7,7 +9,8 @@
  * same (domain, descriptor path) as a file's replaces that descriptor's
  * limits and flags when it states a policy (rate_limit or limits), and its
  * children merge the same way, one level at a time; database texts are
- * applied in the order they were added, so a later row wins.
+ * applied in the order they were added, so a later row wins. A domain's
+ * on_unmatched is the last one stated.
  *
  * It does not match requests (match.c) nor publish snapshots (slot.c).
  */
@@ -371,6 +374,9 @@ static int merge_all(sl_rules_builder *b, sl_rules *r)
                 return SL_ENOMEM;
             for (size_t k = i + 1; k < j; k++)
                 roots[k - i - 1] = &b->doms[k]->root;
+            for (size_t k = i + 1; k < j; k++) /* a later text that says it wins */
+                if (b->doms[k]->unmatched != SL__UNMATCHED_UNSET)
+                    dom->unmatched = b->doms[k]->unmatched;
             rc = merge_into(&dom->root, roots, j - i - 1);
             free(roots);
         }

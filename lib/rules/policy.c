@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * policy.c - the limits of one descriptor: Envoy's `rate_limit` block (a
  * fixed window of one unit, epoch-aligned, month = 30 days, year = 365 days)

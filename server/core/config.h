@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * config.h - reading and checking sluiced's YAML configuration (internal).
  * The keys, their defaults and meanings are a table in config.c, printed by

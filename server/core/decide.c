@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * decide.c - the one decision path (decide.h): kill switches, the store
  * call, the metrics, then the protocol's callback.
@@ -183,4 +185,26 @@ void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const ch
     r = w->store->ops->release(w->store, lease, len, op->now_ns, on_store, op);
     if (r != SL_OK)
         on_store(op, SL_EINVAL, NULL);
+}
+
+#define SL__STR_(x) #x
+#define SL__STR(x)  SL__STR_(x)
+
+static const char caps_message[] =
+    "request above a cap: at most " SL__STR(SL_MAX_DESCRIPTORS) " descriptors of at most " SL__STR(
+        SL_MAX_ENTRIES) " entries, each descriptor's domain, keys and values under 1 KiB";
+
+const char *sl__decide_strerror(int err)
+{
+    switch (err) {
+    case SL_ETOOBIG:
+        return caps_message;
+    case SL_EFULL:
+        return "the state table is full and configured to refuse new keys; retry later";
+    case SL_ERANGE:
+        return "a number is out of range for the store (a cost of 2^31 or more with the Redis "
+               "store)";
+    default:
+        return sl_strerror(err);
+    }
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * decide.h - the one decision path of sluiced (internal).
  *
@@ -98,5 +100,10 @@ void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
  * err SL_OK, SL_ENOENT (nothing held) or SL_EINVAL (malformed). */
 void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
                         size_t len, sl__decide_done done);
+
+/* What to tell a client whose decision failed with `err` (a negative SL_E*
+ * code from the store): what was wrong and, where the client can fix it,
+ * how. The same words whatever the protocol. */
+const char *sl__decide_strerror(int err);
 
 #endif /* SL_SERVER_DECIDE_H */

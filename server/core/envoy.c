@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * envoy.c - a decision in Envoy's rate limit API's terms (envoy.h): units,
  * codes, current_limit, remaining and reset, for every protocol that
@@ -69,6 +71,8 @@ static void status_of(const struct sl_status *s, bool shadow, struct sl__envoy_s
         e->limit_remaining = UINT32_MAX;
         return;
     }
+    if (s->unmatched && (s->d.verdict == SL_DENY || (shadow && s->shadow_denied)))
+        e->code = SL__ENVOY_OVER_LIMIT; /* on_unmatched: deny; no limit to show */
     if (s->limit == NULL)
         return;
     if (s->d.verdict == SL_DENY || (shadow && s->shadow_denied))
@@ -164,4 +168,56 @@ void sl__envoy_answer(const struct sl__config *cfg, const struct sl_result *res,
     for (size_t i = 0; i < out->n; i++)
         status_of(&res->statuses[i], shadow, &out->st[i]);
     headers_of(cfg, res, now_ns, out);
+}
+
+uint64_t sl__envoy_request_hits(uint64_t hits_addend)
+{
+    return hits_addend == 0 ? 1 : hits_addend;
+}
+
+int sl__envoy_request_check(const struct sl_request *req, char *err, size_t cap)
+{
+    if (req->domain.len == 0) {
+        snprintf(err, cap, "domain: must not be empty");
+        return SL_EINVAL;
+    }
+    if (req->n_descriptors == 0) {
+        snprintf(err, cap, "descriptors: must not be empty");
+        return SL_EINVAL;
+    }
+    for (size_t i = 0; i < req->n_descriptors; i++) {
+        const struct sl_descriptor *d = &req->descriptors[i];
+        /* a descriptor without entries matches no rule: answered OK */
+        for (size_t j = 0; j < d->n_entries; j++) {
+            if (d->entries[j].key.len == 0) {
+                snprintf(err, cap, "descriptors[%zu].entries[%zu]: key must be a non-empty string",
+                         i, j);
+                return SL_EINVAL;
+            }
+        }
+    }
+    return SL_OK;
+}
+
+int sl__envoy_too_many(long descriptor, char *err, size_t cap)
+{
+    if (descriptor < 0)
+        snprintf(err, cap, "descriptors: too many (at most %d)", SL_MAX_DESCRIPTORS);
+    else
+        snprintf(err, cap, "descriptors[%ld].entries: too many (at most %d)", descriptor,
+                 SL_MAX_ENTRIES);
+    return SL_ETOOBIG;
+}
+
+int sl__envoy_override_limit(uint64_t requests_per_unit, unsigned unit, struct sl_limit *l)
+{
+    if (requests_per_unit == 0 || unit == 0 || unit >= SL__ENVOY_N_UNITS ||
+        requests_per_unit > UINT32_MAX)
+        return SL_EINVAL;
+    sl_limit_init(l);
+    l->algo = SL_ALGO_FIXED_WINDOW;
+    l->requests = requests_per_unit;
+    l->period_ns = sl__envoy_units[unit].ns;
+    sl_limit_finish(l);
+    return SL_OK;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * envoy.h - what a decision means in Envoy's rate limit API
  * (envoy.service.ratelimit.v3), shared by every protocol that speaks it:
@@ -54,6 +56,34 @@ struct sl__envoy_override {
     uint32_t requests_per_unit;
     int64_t unit_ns; /* SECOND..YEAR as nanoseconds; 0 when UNKNOWN */
 };
+
+/*
+ * Envoy's request rules that do not depend on the encoding, for every
+ * decoder of RateLimitRequest (proto3 JSON, protobuf), so that both refuse
+ * and count alike:
+ *  - the request's cost: hits_addend 0 or absent means 1
+ *    (sl__envoy_request_hits);
+ *  - a descriptor's own hits_addend is its cost (0 peeks), absent means
+ *    the request's (the decoder sets sl_descriptor.hits to it or -1);
+ *  - sl__envoy_request_check(): a non-empty domain, at least one
+ *    descriptor, no entry with an empty key (a descriptor with no entries
+ *    is fine: it matches no rule and is answered OK). SL_OK,
+ *    or SL_EINVAL with "what: why" in err[0..cap) in /json's words.
+ * Counts above SL_MAX_DESCRIPTORS / SL_MAX_ENTRIES are the decoder's to
+ * refuse (it cannot store them): SL_ETOOBIG with sl__envoy_too_many().
+ */
+uint64_t sl__envoy_request_hits(uint64_t hits_addend);
+int sl__envoy_request_check(const struct sl_request *req, char *err, size_t cap);
+/* "descriptors: too many (at most 32)" (descriptor < 0) or
+ * "descriptors[I].entries: too many (at most 16)"; returns SL_ETOOBIG. */
+int sl__envoy_too_many(long descriptor, char *err, size_t cap);
+
+/* The limit a descriptor's override stands for, as envoyproxy/ratelimit
+ * applies it: a fixed window of requests_per_unit per `unit` (an index in
+ * sl__envoy_units), aligned to the epoch, finished. SL_EINVAL for a rate
+ * of 0 or the UNKNOWN unit (the caller says "needs requests_per_unit >= 1
+ * and a unit"). */
+int sl__envoy_override_limit(uint64_t requests_per_unit, unsigned unit, struct sl_limit *l);
 
 /* One DescriptorStatus. */
 struct sl__envoy_status {

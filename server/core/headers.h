@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * headers.h - the rate-limit response headers of a decision (internal), for
  * every protocol that answers over HTTP: the HTTP API, Envoy's answers

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_read.c - reading one rules file consistently: what a reload reads
  * is a file as it stood, whole, for at least the debounce.

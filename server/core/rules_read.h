@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_read.h - reading one rules file consistently (internal): never a
  * file caught half-written or changed under the read, and a file that is

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * stores.c - the workers' stores as the rooms above the core see them
  * (stores.h): readiness for /readyz, the stores' own lines in /metrics,

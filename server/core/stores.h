@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * stores.h - the workers' stores as the rooms above the core may see them
  * (internal): readiness, their lines in /metrics, their kind's name, and

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * worker.c - one worker: a thread running its own libuv loop over its own
  * SO_REUSEPORT listening sockets (the kernel spreads connections between
@@ -12,8 +14,10 @@
 
 #include "conn.h"
 #include "log.h"
+#include "proto.h"
 #include "server-t.h"
 #include "store.h"
+#include "stores.h"
 #include "worker.h"
 #include "xalloc.h"
 
@@ -67,8 +71,11 @@ static void on_wake(uv_async_t *a)
         uv_close((uv_handle_t *)&w->lsock[i], NULL);
     for (c = w->conns; c != NULL; c = next) {
         next = c->next;
-        sl__conn_close(c); /* replies already decided are flushed first */
+        sl__conn_drain(c); /* replies already decided are flushed first */
     }
+    for (size_t i = 0; sl__protos[i] != NULL; i++)
+        if (sl__protos[i]->worker_stop != NULL)
+            sl__protos[i]->worker_stop(w); /* rooms' own handles on this loop */
     uv_timer_start(&w->sweep, on_sweep, 0, STOP_SWEEP_MS);
 }
 
@@ -114,6 +121,9 @@ static void run(void *arg)
     struct sl__worker *w = arg;
 
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    for (size_t i = 0; sl__protos[i] != NULL; i++) /* per-thread scratch, for leak checkers */
+        if (sl__protos[i]->thread_exit != NULL)
+            sl__protos[i]->thread_exit();
 }
 
 int sl__worker_start(struct sl__worker *w)
@@ -140,4 +150,13 @@ void sl__worker_join(struct sl__worker *w)
 const sl_rules *sl__worker_rules(struct sl__worker *w)
 {
     return sl_rules_reader_get(w->rules);
+}
+
+const char *sl__worker_unready(struct sl__worker *w)
+{
+    if (!sl__server_stores_ready(w->srv))
+        return "store not ready";
+    if (sl__worker_rules(w) == NULL)
+        return "no rules loaded";
+    return NULL;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * worker.h - starting and stopping workers, and what a protocol may ask its
  * worker for (internal). Types in worker-t.h.
@@ -20,5 +22,10 @@ void sl__worker_join(struct sl__worker *w);
 /* The current rules snapshot (never NULL while the server runs); valid
  * until the next call on this worker. */
 const sl_rules *sl__worker_rules(struct sl__worker *w);
+
+/* Why the server cannot decide yet as seen from this worker ("store not
+ * ready", "no rules loaded"), or NULL when it is ready: what /readyz and
+ * gRPC's health check both answer from. */
+const char *sl__worker_unready(struct sl__worker *w);
 
 #endif /* SL_SERVER_WORKER_H */

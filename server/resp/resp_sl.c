@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp_sl.c - the decision commands over RESP: CL.THROTTLE (redis-cell's
  * command and exact reply), SL.CHECK / SL.CHECKM / SL.ACQUIRE / SL.PEEK /

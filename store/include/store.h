@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * store.h - where sluiced's state lives: the asynchronous store interface
  * (internal to sluiced; the one header of store/ that the server sees).

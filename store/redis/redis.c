@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis.c - the Redis store's operations (see redis.h) and its life: each
  * check, peek, reset or release is resolved (rules, when given), looked up

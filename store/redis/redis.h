@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis.h - the Redis store : the async store interface of
  * store/include/store.h over one Redis, shared by every sluiced (internal).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_answer.c - the Redis store's answers that do not come from a
  * script reply: the failure policies (allow, deny, or the memory store

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_call.c - one call to Redis on a request slot: sending it with its
  * timeout timer, the reply (NOSCRIPT reloads and resends on the same

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_cluster.c - the pure part of Redis Cluster routing (see
  * redis_cluster.h): the slot map from CLUSTER SLOTS, MOVED/ASK parsing,

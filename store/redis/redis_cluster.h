@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_cluster.h - Sluice's own thin Redis Cluster routing layer ,
  * the pure part: key slots (CRC16-XMODEM of the key or its {hash tag}, mod

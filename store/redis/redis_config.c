@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_config.c - the configuration keys of the Redis store (`store.redis.*`
  * and `store.clock`): one table (key, type, default, meaning) from which the

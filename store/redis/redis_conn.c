@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_conn.c - the Redis store's connections: hiredis async contexts on
  * the worker's libuv loop, AUTH, SCRIPT LOAD (which doubles as the probe

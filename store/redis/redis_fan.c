@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_fan.c - a check whose descriptors hash to several Redis Cluster
  * slots : one script call per slot group, all sent at once (in

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_int.h - the Redis store's internal types, shared by redis.c (the
  * store operations and failure policy), redis_conn.c (connections,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_kind.c - the Redis store as a kind of store (store/kind.h): its
  * configuration (the key table is in redis_config.c), its constructor, its

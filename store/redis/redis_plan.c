@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_plan.c - build the script call for one check and read its reply
  * (see redis_plan.h for the contract and the key format).

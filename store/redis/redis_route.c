@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_route.c - Redis Cluster routing for the Redis store : the
  * store's slot map (store/redis/redis_cluster.c) kept fresh with CLUSTER SLOTS

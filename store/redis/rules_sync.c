@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_sync.c - the blocking half of rules across nodes (see
  * rules_sync.h): a tiny Redis client that follows Redis Cluster MOVED and

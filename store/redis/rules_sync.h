@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_sync.h - one rule set across a fleet of sluiced : rules
  * written through one node's admin API are also stored in Redis (a hash

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_sync_sub.c - the subscriber half of rules across nodes (see
  * rules_sync.h): one hiredis async connection on the given loop, subscribed

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_keytab.c - configuration key tables (conf/keytab.c): every type sets
  * its field from text, bad text is refused with the key's path and what to

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_config_docs.py - docs/configuration.md lists every configuration key
 that `sluiced --help` prints, with the same default, and no key it does not.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_envoy_parity.py - Envoy's API (POST /json) answers as
 envoyproxy/ratelimit does, on every store.
 

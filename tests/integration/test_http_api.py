@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_api.py - sluiced's HTTP endpoints with a real HTTP client
 (http.client): the native check, Envoy's /json, /v1/auth for nginx, keys,
 acquire/release, metrics, health and the test clock. Times come from the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_rules_files.py - what a reload makes of a rules file that is empty,
 truncated, deleted or still being written: an emptied or truncated file is
 refused (logged at error; the old rules, and their state, keep serving)

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_rules_reload.py - reloads never pile up and never hold SIGTERM: a
 burst of SIGHUPs runs at most two reloads (one, and one more for whatever
 was asked while it ran), counted in /metrics; SIGTERM during slow reloads

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """layers.py SOURCE_DIR - no layer includes a header of a layer above it.
 
 Sluice's layers, bottom up: the public header (include/), libsluice (lib/),

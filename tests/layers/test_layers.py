@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_layers.py - the layer check (layers.py) passes on the tree and
 fails, naming the file and line, on every kind of wrong-way include."""
 import os

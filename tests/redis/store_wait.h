@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * store_wait.h - driving an asynchronous store from a test: the answer a
  * callback fills, a loop that always wakes, and running it until an answer

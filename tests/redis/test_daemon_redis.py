@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_daemon_redis.py - sluiced with `store.type: redis` , end to end.
 
 Real processes only: a redis-server and one or two sluiced started here on

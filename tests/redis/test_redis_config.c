@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_redis_config.c - the Redis store's configuration keys
  * (store/redis/redis_config.c): every key sets its field, bad values are refused

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_redis_store.c - the asynchronous Redis store (store/redis/redis.c) against
  * real redis-server processes: exactly one EVALSHA per check and none for

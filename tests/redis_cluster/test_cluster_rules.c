@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_cluster_rules.c - rules across nodes (server/rules_sync*.c) on a
  * real 3-master Redis Cluster: a rule pushed through one node (one that

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_cluster_slot.c - key slots (store/redis/redis_slot.c) against a real
  * 3-master Redis Cluster: CLUSTER KEYSLOT agrees with sl__redis_keyslot on

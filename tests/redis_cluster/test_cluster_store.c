@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_cluster_store.c - the asynchronous Redis store in cluster mode
  * (store.redis.cluster: true) on a real Redis Cluster of 3 masters and 3

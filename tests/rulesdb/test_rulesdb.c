@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_rulesdb.c - the SQLite rules database: validated add, replace, list,
  * delete, persistence across reopen, precedence over file rules when

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_http_headers.c - the rate-limit headers written for a decision:
  * exact IETF draft-10 syntax, the X- family, Retry-After rounding and

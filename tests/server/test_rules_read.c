@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_rules_read.c - reading a rules file consistently (server/core/
  * rules_read.c): a file rewritten in pieces while it is read comes back

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_limiter.c - sl_limiter_check_matched and sl_limiter_release over
  * hand-built matches: all-or-nothing across limits and descriptors (no

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_rules_scale.c - building rules does O(n log n) work in sibling
  * descriptors: the library is compiled again for this test with

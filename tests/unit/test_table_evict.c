@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_table_evict.c - what eviction takes when the table is full: a flood
  * of new keys, far more than the table holds, never evicts a client that is

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_thr_rules_swap.c - snapshots swapped while other threads check: each
  * reader always sees one whole snapshot (both descriptors of a request

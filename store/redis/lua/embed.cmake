@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # embed.cmake - concatenate the script's parts (IN: paths joined by '|', in
 # order) and write the bytes as a C array in OUT (cmake -P). Used for
 # store/redis/lua/NN_*.lua; hex bytes, so no quoting can go wrong.
