@@ -55,7 +55,8 @@ bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain);
 
 /* What a snapshot holds, for the reload's log line and for refusing a
  * truncated rules file: its domains, its descriptor rules (every level),
- * and the first domain (by name) that has no descriptor at all, with where
+ * and the first domain (by name) that has no descriptor at all (and does
+ * not deny what is unmatched: that one denies everything), with where
  * it was defined ("file:line:col"), or NULLs. Borrowed from the snapshot. */
 struct sl__rules_census {
     size_t domains;

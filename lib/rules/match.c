@@ -302,7 +302,10 @@ void sl__rules_census(const sl_rules *r, struct sl__rules_census *out)
         const struct sl__rdomain *dom = r->domains[i];
         out->domains++;
         out->descriptors += count_nodes(&dom->root) - 1; /* not the root */
-        if (dom->root.n_kids == 0 && out->empty_domain == NULL) {
+        /* on_unmatched: deny with no descriptor denies the whole domain:
+         * deliberate, and no limit is lifted */
+        if (dom->root.n_kids == 0 && dom->unmatched != SL__UNMATCHED_DENY &&
+            out->empty_domain == NULL) {
             out->empty_domain = dom->name;
             out->empty_origin = dom->origin;
         }

@@ -164,20 +164,22 @@ static void set_diags(struct job *j, sl_rules_builder *b)
     set_answer(j, 400, doc);
 }
 
-/* More descriptors than one rule may hold, or none (a domain without
- * descriptors, which every reload would refuse)? Then a 400 is set. An
- * invalid rule passes here: storing it diagnoses it. */
+/* More descriptors than one rule may hold, or a domain of none (which
+ * every reload would refuse, unless it denies what is unmatched)? Then a
+ * 400 is set. An invalid rule passes here: storing it diagnoses it. */
 static bool refused_size(struct job *j)
 {
     size_t n = 0;
-    char why[160];
+    char empty[128], why[320];
 
-    if (sl__rules_text_descriptors(j->yaml, strlen(j->yaml), &n) != SL_OK)
+    if (sl__rules_text_descriptors(j->yaml, strlen(j->yaml), &n, empty, sizeof(empty)) != SL_OK)
         return false;
-    if (n == 0 && !j->srv->cfg.rules_allow_empty) {
-        set_error(j, 400,
-                  "the rule has no descriptors (a domain without descriptors is refused by "
-                  "every reload unless rules.allow_empty)");
+    if (empty[0] != '\0' && !j->srv->cfg.rules_allow_empty) {
+        snprintf(why, sizeof(why),
+                 "the rule's domain '%.100s' has no descriptors (a domain without descriptors "
+                 "is refused by every reload unless rules.allow_empty, or on_unmatched: deny)",
+                 empty);
+        set_error(j, 400, why);
         return true;
     }
     if (n <= RULE_DESCRIPTORS_MAX)

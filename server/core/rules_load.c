@@ -159,17 +159,30 @@ int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const ch
     return SL_OK;
 }
 
-int sl__rules_text_descriptors(const char *yaml, size_t len, size_t *n)
+int sl__rules_text_descriptors(const char *yaml, size_t len, size_t *n, char *empty,
+                               size_t empty_len)
 {
     sl_rules_builder *b = sl_rules_builder_new();
-    int r;
+    struct sl__rules_census cs;
+    sl_rules *r = NULL;
+    int rc;
 
     *n = 0;
+    if (empty_len > 0)
+        empty[0] = '\0';
     if (b == NULL)
         return SL_ENOMEM;
-    r = sl_rules_builder_add_yaml(b, yaml, len, "admin", SL_SRC_DB);
-    if (r == SL_OK)
+    rc = sl_rules_builder_add_yaml(b, yaml, len, "admin", SL_SRC_DB);
+    if (rc == SL_OK) {
         *n = sl__rules_builder_descriptors(b);
+        rc = sl_rules_build(b, &r);
+    }
+    if (rc == SL_OK) {
+        sl__rules_census(r, &cs);
+        if (cs.empty_domain != NULL && empty_len > 0)
+            snprintf(empty, empty_len, "%s", cs.empty_domain);
+    }
+    sl_rules_unref(r);
     sl_rules_builder_free(b);
-    return r;
+    return rc;
 }

@@ -46,8 +46,12 @@ int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const ch
                      const atomic_bool *stop);
 
 /* How many descriptor rules, at every level, one rules text holds (what
- * the admin API caps per rule) into *n: SL_OK, or the text's error when it
- * does not parse (storing it says why). Off the event loops: parses YAML. */
-int sl__rules_text_descriptors(const char *yaml, size_t len, size_t *n);
+ * the admin API caps per rule) into *n, and into *empty the first domain
+ * that, served from this text alone, would have no descriptors (as the
+ * reloads' check sees it; "" for none): SL_OK, or the text's error when it
+ * does not parse or compile (storing it says why). Off the event loops:
+ * parses YAML. */
+int sl__rules_text_descriptors(const char *yaml, size_t len, size_t *n, char *empty,
+                               size_t empty_len);
 
 #endif /* SL_SERVER_RULES_LOAD_H */

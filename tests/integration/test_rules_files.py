@@ -85,6 +85,17 @@ def test_start_refuses_an_empty_file(http_sluiced):
         http_sluiced(rules="")
 
 
+def test_a_domain_that_denies_the_unmatched_may_have_no_descriptors(http_sluiced):
+    # not a truncated file: with on_unmatched: deny it denies every request,
+    # it lifts no limit
+    s = http_sluiced(rules=API + "---\ndomain: closed\non_unmatched: deny\n")
+    assert check(s, "closed", "user", "u")[0] == 429
+    (s.dir / "rules.yaml").write_text(API + "---\ndomain: closed\n")  # cut before on_unmatched
+    reload_and_wait(s, "sluice_reload_failures_total")
+    assert "domain 'closed' has no descriptors (truncated?)" in s.log_text()
+    assert check(s, "closed", "user", "u")[0] == 429
+
+
 def test_deleted_file_removes_its_domains(http_sluiced):
     s = http_sluiced(rules={"rules.yaml": API, "jobs.yaml": JOBS}, rules_extra="  debounce: 100ms")
     assert check(s, "jobs", "tenant", "t") == (200, 1)

@@ -110,6 +110,10 @@ def test_admin_write_is_capped(http_sluiced):
     status, _, body = s.json("POST", "/v1/rules", {"id": "none", "yaml": "domain: shop\n"},
                              headers, s.admin_port)
     assert status == 400 and "no descriptors" in body["error"], body
+    two = "domain: a\ndescriptors:\n  - key: user\n---\ndomain: b\n"
+    status, _, body = s.json("POST", "/v1/rules", {"id": "two", "yaml": two}, headers,
+                             s.admin_port)
+    assert status == 400 and "domain 'b' has no descriptors" in body["error"], body
     # nothing was stored; a rule within the caps still is
     assert s.json("GET", "/v1/rules", None, headers, s.admin_port)[2] == {"rules": []}
     ok = "domain: shop\ndescriptors:\n" + "".join(
@@ -117,3 +121,10 @@ def test_admin_write_is_capped(http_sluiced):
     status, _, body = s.json("POST", "/v1/rules", {"id": "ok", "yaml": ok}, headers,
                              s.admin_port)
     assert status == 200, body
+    # a domain that denies what is unmatched needs no descriptors
+    closed = "domain: closed\non_unmatched: deny\n"
+    status, _, body = s.json("POST", "/v1/rules", {"id": "closed", "yaml": closed}, headers,
+                             s.admin_port)
+    assert status == 200, body
+    assert s.json("POST", "/v1/check", {"domain": "closed",
+                                        "descriptors": [{"user": "x"}]})[0] == 429
