@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_table_flood.py - a flood of new keys against a full state table
 (store.on_full: evict, the default) does not unblock a denied client: the
 table evicts the flood's own entries, which still allow requests, and
