@@ -148,14 +148,15 @@ def slow_rules(n):
 
 
 def test_slow_writer_is_not_read_half_way(http_sluiced):
-    s = http_sluiced(rules=API, watch=True, rules_extra="  debounce: 100ms")
+    s = http_sluiced(rules=API, watch=True, rules_extra="  debounce: 400ms")
     text, pieces = slow_rules(20)
-    # About 20 pieces 40 ms apart: the write takes 8 debounces.
+    # About 20 pieces 80 ms apart: the write takes 4 debounces, and the
+    # writer may be descheduled for 300 ms without a gap as long as one.
     with open(s.dir / "rules.yaml", "w") as f:
         for p in pieces:
             f.write(p)
             f.flush()
-            time.sleep(0.04)
+            time.sleep(0.08)
     # Settled: the last change has been loaded and no reload is waiting.
     assert wait_for(lambda: check(s, "api", "user", "u19")[1] == 2, timeout=30), \
         s.log_text()[-3000:]

@@ -87,8 +87,10 @@ static void test_still_file_read_once(void **st)
 /* The final text, and what the writer writes before it. */
 #define FINAL "domain: final\ndescriptors:\n  - {key: user, value: done}\n"
 
-/* Rewrites the file 15 times, each time in three pieces with pauses, then
- * writes FINAL the same way. */
+/* Rewrites the file 15 times, each time in three pieces 25 ms apart, then
+ * writes FINAL the same way: about 1.2 s in all, longer than the debounce,
+ * whose 500 ms leave room for the writer being descheduled on a loaded
+ * machine. */
 static void *slow_writer(void *arg)
 {
     (void)arg;
@@ -104,7 +106,7 @@ static void *slow_writer(void *arg)
         for (int k = 0; k < 3; k++) {
             fwrite(text + k * n / 3, 1, (size_t)((k + 1) * n / 3 - k * n / 3), f);
             fflush(f);
-            sleep_ms(2);
+            sleep_ms(25);
         }
         fclose(f);
     }
@@ -113,7 +115,7 @@ static void *slow_writer(void *arg)
 
 static void test_rewritten_file_read_whole_and_last(void **st)
 {
-    struct sl__rules_read opt = {.debounce_ms = 100};
+    struct sl__rules_read opt = {.debounce_ms = 500};
     pthread_t th;
     char *text = NULL;
     size_t len = 0;
@@ -153,7 +155,9 @@ static void *late_creator(void *arg)
 
 static void test_recreated_within_debounce(void **st)
 {
-    struct sl__rules_read opt = {.debounce_ms = 150, .absent_may_be_gone = true};
+    /* the creator comes back after 20 ms: the debounce is far longer, so
+     * that a loaded machine delaying the creator does not fail the test */
+    struct sl__rules_read opt = {.debounce_ms = 1000, .absent_may_be_gone = true};
     pthread_t th;
     char *text = NULL;
     size_t len = 0;
