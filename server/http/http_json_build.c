@@ -127,6 +127,11 @@ int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, siz
         check_status(&b, &res->statuses[i]);
     }
     sl__wr_put(&b, "]", 1);
+    if (sl_policy_name(res->policy) != NULL) { /* only when a failure policy answered */
+        sl__wr_puts(&b, ",\"policy\":\"");
+        sl__wr_puts(&b, sl_policy_name(res->policy));
+        sl__wr_put(&b, "\"", 1);
+    }
     if (res->verdict == SL_DENY) {
         sl__json_deny_message(res, msg, sizeof(msg));
         sl__wr_puts(&b, ",\"message\":");

@@ -66,9 +66,13 @@ static void w_status(struct sl__buf *b, const struct sl_status *s)
     sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
 }
 
+/* [verdict, delay_ms, statuses, (lease,) policy]: the policy is last, nil
+ * when the limits' state decided (docs/protocol.md). */
 static void w_decision(struct sl__buf *b, const struct sl_result *res, bool lease)
 {
-    sl__resp_w_array(b, lease ? 4 : 3);
+    const char *policy = sl_policy_name(res->policy);
+
+    sl__resp_w_array(b, lease ? 5 : 4);
     sl__resp_w_cstr(b, sl_verdict_name(res->verdict));
     sl__resp_w_int(b, res->verdict == SL_DELAY ? sl_ns_to_ms_ceil(res->delay_ns) : 0);
     sl__resp_w_array(b, res->n_statuses);
@@ -76,6 +80,10 @@ static void w_decision(struct sl__buf *b, const struct sl_result *res, bool leas
         w_status(b, &res->statuses[i]);
     if (lease)
         sl__resp_w_cstr(b, res->lease);
+    if (policy != NULL)
+        sl__resp_w_cstr(b, policy);
+    else
+        sl__resp_w_nil(b);
 }
 
 int64_t sl__resp_cell_seconds(int64_t ns)

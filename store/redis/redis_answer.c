@@ -16,14 +16,16 @@
 
 #include "redis_int.h"
 
-/* allow / deny for every descriptor, reported on its first limit; what
- * Redis holds is unknown, so remaining is 0; a denial's retry is the time
- * the breaker waits before probing again. */
+/* allow / deny for every descriptor, reported on its first limit and
+ * marked as the policy's (res->policy). What Redis holds is unknown: under
+ * allow, remaining is the whole quota (nothing was counted); under deny 0,
+ * and a denial's retry is the time the breaker waits before probing again. */
 static void fixed_answer(const struct sl__rstore *st, const struct sl__redis_plan *p, bool deny,
                          struct sl_result *res)
 {
     memset(res, 0, sizeof(*res));
     res->verdict = deny ? SL_DENY : SL_ALLOW;
+    res->policy = deny ? SL_POLICY_DENY : SL_POLICY_ALLOW;
     res->n_statuses = p->n_desc;
     for (size_t i = 0; i < p->n_desc; i++) {
         struct sl_status *s = &res->statuses[i];
@@ -32,6 +34,7 @@ static void fixed_answer(const struct sl__rstore *st, const struct sl__redis_pla
             continue;
         s->limit = p->slots[p->first[i]].l;
         s->d.quota = sl_limit_quota(s->limit);
+        s->d.remaining = deny ? 0 : s->d.quota;
         if (deny) {
             s->d.verdict = SL_DENY;
             s->d.retry_after_ns = st->cfg.breaker_open_ms * SL_NS_PER_MS;
@@ -121,6 +124,7 @@ void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
         SL__CNT(st, policy_local, 1);
         rc = m != NULL ? local_decide(st, m, p->n_desc, req, peek, &res)
                        : local_from_slot(st, q, &res);
+        res.policy = SL_POLICY_LOCAL;
     } else {
         SL__CNT(st, policy_allow, pol == SL__POLICY_ALLOW);
         SL__CNT(st, policy_deny, pol == SL__POLICY_DENY);

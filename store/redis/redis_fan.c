@@ -134,6 +134,8 @@ static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const stru
     }
     if (res->verdict > f->res.verdict)
         f->res.verdict = res->verdict;
+    if (res->policy != SL_POLICY_NONE) /* a group the policy answered marks the whole */
+        f->res.policy = res->policy;
     if (res->delay_ns > f->res.delay_ns)
         f->res.delay_ns = res->delay_ns;
     if (res->lease[0] != '\0') {
