@@ -120,6 +120,7 @@ void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
     struct sl_result res;
     int rc = SL_OK;
 
+    sl__revent_policy(st, pol); /* the log: rate-limited, never a line per answer */
     if (pol == SL__POLICY_LOCAL) {
         SL__CNT(st, policy_local, 1);
         rc = m != NULL ? local_decide(st, m, p->n_desc, req, peek, &res)

@@ -6,7 +6,8 @@ Redis store (tests/redis/test_daemon_redis.py) and of Redis Cluster
 
 SluicedProc writes a configuration with one RESP and one HTTP listener on
 free 127.0.0.1 ports, the given `store:` section and rules file, starts
-$SLUICED with the test clock, waits until it is ready (/readyz) and is
+$SLUICED with the test clock, waits until it is ready (/readyz says
+"ready": the store decides with its own state, not "degraded") and is
 stopped by PID (SIGTERM) at the end. Its admin token is created in
 NAME.token beside the configuration (admin_headers() sends it). It asserts
 nothing about Redis.
@@ -16,6 +17,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import redis
@@ -78,12 +80,33 @@ admin: {{token_file: {name}.token}}
         except redis.RedisError:
             return False
 
-    def ready(self):
+    def readyz(self):
+        """(status, body) of GET /readyz; (None, "") when it cannot be asked."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/readyz", timeout=1) as r:
-                return r.status == 200
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
         except Exception:
-            return False
+            return None, ""
+
+    def ready(self):
+        """The store decides with its own state (200 "ready", not "degraded")."""
+        status, body = self.readyz()
+        return status == 200 and body == "ready\n"
+
+    def get(self, path):
+        """(status, body) of GET path on the HTTP listener."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http}{path}", timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def log_text(self):
+        """What sluiced wrote to stderr so far."""
+        self.log.flush()
+        return (self.tmp / f"{self.name}.log").read_text()
 
     def metric(self, name):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/metrics", timeout=5) as r:
