@@ -440,7 +440,7 @@ static void node_failure(struct sl__rstore *st, unsigned node)
     for (unsigned i = 0; i < st->cfg.connections; i++) {
         struct sl__rconn *c = &st->conns[node * st->cfg.connections + i];
         c->backoff_ms = st->cfg.breaker_open_ms;
-        drop(c, "circuit breaker open");
+        drop(c, "calls failing, circuit breaker open");
     }
     sl__rroute_stale(st); /* a failover may be under way */
 }
@@ -462,7 +462,7 @@ void sl__rconn_failure(struct sl__rstore *st, unsigned node)
     st->open_until_ms = now_ms(st) + st->cfg.breaker_open_ms;
     for (unsigned i = 0; i < n_conns(st); i++) {
         st->conns[i].backoff_ms = st->cfg.breaker_open_ms;
-        drop(&st->conns[i], "circuit breaker open");
+        drop(&st->conns[i], "calls failing, circuit breaker open");
     }
 }
 

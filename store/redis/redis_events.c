@@ -156,14 +156,21 @@ void sl__revent_clear(struct sl__rstore *st, const char *key)
     uv_mutex_unlock(&st->shared->lock);
 }
 
-static const char *role(const struct sl__rstore *st)
+/* What the node is, after its address: " (cluster master)", " (master
+ * 'mymaster')", or nothing for the one Redis. */
+static const char *role(const struct sl__rstore *st, char *buf, size_t cap)
 {
-    return st->cfg.cluster ? "cluster master" : st->sentinel != NULL ? "master" : "redis";
+    if (st->cfg.cluster)
+        return " (cluster master)";
+    if (st->sentinel == NULL)
+        return "";
+    snprintf(buf, cap, " (master '%s')", st->cfg.master_name);
+    return buf;
 }
 
 void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, const char *why)
 {
-    char key[KEY_MAX];
+    char key[KEY_MAX], rb[160];
     uint8_t *ev = &st->ev[node];
     int64_t lasted;
 
@@ -172,7 +179,8 @@ void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, c
         sl__rnode_addr(st, node, st->ev_addr[node], sizeof(st->ev_addr[node]));
         snprintf(key, sizeof(key), "reached %s", st->ev_addr[node]);
         if (sl__revent_once(st, key))
-            sl__rlog(st, SL__SLOG_INFO, "redis %s (%s) connected", st->ev_addr[node], role(st));
+            sl__rlog(st, SL__SLOG_INFO, "redis %s%s connected", st->ev_addr[node],
+                     role(st, rb, sizeof(rb)));
     }
     if (down && !(*ev & SL__EV_DOWN)) {
         *ev |= SL__EV_DOWN;
@@ -180,16 +188,17 @@ void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, c
         snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
         if (edge(st->shared, key, true, &lasted))
             sl__rlog(st, SL__SLOG_WARN,
-                     "redis %s (%s) unreachable: %s; its checks are answered by the failure "
+                     "redis %s%s unreachable: %s; its checks are answered by the failure "
                      "policy until it is back",
-                     st->ev_addr[node], role(st), why[0] != '\0' ? why : "connection lost");
+                     st->ev_addr[node], role(st, rb, sizeof(rb)),
+                     why[0] != '\0' ? why : "connection lost");
     } else if (up && (*ev & SL__EV_DOWN)) {
         *ev &= (uint8_t)~SL__EV_DOWN;
         snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
         if (edge(st->shared, key, false, &lasted))
             sl__rlog(st, SL__SLOG_INFO,
-                     "redis %s (%s) reachable again after %lld.%03lld s: decisions by Redis",
-                     st->ev_addr[node], role(st), (long long)(lasted / 1000),
+                     "redis %s%s reachable again after %lld.%03lld s: decisions by Redis",
+                     st->ev_addr[node], role(st, rb, sizeof(rb)), (long long)(lasted / 1000),
                      (long long)(lasted % 1000));
     }
 }

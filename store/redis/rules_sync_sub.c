@@ -124,6 +124,7 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv)
         r->element[0]->type != REDIS_REPLY_STRING)
         return;
     if (strcmp(r->element[0]->str, "subscribe") == 0) {
+        uv_timer_stop(&s->retry);
         s->st.subscribed = true;
         s->backoff_ms = BACKOFF_MIN_MS;
         request_pull(s); /* catch up with what was missed while away */
@@ -142,13 +143,22 @@ static void drop_ask(struct sl__rsync *s)
         redisAsyncFree(ask);
 }
 
-/* The timer: reconnect, or give up on a sentinel that did not answer. */
+/* The timer: reconnect; or give up on a sentinel that did not answer, or
+ * on a subscription not confirmed in time (a Redis that is gone: hiredis's
+ * libuv adapter never reports a refused connection). */
 static void on_retry(uv_timer_t *t)
 {
     struct sl__rsync *s = t->data;
+    redisAsyncContext *ac = s->ac;
 
     if (s->ask != NULL) {
         drop_ask(s);
+        schedule_retry(s);
+        return;
+    }
+    if (ac != NULL && !s->st.subscribed) {
+        s->ac = NULL; /* its callbacks see it is no longer ours */
+        redisAsyncFree(ac);
         schedule_retry(s);
         return;
     }
@@ -298,6 +308,7 @@ static void subscribe_at(struct sl__rsync *s, const char *host, int port)
     else if (s->cfg.password[0] != '\0')
         redisAsyncCommand(ac, NULL, NULL, "AUTH %s", s->cfg.password);
     redisAsyncCommand(ac, on_message, s, "SUBSCRIBE %s", s->channel);
+    uv_timer_start(&s->retry, on_retry, (uint64_t)s->cfg.timeout_ms * 2, 0); /* confirmed by */
 }
 
 int sl__rsync_start(uv_loop_t *loop, const struct sl__rsync_config *c, const char *db_path,
