@@ -4,7 +4,8 @@
  * redis_fan.c - a check whose descriptors hash to several Redis Cluster
  * slots : one script call per slot group, all sent at once (in
  * parallel, on each slot's node), their statuses joined into one result
- * with docs/contracts.md §Decisions's overall verdict. When the whole is denied, every
+ * with docs/contracts.md §Decisions's overall verdict (a slot's denial
+ * decides the whole, also when another slot's call failed). When the whole is denied, every
  * group that Redis allowed (and so counted) gets a refund call - the same
  * items, op "refund", at the time its check used - which gives back what
  * it consumed; the caller's answer does not wait for it. So the common,
@@ -98,13 +99,25 @@ static void send_refunds(struct sl__rfan *f)
     }
 }
 
+/* Every group answered. A slot that denied decides the whole, whatever
+ * another slot's call gave (an error such as SL_ERANGE): the answer is
+ * that denial with the denying slot's status - the descriptors of a slot
+ * that failed are reported without a limit - as one call would deny, not
+ * an error; and, as one call, a denial admits nothing: no delay, no lease.
+ * A reset that failed anywhere stays an error (that state is unknown). */
 static void complete(struct sl__rfan *f)
 {
     struct sl__rstore *st = f->st;
+    bool denied = f->res.verdict == SL_DENY;
 
-    if (f->kind == SL__RQ_CHECK && (f->err != SL_OK || f->res.verdict == SL_DENY)) {
+    if (f->kind == SL__RQ_CHECK && (f->err != SL_OK || denied)) {
         send_refunds(f);
         f->res.lease[0] = '\0'; /* denied: no lease taken (its slots are released) */
+    }
+    if (denied) {
+        f->res.delay_ns = 0;
+        if (f->kind != SL__RQ_RESET)
+            f->err = SL_OK;
     }
     drop_refunds(f);
     sl__ranswer_deliver(&f->fin, f->cb, f->arg, f->err, f->err == SL_OK ? &f->res : NULL);
