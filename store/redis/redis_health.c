@@ -41,19 +41,26 @@ void sl__rnode_addr(const struct sl__rstore *st, unsigned node, char *out, size_
 }
 
 /* Which nodes serve: without cluster the one Redis; on a cluster the
- * masters that own a slot (a seed that is a replica does not). */
-static void serving(const struct sl__rstore *st, bool *out)
+ * masters that own a slot (a seed that is a replica does not), computed
+ * again only when the map changed (a MOVED publishes too). */
+static void serving(struct sl__rstore *st, bool *out)
 {
-    memset(out, 0, sizeof(bool) * SL__CLUSTER_MAX_NODES);
     if (!st->cfg.cluster) {
+        memset(out, 0, sizeof(bool) * SL__CLUSTER_MAX_NODES);
         out[0] = sl__rsentinel_known(st);
         return;
     }
-    for (unsigned s = 0; s < SL__CLUSTER_SLOTS; s++) {
-        int node = sl__cmap_lookup(st->map, s);
-        if (node >= 0)
-            out[node] = true;
+    if (!st->serves_valid || st->serves_version != st->map->version) {
+        memset(st->serves, 0, sizeof(st->serves));
+        for (unsigned s = 0; s < SL__CLUSTER_SLOTS; s++) {
+            int node = sl__cmap_lookup(st->map, s);
+            if (node >= 0)
+                st->serves[node] = true;
+        }
+        st->serves_version = st->map->version;
+        st->serves_valid = true;
     }
+    memcpy(out, st->serves, sizeof(st->serves));
 }
 
 /* The first reason a connection of `node` gave for failing, or "". */

@@ -177,7 +177,10 @@ struct sl__rstore {
     bool policy_decides; /* some policy (default or a domain's) is allow or local */
     bool quiet;          /* moving to a new master: lost calls are not failures */
     struct sl__rpub pub;
-    bool pub_ready;                 /* its lock exists */
+    bool pub_ready;                     /* its lock exists */
+    bool serves[SL__CLUSTER_MAX_NODES]; /* cluster: nodes owning a slot ... */
+    uint64_t serves_version;            /* ... in this version of the map */
+    bool serves_valid;
     struct sl__rsentinel *sentinel; /* NULL without Sentinel */
     char sha[41];                   /* from SCRIPT LOAD; "" until a connection loaded it */
     bool closing;

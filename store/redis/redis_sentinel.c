@@ -57,6 +57,7 @@ struct sl__rsentinel {
 
 static void connect_sub(struct sl__rsentinel *se);
 static void ask(struct sl__rsentinel *se);
+static int64_t probe_ms(const struct sl__rsentinel *se);
 static void on_retry(uv_timer_t *t);
 static void sub_event(struct sl__rsentinel *se, bool lost, const char *why);
 
@@ -311,8 +312,7 @@ static void ask(struct sl__rsentinel *se)
         return;
     }
     se->asking = true;
-    uv_timer_start(&se->ask_timer, on_ask_timer,
-                   (uint64_t)(st->cfg.timeout_ms * 20 < 200 ? 200 : st->cfg.timeout_ms * 20), 0);
+    uv_timer_start(&se->ask_timer, on_ask_timer, (uint64_t)probe_ms(se), 0);
 }
 
 /* ------------------------------------------------------------ the subscriber */
@@ -327,6 +327,7 @@ static void on_switch(redisAsyncContext *ac, void *reply, void *priv)
         r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING)
         return;
     if (strcmp(r->element[0]->str, "subscribe") == 0) {
+        uv_timer_stop(&se->retry);
         se->subscribed = true;
         se->backoff_ms = se->st->cfg.backoff_min_ms;
         sub_event(se, false, NULL);
@@ -396,6 +397,11 @@ static void on_sub_disconnect(const redisAsyncContext *ac, int status)
     sub_lost(se, ac->err != 0 ? ac->errstr : "connection closed");
 }
 
+static int64_t probe_ms(const struct sl__rsentinel *se)
+{
+    return se->st->cfg.timeout_ms * 20 < 200 ? 200 : se->st->cfg.timeout_ms * 20;
+}
+
 static void connect_sub(struct sl__rsentinel *se)
 {
     if (se->st->closing || se->sub != NULL)
@@ -407,17 +413,27 @@ static void connect_sub(struct sl__rsentinel *se)
         sub_lost(se, "cannot connect");
         return;
     }
+    /* confirmed in time, or given up: hiredis's libuv adapter never
+     * reports a refused connection */
+    uv_timer_start(&se->retry, on_retry, (uint64_t)probe_ms(se), 0);
     if (!se->known)
         ask(se); /* at start, do not wait for the subscription to know a master */
 }
 
-/* The timer: reconnect the subscriber. */
+/* The timer: a subscription not confirmed in time is given up; a lost
+ * one is made again. */
 static void on_retry(uv_timer_t *t)
 {
     struct sl__rsentinel *se = t->data;
 
-    if (!se->st->closing)
-        connect_sub(se);
+    if (se->st->closing)
+        return;
+    if (se->sub != NULL && !se->subscribed) {
+        free_ctx(&se->sub);
+        sub_lost(se, "no answer in time");
+        return;
+    }
+    connect_sub(se);
 }
 
 /* ------------------------------------------------------------ the store's side */

@@ -4,8 +4,9 @@ Sentinel, end to end, with a real failover.
 Real processes only, on free loopback ports, killed by PID at the end: a
 master and a replica (redis-server), three sentinels (Debian's
 redis-sentinel, quorum 2, down-after 1 s) and two sluiced with
-`store.redis.sentinels` and `master_name`, two workers each, driven with
-redis-py over RESP and with HTTP. What it shows:
+`store.redis.sentinels` (the first of which is an address where nothing
+listens) and `master_name`, two workers each, driven with redis-py over
+RESP and with HTTP. What it shows:
   - a master name no sentinel knows: sluiced answers by its policy, says
     why in the log and in /readyz ("degraded"), and is not "ready";
   - the master killed under bounded load (six clients, bounded in time and
@@ -18,8 +19,9 @@ redis-py over RESP and with HTTP. What it shows:
     worker counted the switch); limits are exact again afterwards; rules
     written through node A reach node B before and after the failover
     (rules across nodes follow the master); no sluiced crashed;
-  - the log says each event once per process: the master unreachable, the
-    fall-back to each policy, the new master, the new master connected.
+  - the log says each event once per process: the dead sentinel left for
+    the others, the master unreachable, the fall-back to each policy, the
+    new master, the new master connected.
 
 Timing figures are not measured here (bench/ does that).
 """
@@ -128,7 +130,9 @@ sentinel failover-timeout {NAME} 10000
 
 class Sluiced(SluicedProc):
     def __init__(self, tmp_path, name, sentinels, master_name=NAME, wait_ready=True):
-        addrs = ",".join(f"127.0.0.1:{s.port}" for s in sentinels)
+        # first in the list, an address where no sentinel listens: left for the others
+        self.dead = free_port()
+        addrs = ",".join([f"127.0.0.1:{self.dead}"] + [f"127.0.0.1:{s.port}" for s in sentinels])
         store = f"""  type: redis
   redis:
     sentinels: "{addrs}"
@@ -309,6 +313,8 @@ def test_master_killed_under_load_fails_over(deployment, tmp_path):
         b.stop()
     assert a.proc.returncode == 0 and b.proc.returncode == 0
     for s in (a, b):  # each event once per process (two workers each)
+        assert len(s.lines(rf"sentinel 127.0.0.1:{s.dead} unreachable")) == 1
+        assert len(s.lines(rf"following master '{NAME}' through sentinel")) == 1
         assert len(s.lines(rf"redis {re.escape(old)} \(master 'mymaster'\) unreachable")) == 1
         for policy in ("allow", "deny", "local"):
             assert len(s.lines(f"falling back to the failure policy '{policy}'")) == 1
