@@ -13,6 +13,7 @@
  *
  * It does not connect or decide anything.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -117,6 +118,18 @@ static const struct sl__rstore *of(const struct sl__store *s)
     return (const struct sl__rstore *)(const void *)s;
 }
 
+/* A sentence for `why`, cut to cap bytes (a long address may not fit). */
+static void say(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *why, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, cap, fmt, ap);
+    va_end(ap);
+}
+
 /* Why a published store is not up ("" when it is). Under its lock. */
 static void why_not_up(const struct sl__rstore *st, char *why, size_t cap)
 {
@@ -125,9 +138,9 @@ static void why_not_up(const struct sl__rstore *st, char *why, size_t cap)
 
     why[0] = '\0';
     if (p->sentinel && !p->master_known) {
-        snprintf(why, cap, "no master known for '%s' yet (Sentinel%s%s)", st->cfg.master_name,
-                 p->sentinel_at[0] != '\0' ? " at " : " unreachable",
-                 p->sentinel_at[0] != '\0' ? p->sentinel_at : "");
+        say(why, cap, "no master known for '%s' yet (Sentinel%s%s)", st->cfg.master_name,
+            p->sentinel_at[0] != '\0' ? " at " : " unreachable",
+            p->sentinel_at[0] != '\0' ? p->sentinel_at : "");
         return;
     }
     for (unsigned k = 0; k < p->n; k++) {
@@ -135,16 +148,16 @@ static void why_not_up(const struct sl__rstore *st, char *why, size_t cap)
             continue;
         serving++;
         if (p->node[k].breaker)
-            snprintf(why, cap, "circuit breaker open for redis %s", p->node[k].addr);
+            say(why, cap, "circuit breaker open for redis %s", p->node[k].addr);
         else if (p->node[k].ready == 0)
-            snprintf(why, cap, "redis %s %s", p->node[k].addr,
-                     p->node[k].down ? "unreachable" : "not connected yet");
+            say(why, cap, "redis %s %s", p->node[k].addr,
+                p->node[k].down ? "unreachable" : "not connected yet");
         if (why[0] != '\0')
             return;
     }
     if (serving == 0)
-        snprintf(why, cap,
-                 st->cfg.cluster ? "no slot map from the cluster yet" : "redis not connected yet");
+        say(why, cap,
+            st->cfg.cluster ? "no slot map from the cluster yet" : "redis not connected yet");
 }
 
 void sl__rhealth_get(const struct sl__store *s, struct sl__store_health *out)

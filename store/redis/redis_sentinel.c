@@ -39,7 +39,8 @@
 struct sl__rsentinel {
     struct sl__rstore *st;
     struct sl__cnode addr[SL__SENTINEL_MAX];
-    unsigned n, at;         /* the sentinels, and the one in use */
+    unsigned n, at;         /* the sentinels, and the one to ask next */
+    unsigned sub_at;        /* the one the subscriber is on */
     redisAsyncContext *sub; /* SUBSCRIBE +switch-master, or NULL */
     redisAsyncContext *ask; /* SENTINEL get-master-addr-by-name, or NULL */
     bool subscribed;        /* the subscription is confirmed */
@@ -114,15 +115,15 @@ static int64_t now_ms(const struct sl__rsentinel *se)
     return (int64_t)uv_now(se->st->loop);
 }
 
-static void sentinel_addr(const struct sl__rsentinel *se, char *out, size_t cap)
+static void sentinel_addr(const struct sl__rsentinel *se, unsigned i, char *out, size_t cap)
 {
-    const struct sl__cnode *a = &se->addr[se->at];
+    const struct sl__cnode *a = &se->addr[i];
 
     snprintf(out, cap, strchr(a->host, ':') != NULL ? "[%s]:%d" : "%s:%d", a->host, a->port);
 }
 
-/* The sentinels named (host, port): make it node 0 if it is not. */
-static void set_master(struct sl__rsentinel *se, const char *host, int port)
+/* Sentinel `via` named (host, port): make it node 0 if it is not. */
+static void set_master(struct sl__rsentinel *se, unsigned via_i, const char *host, int port)
 {
     struct sl__rstore *st = se->st;
     struct sl__cnode *n0 = &st->map->nodes[0];
@@ -140,7 +141,7 @@ static void set_master(struct sl__rsentinel *se, const char *host, int port)
     st->map->version++;
     se->known = true;
     sl__rnode_addr(st, 0, addr, sizeof(addr));
-    sentinel_addr(se, via, sizeof(via));
+    sentinel_addr(se, via_i, via, sizeof(via));
     sl__revent_master(st, addr, via);
     sl__rconn_retarget(st);
 }
@@ -200,10 +201,10 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv)
         sl__revent_clear(se->st, key);
         se->ask_backoff_ms = se->st->cfg.backoff_min_ms;
         if (*end == '\0' && port > 0 && port <= 65535)
-            set_master(se, r->element[0]->str, (int)port);
+            set_master(se, se->at, r->element[0]->str, (int)port);
     } else if (r != NULL) { /* nil: it does not know the name; or an error */
         char at[SL__CLUSTER_HOST_MAX + 8];
-        sentinel_addr(se, at, sizeof(at));
+        sentinel_addr(se, se->at, at, sizeof(at));
         snprintf(key, sizeof(key), "sentinel unknown %s", se->st->cfg.master_name);
         if (sl__revent_once(se->st, key))
             sl__rlog(se->st, SL__SLOG_ERROR,
@@ -263,10 +264,10 @@ static void on_ask_timer(uv_timer_t *t)
     }
 }
 
-static redisAsyncContext *open_ctx(struct sl__rsentinel *se, redisConnectCallback *on_conn,
-                                   redisDisconnectCallback *on_disc)
+static redisAsyncContext *open_ctx(struct sl__rsentinel *se, unsigned i,
+                                   redisConnectCallback *on_conn, redisDisconnectCallback *on_disc)
 {
-    const struct sl__cnode *a = &se->addr[se->at];
+    const struct sl__cnode *a = &se->addr[i];
     redisAsyncContext *ac = redisAsyncConnect(a->host, a->port);
 
     if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, se->st->loop) != REDIS_OK) {
@@ -303,7 +304,7 @@ static void ask(struct sl__rsentinel *se)
     se->again = false;
     se->asked_ms = now_ms(se);
     if (se->ask == NULL)
-        se->ask = open_ctx(se, on_ask_connect, on_ask_disconnect);
+        se->ask = open_ctx(se, se->at, on_ask_connect, on_ask_disconnect);
     if (se->ask == NULL ||
         redisAsyncCommand(se->ask, on_master, se, "SENTINEL get-master-addr-by-name %s",
                           st->cfg.master_name) != REDIS_OK) {
@@ -338,7 +339,7 @@ static void on_switch(redisAsyncContext *ac, void *reply, void *priv)
     if (strcmp(r->element[0]->str, "message") == 0 && r->element[2]->type == REDIS_REPLY_STRING &&
         sl__sentinel_parse_switch(r->element[2]->str, r->element[2]->len, se->st->cfg.master_name,
                                   &to) == SL_OK)
-        set_master(se, to.host, to.port);
+        set_master(se, se->sub_at, to.host, to.port);
 }
 
 /* The log: no sentinel subscription in this store (bad), or one again. */
@@ -349,7 +350,7 @@ static void sub_event(struct sl__rsentinel *se, bool lost, const char *why)
     if (lost == se->sub_down)
         return;
     se->sub_down = lost;
-    sentinel_addr(se, at, sizeof(at));
+    sentinel_addr(se, se->sub_at, at, sizeof(at));
     snprintf(key, sizeof(key), "no sentinel %s", se->st->cfg.master_name);
     if (!sl__revent_edge(se->st, key, lost))
         return;
@@ -369,7 +370,8 @@ static void sub_lost(struct sl__rsentinel *se, const char *why)
 {
     sub_event(se, true, why);
     se->subscribed = false;
-    rotate(se);
+    if (se->at == se->sub_at) /* the questions leave it too */
+        rotate(se);
     uv_timer_start(&se->retry, on_retry, (uint64_t)se->backoff_ms, 0);
     se->backoff_ms = se->backoff_ms * 2 > se->st->cfg.backoff_max_ms ? se->st->cfg.backoff_max_ms
                                                                      : se->backoff_ms * 2;
@@ -406,7 +408,8 @@ static void connect_sub(struct sl__rsentinel *se)
 {
     if (se->st->closing || se->sub != NULL)
         return;
-    se->sub = open_ctx(se, on_sub_connect, on_sub_disconnect);
+    se->sub_at = se->at;
+    se->sub = open_ctx(se, se->sub_at, on_sub_connect, on_sub_disconnect);
     if (se->sub == NULL ||
         redisAsyncCommand(se->sub, on_switch, se, "SUBSCRIBE +switch-master") != REDIS_OK) {
         free_ctx(&se->sub);
@@ -455,8 +458,8 @@ void sl__rsentinel_publish(const struct sl__rstore *st, struct sl__rpub *p)
 
     p->sentinel_sub = se != NULL && se->subscribed;
     p->sentinel_at[0] = '\0';
-    if (se != NULL && (se->subscribed || se->known))
-        sentinel_addr(se, p->sentinel_at, sizeof(p->sentinel_at));
+    if (se != NULL && se->subscribed)
+        sentinel_addr(se, se->sub_at, p->sentinel_at, sizeof(p->sentinel_at));
 }
 
 int sl__rsentinel_init(struct sl__rstore *st)

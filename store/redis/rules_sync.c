@@ -172,7 +172,7 @@ static redisReply *run(const struct sl__rsync_config *c, int argc, const char **
                        const size_t *lens)
 {
     for (size_t i = 0; i < c->n_seeds; i++) {
-        char host[SL__CLUSTER_HOST_MAX];
+        char host[sizeof(c->seeds[i].host)];
         int port = c->seeds[i].port;
         redisReply *r;
 
