@@ -238,7 +238,7 @@ void sl__store_health_sum(struct sl__store *const *stores, unsigned n, struct sl
     }
 }
 
-static const char *const state_names[] = {"up", "degraded", "down"};
+static const char *const state_names[] = {"up", "degraded", "starting", "down"};
 
 size_t sl__store_health_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
                                size_t *len)

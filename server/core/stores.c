@@ -41,6 +41,7 @@ enum sl__stores_state sl__server_stores_health(const struct sl__server *srv, cha
     snprintf(why, cap, "%s", h.why);
     return h.state == SL__STORE_UP         ? SL__STORES_UP
            : h.state == SL__STORE_DEGRADED ? SL__STORES_DEGRADED
+           : h.state == SL__STORE_STARTING ? SL__STORES_STARTING
                                            : SL__STORES_DOWN;
 }
 

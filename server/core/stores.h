@@ -29,7 +29,8 @@ const char *sl__server_store_type(const struct sl__server *srv);
 enum sl__stores_state {
     SL__STORES_UP = 0,       /* with their own state */
     SL__STORES_DEGRADED = 1, /* checks answered, some by a local or allow failure policy */
-    SL__STORES_DOWN = 2,     /* checks cannot be decided (only denied by policy) */
+    SL__STORES_STARTING = 2, /* not connected yet, nothing failed yet */
+    SL__STORES_DOWN = 3,     /* checks cannot be decided (only denied by policy) */
 };
 
 /* Their state, and what is wrong in why[0..cap) ("" when up). Any thread. */

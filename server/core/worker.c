@@ -170,6 +170,6 @@ const char *sl__worker_unready(struct sl__worker *w, const char **degraded)
             *degraded = why;
         return NULL;
     }
-    snprintf(text, sizeof(text), "%s", why);
+    snprintf(text, sizeof(text), "%s%s", st == SL__STORES_STARTING ? "starting: " : "", why);
     return text;
 }

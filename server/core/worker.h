@@ -29,8 +29,9 @@ const sl_rules *sl__worker_rules(struct sl__worker *w);
  * rules loaded", "redis 10.0.0.5:6379 unreachable"). Ready while checks are
  * decided: by the store, or - http.readyz: decisions, the default - by a
  * local or allow failure policy standing in for it, when *degraded (may be
- * NULL) says why; else *degraded is "". The strings are the calling
- * thread's, valid until its next call.
+ * NULL) says why; else *degraded is "". Not ready while the store is
+ * starting ("starting: ..."). The strings are the calling thread's, valid
+ * until its next call.
  */
 const char *sl__worker_unready(struct sl__worker *w, const char **degraded);
 

@@ -545,9 +545,10 @@ static void h_healthz(struct sl__conn *c, const struct sl__h1_req *r)
 }
 
 /*
- * Readiness: 503 until rules are loaded, and while checks cannot be decided
- * (the store is down and its failure policy only denies). A store that
- * answers by a local or allow policy is "degraded": 200 under http.readyz
+ * Readiness: 503 until rules are loaded, while the store is still starting
+ * (connecting, nothing failed yet), and while checks cannot be decided (the
+ * store is down and its failure policy only denies). A store that answers
+ * by a local or allow policy is "degraded": 200 under http.readyz
  * decisions (the default: an outage of the shared store does not pull
  * every replica out of a load balancer at once), 503 under store.
  */

@@ -66,13 +66,14 @@ static void w_status(struct sl__buf *b, const struct sl_status *s)
     sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
 }
 
-/* [verdict, delay_ms, statuses, (lease,) policy]: the policy is last, nil
- * when the limits' state decided (docs/protocol.md). */
+/* [verdict, delay_ms, statuses, (lease,) (policy)]: the failure policy
+ * that answered is one more element, only when one did (docs/protocol.md):
+ * a reply decided with the store's state is what it always was. */
 static void w_decision(struct sl__buf *b, const struct sl_result *res, bool lease)
 {
     const char *policy = sl_policy_name(res->policy);
 
-    sl__resp_w_array(b, lease ? 5 : 4);
+    sl__resp_w_array(b, (lease ? 4 : 3) + (policy != NULL));
     sl__resp_w_cstr(b, sl_verdict_name(res->verdict));
     sl__resp_w_int(b, res->verdict == SL_DELAY ? sl_ns_to_ms_ceil(res->delay_ns) : 0);
     sl__resp_w_array(b, res->n_statuses);
@@ -82,8 +83,6 @@ static void w_decision(struct sl__buf *b, const struct sl_result *res, bool leas
         sl__resp_w_cstr(b, res->lease);
     if (policy != NULL)
         sl__resp_w_cstr(b, policy);
-    else
-        sl__resp_w_nil(b);
 }
 
 int64_t sl__resp_cell_seconds(int64_t ns)

@@ -48,12 +48,13 @@ struct sl__store;
 /* err: 0 or a negative SL_E* code (then `res` is NULL). */
 typedef void (*sl__store_cb)(void *arg, int err, const struct sl_result *res);
 
-/* How a store decides at this moment. */
+/* How a store decides at this moment, from best to worst. */
 enum sl__store_state {
     SL__STORE_UP = 0,       /* with its own state */
     SL__STORE_DEGRADED = 1, /* some or all checks by a failure policy that decides (local) or
                                admits (allow): checks are still answered */
-    SL__STORE_DOWN = 2,     /* checks cannot be decided: only the deny policy answers them */
+    SL__STORE_STARTING = 2, /* not up yet, and nothing has failed: still connecting */
+    SL__STORE_DOWN = 3,     /* checks cannot be decided: only the deny policy answers them */
 };
 struct sl__store_health {
     enum sl__store_state state;

@@ -76,7 +76,7 @@ static const char *why_down(const struct sl__rstore *st, unsigned node)
 void sl__rhealth_publish(struct sl__rstore *st)
 {
     struct sl__rpub_node nodes[SL__CLUSTER_MAX_NODES];
-    bool serves[SL__CLUSTER_MAX_NODES], any = false;
+    bool serves[SL__CLUSTER_MAX_NODES], any = false, all_up = true, any_down = false;
     unsigned n = st->n_nodes_started;
 
     if (st->closing || st->quiet)
@@ -105,11 +105,17 @@ void sl__rhealth_publish(struct sl__rstore *st)
         if (p->serving || !any) /* a cluster's seeds count until a map names the masters */
             sl__revent_node(st, k, p->ready > 0, p->down, why_down(st, k));
     }
+    for (unsigned k = 0; k < n; k++) {
+        all_up = all_up && (!nodes[k].serving || (nodes[k].ready > 0 && !nodes[k].breaker));
+        any_down = any_down || nodes[k].down;
+    }
     uv_mutex_lock(&st->pub.lock);
     memcpy(st->pub.node, nodes, sizeof(nodes[0]) * n);
     st->pub.n = n;
     st->pub.master_known = sl__rsentinel_known(st);
-    sl__rsentinel_publish(st, &st->pub);
+    sl__rsentinel_publish(st, &st->pub); /* may say a sentinel failed */
+    st->pub.ever_up = st->pub.ever_up || (all_up && any && st->pub.master_known);
+    st->pub.failed = st->pub.failed || any_down;
     uv_mutex_unlock(&st->pub.lock);
 }
 
@@ -160,18 +166,25 @@ static void why_not_up(const struct sl__rstore *st, char *why, size_t cap)
             st->cfg.cluster ? "no slot map from the cluster yet" : "redis not connected yet");
 }
 
+/* Up; starting (never up yet, and nothing has failed: a load balancer
+ * waits the moment a connection takes); else degraded (a local or allow
+ * policy answers) or down (only deny would). */
 void sl__rhealth_get(const struct sl__store *s, struct sl__store_health *out)
 {
     const struct sl__rstore *st = of(s);
+    bool starting;
 
     uv_mutex_lock((uv_mutex_t *)&st->pub.lock);
     why_not_up(st, out->why, sizeof(out->why));
+    starting = !st->pub.ever_up && !st->pub.failed;
     uv_mutex_unlock((uv_mutex_t *)&st->pub.lock);
     /* A store whose connections are up may still refuse (breaker closing). */
     if (out->why[0] == '\0' && !sl__store_redis_ready(s))
         snprintf(out->why, sizeof(out->why), "redis not ready");
     if (out->why[0] == '\0')
         out->state = SL__STORE_UP;
+    else if (starting)
+        out->state = SL__STORE_STARTING;
     else
         out->state = st->policy_decides ? SL__STORE_DEGRADED : SL__STORE_DOWN;
 }

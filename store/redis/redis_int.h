@@ -148,9 +148,11 @@ struct sl__rpub {
     uv_mutex_t lock;
     unsigned n;
     struct sl__rpub_node node[SL__CLUSTER_MAX_NODES];
-    bool sentinel;                              /* the master comes from Sentinel */
-    bool master_known;                          /* ... and one was named */
-    bool sentinel_sub;                          /* subscribed to +switch-master on a sentinel */
+    bool sentinel;     /* the master comes from Sentinel */
+    bool master_known; /* ... and one was named */
+    bool sentinel_sub; /* subscribed to +switch-master on a sentinel */
+    bool ever_up;      /* the store has decided with its own state once */
+    bool failed;       /* ... or something has failed: no longer starting */
     char sentinel_at[SL__CLUSTER_HOST_MAX + 8]; /* the sentinel in use */
 };
 

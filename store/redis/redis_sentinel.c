@@ -48,6 +48,7 @@ struct sl__rsentinel {
     bool again;             /* ask again once it is answered */
     bool known;             /* node 0 is a master they named */
     bool sub_down;          /* counted as having no subscription (the log) */
+    bool failed;            /* a sentinel has failed to answer once */
     uv_timer_t retry;       /* reconnecting the subscriber */
     uv_timer_t ask_timer;   /* while asking, its timeout; else a deferred question */
     int64_t backoff_ms;     /* the next reconnection wait */
@@ -177,9 +178,11 @@ static void ask_failed(struct sl__rsentinel *se)
     int64_t max = se->st->cfg.backoff_max_ms;
 
     se->asking = false;
+    se->failed = true;
     free_ctx(&se->ask);
     rotate(se);
     ask_later(se, se->ask_backoff_ms);
+    sl__rhealth_publish(se->st);
     se->ask_backoff_ms = se->ask_backoff_ms * 2 > max ? max : se->ask_backoff_ms * 2;
 }
 
@@ -457,6 +460,7 @@ void sl__rsentinel_publish(const struct sl__rstore *st, struct sl__rpub *p)
     const struct sl__rsentinel *se = st->sentinel;
 
     p->sentinel_sub = se != NULL && se->subscribed;
+    p->failed = p->failed || (se != NULL && se->failed);
     p->sentinel_at[0] = '\0';
     if (se != NULL && se->subscribed)
         sentinel_addr(se, se->sub_at, p->sentinel_at, sizeof(p->sentinel_at));
