@@ -38,7 +38,7 @@ import redis
 
 from sluiced_proc import SluicedProc, free_port, wait_until
 
-TIMEOUT_MS = 25
+TIMEOUT_MS = 100  # Redis decides every check while it is up, also under a sanitizer
 BOUND_S = 40 * TIMEOUT_MS / 1000  # generous: a 2-core machine shared with builds
 NAME = "mymaster"
 
@@ -291,8 +291,8 @@ def test_master_killed_under_load_fails_over(deployment, tmp_path):
             mine = [r for d, r, _ in after if d == domain and policy(r) is not None]
             assert mine, f"no {domain} answer by its policy while the master was down"
             assert all(policy(r) == expected for r in mine), (domain, mine[:3])
-        # (a switched worker reconnects at once: allow it a moment)
-        assert all(t0 < switched_at + 0.5 for d, r, t0 in after if policy(r) is not None)
+        # (a switched worker reconnects at once: allow it a generous moment)
+        assert all(t0 < switched_at + 2 for d, r, t0 in after if policy(r) is not None)
         assert all(r[0] == b"deny" and r[2][0][3] == 0 for d, r, _ in after if policy(r) == b"deny")
         assert all(r[2][0][3] == 1000000 for d, r, _ in after if policy(r) == b"allow")
         assert outage["readyz"][0] == 200 and outage["readyz"][1].startswith("degraded: ")

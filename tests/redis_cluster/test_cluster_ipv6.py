@@ -33,7 +33,7 @@ descriptors:
 
 class Sluiced(SluicedProc):
     def __init__(self, tmp_path, name, redis_lines):
-        store = "  type: redis\n  redis:\n    timeout: 200ms\n    failure_policy: local\n"
+        store = "  type: redis\n  redis:\n    timeout: 1s\n    failure_policy: local\n"
         store += "".join(f"    {line}\n" for line in redis_lines)
         super().__init__(tmp_path, name, store, RULES, workers=2)
 
