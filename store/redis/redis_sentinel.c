@@ -47,7 +47,7 @@ struct sl__rsentinel {
     bool asking;            /* a question is out */
     bool again;             /* ask again once it is answered */
     bool known;             /* node 0 is a master they named */
-    bool sub_down;          /* counted as having no subscription (the log) */
+    uint8_t bad;            /* sentinels counted unreachable by this store (the log) */
     bool failed;            /* a sentinel has failed to answer once */
     uv_timer_t retry;       /* reconnecting the subscriber */
     uv_timer_t ask_timer;   /* while asking, its timeout; else a deferred question */
@@ -345,16 +345,25 @@ static void on_switch(redisAsyncContext *ac, void *reply, void *priv)
         set_master(se, se->sub_at, to.host, to.port);
 }
 
-/* The log: no sentinel subscription in this store (bad), or one again. */
+/* The log: the sentinel the subscriber is on was lost (or answers): each
+ * sentinel's loss is one line per process, and its return another; the
+ * first subscription through each sentinel is said once. */
 static void sub_event(struct sl__rsentinel *se, bool lost, const char *why)
 {
-    char at[SL__CLUSTER_HOST_MAX + 8], key[256];
+    char at[SL__CLUSTER_HOST_MAX + 8], key[sizeof(at) + 160];
+    unsigned bit = 1u << se->sub_at;
 
-    if (lost == se->sub_down)
-        return;
-    se->sub_down = lost;
     sentinel_addr(se, se->sub_at, at, sizeof(at));
-    snprintf(key, sizeof(key), "no sentinel %s", se->st->cfg.master_name);
+    if (!lost) { /* subscribed: this sentinel answers (again) */
+        snprintf(key, sizeof(key), "following %s via %s", se->st->cfg.master_name, at);
+        if (sl__revent_once(se->st, key))
+            sl__rlog(se->st, SL__SLOG_INFO, "following master '%s' through sentinel %s",
+                     se->st->cfg.master_name, at);
+    }
+    if (lost == !!(se->bad & bit))
+        return;
+    se->bad ^= (uint8_t)bit;
+    snprintf(key, sizeof(key), "sentinel %s", at);
     if (!sl__revent_edge(se->st, key, lost))
         return;
     if (lost)
@@ -364,8 +373,7 @@ static void sub_event(struct sl__rsentinel *se, bool lost, const char *why)
                  at, why != NULL && why[0] != '\0' ? why : "connection lost",
                  se->st->cfg.master_name);
     else
-        sl__rlog(se->st, SL__SLOG_INFO, "following master '%s' through sentinel %s again",
-                 se->st->cfg.master_name, at);
+        sl__rlog(se->st, SL__SLOG_INFO, "sentinel %s reachable again", at);
 }
 
 /* The subscriber is lost: the next sentinel, after the backoff. */
