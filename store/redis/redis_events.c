@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_events.c - what an operator reads in the log about the Redis
  * store: a node becoming unreachable and coming back, a circuit breaker

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_health.c - the Redis store's state as other threads read it: per
  * node, its address, how many of its connections are ready, whether it is

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_sentinel.c - the Redis store's master found through Redis
  * Sentinel: with store.redis.sentinels and store.redis.master_name, the

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_daemon_outage.py - what an operator sees when sluiced's Redis goes
 away and comes back: readiness, the health view, metrics, the log, and
 the policy each answer says it was made by.

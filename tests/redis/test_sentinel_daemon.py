@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_sentinel_daemon.py - sluiced with its Redis found through Redis
 Sentinel, end to end, with a real failover.
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_cluster_ipv6.py - sluiced's Redis store on IPv6 addresses, end to
 end: one Redis and a 3-master Redis Cluster listening on ::1 only.
 
