@@ -125,12 +125,6 @@ SL_API int64_t sl_limit_quota(const struct sl_limit *l);
 enum sl_verdict { SL_ALLOW = 0, SL_DELAY = 1, SL_DENY = 2 };
 SL_API const char *sl_verdict_name(enum sl_verdict v); /* "allow", "delay", "deny" */
 
-/* Who answered: the limits' state (SL_POLICY_NONE: all the library ever
- * answers), or the failure policy a remote store of sluiced answered by
- * when its state could not be reached (docs/distributed.md). */
-enum sl_policy { SL_POLICY_NONE = 0, SL_POLICY_ALLOW = 1, SL_POLICY_DENY = 2, SL_POLICY_LOCAL = 3 };
-const char *sl_policy_name(enum sl_policy p); /* NULL, "allow", "deny", "local" */
-
 /* One limit's decision on one request (docs/contracts.md §Decisions). */
 struct sl_decision {
     enum sl_verdict verdict;
@@ -283,7 +277,6 @@ struct sl_result {
     size_t n_statuses;       /* == request's n_descriptors */
     struct sl_status statuses[SL_MAX_DESCRIPTORS];
     char lease[SL_LEASE_MAX]; /* NUL-terminated; "" when no lease taken */
-    enum sl_policy policy;    /* SL_POLICY_NONE: decided on the limits' state */
 };
 
 /* ------------------------------------------------------------- rules */

@@ -324,7 +324,6 @@ static void result_init(struct sl_result *res, size_t n)
     res->delay_ns = 0;
     res->n_statuses = n;
     res->lease[0] = '\0';
-    res->policy = SL_POLICY_NONE;
 }
 
 static void report(const sl_limiter *lim, const struct batch *b, const uint16_t *first,

@@ -78,13 +78,6 @@ const char *sl_verdict_name(enum sl_verdict v)
     return "?";
 }
 
-const char *sl_policy_name(enum sl_policy p)
-{
-    static const char *const names[] = {NULL, "allow", "deny", "local"};
-
-    return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : NULL;
-}
-
 void sl_limit_init(struct sl_limit *l)
 {
     memset(l, 0, sizeof(*l));

@@ -35,7 +35,7 @@ static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     struct sl_result res;
     int r = decide(s, q, &res);
 
-    cb(arg, r, r == SL_OK ? &res : NULL);
+    cb(arg, r, r == SL_OK ? &res : NULL, SL__BY_STATE);
     return SL_OK;
 }
 
@@ -84,7 +84,7 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
 {
     int r = sl_limiter_release(lim_of(s), lease, len, now_ns);
 
-    cb(arg, r, NULL);
+    cb(arg, r, NULL, SL__BY_STATE);
     return SL_OK;
 }
 

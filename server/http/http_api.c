@@ -196,7 +196,7 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
         sl__envoy_answer(cfg, res, op->d.shadow, op->d.now_ns, &envoy);
         rc = sl__json_write_envoy(&envoy, answer, sizeof(answer), &len);
     } else {
-        rc = sl__json_build_check(res, answer, sizeof(answer), &len);
+        rc = sl__json_build_check_by(res, sl__decide_policy(&op->d), answer, sizeof(answer), &len);
     }
     if (rc == SL_OK && op->kind == OP_ACQUIRE)
         rc = add_lease(res, &len);

@@ -25,7 +25,8 @@
  *  - returns a negative SL_E* code: nothing was started, `cb` is never called.
  *  - `req`, `m` and `lease` are borrowed for the duration of the start call
  *    only (a remote store serialises what it needs before returning).
- *  - the result given to `cb` is borrowed for the duration of the callback.
+ *  - the result given to `cb` is borrowed for the duration of the callback;
+ *    `by` says whether the store's state made it or a failure policy did.
  *
  * Ownership: a store belongs to one worker (one loop thread) and is freed
  * with sl__store_free(); the limiter it is given is shared and outlives it.
@@ -45,8 +46,18 @@
 
 struct sl__store;
 
-/* err: 0 or a negative SL_E* code (then `res` is NULL). */
-typedef void (*sl__store_cb)(void *arg, int err, const struct sl_result *res);
+/* Who answered a result: the store's own state, or the failure policy a
+ * remote store answers by when its state cannot be reached. */
+enum sl__store_by {
+    SL__BY_STATE = 0,
+    SL__BY_ALLOW = 1, /* admitted: the whole quota reported as remaining */
+    SL__BY_DENY = 2,  /* denied: remaining 0 */
+    SL__BY_LOCAL = 3, /* this process's memory store decided */
+};
+
+/* err: 0 or a negative SL_E* code (then `res` is NULL); `by`: who answered
+ * (SL__BY_STATE with an error). */
+typedef void (*sl__store_cb)(void *arg, int err, const struct sl_result *res, enum sl__store_by by);
 
 /* How a store decides at this moment, from best to worst. */
 enum sl__store_state {

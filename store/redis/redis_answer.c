@@ -16,16 +16,15 @@
 
 #include "redis_int.h"
 
-/* allow / deny for every descriptor, reported on its first limit and
- * marked as the policy's (res->policy). What Redis holds is unknown: under
- * allow, remaining is the whole quota (nothing was counted); under deny 0,
- * and a denial's retry is the time the breaker waits before probing again. */
+/* allow / deny for every descriptor, reported on its first limit. What
+ * Redis holds is unknown: under allow, remaining is the whole quota
+ * (nothing was counted); under deny 0, and a denial's retry is the time the
+ * breaker waits before probing again. */
 static void fixed_answer(const struct sl__rstore *st, const struct sl__redis_plan *p, bool deny,
                          struct sl_result *res)
 {
     memset(res, 0, sizeof(*res));
     res->verdict = deny ? SL_DENY : SL_ALLOW;
-    res->policy = deny ? SL_POLICY_DENY : SL_POLICY_ALLOW;
     res->n_statuses = p->n_desc;
     for (size_t i = 0; i < p->n_desc; i++) {
         struct sl_status *s = &res->statuses[i];
@@ -100,14 +99,14 @@ static int local_from_slot(struct sl__rstore *st, const struct sl__rreq *q, stru
 /* Every answer to a caller goes through here: what the rules resolution
  * took out (deny-all limits) is reported as sl_limiter_check reports it. */
 void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
-                         struct sl_result *res)
+                         struct sl_result *res, enum sl__store_by by)
 {
     for (size_t i = 0; err == SL_OK && fin != NULL && fin->rechecked && i < res->n_statuses; i++)
         if (fin->was_denied[i])
             res->statuses[i] = fin->saved[i];
     if (err == SL_OK && res != NULL && fin != NULL && fin->active)
         sl__rules_finish(&fin->rv, fin->now_ns, res);
-    cb(arg, err, err == SL_OK ? res : NULL);
+    cb(arg, err, err == SL_OK ? res : NULL, err == SL_OK ? by : SL__BY_STATE);
 }
 
 /* Answer by policy; `m` non-NULL: the caller's matches (nothing sent yet),
@@ -125,13 +124,15 @@ void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
         SL__CNT(st, policy_local, 1);
         rc = m != NULL ? local_decide(st, m, p->n_desc, req, peek, &res)
                        : local_from_slot(st, q, &res);
-        res.policy = SL_POLICY_LOCAL;
     } else {
         SL__CNT(st, policy_allow, pol == SL__POLICY_ALLOW);
         SL__CNT(st, policy_deny, pol == SL__POLICY_DENY);
         fixed_answer(st, p, pol == SL__POLICY_DENY, &res);
     }
-    sl__ranswer_deliver(fin, cb, arg, rc, &res);
+    sl__ranswer_deliver(fin, cb, arg, rc, &res,
+                        pol == SL__POLICY_LOCAL   ? SL__BY_LOCAL
+                        : pol == SL__POLICY_ALLOW ? SL__BY_ALLOW
+                                                  : SL__BY_DENY);
 }
 
 /* --------------------------------------------------- over-limit cache */
@@ -184,7 +185,7 @@ bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, cons
         stt->d.reset_ns = h->reset_at_ns > now_ns ? h->reset_at_ns - now_ns : 0;
     }
     SL__CNT(st, olc_hits, 1);
-    sl__ranswer_deliver(fin, cb, arg, SL_OK, &res);
+    sl__ranswer_deliver(fin, cb, arg, SL_OK, &res, SL__BY_STATE);
     return true;
 }
 

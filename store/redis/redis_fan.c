@@ -120,7 +120,7 @@ static void complete(struct sl__rfan *f)
             f->err = SL_OK;
     }
     drop_refunds(f);
-    sl__ranswer_deliver(&f->fin, f->cb, f->arg, f->err, f->err == SL_OK ? &f->res : NULL);
+    sl__ranswer_deliver(&f->fin, f->cb, f->arg, f->err, f->err == SL_OK ? &f->res : NULL, f->by);
     if (f->rules != NULL)
         sl_rules_unref(f->rules);
     f->rules = NULL;
@@ -138,7 +138,8 @@ static const struct sl_limit *own_limit(struct sl__rfan *f, const struct sl_limi
     return l;
 }
 
-static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const struct sl_result *res)
+static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const struct sl_result *res,
+                 enum sl__store_by by)
 {
     for (unsigned j = 0; j < gr->n && j < res->n_statuses; j++) {
         struct sl_status *s = &f->res.statuses[gr->desc[j]];
@@ -147,8 +148,8 @@ static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const stru
     }
     if (res->verdict > f->res.verdict)
         f->res.verdict = res->verdict;
-    if (res->policy != SL_POLICY_NONE) /* a group the policy answered marks the whole */
-        f->res.policy = res->policy;
+    if (by != SL__BY_STATE) /* a group the policy answered marks the whole */
+        f->by = by;
     if (res->delay_ns > f->res.delay_ns)
         f->res.delay_ns = res->delay_ns;
     if (res->lease[0] != '\0') {
@@ -161,7 +162,7 @@ static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const stru
     }
 }
 
-static void on_group(void *arg, int err, const struct sl_result *res)
+static void on_group(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
     struct sl__rfan_group *gr = arg;
     struct sl__rfan *f = gr->fan;
@@ -170,7 +171,7 @@ static void on_group(void *arg, int err, const struct sl_result *res)
     if (err != SL_OK && f->err == SL_OK)
         f->err = err;
     else if (err == SL_OK)
-        join(f, gr, res);
+        join(f, gr, res, by);
     if (--f->pending == 0)
         complete(f);
 }
@@ -281,7 +282,7 @@ static void start_group(struct sl__rfan *f, unsigned g, const struct sl_request 
     rc = sl__rstore_start(f->st, f->kind, &sub, sm, gr->n, f->rules, &fin, on_group, gr, f,
                           (uint8_t)g);
     if (rc != SL_OK)
-        on_group(gr, rc, NULL); /* nothing started for it */
+        on_group(gr, rc, NULL, SL__BY_STATE); /* nothing started for it */
 }
 
 int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
@@ -311,6 +312,7 @@ int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct 
     f->fin = *fin;
     f->rules = rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)rules) : NULL;
     f->err = SL_OK;
+    f->by = SL__BY_STATE;
     memset(&f->res, 0, sizeof(f->res));
     f->res.n_statuses = n;
     f->n_groups = group_descriptors(st, n, group);
@@ -344,18 +346,19 @@ static size_t piece_tag(const char *p, size_t len, size_t *at)
 }
 
 /* One slot's release answered: SL_OK wins, then SL_ENOENT, else the error. */
-static void on_release_group(void *arg, int err, const struct sl_result *res)
+static void on_release_group(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
     struct sl__rfan_group *gr = arg;
     struct sl__rfan *f = gr->fan;
     struct sl__rstore *st = f->st;
 
     (void)res;
+    (void)by;
     if (err == SL_OK || (err == SL_ENOENT && f->err != SL_OK))
         f->err = err;
     if (--f->pending > 0)
         return;
-    f->cb(f->arg, f->err, NULL);
+    f->cb(f->arg, f->err, NULL, SL__BY_STATE);
     f->next_free = st->free_fans;
     st->free_fans = f;
 }
@@ -410,9 +413,9 @@ int sl__rfan_release(struct sl__rstore *st, const char *lease, size_t len, int64
         }
         f->g[k].fan = f;
         if (sl__rstore_release(st, sub, used, now_ns, on_release_group, &f->g[k]) != SL_OK)
-            on_release_group(&f->g[k], SL_EFULL, NULL);
+            on_release_group(&f->g[k], SL_EFULL, NULL, SL__BY_STATE);
     }
     f->g[n].fan = f;
-    on_release_group(&f->g[n], SL_EFULL, NULL); /* the starter's share */
+    on_release_group(&f->g[n], SL_EFULL, NULL, SL__BY_STATE); /* the starter's share */
     return SL_OK;
 }

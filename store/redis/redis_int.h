@@ -257,9 +257,10 @@ struct sl__rebuilt {
 
 /* redis_answer.c: answers that are not a script reply. */
 void sl__ranswer_rebuild(const struct sl__rreq *q, bool peek, struct sl__rebuilt *r);
-/* The one way to the caller's callback (applies what `fin` holds). */
+/* The one way to the caller's callback (applies what `fin` holds); `by`:
+ * who answered. */
 void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
-                         struct sl_result *res);
+                         struct sl_result *res, enum sl__store_by by);
 /* By policy `pol`; `m`/`req` the caller's (nothing sent yet) or NULL: the
  * slot `q`'s copy. */
 void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
@@ -330,6 +331,7 @@ struct sl__rfan {
     unsigned n_groups;
     int err;
     struct sl_result res;
+    enum sl__store_by by;               /* a policy that answered a group answers for the whole */
     struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits (no snapshot), copied */
     unsigned n_own;
     struct sl__rfan_group g[SL__FAN_GROUPS];

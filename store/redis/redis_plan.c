@@ -468,7 +468,6 @@ int sl__redis_plan_result(const struct sl__redis_plan *plan, const struct redisR
     res->delay_ns = 0;
     res->n_statuses = plan->n_desc;
     res->lease[0] = '\0';
-    res->policy = SL_POLICY_NONE;
     for (size_t i = 0; i < plan->n_desc; i++) {
         struct sl_status *st = &res->statuses[i];
         memset(st, 0, sizeof(*st));

@@ -351,9 +351,9 @@ static void test_sigstop_policies_then_recovery(void **state)
         assert_int_equal(a[i].res.verdict, i % 3 == 1 ? SL_DENY : SL_ALLOW);
         /* each answer says which policy made it; allow reports the whole
          * quota as remaining (nothing was counted), deny none */
-        assert_int_equal(a[i].res.policy, i % 3 == 0   ? SL_POLICY_ALLOW
-                                          : i % 3 == 1 ? SL_POLICY_DENY
-                                                       : SL_POLICY_LOCAL);
+        assert_int_equal(a[i].by, i % 3 == 0   ? SL__BY_ALLOW
+                                  : i % 3 == 1 ? SL__BY_DENY
+                                               : SL__BY_LOCAL);
         if (i % 3 != 2)
             assert_int_equal(a[i].res.statuses[0].d.remaining, i % 3 == 0 ? 1000 : 0);
     }
@@ -385,7 +385,7 @@ static void test_sigstop_policies_then_recovery(void **state)
     {
         struct answer x = check_now(&o[2]);
         assert_int_equal(x.err, SL_OK);
-        assert_int_equal(x.res.policy, SL_POLICY_NONE); /* Redis decided */
+        assert_int_equal(x.by, SL__BY_STATE); /* Redis decided */
     }
     assert_int_equal(stats().replies, replies + 1);
 }
