@@ -170,7 +170,7 @@ class Sluiced(SluicedProc):
         req = urllib.request.Request(
             f"http://127.0.0.1:{self.http}/v1/rules", method="POST",
             data=json.dumps({"id": rule_id, "yaml": yaml_text}).encode(),
-            headers={"Content-Type": "application/json"})
+            headers=self.admin_headers())
         with urllib.request.urlopen(req, timeout=10) as r:
             return json.loads(r.read())
 
