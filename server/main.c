@@ -45,7 +45,7 @@ int main(int argc, char **argv)
     struct sl__config cfg;
     const char *path = NULL;
     bool test = false;
-    char err[512];
+    char err[SL__CONFIG_ERR_MAX];
 
     sl__config_init(&cfg);
     for (int i = 1; i < argc; i++) {
@@ -79,6 +79,8 @@ int main(int argc, char **argv)
     }
     if (path != NULL && sl__config_load(&cfg, path, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
+        if (test)
+            fprintf(stderr, "sluiced: configuration %s is NOT valid\n", path);
         sl__config_free(&cfg);
         return 1;
     }
