@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "clock.h"
 #include "config.h"
 #include "log.h"
@@ -77,23 +78,21 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (test) { /* the check sluice check -c makes too: nothing started, nothing written */
+        int r = sl__check_config(path, stderr);
+        fprintf(stderr, "sluiced: configuration %s %s\n", path ? path : "(defaults)",
+                r == 0 ? "is valid" : "is NOT valid");
+        sl__config_free(&cfg);
+        return r;
+    }
     if (path != NULL && sl__config_load(&cfg, path, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
-        if (test)
-            fprintf(stderr, "sluiced: configuration %s is NOT valid\n", path);
         sl__config_free(&cfg);
         return 1;
     }
     if (path == NULL)
         sl__config_finish(&cfg);
     sl__log_set_level(cfg.log_level);
-    if (test) {
-        int r = sl__server_test_config(&cfg);
-        fprintf(stderr, "sluiced: configuration %s %s\n", path ? path : "(defaults)",
-                r == 0 ? "is valid" : "is NOT valid");
-        sl__config_free(&cfg);
-        return r;
-    }
     if (cfg.test_clock) {
         sl__clock_set_test(cfg.test_clock_start_ms);
         sl__warn("test clock frozen at %lld ms: for tests only",

@@ -7,6 +7,8 @@
 #ifndef SL_SERVER_RULES_LOAD_H
 #define SL_SERVER_RULES_LOAD_H
 
+#include <stdio.h>
+
 #include "config-t.h"
 #include "sluice.h"
 
@@ -16,6 +18,14 @@
  * "file:line:col: message" and nothing built. Off the hot path: reads files.
  */
 int sl__rules_load(const struct sl__config *cfg, sl_rules **out);
+
+/*
+ * Check what sl__rules_load() would build, as `sluiced -t` does: every
+ * problem printed on `out`, one line each ("file:line:col: message"),
+ * nothing built and nothing written (a rules database that does not exist
+ * yet is taken as empty). 0 when the rules would load.
+ */
+int sl__rules_check(const struct sl__config *cfg, FILE *out);
 
 /*
  * Reload into `slot`: on success the new snapshot is published and serves

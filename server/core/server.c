@@ -285,23 +285,3 @@ int sl__server_run(struct sl__config *cfg)
     sl__info("stopped");
     return 0;
 }
-
-int sl__server_test_config(const struct sl__config *cfg)
-{
-    sl_rules *rules = NULL;
-    char err[256];
-
-    for (size_t l = 0; l < cfg->n_listeners; l++) {
-        uint16_t port = 0; /* test the address only: the port may be in use */
-        int fd = sl__listen_socket(cfg->listeners[l].address, &port, err, sizeof(err));
-        if (fd < 0) {
-            sl__err("listen: %s", err);
-            return 1;
-        }
-        close(fd);
-    }
-    if (sl__rules_load(cfg, &rules) != SL_OK)
-        return 1;
-    sl_rules_unref(rules);
-    return 0;
-}

@@ -18,10 +18,6 @@
  */
 int sl__server_run(struct sl__config *cfg);
 
-/* Check `cfg` as `sluiced -t` does: the rules build and the listeners'
- * addresses parse. 0 when it would start. */
-int sl__server_test_config(const struct sl__config *cfg);
-
 /* Reload the rules (sl__rules_reload) and count the outcome for the
  * metrics. Any thread (it blocks: files, the rules database); reloads are
  * serialised by the reload lock. 0 or the reload's error. */
