@@ -1,16 +1,30 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * util.c - file reading and diagnostics printing for the `sluice`
- * subcommands. Nothing here decides or parses rules itself.
+ * util.c - usage errors, file reading and diagnostics printing for the
+ * `sluice` subcommands. Nothing here decides or parses rules itself.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 #define FILE_MAX (64 << 20) /* rules files and rule texts: 64 MiB at most */
+
+int sl__cli_usage(const struct sl__cli_cmd *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "sluice %s: ", cmd->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n\n");
+    cmd->help(stderr);
+    return 2;
+}
 
 int sl__cli_read_file(const char *path, char **out, size_t *len)
 {
