@@ -45,7 +45,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     int c;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+    opterr = 0; /* our own words for a bad option (sl__cli_bad_option) */
+    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
         if (c == 'd')
             o->db = optarg;
         else if (c == 'i')
@@ -57,21 +58,34 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         else if (c == 'h')
             return -1;
         else
-            return 2;
+            return sl__cli_bad_option(&sl__cmd_rules, c, argv);
     }
     o->first_arg = optind;
-    return o->db == NULL ? 2 : 0;
+    if (o->db == NULL)
+        return sl__cli_usage(&sl__cmd_rules, "missing --db FILE (the rules database)");
+    return 0;
 }
 
-static int add(sl_rulesdb *db, const struct opts *o, int argc, char **argv)
+/* The positional arguments a verb takes: exactly `want` of them, the
+ * first named `what` when missing. 0, or 2 after the usage error. */
+static int positional(const struct opts *o, int argc, char **argv, int want, const char *what)
+{
+    int n = argc - o->first_arg;
+
+    if (n < want)
+        return sl__cli_usage(&sl__cmd_rules, "missing %s", what);
+    if (n > want)
+        return sl__cli_usage(&sl__cmd_rules, "unexpected argument '%s'", argv[o->first_arg + want]);
+    return 0;
+}
+
+static int add(sl_rulesdb *db, const struct opts *o, char **argv)
 {
     sl_rules_builder *diags;
     char *text, *domain = NULL;
     size_t len;
     int rc;
 
-    if (argc - o->first_arg != 1)
-        return 2;
     if (sl__cli_read_file(argv[o->first_arg], &text, &len) != 0)
         return 1;
     diags = sl_rules_builder_new();
@@ -80,7 +94,10 @@ static int add(sl_rulesdb *db, const struct opts *o, int argc, char **argv)
         rc = sl_rulesdb_put(db, o->id ? o->id : domain, text, len, o->replace, NULL);
     if (diags != NULL)
         sl__cli_print_diags(diags);
-    if (rc != SL_OK && rc != SL_EPARSE)
+    if (rc == SL_RULESDB_EEXIST)
+        fprintf(stderr, "sluice: rule '%s' already exists in %s; add --replace to replace it\n",
+                o->id ? o->id : domain, o->db);
+    else if (rc != SL_OK && rc != SL_EPARSE)
         fprintf(stderr, "sluice: %s\n", sl_rulesdb_errmsg(db));
     else if (rc == SL_OK)
         printf("stored rule '%s' (domain %s)\n", o->id ? o->id : domain, domain);
@@ -101,10 +118,8 @@ static int print_row(void *arg, const struct sl_rulesdb_row *row)
     return 0;
 }
 
-static int list(sl_rulesdb *db, const struct opts *o, int argc)
+static int list(sl_rulesdb *db, const struct opts *o)
 {
-    if (argc != o->first_arg)
-        return 2;
     if (sl_rulesdb_list(db, print_row, (void *)o) != SL_OK) {
         fprintf(stderr, "sluice: %s\n", sl_rulesdb_errmsg(db));
         return 1;
@@ -112,10 +127,8 @@ static int list(sl_rulesdb *db, const struct opts *o, int argc)
     return 0;
 }
 
-static int rm(sl_rulesdb *db, const struct opts *o, int argc, char **argv)
+static int rm(sl_rulesdb *db, const struct opts *o, char **argv)
 {
-    if (argc - o->first_arg != 1)
-        return 2;
     if (sl_rulesdb_delete(db, argv[o->first_arg]) != SL_OK) {
         fprintf(stderr, "sluice: %s\n", sl_rulesdb_errmsg(db));
         return 1;
@@ -128,7 +141,7 @@ static int run(int argc, char **argv)
 {
     struct opts o = {0};
     const char *verb = argc > 1 ? argv[1] : "";
-    bool is_add = strcmp(verb, "add") == 0;
+    bool is_add = strcmp(verb, "add") == 0, is_ls = strcmp(verb, "ls") == 0;
     char err[512];
     sl_rulesdb *db;
     int rc;
@@ -137,28 +150,30 @@ static int run(int argc, char **argv)
         help(stdout);
         return 0;
     }
-    if (!is_add && strcmp(verb, "ls") != 0 && strcmp(verb, "rm") != 0) {
-        help(stderr);
-        return 2;
-    }
+    if (*verb == '\0')
+        return sl__cli_usage(&sl__cmd_rules, "missing add, ls or rm");
+    if (!is_add && !is_ls && strcmp(verb, "rm") != 0)
+        return sl__cli_usage(&sl__cmd_rules, "unknown rules command '%s' (add, ls or rm)", verb);
     rc = parse_opts(argc - 1, argv + 1, &o);
-    if (rc != 0) {
-        help(rc < 0 ? stdout : stderr);
-        return rc < 0 ? 0 : 2;
-    }
+    if (rc < 0)
+        help(stdout);
+    if (rc == 0)
+        rc = is_add  ? positional(&o, argc - 1, argv + 1, 1, "RULES.yaml (or - for stdin)")
+             : is_ls ? positional(&o, argc - 1, argv + 1, 0, "")
+                     : positional(&o, argc - 1, argv + 1, 1, "ID (the rule to remove)");
+    if (rc != 0) /* -1: --help; 2: a usage error, already said */
+        return rc < 0 ? 0 : rc;
     if (sl_rulesdb_open(o.db, is_add, &db, err, sizeof(err)) != SL_OK) {
         fprintf(stderr, "sluice: %s\n", err);
         return 1;
     }
     if (is_add)
-        rc = add(db, &o, argc - 1, argv + 1);
-    else if (strcmp(verb, "ls") == 0)
-        rc = list(db, &o, argc - 1);
+        rc = add(db, &o, argv + 1);
+    else if (is_ls)
+        rc = list(db, &o);
     else
-        rc = rm(db, &o, argc - 1, argv + 1);
+        rc = rm(db, &o, argv + 1);
     sl_rulesdb_close(db);
-    if (rc == 2)
-        help(stderr);
     return rc;
 }
 

@@ -5,6 +5,7 @@
  * `sluice` subcommands. Nothing here decides or parses rules itself.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,16 @@ int sl__cli_usage(const struct sl__cli_cmd *cmd, const char *fmt, ...)
     fprintf(stderr, "\n\n");
     cmd->help(stderr);
     return 2;
+}
+
+int sl__cli_bad_option(const struct sl__cli_cmd *cmd, int c, char **argv)
+{
+    char shortopt[3] = {'-', (char)optopt, '\0'};
+    const char *opt = optopt != 0 ? shortopt : argv[optind - 1];
+
+    if (c == ':')
+        return sl__cli_usage(cmd, "%s needs a value", opt);
+    return sl__cli_usage(cmd, "unknown option %s", opt);
 }
 
 int sl__cli_read_file(const char *path, char **out, size_t *len)
