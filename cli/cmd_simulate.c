@@ -34,26 +34,26 @@ struct opts {
 
 static void help(FILE *out)
 {
-    fprintf(
-        out,
-        "usage: sluice simulate -r FILE [-r FILE]... [--db FILE] [--summary]\n"
-        "                       [--log-format json|combined] [--domain D] [INPUT]\n\n"
-        "Replay requests through rules with the library's limiter; the time comes from\n"
-        "the input only. INPUT (default stdin) holds one request per line:\n"
-        "  {\"t_ms\": 1700000000000, \"domain\": \"api\", \"descriptors\": "
-        "[{\"user\": \"u1\"}], \"hits\": 1}\n"
-        "and each gets one line out:\n"
-        "  {\"t_ms\":..,\"decision\":\"allow|delay|deny\",\"delay_ms\":..,\"statuses\":[{\n"
-        "   \"decision\",\"limit\",\"quota\",\"remaining\",\"reset_ms\",\"retry_after_ms\"}]}\n\n"
-        "  -r, --rules FILE     rules file (repeatable)\n"
-        "      --db FILE        also load the rules database (its rules win)\n"
-        "      --summary        print per limit how many were allowed, delayed, denied\n"
-        "                       instead of one line per request\n"
-        "      --log-format F   json (default) or combined: nginx's access log, giving\n"
-        "                       descriptors [{remote_address}] and [{path}]\n"
-        "      --domain D       domain of combined-log requests (default nginx)\n\n"
-        "A bad input line is reported on stderr with its number and skipped; the exit\n"
-        "status is then 1. Concurrency limits never release (no release events).\n");
+    fprintf(out,
+            "usage: sluice simulate -r FILE [-r FILE]... [--db FILE] [--summary]\n"
+            "                       [--log-format json|combined] [--domain D] [INPUT]\n\n"
+            "Replay requests through rules with the library's limiter; the time comes from\n"
+            "the input only. INPUT (default stdin) holds one request per line:\n"
+            "  {\"t_ms\": 1700000000000, \"domain\": \"api\", \"descriptors\": "
+            "[{\"user\": \"u1\"}], \"hits\": 1}\n"
+            "and each gets one line out:\n"
+            "  {\"t_ms\":..,\"decision\":\"allow|delay|deny\",\"delay_ms\":..,\"statuses\":[{\n"
+            "   \"decision\",\"limit\",\"quota\",\"remaining\",\"reset_ms\",\"retry_after_ms\",\n"
+            "   \"shadow_denied\"}]}\n\n"
+            "  -r, --rules FILE     rules file (repeatable)\n"
+            "      --db FILE        also load the rules database (its rules win)\n"
+            "      --summary        print per limit how many were allowed, delayed, denied\n"
+            "                       instead of one line per request\n"
+            "      --log-format F   json (default) or combined: nginx's access log, giving\n"
+            "                       descriptors [{remote_address}] and [{path}]\n"
+            "      --domain D       domain of combined-log requests (default nginx)\n\n"
+            "A bad input line is reported on stderr with its number and skipped; the exit\n"
+            "status is then 1. Concurrency limits never release (no release events).\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
