@@ -41,6 +41,16 @@ static int parse_ms(const char *s, int64_t *out)
     return 0;
 }
 
+/* A start refused for the configuration: each error is a log line
+ * (config.invalid), in the format the file asks for when it got that far,
+ * so that a log shipper sees why the service did not start. */
+static void log_config_errors(const struct sl__config *cfg, char *err)
+{
+    sl__log_set_format(cfg->log_format);
+    for (char *line = strtok(err, "\n"); line != NULL; line = strtok(NULL, "\n"))
+        sl__err("config.invalid", "%s", line);
+}
+
 int main(int argc, char **argv)
 {
     struct sl__config cfg;
@@ -86,16 +96,17 @@ int main(int argc, char **argv)
         return r;
     }
     if (path != NULL && sl__config_load(&cfg, path, err, sizeof(err)) != 0) {
-        fprintf(stderr, "%s\n", err);
+        log_config_errors(&cfg, err);
         sl__config_free(&cfg);
         return 1;
     }
     if (path == NULL)
         sl__config_finish(&cfg);
     sl__log_set_level(cfg.log_level);
+    sl__log_set_format(cfg.log_format);
     if (cfg.test_clock) {
         sl__clock_set_test(cfg.test_clock_start_ms);
-        sl__warn("test clock frozen at %lld ms: for tests only",
+        sl__warn("server.test_clock", "test clock frozen at %lld ms: for tests only",
                  (long long)cfg.test_clock_start_ms);
     }
     return sl__server_run(&cfg);

@@ -29,6 +29,7 @@ static const char *const level_names[] = {"error", "warn", "info", "debug", NULL
 static const char *const on_full_names[] = {"evict", "deny", NULL};
 static const char *const style_names[] = {"ratelimit", "ietf", NULL};
 static const char *const access_names[] = {"off", "combined", "json", NULL};
+static const char *const format_names[] = {"text", "json", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
 
@@ -72,6 +73,8 @@ static const struct sl__key keys[] = {
      "on SIGTERM, how long in-flight replies may take"},
     {"log.level", SL__K_CHOICE, F(log_level), "info", "error | warn | info | debug",
      .choices = level_names},
+    {"log.format", SL__K_CHOICE, F(log_format), "text",
+     "text | json: sluiced's log lines on stderr, each naming its event", .choices = format_names},
     {"log.access", SL__K_CHOICE, F(log_access), "off",
      "off | combined | json: one line per proxied request on stdout", .choices = access_names},
     {"admin.token", SL__K_STR, F(admin_token), NULL,

@@ -34,9 +34,11 @@ struct how {
     bool create_db;
 };
 
-static void report(const struct how *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report(const struct how *h, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-static void report(const struct how *h, const char *fmt, ...)
+/* One problem: a line on the check's stream, or a logged `event`. */
+static void report(const struct how *h, const char *event, const char *fmt, ...)
 {
     char line[1024];
     va_list ap;
@@ -47,7 +49,7 @@ static void report(const struct how *h, const char *fmt, ...)
     if (h->out != NULL)
         fprintf(h->out, "%s\n", line);
     else
-        sl__err("%s", line);
+        sl__log_event(SL__LOG_ERROR, event, "%s", line);
 }
 
 static int read_file(const struct how *h, const char *path, char **text, size_t *len)
@@ -57,7 +59,7 @@ static int read_file(const struct how *h, const char *path, char **text, size_t 
     char *p;
 
     if (f == NULL) {
-        report(h, "%s:1:1: cannot open rules file: %s", path, strerror(errno));
+        report(h, "rules.unreadable", "%s:1:1: cannot open rules file: %s", path, strerror(errno));
         return SL_EINVAL;
     }
     p = sl__xrealloc(NULL, cap);
@@ -67,7 +69,8 @@ static int read_file(const struct how *h, const char *path, char **text, size_t 
         if (n < cap)
             break;
         if (cap >= RULES_FILE_MAX) {
-            report(h, "%s:1:1: rules file larger than %u bytes", path, RULES_FILE_MAX);
+            report(h, "rules.unreadable", "%s:1:1: rules file larger than %u bytes", path,
+                   RULES_FILE_MAX);
             free(p);
             fclose(f);
             return SL_ETOOBIG;
@@ -96,12 +99,12 @@ static int load_db(const struct how *h, const char *path, sl_rules_builder *b)
     if (r == SL_ENOENT && !h->create_db)
         return SL_OK; /* an empty file: the daemon gives it its schema */
     if (r != SL_OK) {
-        report(h, "%s: rules database: %s", path, err);
+        report(h, "rules.database_failed", "%s: rules database: %s", path, err);
         return r;
     }
     r = sl_rulesdb_load(db, b);
     if (r != SL_OK && r != SL_EPARSE)
-        report(h, "%s: rules database: %s", path, sl_rulesdb_errmsg(db));
+        report(h, "rules.database_failed", "%s: rules database: %s", path, sl_rulesdb_errmsg(db));
     sl_rulesdb_close(db);
     return r == SL_EPARSE ? SL_OK : r; /* SL_EPARSE: diagnostics are in the builder */
 }
@@ -133,11 +136,11 @@ static int load(const struct sl__config *cfg, const struct how *h, sl_rules **ou
         r = r == SL_OK ? rd : r;
     }
     for (size_t i = 0; i < sl_rules_builder_ndiags(b); i++)
-        report(h, "%s", sl_rules_builder_diag(b, i));
+        report(h, "rules.invalid", "%s", sl_rules_builder_diag(b, i));
     if (r == SL_OK) {
         r = sl_rules_build(b, &rules);
         if (r != SL_OK && sl_rules_builder_ndiags(b) == 0)
-            report(h, "rules: build failed: %s", sl_strerror(r));
+            report(h, "rules.build_failed", "rules: build failed: %s", sl_strerror(r));
     }
     sl_rules_builder_free(b);
     if (out != NULL)
@@ -167,11 +170,13 @@ int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const ch
     int err = sl__rules_load(cfg, &r);
 
     if (err != SL_OK) {
-        sl__err("rules: reload on %s failed; the previous rules keep serving", why);
+        sl__log_fields(SL__LOG_ERROR, "rules.reload_failed", &SL__LOG_STR("trigger", why), 1,
+                       "rules: reload on %s failed; the previous rules keep serving", why);
         return err;
     }
     sl_rules_slot_publish(slot, r);
-    sl__info("rules: reloaded on %s (%zu files%s)", why, cfg->n_rules_files,
-             cfg->rules_db ? " and the database" : "");
+    sl__log_fields(SL__LOG_INFO, "rules.reloaded", &SL__LOG_STR("trigger", why), 1,
+                   "rules: reloaded on %s (%zu files%s)", why, cfg->n_rules_files,
+                   cfg->rules_db ? " and the database" : "");
     return SL_OK;
 }

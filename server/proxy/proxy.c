@@ -96,7 +96,8 @@ void sl__proxy_finish(struct sl__proxy_x *x)
 
 void sl__proxy_abort(struct sl__proxy_x *x, const char *why)
 {
-    sl__dbg("proxy: %s %s: %s; closing the client connection", x->acc.method, x->acc.target, why);
+    sl__dbg("proxy.aborted", "proxy: %s %s: %s; closing the client connection", x->acc.method,
+            x->acc.target, why);
     x->up_reusable = false;
     x->close_after = true;
     sl__proxy_finish(x);
@@ -210,7 +211,8 @@ void sl__proxy_retry(struct sl__proxy_x *x, bool count_failure, bool timed_out)
 void sl__proxy_on_connect(struct sl__proxy_x *x, int status)
 {
     if (status < 0) {
-        sl__dbg("proxy: connect to %s: %s", x->acc.upstream, uv_strerror(status));
+        sl__dbg("proxy.connect_failed", "proxy: connect to %s: %s", x->acc.upstream,
+                uv_strerror(status));
         sl__proxy_retry(x, true, false);
         return;
     }
@@ -379,7 +381,7 @@ static ssize_t refuse(struct sl__proxy_x *x, const struct sl__proxy_err *e)
     x->pw->scratch.len = 0;
     sl__proxy_local_head(&x->pw->scratch, e->status, true, e->why);
     sl__conn_write(x->c, x->pw->scratch.p, x->pw->scratch.len);
-    sl__dbg("proxy: refused a request (%d %s); closing", e->status, e->why);
+    sl__dbg("proxy.refused", "proxy: refused a request (%d %s); closing", e->status, e->why);
     x->phase = SL__PX_DONE;
     return -1;
 }
@@ -560,7 +562,7 @@ void sl__proxy_x_tick(struct sl__proxy_x *x, int64_t now)
     switch (x->phase) {
     case SL__PX_CONNECTING:
         if (now - x->phase_ms >= r->connect_timeout_ms) {
-            sl__dbg("proxy: connect to %s timed out", x->acc.upstream);
+            sl__dbg("proxy.connect_timeout", "proxy: connect to %s timed out", x->acc.upstream);
             sl__proxy_retry(x, true, true);
         }
         break;

@@ -2,7 +2,8 @@
 # Copyright (c) The Sluice authors
 """test_config_errors.py - a configuration with several mistakes is reported
 in one run: every error of the file, each as file:line:col: message, on
-stderr, then exit 1 -- for `sluiced -t` and for a plain start alike, for
+stderr, then exit 1 -- for `sluiced -t` and for a plain start alike (which
+logs each as the event config.invalid), for
 the core's keys, listeners, the stores' keys and the rooms' sections (the
 proxy's routes, gRPC's limits). The list is bounded: a file of a hundred
 mistakes prints the first ones and how many more there are.
@@ -11,7 +12,9 @@ import os
 import re
 import subprocess
 
-ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")
+# `sluiced -t` prints the errors plainly; a start logs each as config.invalid
+ERROR_LINE = re.compile(r"^(?:\S+Z error config\.invalid )?"
+                        r"(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<msg>.+)$")
 
 BROKEN = """\
 listeners:
@@ -90,6 +93,7 @@ def test_a_start_reports_them_all_too(tmp_path):
     r = run("-c", str(cfg))
     assert r.returncode == 1, r.stderr
     assert_all_reported(r.stderr, cfg)
+    assert all(" error config.invalid " in ln for ln in r.stderr.splitlines()), r.stderr
 
 
 def test_one_mistake_is_one_line(tmp_path):
