@@ -4,7 +4,7 @@
  * main.c - the `sluice` command line: a table of subcommands, `--help` and
  * `sluice help COMMAND`. Each subcommand lives in its own cmd_*.c.
  *
- * It does not talk to a running sluiced.
+ * Only `sluice rules --server` talks to a running sluiced (its admin API).
  */
 #include <string.h>
 

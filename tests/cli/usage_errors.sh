@@ -31,7 +31,7 @@ expect "sluice simulate: missing -r FILE (the rules; or --db FILE)" simulate
 expect "sluice simulate: -r needs a value" simulate -r
 expect "sluice simulate: --log-format is json or combined (got 'xml')" \
     simulate -r "$dir/rule.yaml" --log-format xml
-expect "sluice rules: missing --db FILE (the rules database)" rules ls
+expect "sluice rules: missing --db FILE (or --server URL)" rules ls
 expect "sluice rules: unknown option --frobnicate" rules add --frobnicate --db "$dir/x.db" "$dir/rule.yaml"
 expect "sluice rules: missing RULES.yaml (or - for stdin)" rules add --db "$dir/x.db"
 expect "sluice rules: missing ID (the rule to remove)" rules rm --db "$dir/x.db"
