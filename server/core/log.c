@@ -63,7 +63,7 @@ struct line {
 
 static bool put(struct line *l, const char *s, size_t n)
 {
-    if (n > l->cap - l->len)
+    if (l->len > l->cap || n > l->cap - l->len)
         return false;
     memcpy(l->p + l->len, s, n);
     l->len += n;
@@ -175,7 +175,7 @@ static void text_line(struct line *l, enum sl__log_level lvl, const char *event,
                  (unsigned long long)suppressed);
     l->cap -= suppressed > 0 ? strlen(more) : 0;
     size_t start = l->len;
-    put(l, msg, strnlen(msg, l->cap - l->len));
+    put(l, msg, strnlen(msg, l->cap > l->len ? l->cap - l->len : 0));
     /* one event, one line: a message may not smuggle in a newline */
     for (size_t i = start; i < l->len; i++)
         if (l->p[i] == '\n' || l->p[i] == '\r')
