@@ -262,6 +262,16 @@ static int start(struct sl__server *srv)
     return 0;
 }
 
+/* The stores' lines (store.h) into the daemon's log, under their events:
+ * the two level scales are the same one. */
+static void store_line(enum sl__store_log_level lvl, const char *event, const char *msg)
+{
+    _Static_assert((int)SL__STORE_LOG_ERROR == (int)SL__LOG_ERROR &&
+                       (int)SL__STORE_LOG_DEBUG == (int)SL__LOG_DEBUG,
+                   "one level scale");
+    sl__log_event((enum sl__log_level)lvl, event, "%s", msg);
+}
+
 int sl__server_run(struct sl__config *cfg)
 {
     struct sl__server *srv = sl__xzalloc(sizeof(*srv));
@@ -270,6 +280,7 @@ int sl__server_run(struct sl__config *cfg)
 
     srv->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
+    sl__store_set_log(store_line); /* before any store exists */
     uv_mutex_init(&srv->reload_lock);
     uv_loop_init(&loop);
     srv->loop = &loop;

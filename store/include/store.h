@@ -182,4 +182,21 @@ int sl__store_rules_subscribe(const struct sl__store_config *c, uv_loop_t *loop,
 /* Stop it (NULL is fine); its memory goes once its handles have closed. */
 void sl__store_rules_unsubscribe(struct sl__store_rules_sub *s);
 
+/* ------------------------------------------------------------ the operator's log */
+
+/* A store's line for the operator: its level, its event ("store.*", a
+ * name listed in docs/operations.md) and its message (borrowed for the
+ * call). The stores do not know the daemon's log; the daemon hands them
+ * this sink once at start, before any store exists. It may be called from
+ * any thread. */
+enum sl__store_log_level {
+    SL__STORE_LOG_ERROR = 0,
+    SL__STORE_LOG_WARN = 1,
+    SL__STORE_LOG_INFO = 2,
+    SL__STORE_LOG_DEBUG = 3,
+};
+typedef void (*sl__store_log_fn)(enum sl__store_log_level lvl, const char *event, const char *msg);
+/* NULL: lines go to stderr as they are (tests of the stores alone). */
+void sl__store_set_log(sl__store_log_fn fn);
+
 #endif /* SL_STORE_H */

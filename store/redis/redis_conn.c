@@ -18,6 +18,7 @@
  * never blocks: every wait is a libuv timer. Its handles are unreferenced
  * so that they never keep a stopping worker's loop alive.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include <hiredis/adapters/libuv.h>
 
 #include "redis_int.h"
+#include "store_log.h"
 
 static void schedule(struct sl__rconn *c, int64_t wait_ms);
 static void drop(struct sl__rconn *c);
@@ -88,10 +90,12 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
     if (c->st->closing || r == NULL || c->ac != ac)
         return;
     if (r->type == REDIS_REPLY_ERROR) {
-        if (!c->st->auth_warned) /* once: it repeats at every reconnection */
-            fprintf(stderr, "sluiced: redis AUTH refused (check store.user/password): %s\n",
-                    r->str);
-        c->st->auth_warned = true;
+        /* Once per process: it repeats at every reconnection of every
+         * worker's store, and the credentials cannot change while it runs. */
+        static atomic_bool warned;
+        if (!atomic_exchange(&warned, true))
+            sl__store_log(SL__STORE_LOG_ERROR, "store.auth_refused",
+                          "redis: AUTH refused (check store.user and store.password): %s", r->str);
         drop(c);
     }
 }

@@ -137,7 +137,6 @@ struct sl__rstore {
     sl_limiter *local;
     char sha[41]; /* from SCRIPT LOAD; "" until a connection loaded it */
     bool closing;
-    bool auth_warned;
 
     /* Connections: cfg.connections per node, node-major; one node (the
      * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each

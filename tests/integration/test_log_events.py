@@ -3,9 +3,10 @@
 """test_log_events.py - every log line of sluiced names its event, and
 log.format: json makes each line a JSON object for log shippers.
 
-- In the source, every log call of server/ names its event with a string
-  literal of the form area.what, and the events are exactly those listed
-  in docs/operations.md's table (none missing, none left over).
+- In the source, every log call of server/ and store/ names its event with
+  a string literal of the form area.what, no line goes to stderr around the
+  log, and the events are exactly those listed in docs/operations.md's
+  table (none missing, none left over).
 - A running sluiced, in text, writes "TIME LEVEL EVENT message" lines; in
   json, one object per line with ts, level, event and msg, plus the
   event's fields (server.listening's port, rules.reloaded's trigger,
@@ -32,18 +33,28 @@ CALLS = [
     re.compile(r'\bsl__log_(?:event|fields)\(\s*SL__LOG_\w+,\s*(?P<arg>[^,)]*)'),
     re.compile(r'\bsl__log_rate\(\s*[^,]+,\s*SL__LOG_\w+,\s*(?P<arg>[^,)]*)'),
     re.compile(r'\breport\(\s*h,\s*(?P<arg>[^,)]*)'),
+    re.compile(r'\bsl__store_log\(\s*SL__STORE_LOG_\w+,\s*(?P<arg>[^,)]*)'),
 ]
-# the one call that passes its caller's event on (report() in rules_load.c)
-INDIRECT = {("server/core/rules_load.c", "event")}
+# the calls that pass their caller's event on (report() in rules_load.c;
+# the stores' lines, already checked where the stores make them)
+INDIRECT = {("server/core/rules_load.c", "event"), ("server/core/server.c", "event")}
+# the files that write the lines themselves
+SKIP = {"server/core/log.c", "store/store_log.c"}
+STDERR = re.compile(r'\b(?:fprintf|fputs|vfprintf)\([^;]*\bstderr\b|\bperror\(')
 
 
 def source_events():
     found, bad = {}, []
-    for path in sorted((SRC / "server").rglob("*.c")):
+    paths = sorted((SRC / "server").rglob("*.c")) + sorted((SRC / "store").rglob("*.c"))
+    for path in paths:
         rel = str(path.relative_to(SRC))
-        if rel == "server/core/log.c":
+        if rel in SKIP:
             continue
         text = path.read_text()
+        if rel != "server/main.c":  # main.c: usage errors and -t's verdict, before any log
+            for m in STDERR.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                bad.append(f"{rel}:{line}: a line on stderr without an event: use the log")
         for rx in CALLS:
             for m in rx.finditer(text):
                 arg = m["arg"].strip()
