@@ -64,7 +64,10 @@ int main(int argc, char **argv)
     }
     cmd = find(argv[1]);
     if (cmd == NULL) {
-        fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[1]);
+        if (argv[1][0] == '-')
+            fprintf(stderr, "sluice: unknown option %s (options follow a command)\n\n", argv[1]);
+        else
+            fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[1]);
         usage(stderr);
         return 2;
     }

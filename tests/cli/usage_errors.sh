@@ -37,6 +37,13 @@ expect "sluice rules: missing RULES.yaml (or - for stdin)" rules add --db "$dir/
 expect "sluice rules: missing ID (the rule to remove)" rules rm --db "$dir/x.db"
 expect "sluice rules: unknown rules command 'list' (add, ls or rm)" rules list
 expect "sluice check: unknown option --frobnicate" check --frobnicate
+# a long option is named as typed, not by the letter it maps to
+expect "sluice simulate: --db needs a value" simulate -r "$dir/rule.yaml" --db
+expect "sluice rules: --server needs a value" rules ls --server
+expect "sluice rules: --full takes no value" rules ls --db "$dir/x.db" --full=yes
+expect "sluice simulate: unknown option --frobnicate" simulate --frobnicate=3 -r "$dir/rule.yaml"
+expect "sluice: unknown option --frobnicate (options follow a command)" --frobnicate
+expect "sluice: unknown command 'frobnicate'" frobnicate
 expect "sluice check: missing FILE (a rules file, or -c sluice.yaml)" check
 [ -e "$dir/x.db" ] && fail "a usage error created the database"
 
