@@ -77,3 +77,4 @@ def test_a_shadow_limit_never_shows_deny(http_sluiced):
     st = body["statuses"][0]
     assert body["decision"] == "allow" and st["decision"] == "allow", body
     assert st["remaining"] == 0 and st["limit"] == "trial_shadow"
+    assert st["shadow_denied"] is True, body  # it says it would have denied
