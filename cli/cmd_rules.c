@@ -94,30 +94,49 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     return 0;
 }
 
-/* The positional arguments a verb takes: exactly `want` of them, the
- * first named `what` when missing. 0, or 2 after the usage error. */
-static int positional(const struct opts *o, int argc, char **argv, int want, const char *what)
+/* add's rule, read from its file and validated: malloc'd text and domain. */
+struct rule {
+    char *text;
+    size_t len;
+    char *domain;
+};
+
+/* One verb of `sluice rules`, on either backend: `file` on the database
+ * file (--db), `server` through the admin API (--server). Each gets the
+ * verb's positional argument (`arg`: NULL for none) and, for a verb that
+ * reads a rule, the rule; each returns the command's exit status. */
+struct verb {
+    const char *name;
+    const char *arg; /* the positional argument, as "missing ..." names it; NULL: none */
+    bool reads_rule; /* arg is a rules file, read and validated first; --db is created */
+    int (*file)(sl_rulesdb *db, const struct opts *o, const struct rule *r, const char *arg);
+    int (*server)(const struct sl__remote *rem, const struct opts *o, const struct rule *r,
+                  const char *arg);
+};
+
+/* Exactly the positional argument `v` takes. 0, or 2 after the usage error. */
+static int positional(const struct verb *v, const struct opts *o, int argc, char **argv)
 {
-    int n = argc - o->first_arg;
+    int want = v->arg != NULL, n = argc - o->first_arg;
 
     if (n < want)
-        return sl__cli_usage(&sl__cmd_rules, "missing %s", what);
+        return sl__cli_usage(&sl__cmd_rules, "missing %s", v->arg);
     if (n > want)
         return sl__cli_usage(&sl__cmd_rules, "unexpected argument '%s'", argv[o->first_arg + want]);
     return 0;
 }
 
 /* Read and validate the rule at `path` (every problem printed as
- * path:line:col). 0 with *text and *domain (malloc'd), or 1. */
-static int read_rule(const char *path, char **text, size_t *len, char **domain)
+ * path:line:col). 0 with r filled, or 1 with r empty. */
+static int read_rule(const char *path, struct rule *r)
 {
     sl_rules_builder *diags;
     int rc;
 
-    if (sl__cli_read_file(path, text, len) != 0)
+    if (sl__cli_read_file(path, &r->text, &r->len) != 0)
         return 1;
     diags = sl_rules_builder_new();
-    rc = diags ? sl_rulesdb_validate(*text, *len, path, diags, domain) : SL_ENOMEM;
+    rc = diags ? sl_rulesdb_validate(r->text, r->len, path, diags, &r->domain) : SL_ENOMEM;
     if (diags != NULL)
         sl__cli_print_diags(diags);
     sl_rules_builder_free(diags);
@@ -125,23 +144,31 @@ static int read_rule(const char *path, char **text, size_t *len, char **domain)
         return 0;
     if (rc != SL_EPARSE)
         fprintf(stderr, "sluice: %s: %s\n", path, sl_strerror(rc));
-    free(*text);
-    *text = NULL;
+    free(r->text);
+    r->text = NULL;
     return 1;
 }
 
-static int add(sl_rulesdb *db, const struct opts *o, const char *text, size_t len,
-               const char *domain)
+/* The id a rule is stored under: --id, else its domain. */
+static const char *id_of(const struct opts *o, const struct rule *r)
 {
-    int rc = sl_rulesdb_put(db, o->id ? o->id : domain, text, len, o->replace, NULL);
+    return o->id != NULL ? o->id : r->domain;
+}
 
+/* ------------------------------------------------------------ on the database file */
+
+static int file_add(sl_rulesdb *db, const struct opts *o, const struct rule *r, const char *arg)
+{
+    int rc = sl_rulesdb_put(db, id_of(o, r), r->text, r->len, o->replace, NULL);
+
+    (void)arg;
     if (rc == SL_RULESDB_EEXIST)
         fprintf(stderr, "sluice: rule '%s' already exists in %s; add --replace to replace it\n",
-                o->id ? o->id : domain, o->db);
+                id_of(o, r), o->db);
     else if (rc != SL_OK)
         fprintf(stderr, "sluice: %s\n", sl_rulesdb_errmsg(db));
     else
-        printf("stored rule '%s' (domain %s)\n", o->id ? o->id : domain, domain);
+        printf("stored rule '%s' (domain %s)\n", id_of(o, r), r->domain);
     return rc == SL_OK ? 0 : 1;
 }
 
@@ -156,8 +183,10 @@ static int print_row(void *arg, const struct sl_rulesdb_row *row)
     return 0;
 }
 
-static int list(sl_rulesdb *db, const struct opts *o)
+static int file_ls(sl_rulesdb *db, const struct opts *o, const struct rule *r, const char *arg)
 {
+    (void)r;
+    (void)arg;
     if (sl_rulesdb_list(db, print_row, (void *)o) != SL_OK) {
         fprintf(stderr, "sluice: %s\n", sl_rulesdb_errmsg(db));
         return 1;
@@ -165,90 +194,121 @@ static int list(sl_rulesdb *db, const struct opts *o)
     return 0;
 }
 
-static int rm(sl_rulesdb *db, const struct opts *o, char **argv)
+static int file_rm(sl_rulesdb *db, const struct opts *o, const struct rule *r, const char *id)
 {
-    if (sl_rulesdb_delete(db, argv[o->first_arg]) != SL_OK) {
+    (void)o;
+    (void)r;
+    if (sl_rulesdb_delete(db, id) != SL_OK) {
         fprintf(stderr, "sluice: %s\n", sl_rulesdb_errmsg(db));
         return 1;
     }
-    printf("removed rule '%s'\n", argv[o->first_arg]);
+    printf("removed rule '%s'\n", id);
     return 0;
 }
 
-/* `verb` on the database file --db (text and domain: add's rule). */
-static int on_file(const struct opts *o, const char *verb, char **argv, const char *text,
-                   size_t len, const char *domain)
+/* ------------------------------------------------------------ through the admin API */
+
+static int server_add(const struct sl__remote *rem, const struct opts *o, const struct rule *r,
+                      const char *arg)
 {
-    bool is_add = strcmp(verb, "add") == 0;
+    (void)arg;
+    return sl__remote_add(rem, id_of(o, r), r->domain, r->text, o->replace);
+}
+
+static int server_ls(const struct sl__remote *rem, const struct opts *o, const struct rule *r,
+                     const char *arg)
+{
+    (void)r;
+    (void)arg;
+    return sl__remote_ls(rem, o->full);
+}
+
+static int server_rm(const struct sl__remote *rem, const struct opts *o, const struct rule *r,
+                     const char *id)
+{
+    (void)o;
+    (void)r;
+    return sl__remote_rm(rem, id);
+}
+
+static const struct verb verbs[] = {
+    {"add", "RULES.yaml (or - for stdin)", true, file_add, server_add},
+    {"ls", NULL, false, file_ls, server_ls},
+    {"rm", "ID (the rule to remove)", false, file_rm, server_rm},
+};
+
+/* ------------------------------------------------------------ the command */
+
+/* `v` on the database file --db: opened (created by a verb that adds),
+ * changed, closed. */
+static int on_file(const struct verb *v, const struct opts *o, const struct rule *r,
+                   const char *arg)
+{
     char err[512];
     sl_rulesdb *db;
     int rc;
 
-    if (sl_rulesdb_open(o->db, is_add, &db, err, sizeof(err)) != SL_OK) {
+    if (sl_rulesdb_open(o->db, v->reads_rule, &db, err, sizeof(err)) != SL_OK) {
         fprintf(stderr, "sluice: %s\n", err);
         return 1;
     }
-    if (is_add)
-        rc = add(db, o, text, len, domain);
-    else if (strcmp(verb, "ls") == 0)
-        rc = list(db, o);
-    else
-        rc = rm(db, o, argv);
+    rc = v->file(db, o, r, arg);
     sl_rulesdb_close(db);
     return rc;
 }
 
-/* `verb` through the admin API of the sluiced at --server. */
-static int on_server(const struct opts *o, const char *verb, char **argv, const char *text,
-                     const char *domain)
+/* `v` through the admin API of the sluiced at --server. */
+static int on_server(const struct verb *v, const struct opts *o, const struct rule *r,
+                     const char *arg)
 {
     char token[512];
-    struct sl__remote r = {o->server, NULL};
+    struct sl__remote rem = {o->server, NULL};
 
     if (o->token_file != NULL) {
         if (sl__remote_token(o->token_file, token, sizeof(token)) != 0)
             return 1;
-        r.token = token;
+        rem.token = token;
     }
-    if (strcmp(verb, "add") == 0)
-        return sl__remote_add(&r, o->id ? o->id : domain, domain, text, o->replace);
-    if (strcmp(verb, "ls") == 0)
-        return sl__remote_ls(&r, o->full);
-    return sl__remote_rm(&r, argv[o->first_arg]);
+    return v->server(&rem, o, r, arg);
+}
+
+static const struct verb *find_verb(const char *name)
+{
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (strcmp(verbs[i].name, name) == 0)
+            return &verbs[i];
+    return NULL;
 }
 
 static int run(int argc, char **argv)
 {
     struct opts o = {0};
-    const char *verb = argc > 1 ? argv[1] : "";
-    bool is_add = strcmp(verb, "add") == 0, is_ls = strcmp(verb, "ls") == 0;
-    char *text = NULL, *domain = NULL;
-    size_t len = 0;
+    struct rule r = {0};
+    const char *name = argc > 1 ? argv[1] : "", *arg;
+    const struct verb *v;
     int rc;
 
-    if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0) {
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
         help(stdout);
         return 0;
     }
-    if (*verb == '\0')
+    if (*name == '\0')
         return sl__cli_usage(&sl__cmd_rules, "missing add, ls or rm");
-    if (!is_add && !is_ls && strcmp(verb, "rm") != 0)
-        return sl__cli_usage(&sl__cmd_rules, "unknown rules command '%s' (add, ls or rm)", verb);
+    if ((v = find_verb(name)) == NULL)
+        return sl__cli_usage(&sl__cmd_rules, "unknown rules command '%s' (add, ls or rm)", name);
     rc = parse_opts(argc - 1, argv + 1, &o);
     if (rc < 0)
         help(stdout);
     if (rc == 0)
-        rc = is_add  ? positional(&o, argc - 1, argv + 1, 1, "RULES.yaml (or - for stdin)")
-             : is_ls ? positional(&o, argc - 1, argv + 1, 0, "")
-                     : positional(&o, argc - 1, argv + 1, 1, "ID (the rule to remove)");
+        rc = positional(v, &o, argc - 1, argv + 1);
     if (rc != 0) /* -1: --help; 2: a usage error, already said */
         return rc < 0 ? 0 : rc;
-    if (is_add && read_rule(argv[1 + o.first_arg], &text, &len, &domain) != 0)
+    arg = v->arg != NULL ? argv[1 + o.first_arg] : NULL;
+    if (v->reads_rule && read_rule(arg, &r) != 0)
         return 1;
-    rc = o.server != NULL ? on_server(&o, verb, argv + 1, text, domain)
-                          : on_file(&o, verb, argv + 1, text, len, domain);
-    free(text);
-    free(domain);
+    rc = o.server != NULL ? on_server(v, &o, &r, arg) : on_file(v, &o, &r, arg);
+    free(r.text);
+    free(r.domain);
     return rc;
 }
 
