@@ -14,6 +14,7 @@
 #include "config.h"
 #include "log.h"
 #include "server.h"
+#include "token.h"
 
 static void usage(FILE *f)
 {
@@ -57,9 +58,10 @@ int main(int argc, char **argv)
     const char *path = NULL;
     bool test = false;
     char err[SL__CONFIG_ERR_MAX];
+    int done = -1; /* the exit code once the command line alone has answered */
 
     sl__config_init(&cfg);
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && done < 0; i++) {
         const char *a = argv[i];
         if ((!strcmp(a, "-c") || !strcmp(a, "--config")) && i + 1 < argc) {
             path = argv[++i];
@@ -69,24 +71,24 @@ int main(int argc, char **argv)
             if (parse_ms(argv[++i], &cfg.test_clock_start_ms) != 0) {
                 fprintf(stderr, "sluiced: --test-clock takes Unix milliseconds (got '%s')\n",
                         argv[i]);
-                sl__config_free(&cfg);
-                return 2;
+                done = 2;
             }
             cfg.test_clock = true;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            sl__config_free(&cfg);
-            return 0;
+            done = 0;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
             printf("sluiced %s\n", SLUICE_VERSION);
-            sl__config_free(&cfg);
-            return 0;
+            done = 0;
         } else {
             fprintf(stderr, "sluiced: unknown or incomplete option '%s'\n", a);
             usage(stderr);
-            sl__config_free(&cfg);
-            return 2;
+            done = 2;
         }
+    }
+    if (done >= 0) { /* answered from the command line alone */
+        sl__config_free(&cfg);
+        return done;
     }
     if (test) { /* the check sluice check -c makes too: nothing started, nothing written */
         int r = sl__check_config(path, stderr);
@@ -104,6 +106,11 @@ int main(int argc, char **argv)
         sl__config_finish(&cfg);
     sl__log_set_level(cfg.log_level);
     sl__log_set_format(cfg.log_format);
+    if (sl__token_load(&cfg, true, err, sizeof(err)) != SL_OK) {
+        sl__err("admin.token_failed", "%s", err);
+        sl__config_free(&cfg);
+        return 1;
+    }
     if (cfg.test_clock) {
         sl__clock_set_test(cfg.test_clock_start_ms);
         sl__warn("server.test_clock", "test clock frozen at %lld ms: for tests only",

@@ -6,7 +6,8 @@
  * the listeners' addresses tried.
  *
  * It writes nothing on disk: the rules database is opened only if it
- * exists, the token file only read, and a listener is tried on a port the
+ * exists, the admin token file only read (a start creates it, a check
+ * does not), and a listener is tried on a port the
  * kernel picks and closed at once.
  */
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "config.h"
 #include "listen.h"
 #include "rules_load.h"
+#include "token.h"
 
 /* Each listener's address can be bound; the port is not tried (the
  * daemon being checked may hold it). */
@@ -49,6 +51,10 @@ int sl__check_config(const char *path, FILE *out)
     } else {
         if (path == NULL)
             sl__config_finish(&cfg);
+        if (sl__token_load(&cfg, false, err, sizeof(err)) != SL_OK) { /* read, never created */
+            fprintf(out, "%s\n", err);
+            r = 1;
+        }
         r |= check_listeners(&cfg, out);
         r |= sl__rules_check(&cfg, out) != SL_OK;
     }

@@ -59,6 +59,10 @@ const struct sl__config *sl__config_of(struct sl__config_ctx *x);
 const char *sl__config_scalar(const yaml_node_t *n);
 int sl__config_fail(struct sl__config_ctx *x, const yaml_node_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* For a section's check(): an error at a place it kept (line and column,
+ * from 1) of something it read. */
+int sl__config_fail_at(struct sl__config_ctx *x, size_t line, size_t col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* For a section's check(), once the file is read: an error at the place the
  * value of `path` (dotted, e.g. "grpc.max_message_bytes") was written, or
  * of the nearest enclosing key that was ("grpc"), or file:1:1. */

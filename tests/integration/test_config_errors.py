@@ -37,7 +37,8 @@ proxy:
 grpc:
   max_message_bytes: 64MiB
 admin:
-  token_file: no-such-token-file
+  token: twelve-chars
+  token_file: some-token-file
 """
 
 # (line, col, what the message says) for each mistake of BROKEN, in order
@@ -52,7 +53,7 @@ EXPECTED = [
     (16, 28, "a server is host:port"),
     (17, 17, "a method is an upper-case word"),
     (19, 22, "grpc.max_message_bytes must be at most 16MiB"),
-    (21, 15, "admin.token_file: cannot open"),
+    (22, 15, "set admin.token or admin.token_file, not both"),
 ]
 
 

@@ -172,7 +172,7 @@ def test_access_log_combined(proxy_sluiced, upstream):
     m = re.fullmatch(r'127\.0\.0\.1 - - \[\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d \+0000\] '
                      r'"POST /echo\?q=\\x22x\\x22 HTTP/1\.1" 200 (\d+) "http://r\.example/" '
                      r'"test-agent" route="api" upstream=127\.0\.0\.1:(\d+) request_bytes=5 '
-                     r'rt=\d+\.\d{3} urt=\d+\.\d{3}', lines[0])
+                     r'rt=\d+\.\d{3} urt=\d+\.\d{3} decision=-', lines[0])
     assert m, lines[0]
     assert int(m.group(1)) > 0 and int(m.group(2)) == u.port
     assert '"GET /nowhere/slow?ms=1 HTTP/1.1" 404' in lines[1]

@@ -258,7 +258,6 @@ descriptors:
   - key: user
     rate_limit: {unit: hour, requests_per_unit: 2}
 """
-TOKEN = "fleet-admin-token-0123456789"
 
 
 def test_sluice_rules_server_reaches_the_fleet(rds, tmp_path):
@@ -272,14 +271,11 @@ def test_sluice_rules_server_reaches_the_fleet(rds, tmp_path):
     rules_sync: true
     timeout: 200ms
     failure_policy: local
-admin:
-  token: {TOKEN}
 """
         nodes.append(SluicedProc(d, name, store, RULES, rules_extra=f"\n  database: {d}/r.db"))
     a, b = nodes
     try:
-        token = tmp_path / "admin.token"
-        token.write_text(TOKEN + "\n")
+        token = a.tmp / "a.token"  # the one A created at its first start
         rule = tmp_path / "fleet.yaml"
         rule.write_text(FLEET_RULE)
         cli = [os.environ["SLUICE_CLI"], "rules"]
