@@ -26,6 +26,7 @@
 #include "rules_load.h"
 #include "server.h"
 #include "store.h"
+#include "stores.h"
 #include "worker.h"
 #include "xalloc.h"
 
@@ -238,6 +239,7 @@ static int start(struct sl__server *srv)
     srv->rules = sl_rules_slot_new(rules);
     srv->n_workers = worker_count(&srv->cfg);
     srv->workers = sl__xzalloc(srv->n_workers * sizeof(*srv->workers));
+    sl__server_stores_log_to_server(srv);
     if (make_registries(srv) != SL_OK)
         return 1;
     if (make_sockets(srv) != SL_OK)
@@ -262,16 +264,6 @@ static int start(struct sl__server *srv)
     return 0;
 }
 
-/* The stores' lines (store.h) into the daemon's log, under their events:
- * the two level scales are the same one. */
-static void store_line(enum sl__store_log_level lvl, const char *event, const char *msg)
-{
-    _Static_assert((int)SL__STORE_LOG_ERROR == (int)SL__LOG_ERROR &&
-                       (int)SL__STORE_LOG_DEBUG == (int)SL__LOG_DEBUG,
-                   "one level scale");
-    sl__log_event((enum sl__log_level)lvl, event, "%s", msg);
-}
-
 int sl__server_run(struct sl__config *cfg)
 {
     struct sl__server *srv = sl__xzalloc(sizeof(*srv));
@@ -280,7 +272,6 @@ int sl__server_run(struct sl__config *cfg)
 
     srv->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
-    sl__store_set_log(store_line); /* before any store exists */
     uv_mutex_init(&srv->reload_lock);
     uv_loop_init(&loop);
     srv->loop = &loop;

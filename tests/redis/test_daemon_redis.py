@@ -9,7 +9,8 @@ RESP. What it shows:
     every algorithm, never more;
   - Redis frozen with SIGSTOP under load: every check is answered by its
     domain's policy within a generous bound (20 x the timeout), /readyz
-    says 503, and after SIGCONT the daemon is ready and uses Redis again;
+    no longer says "ready" (it says "degraded": the local policy answers),
+    and after SIGCONT the daemon is ready and uses Redis again;
   - Redis killed and restarted: sluiced keeps answering, reconnects;
   - a refused AUTH is one log line with its event (store.auth_refused);
   - `sluice rules add|rm --server` on one node of a fleet with rules sync
@@ -244,7 +245,7 @@ log: {{level: warn, format: json}}
         time.sleep(0.5)  # reconnections meanwhile: still one line
         refused = [o for o in lines() if o["event"] == "store.auth_refused"]
         assert len(refused) == 1, refused  # once, not at every reconnection
-        assert refused[0]["level"] == "error" and "store.password" in refused[0]["msg"]
+        assert refused[0]["level"] == "error" and "store.redis.user/password" in refused[0]["msg"]
         assert proc.poll() is None  # it keeps serving by its failure policy
     finally:
         proc.send_signal(signal.SIGTERM)
