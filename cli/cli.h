@@ -25,6 +25,7 @@ struct sl__cli_cmd {
 extern const struct sl__cli_cmd sl__cmd_check;
 extern const struct sl__cli_cmd sl__cmd_simulate;
 extern const struct sl__cli_cmd sl__cmd_rules;
+extern const struct sl__cli_cmd sl__cmd_top;
 
 /* Read a whole file ("-" is stdin) into a NUL-terminated malloc'd buffer.
  * 0, or -1 with a message on stderr. */
