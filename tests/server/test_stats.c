@@ -284,7 +284,7 @@ static void keys_hash_and_truncate(void **state)
     s = make(c, 1);
     decide(s, 0, T0, "alice", SL_DENY, false);
     decide(s, 0, T0, "alibaba", SL_DENY, false); /* the same 3 bytes: one key */
-    decide(s, 0, T0, "al", SL_DENY, false);     /* short enough: kept whole */
+    decide(s, 0, T0, "al", SL_DENY, false);      /* short enough: kept whole */
     assert_int_equal(sl__stats_read(s, T0, 1, 10, &v), SL_OK);
     assert_int_equal(v.series[0].n_top, 2);
     assert_true(key_is(&v.series[0].top[0], "ali"));
