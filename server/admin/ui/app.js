@@ -124,15 +124,17 @@ function svg(tag, attrs) {
   return e;
 }
 
-/* Draw lines (name -> values[HISTORY], oldest first) into container. */
+/* Draw lines (name -> values, oldest first, one a second, the last
+ * `span` seconds) into container. */
 function chart(container, lines, format) {
+  const n = Object.values(lines)[0].length;
   const w = Math.max(container.clientWidth, 300), h = Math.max(container.clientHeight, 100);
   const left = 58, bottom = 16, top = 6, right = 8;
   let max = 0;
   for (const vals of Object.values(lines)) for (const v of vals) if (v > max) max = v;
   max = niceMax(max);
   const root = svg("svg", { viewBox: `0 0 ${w} ${h}`, preserveAspectRatio: "none" });
-  const x = (i) => left + (i / (HISTORY - 1)) * (w - left - right);
+  const x = (i) => left + (i / (n - 1)) * (w - left - right);
   const y = (v) => top + (1 - v / max) * (h - top - bottom);
   for (const f of [0, 0.5, 1]) {
     root.append(svg("line", { class: "axis", x1: left, x2: w - right, y1: y(max * f), y2: y(max * f) }));
@@ -140,8 +142,9 @@ function chart(container, lines, format) {
     label.textContent = format(max * f);
     root.append(label);
   }
-  for (const [m, text] of [[0, "-15 min"], [HISTORY - 301, "-5 min"], [HISTORY - 1, "now"]]) {
-    const t = svg("text", { x: x(m), y: h - 3, "text-anchor": m === 0 ? "start" : m === HISTORY - 1 ? "end" : "middle" });
+  const ago = (sec) => sec >= 60 ? "-" + sec / 60 + " min" : "-" + sec + " s";
+  for (const [m, text] of [[0, ago(n)], [Math.floor((n - 1) / 2), ago(Math.ceil(n / 2))], [n - 1, "now"]]) {
+    const t = svg("text", { x: x(m), y: h - 3, "text-anchor": m === 0 ? "start" : m === n - 1 ? "end" : "middle" });
     t.textContent = text;
     root.append(t);
   }
@@ -154,10 +157,14 @@ function chart(container, lines, format) {
   container.replaceChildren(root);
 }
 
+function span() {
+  return Number($("span-select").value) || HISTORY;
+}
+
 function drawDecisions() {
   const pick = $("pair").value;
   const lines = { allow: [], delay: [], deny: [], shadow: [] };
-  const first = state.now - HISTORY + 1;
+  const first = state.now - span() + 1;
   for (let t = first; t <= state.now; t++) {
     const sum = [0, 0, 0, 0];
     for (const [id, m] of state.series) {
@@ -172,7 +179,7 @@ function drawDecisions() {
 
 function drawStore() {
   const lines = { p50: [], p99: [] };
-  const first = state.now - HISTORY + 1;
+  const first = state.now - span() + 1;
   for (let t = first; t <= state.now; t++) {
     const v = state.store.get(t);
     lines.p50.push(v ? v.p50 : 0);
@@ -190,11 +197,17 @@ function keysQuery(domain, entries) {
   return q.toString();
 }
 
-async function resetKey(domain, entries, button) {
+function done(text) {
+  $("last-action").textContent = text + " at " + new Date().toLocaleTimeString();
+}
+
+async function resetKey(domain, key, entries, button) {
   button.disabled = true;
   try {
     await api("DELETE", "/v1/keys?" + keysQuery(domain, entries));
     button.textContent = "reset \u2713";
+    done(`reset ${domain} ${key}`);
+    setTimeout(() => { button.disabled = false; button.textContent = "reset this key"; }, 3000);
   } catch (e) {
     setStatus("reset failed: " + e.message, true);
     button.disabled = false;
@@ -204,6 +217,7 @@ async function resetKey(domain, entries, button) {
 async function setSwitch(domain, mode) {
   try {
     await api("PUT", "/v1/killswitch", { domain, mode });
+    done(`${domain}: ${mode}`);
     await poll();
   } catch (e) {
     setStatus("kill switch: " + e.message, true);
@@ -219,69 +233,107 @@ function modeOf(doc, domain) {
   return mode;
 }
 
+/* Rows kept across refreshes by their id, their texts updated in place,
+ * so that a button is the same element from one second to the next (a
+ * click whose press and release straddle a refresh still lands). items:
+ * {id, cells: [text, {text, class}], action: () => Node | null, attrs}. */
+function syncRows(body, items, empty, span) {
+  const old = new Map();
+  for (const r of [...body.rows]) {
+    if (r.dataset.id !== undefined) old.set(r.dataset.id, r);
+    else r.remove();
+  }
+  const rows = items.map((it) => {
+    let r = old.get(it.id);
+    old.delete(it.id);
+    if (!r) {
+      r = el("tr", { "data-id": it.id, ...it.attrs });
+      for (const c of it.cells) r.append(el("td", { class: (c && c.class) || "" }));
+      const act = el("td", {});
+      const node = it.action && it.action();
+      if (node) act.append(node);
+      r.append(act);
+    }
+    it.cells.forEach((c, i) => {
+      const text = String(c && typeof c === "object" ? c.text : c);
+      if (r.cells[i].textContent !== text) r.cells[i].textContent = text;
+    });
+    return r;
+  });
+  for (const r of old.values()) r.remove();
+  rows.forEach((r, i) => { if (body.rows[i] !== r) body.insertBefore(r, body.rows[i] || null); });
+  if (!rows.length) body.append(el("tr", {}, el("td", { colSpan: span, class: "muted" }, empty)));
+}
+
 function drawTopKeys(doc) {
-  const body = $("top-keys").tBodies[0];
-  const rows = [];
+  const items = [];
   for (const s of doc.series) {
     for (const k of s.top) {
-      const cell = el("td", {});
-      if (k.entries && !k.partial) {
-        const b = el("button", { type: "button", class: "reset-key", "data-domain": s.domain }, "reset this key");
-        b.addEventListener("click", () => resetKey(s.domain, k.entries, b));
-        cell.append(b);
-      } else {
-        cell.append(el("span", { class: "muted", title: "shown cut or hashed (stats.keys): reset it with its full entries" }, "partial"));
-      }
-      rows.push([k.count, el("tr", { "data-key": k.key, "data-domain": s.domain },
-        el("td", {}, s.domain), el("td", {}, s.limit), el("td", { class: "key" }, k.key),
-        el("td", { class: "num" }, k.count), el("td", { class: "num" }, k.error), cell)]);
+      items.push({
+        id: s.domain + "\u0000" + s.limit + "\u0000" + k.key,
+        attrs: { "data-key": k.key, "data-domain": s.domain },
+        count: k.count,
+        cells: [s.domain, s.limit, { text: k.key, class: "key" }, { text: k.count, class: "num" },
+          { text: k.error, class: "num" }],
+        action: () => {
+          if (!k.entries || k.partial)
+            return el("span", { class: "muted", title: "shown cut or hashed (stats.keys): reset it with its full entries" }, "partial");
+          const b = el("button", { type: "button", class: "reset-key", "data-domain": s.domain }, "reset this key");
+          b.addEventListener("click", () => resetKey(s.domain, k.key, k.entries, b));
+          return b;
+        },
+      });
     }
   }
-  rows.sort((a, b) => b[0] - a[0]);
-  body.replaceChildren(...rows.map((r) => r[1]));
-  if (!rows.length) body.append(el("tr", {}, el("td", { colSpan: 6, class: "muted" }, "no key limited in this window")));
+  items.sort((a, b) => b.count - a.count);
+  syncRows($("top-keys").tBodies[0], items, "no key limited in this window", 6);
   $("window").textContent = "over the last " + (doc.top_window_ms / 1000) + "-" + (2 * doc.top_window_ms / 1000) +
     " s (" + doc.keys + ")";
 }
 
 function drawRules(doc) {
-  const body = $("rules").tBodies[0];
   const byLimit = new Map(doc.series.map((s) => [s.domain + "\u0000" + s.limit, s]));
-  const rows = [];
+  const items = [];
   let lastDomain = null;
   for (const r of doc.rules) {
     const s = byLimit.get(r.domain + "\u0000" + (r.name || ""));
     const rate = s ? s.rate : { allow: 0, deny: 0, shadow_deny: 0 };
     const limit = r.unlimited ? "unlimited"
       : `${r.name}: ${r.requests} per ${r.period_ms / 1000} s (${r.algorithm})${r.shadow ? ", shadow" : ""}`;
-    const action = el("td", {});
-    if (r.domain !== lastDomain) {
-      const mode = modeOf(doc, r.domain);
-      const next = mode === "shadow" ? "enforce" : "shadow";
-      const b = el("button", { type: "button", class: "shadow-domain", "data-domain": r.domain },
-        next === "shadow" ? "shadow this domain" : "enforce this domain");
-      b.addEventListener("click", () => setSwitch(r.domain, next));
-      action.append(b);
-      if (mode !== "enforce") action.append(" ", el("span", { class: "mode-" + mode }, mode));
-    }
-    rows.push(el("tr", { "data-domain": r.domain, "data-path": r.path },
-      el("td", {}, r.domain === lastDomain ? "" : r.domain), el("td", {}, r.path.slice(r.domain.length + 1)),
-      el("td", {}, limit), el("td", { class: "num" }, fmt(rate.allow)),
-      el("td", { class: "num" }, fmt(rate.deny)), el("td", { class: "num" }, fmt(rate.shadow_deny)), action));
+    const head = r.domain !== lastDomain;
+    const mode = modeOf(doc, r.domain);
+    items.push({
+      id: [r.domain, r.path, limit, head ? mode : ""].join("\u0000"),
+      attrs: { "data-domain": r.domain, "data-path": r.path },
+      cells: [head ? r.domain : "", r.path.slice(r.domain.length + 1), limit,
+        { text: fmt(rate.allow), class: "num" }, { text: fmt(rate.deny), class: "num" },
+        { text: fmt(rate.shadow_deny), class: "num" }],
+      action: () => {
+        if (!head) return null;
+        const next = mode === "shadow" ? "enforce" : "shadow";
+        const b = el("button", { type: "button", class: "shadow-domain", "data-domain": r.domain },
+          next === "shadow" ? "shadow this domain" : "enforce this domain");
+        b.addEventListener("click", () => setSwitch(r.domain, next));
+        return mode === "enforce" ? b : el("span", {}, b, " ", el("span", { class: "mode-" + mode }, mode));
+      },
+    });
     lastDomain = r.domain;
   }
-  body.replaceChildren(...rows);
+  syncRows($("rules").tBodies[0], items, "no rules loaded", 7);
 }
 
 function drawSwitches(doc) {
-  const body = $("switches").tBodies[0];
-  body.replaceChildren(...doc.killswitches.map((s) => {
-    const b = el("button", { type: "button" }, "enforce");
-    b.addEventListener("click", () => setSwitch(s.domain, "enforce"));
-    return el("tr", { "data-domain": s.domain }, el("td", {}, s.domain),
-      el("td", { class: "mode-" + s.mode }, s.mode), el("td", {}, s.mode === "enforce" ? "" : b));
-  }));
-  if (!doc.killswitches.length) body.append(el("tr", {}, el("td", { colSpan: 3, class: "muted" }, "every domain enforced")));
+  syncRows($("switches").tBodies[0], doc.killswitches.map((s) => ({
+    id: s.domain + "\u0000" + s.mode,
+    attrs: { "data-domain": s.domain },
+    cells: [s.domain, { text: s.mode, class: "mode-" + s.mode }],
+    action: () => {
+      if (s.mode === "enforce") return null;
+      const b = el("button", { type: "button" }, "enforce");
+      b.addEventListener("click", () => setSwitch(s.domain, "enforce"));
+      return b;
+    },
+  })), "every domain enforced", 3);
 }
 
 function flat(prefix, v, out) {
@@ -328,7 +380,6 @@ function draw() {
   drawRules(doc);
   drawSwitches(doc);
   drawStoreTable(doc);
-  $("span").textContent = "last 15 minutes, one point a second";
 }
 
 /* ------------------------------------------------------------ the loop */
@@ -377,6 +428,7 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("logout").addEventListener("click", forget);
   $("pair").addEventListener("change", drawDecisions);
+  $("span-select").addEventListener("change", draw);
   if (state.token !== null) start();
   else forget();
 });
