@@ -12,17 +12,22 @@ RESP. What it shows:
     says 503, and after SIGCONT the daemon is ready and uses Redis again;
   - Redis killed and restarted: sluiced keeps answering, reconnects;
   - a key denied until T costs no Redis command until T (over-limit cache),
-    and a check costs exactly one script call (INFO commandstats).
+    and a check costs exactly one script call (INFO commandstats);
+  - GET /v1/stats with the Redis store: outcomes, the limited key of
+    answers that came after their start call, the round trip, the store's
+    state per worker.
 
 tests/redis/CMakeLists.txt registers it only when sluiced's configuration
 knows the Redis store (server/core/config.c calls sl__redis_config_set). It does
 not compare decisions field by field with the memory store (the C tests
 do) and does not test the HTTP or gRPC protocols.
 """
+import json
 import signal
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 import redis
@@ -205,3 +210,24 @@ def test_kill_and_restart(rds, nodes, tmp_path):
         assert s.proc.poll() is None  # never crashed
     finally:
         restarted.stop()
+
+
+def test_stats_of_a_remote_store(rds, nodes):
+    """The operator's statistics with a store that answers after its start
+    call: outcomes, the limited key (kept for the answer in the worker's
+    ring), the round trip and the store's own state per worker."""
+    a = nodes("a", workers=2)
+    verdicts = [a.check("shared", "fw", "heavy") for _ in range(60)]
+    assert verdicts.count("allow") == 50 and verdicts.count("deny") == 10
+    with urllib.request.urlopen(f"http://127.0.0.1:{a.http}/v1/stats?seconds=5", timeout=5) as r:
+        doc = json.load(r)
+    (p,) = [p for p in doc["series"] if p["limit"] == "shared.fw"]
+    assert p["total"]["allow"] == 50 and p["total"]["deny"] == 10
+    assert p["top"][0]["key"] == "fw=heavy" and p["top"][0]["count"] == 10
+    st = doc["store"]
+    assert st["type"] == "redis" and st["ready"] is True
+    assert sum(st["calls"]) == 60 and sum(st["failures"]) == 0
+    assert st["p99_ns_recent"] >= st["p50_ns_recent"] > 0
+    workers = st["state"]["workers"]
+    assert len(workers) == 2 and all(w["breaker"] == "closed" and w["ready"] for w in workers)
+    assert st["state"]["errors"] == 0
