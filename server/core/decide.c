@@ -35,17 +35,6 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * SL_NS_PER_S + ts.tv_nsec;
 }
 
-/* The operator's statistics of a counted decision: the store's round trip
- * (when there was a store call) and the outcome per limit. */
-static void count_stats(struct sl__stats *st, struct sl__decide_op *op, int err,
-                        const struct sl_result *res, int64_t mono)
-{
-    if (op->stats.store_ns != 0)
-        sl__stats_store_call(st, op->w->id, op->now_ns, mono - op->stats.store_ns, err != SL_OK);
-    if (err == SL_OK)
-        sl__stats_result(st, op->w->id, op->domain, op->domain_len, &op->stats, res, op->now_ns);
-}
-
 /* The store's callback: kill switch "shadow", metrics and statistics, then
  * the protocol. The labels are taken first: the protocol's callback may
  * end the op. */
@@ -70,7 +59,8 @@ static void on_store(void *arg, int err, const struct sl_result *res)
         sl__metrics_latency(m, op->w->id, mono - op->start_ns);
     }
     if (op->counted && st != NULL)
-        count_stats(st, op, err, res, mono);
+        sl__stats_decision(st, op->w->id, op->domain, op->domain_len, &op->stats, err, res,
+                           op->now_ns, mono);
     op->done(op, err, res);
     free(labels);
 }

@@ -28,8 +28,8 @@ static void free_worker(const struct sl__stats *s, struct sl__stats_w *w)
 {
     for (unsigned i = 0; w->series != NULL && i < s->cfg.max_series; i++) {
         free(w->series[i].ring);
-        free(w->series[i].gen[0].keys);
-        free(w->series[i].gen[1].keys);
+        sl__stats_gen_free(&w->series[i].gen[0]);
+        sl__stats_gen_free(&w->series[i].gen[1]);
     }
     free(w->series);
     free(w->index);
@@ -41,7 +41,7 @@ static void free_worker(const struct sl__stats *s, struct sl__stats_w *w)
 
 static int init_worker(struct sl__stats *s, struct sl__stats_w *w)
 {
-    size_t slots = 2, keys = s->cfg.top_keys * sizeof(struct sl__stats_key);
+    size_t slots = 2, keys = sl__stats_gen_bytes(s->cfg.top_keys);
 
     while (slots < 2 * (size_t)s->cfg.max_series)
         slots *= 2;
@@ -55,14 +55,9 @@ static int init_worker(struct sl__stats *s, struct sl__stats_w *w)
     for (unsigned i = 0; i < s->cfg.max_series; i++) {
         struct sl__stats_series *ser = &w->series[i];
         ser->ring = calloc(1, ring_bytes());
-        ser->gen[0].keys = calloc(1, keys);
-        ser->gen[1].keys = calloc(1, keys);
-        if (ser->ring == NULL || ser->gen[0].keys == NULL || ser->gen[1].keys == NULL)
+        if (ser->ring == NULL || sl__stats_gen_init(&ser->gen[0], s->cfg.top_keys) != SL_OK ||
+            sl__stats_gen_init(&ser->gen[1], s->cfg.top_keys) != SL_OK)
             return SL_ENOMEM;
-        for (unsigned k = 0; k < s->cfg.top_keys; k++) {
-            atomic_init(&ser->gen[0].keys[k].epoch, -1);
-            atomic_init(&ser->gen[1].keys[k].epoch, -1);
-        }
     }
     s->bytes += slots * sizeof(*w->index) +
                 s->cfg.max_series * (sizeof(*w->series) + ring_bytes() + 2 * keys) +
@@ -140,17 +135,18 @@ static void roll(struct sl__stats_w *w, int64_t sec)
     atomic_store_explicit(&w->fail[slot], 0, memory_order_relaxed);
     atomic_store_explicit(&w->stamp[slot], sec, memory_order_release);
     w->cur_sec = sec;
+    w->cur_slot = slot;
 }
 
 /* The ring slot for a decision at now_ns: never behind the newest second
  * (a late answer counts in the second it arrives in). */
-static size_t slot_at(struct sl__stats_w *w, int64_t now_ns)
+static inline size_t slot_at(struct sl__stats_w *w, int64_t now_ns)
 {
     int64_t sec = now_ns / SL_NS_PER_S;
 
     if (sec > w->cur_sec)
         roll(w, sec);
-    return (size_t)(w->cur_sec % SL__STATS_SECONDS);
+    return w->cur_slot;
 }
 
 /* ------------------------------------------------------------ pairs */
@@ -200,8 +196,6 @@ static size_t cache_slot(const struct sl_limit *lim)
 /* The cache is for the snapshot `rules`: a new one empties it. */
 static void cache_for(struct sl__stats_w *w, const sl_rules *rules)
 {
-    if (rules == w->cache_rules)
-        return;
     if (w->cache_rules != NULL)
         sl_rules_unref(w->cache_rules);
     /* The snapshot is alive: the decision holds it while it is answered. */
@@ -209,82 +203,102 @@ static void cache_for(struct sl__stats_w *w, const sl_rules *rules)
     memset(w->cache, 0, sizeof(w->cache));
 }
 
-static uint32_t pair_of(struct sl__stats *s, struct sl__stats_w *w, const char *domain, size_t dl,
-                        const struct sl_limit *lim, bool own)
+/* The pair of `lim` in `domain`: by the cache when the limit was seen in
+ * this snapshot (an address there is a live snapshot's limit, so a limit
+ * a request brought cannot be mistaken for it), else by name - not cached
+ * for a limit the request brought itself (`own`: its address is the
+ * request's). UINT32_MAX past max_series. */
+static inline uint32_t pair_of(struct sl__stats *s, struct sl__stats_w *w, const char *domain,
+                               size_t dl, const struct sl_limit *lim,
+                               bool (*own)(const void *, size_t), const void *arg, size_t i)
 {
     struct sl__stats_cached *c = &w->cache[cache_slot(lim)];
-    const char *name = lim->name != NULL ? lim->name : "";
-    uint32_t i;
+    const char *name;
+    uint32_t p;
 
-    if (!own && c->lim == lim)
+    if (c->lim == lim)
         return c->series;
-    i = find_or_add(s, w, domain, dl, name, strlen(name));
-    if (!own && i != UINT32_MAX) {
+    name = lim->name != NULL ? lim->name : "";
+    p = find_or_add(s, w, domain, dl, name, strlen(name));
+    if (p != UINT32_MAX && !own(arg, i)) {
         c->lim = lim;
-        c->series = i;
+        c->series = p;
     }
-    return i;
+    return p;
 }
 
 /* ------------------------------------------------------------ counting */
 
-/* Descriptor i's key text: from the request while its store call runs,
- * else from what the ring kept (NULL when it was lost). */
-static const char *key_of(const struct sl__stats *s, const struct sl__stats_op *so,
-                          const struct sl__stats_kept *k, size_t i, char *buf, size_t *len,
-                          bool *partial)
+/* What a status needs of its descriptor: from the request while its
+ * store call runs, else from what the ring kept (decoded once, when first
+ * needed: most answers need no key). */
+struct keys_of {
+    const struct sl__stats *s;
+    const struct sl__stats_w *w;
+    const struct sl__stats_op *so;
+    bool decoded;
+    struct sl__stats_kept kept;
+};
+
+static const struct sl__stats_kept *kept(struct keys_of *k)
 {
-    if (so->req != NULL) {
-        *len = sl__stats_key_text(s, &so->req->descriptors[i], buf, partial);
-        return buf;
+    if (!k->decoded) {
+        k->decoded = true;
+        sl__stats_kept_read(k->w, k->so, &k->kept);
     }
-    if (i >= k->n)
-        return NULL;
-    *len = k->len[i];
-    *partial = k->flags[i] & SL__KEPT_PARTIAL;
-    return k->bytes + k->off[i];
+    return &k->kept;
 }
 
-/* Did descriptor i bring its own limit (Envoy's override)? Its pair is
- * then found by name: its address is the request's, not the snapshot's. */
-static bool own_limit(const struct sl__stats_op *so, const struct sl__stats_kept *k, size_t i)
+/* Did descriptor i bring its own limit (Envoy's override)? */
+static bool own_limit(const void *arg, size_t i)
 {
-    if (so->req != NULL)
-        return so->req->descriptors[i].limit != NULL;
-    return i >= k->n || (k->flags[i] & SL__KEPT_OWN);
+    struct keys_of *k = (struct keys_of *)(uintptr_t)arg;
+    const struct sl__stats_kept *kp;
+
+    if (k->so->req != NULL)
+        return k->so->req->descriptors[i].limit != NULL;
+    kp = kept(k);
+    return i >= kp->n || (kp->flags[i] & SL__KEPT_OWN);
 }
 
-static void count_key(const struct sl__stats *s, struct sl__stats_series *ser,
-                      const struct sl__stats_op *so, const struct sl__stats_kept *k, size_t i,
-                      int64_t now_ns)
+static void count_key(struct keys_of *k, struct sl__stats_series *ser, size_t i, int64_t now_ns)
 {
     char buf[SL__STATS_KEY_MAX];
-    size_t len = 0;
-    bool partial = false;
-    const char *text = key_of(s, so, k, i, buf, &len, &partial);
+    const struct sl__stats_kept *kp;
+    size_t len;
+    bool partial;
 
-    if (text != NULL && len > 0)
-        sl__stats_top_add(s, ser, text, len, partial, now_ns);
+    if (k->so->req != NULL) {
+        len = sl__stats_key_text(k->s, &k->so->req->descriptors[i], buf, &partial);
+        if (len > 0)
+            sl__stats_top_add(k->s, ser, buf, len, partial, now_ns);
+        return;
+    }
+    kp = kept(k);
+    if (i < kp->n && kp->len[i] > 0)
+        sl__stats_top_add(k->s, ser, kp->bytes + kp->off[i], kp->len[i],
+                          kp->flags[i] & SL__KEPT_PARTIAL, now_ns);
 }
 
-void sl__stats_result(struct sl__stats *s, unsigned wi, const char *domain, size_t dlen,
-                      const struct sl__stats_op *so, const struct sl_result *res, int64_t now_ns)
+static void count_result(struct sl__stats *s, struct sl__stats_w *w, size_t slot,
+                         const char *domain, size_t dlen, const struct sl__stats_op *so,
+                         const struct sl_result *res, int64_t now_ns)
 {
-    struct sl__stats_w *w = &s->w[wi];
-    size_t slot = slot_at(w, now_ns);
-    struct sl__stats_kept kept;
+    struct keys_of keys;
 
-    kept.n = 0;
-    if (so->req == NULL)
-        sl__stats_kept_read(w, so, &kept); /* an answer that came after its start call */
-    cache_for(w, so->rules);
+    keys.s = s;
+    keys.w = w;
+    keys.so = so;
+    keys.decoded = false;
+    if (so->rules != w->cache_rules)
+        cache_for(w, so->rules);
     for (size_t i = 0; i < res->n_statuses; i++) {
         const struct sl_status *st = &res->statuses[i];
         struct sl__stats_series *ser;
         uint32_t p;
         if (st->limit == NULL)
             continue;
-        p = pair_of(s, w, domain, dlen, st->limit, own_limit(so, &kept, i));
+        p = pair_of(s, w, domain, dlen, st->limit, own_limit, &keys, i);
         if (p == UINT32_MAX) {
             atomic_store_explicit(&w->dropped,
                                   atomic_load_explicit(&w->dropped, memory_order_relaxed) + 1,
@@ -296,11 +310,19 @@ void sl__stats_result(struct sl__stats *s, unsigned wi, const char *domain, size
         if (st->shadow_denied)
             sl__stats_bump(&ser->ring[slot * SL__ST_N + SL__ST_SHADOW]);
         if (st->d.verdict != SL_ALLOW || st->shadow_denied)
-            count_key(s, ser, so, &kept, i, now_ns);
+            count_key(&keys, ser, i, now_ns);
     }
 }
 
-static unsigned lat_bucket(int64_t ns)
+void sl__stats_result(struct sl__stats *s, unsigned wi, const char *domain, size_t dlen,
+                      const struct sl__stats_op *so, const struct sl_result *res, int64_t now_ns)
+{
+    struct sl__stats_w *w = &s->w[wi];
+
+    count_result(s, w, slot_at(w, now_ns), domain, dlen, so, res, now_ns);
+}
+
+static inline unsigned lat_bucket(int64_t ns)
 {
     unsigned lg, b;
 
@@ -311,13 +333,30 @@ static unsigned lat_bucket(int64_t ns)
     return b < SL__LAT_N ? b : SL__LAT_N - 1;
 }
 
+static inline void count_call(struct sl__stats_w *w, size_t slot, int64_t rtt_ns, bool failed)
+{
+    sl__stats_bump(&w->lat[slot * SL__LAT_N + lat_bucket(rtt_ns)]);
+    if (failed)
+        sl__stats_bump(&w->fail[slot]);
+}
+
 void sl__stats_store_call(struct sl__stats *s, unsigned wi, int64_t now_ns, int64_t rtt_ns,
                           bool failed)
 {
     struct sl__stats_w *w = &s->w[wi];
+
+    count_call(w, slot_at(w, now_ns), rtt_ns, failed);
+}
+
+void sl__stats_decision(struct sl__stats *s, unsigned wi, const char *domain, size_t dlen,
+                        const struct sl__stats_op *so, int err, const struct sl_result *res,
+                        int64_t now_ns, int64_t mono_ns)
+{
+    struct sl__stats_w *w = &s->w[wi];
     size_t slot = slot_at(w, now_ns);
 
-    sl__stats_bump(&w->lat[slot * SL__LAT_N + lat_bucket(rtt_ns)]);
-    if (failed)
-        sl__stats_bump(&w->fail[slot]);
+    if (so->store_ns != 0)
+        count_call(w, slot, mono_ns - so->store_ns, err != SL_OK);
+    if (err == SL_OK)
+        count_result(s, w, slot, domain, dlen, so, res, now_ns);
 }

@@ -52,8 +52,13 @@ size_t sl__stats_bytes(const struct sl__stats *s);
 
 /* Before the store call: what the result will need (req borrowed for the
  * call; rules the snapshot decided with). Cheap: no copy. */
-void sl__stats_op_begin(struct sl__stats_op *so, const struct sl_request *req,
-                        const sl_rules *rules);
+static inline void sl__stats_op_begin(struct sl__stats_op *so, const struct sl_request *req,
+                                      const sl_rules *rules)
+{
+    so->req = req;
+    so->rules = rules;
+    so->ring_len = 0;
+}
 /* The store's start call on worker w returned without answering: copy
  * the key texts the result may need out of the request, which is gone
  * after this, into w's key ring. */
@@ -63,6 +68,12 @@ void sl__stats_op_keep(struct sl__stats *s, unsigned w, struct sl__stats_op *so)
  * domain[0..dlen): every status with a limit, and its key when limited. */
 void sl__stats_result(struct sl__stats *s, unsigned w, const char *domain, size_t dlen,
                       const struct sl__stats_op *so, const struct sl_result *res, int64_t now_ns);
+/* Both, for a decision answered at now_ns (the server's clock) and
+ * mono_ns (CLOCK_MONOTONIC): the round trip since so->store_ns when it is
+ * set, failed unless err is SL_OK, then the result when there is one. */
+void sl__stats_decision(struct sl__stats *s, unsigned w, const char *domain, size_t dlen,
+                        const struct sl__stats_op *so, int err, const struct sl_result *res,
+                        int64_t now_ns, int64_t mono_ns);
 /* One store round trip of `rtt_ns`, failed or not, answered at now_ns. */
 void sl__stats_store_call(struct sl__stats *s, unsigned w, int64_t now_ns, int64_t rtt_ns,
                           bool failed);

@@ -36,10 +36,25 @@ struct sl__stats_key {
 };
 #define SL__KEY_PARTIAL 0x8000u
 
-/* The counters of one window (windows alternate: epoch & 1; a counter
- * whose epoch is another window's is free). */
+/*
+ * The counters of one window (windows alternate: epoch & 1). `keys` is
+ * what readers see (a counter whose epoch is not a window they show is
+ * ignored); the rest is the writer's own: Space-Saving's counts in a
+ * min-heap (the counter to take over is the root) and a hash index from a
+ * key's hash to its counter, so that counting a key costs a probe and a
+ * sift, not a scan.
+ */
 struct sl__stats_gen {
     struct sl__stats_key *keys; /* [top_keys] */
+    int64_t epoch;              /* the window counted; -1: none yet */
+    uint32_t n;                 /* counters in use */
+    uint32_t index_mask;
+    uint32_t *heap;  /* [top_keys] counters, smallest count first */
+    uint32_t *pos;   /* [top_keys] a counter's place in heap */
+    uint32_t *cnt;   /* [top_keys] */
+    uint64_t *hash;  /* [top_keys] */
+    uint16_t *index; /* [index_mask + 1] counter + 1 by hash; 0 free */
+    void *mem;       /* the block heap..index live in */
 };
 
 /* One (domain, limit) pair of one worker. */
@@ -63,6 +78,7 @@ struct sl__stats_cached {
 /* One worker's block; only that worker writes it. */
 struct sl__stats_w {
     _Alignas(64) int64_t cur_sec; /* the newest second written (writer only) */
+    size_t cur_slot;              /* its ring slot */
     sl_rules *cache_rules;        /* the snapshot `cache` is for (a reference) */
     struct sl__stats_cached cache[SL__STATS_CACHE];
     uint32_t *index; /* pair by labels: series + 1, 0 free; index_mask + 1 slots */
@@ -108,13 +124,19 @@ static inline void sl__stats_bump(_Atomic uint32_t *c)
                           memory_order_relaxed);
 }
 
-/* The text of descriptor d as stats.keys says (stats_key.c): writes at
- * most SL__STATS_KEY_MAX bytes into out, returns the length; *partial when
- * cut or hashed. */
+/* The raw text of descriptor d as stats.keys says (stats_key.c): KEY US
+ * VALUE RS ... as sent (values cut with truncate), or 16 hex digits of a
+ * keyed hash (hash). At most SL__STATS_KEY_MAX bytes into out; returns
+ * the length; *partial when cut or hashed. */
 size_t sl__stats_key_text(const struct sl__stats *s, const struct sl_descriptor *d, char *out,
                           bool *partial);
-/* Count one limited decision of `text` in pair `ser` at now_ns. */
+/* Count one limited decision of key text[0..len) in pair `ser` at now_ns. */
 void sl__stats_top_add(const struct sl__stats *s, struct sl__stats_series *ser, const char *text,
                        size_t len, bool partial, int64_t now_ns);
+/* A pair's two windows of top_keys counters: SL_OK or SL_ENOMEM (then
+ * sl__stats_gen_free cleans up). */
+int sl__stats_gen_init(struct sl__stats_gen *g, unsigned top_keys);
+void sl__stats_gen_free(struct sl__stats_gen *g);
+size_t sl__stats_gen_bytes(unsigned top_keys);
 
 #endif /* SL_SERVER_STATS_INT_H */

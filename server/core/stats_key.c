@@ -3,50 +3,40 @@
 /*
  * stats_key.c - the top limited keys of each (domain, limit) pair: a key's
  * text as stats.keys says (the entries, a keyed hash of them, or each
- * value cut short), and the Space-Saving counters it is counted in
- * (Metwally, Agrawal and El Abbadi, "Efficient Computation of Frequent and
- * Top-k Elements in Data Streams", ICDT 2005).
+ * value cut short), the ring that keeps key texts for answers that come
+ * after their start call, and the Space-Saving counters a key is counted
+ * in (Metwally, Agrawal and El Abbadi, "Efficient Computation of Frequent
+ * and Top-k Elements in Data Streams", ICDT 2005).
  *
  * Space-Saving keeps k counters. A key already counted is incremented; a
  * new key takes over the counter with the smallest count c and starts at
  * c + 1, remembering c as its possible over-estimate (err). Any key seen
  * more than N/k times in a stream of N is guaranteed to hold a counter, and
- * no count is ever under the true one. Each pair has two sets of counters,
- * for the current window and the one before, so what is shown is the last
- * one to two windows (stats.top_window); a set is reused, not cleared,
- * when its window comes round again (a counter of another window is free).
+ * no count is ever under the true one. The counts live in a min-heap (the
+ * counter to take over is its root) and a hash index finds a key's
+ * counter, so a key costs a hash, a probe and a sift: O(log k), never a
+ * scan. Each pair has two sets of counters, for the current window and the
+ * one before (stats.top_window); a set starts afresh when its window comes
+ * round again.
  *
  * It runs on limited decisions only (denied, delayed or shadow-denied), on
- * the worker's thread; k is small, so a linear scan beats an index.
+ * the worker's thread. Readers see only `keys` (stats_int.h's seqlock).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "stats_int.h"
 
-/* Append s[0..n) to out[*o..SL__STATS_KEY_MAX), control bytes as '?'
- * (so the separators stay unambiguous). Returns false when the text is
- * not exact (cut or changed). */
+/* ------------------------------------------------------------ key texts */
+
+/* Append s[0..n) to out[*o..SL__STATS_KEY_MAX); false when cut. */
 static bool put(char *out, size_t *o, const char *s, size_t n)
 {
     size_t room = SL__STATS_KEY_MAX - *o, k = n < room ? n : room;
-    bool exact = k == n;
 
-    for (size_t i = 0; i < k; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        bool ctl = ch < 0x20 || ch == 0x7f;
-        out[*o + i] = ctl ? '?' : (char)ch;
-        exact &= !ctl;
-    }
+    memcpy(out + *o, s, k);
     *o += k;
-    return exact;
-}
-
-static bool sep(char *out, size_t *o, char c)
-{
-    if (*o >= SL__STATS_KEY_MAX)
-        return false;
-    out[(*o)++] = c;
-    return true;
+    return k == n;
 }
 
 static const char hex[] = "0123456789abcdef";
@@ -54,6 +44,8 @@ static const char hex[] = "0123456789abcdef";
 size_t sl__stats_key_text(const struct sl__stats *s, const struct sl_descriptor *d, char *out,
                           bool *partial)
 {
+    char raw[SL__STATS_KEY_MAX];
+    char *to = s->cfg.keys == SL__STATS_KEYS_HASH ? raw : out;
     size_t o = 0;
     bool whole = true;
 
@@ -65,20 +57,15 @@ size_t sl__stats_key_text(const struct sl__stats *s, const struct sl_descriptor 
             whole = false;
         }
         if (e > 0)
-            whole &= sep(out, &o, SL__STATS_RS);
-        whole &= put(out, &o, en->key.p, en->key.len);
-        whole &= sep(out, &o, SL__STATS_US);
-        whole &= put(out, &o, en->value.p, vlen);
+            whole &= put(to, &o, "\x1e", 1);
+        whole &= put(to, &o, en->key.p, en->key.len);
+        whole &= put(to, &o, "\x1f", 1);
+        whole &= put(to, &o, en->value.p, vlen);
     }
     if (s->cfg.keys == SL__STATS_KEYS_HASH) {
-        /* The whole entries, never kept: a keyed hash stands for them. */
-        uint64_t h = 0;
-        for (size_t e = 0; e < d->n_entries; e++) {
-            const struct sl_entry *en = &d->entries[e];
-            uint64_t part[2] = {sl_siphash(s->secret, en->key.p, en->key.len),
-                                sl_siphash(s->secret, en->value.p, en->value.len)};
-            h = sl_siphash(s->secret, part, sizeof(part)) ^ (h * 31);
-        }
+        /* Only a keyed hash of the entries is kept: never the values. (A
+         * key longer than the text is hashed on its first 96 bytes.) */
+        uint64_t h = sl_siphash(s->secret, raw, o);
         for (int i = 0; i < 16; i++)
             out[i] = hex[(h >> (60 - 4 * i)) & 15];
         o = 16;
@@ -88,13 +75,30 @@ size_t sl__stats_key_text(const struct sl__stats *s, const struct sl_descriptor 
     return o;
 }
 
-void sl__stats_op_begin(struct sl__stats_op *so, const struct sl_request *req,
-                        const sl_rules *rules)
+/* A key's identity within its pair: a keyed multiply-xorshift hash of its
+ * text (two keys that collide are counted as one; the key is random per
+ * process, so a client cannot aim for that). SipHash would cost more than
+ * the rest of a limited decision's statistics together. */
+static uint64_t key_hash(const struct sl__stats *s, const char *p, size_t n)
 {
-    so->req = req;
-    so->rules = rules;
-    so->ring_len = 0;
+    uint64_t seed, h, w;
+
+    memcpy(&seed, s->secret, sizeof(seed));
+    h = seed ^ (n * UINT64_C(0x9e3779b97f4a7c15));
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * UINT64_C(0xbf58476d1ce4e5b9);
+        h ^= h >> 31;
+    }
+    w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w ^ seed) * UINT64_C(0x94d049bb133111eb);
+    h ^= h >> 29;
+    h *= UINT64_C(0xbf58476d1ce4e5b9);
+    return h ^ (h >> 32);
 }
+
+/* ------------------------------------------------------------ the ring */
 
 static void ring_put(struct sl__stats_w *w, const void *p, size_t n)
 {
@@ -150,33 +154,128 @@ bool sl__stats_kept_read(const struct sl__stats_w *w, const struct sl__stats_op 
     return true;
 }
 
-/* ------------------------------------------------------------ Space-Saving */
+/* ------------------------------------------------------------ the counters */
 
-static void write_text(struct sl__stats_key *k, const char *text, size_t len)
+static size_t index_slots(unsigned top_keys)
 {
-    uint64_t words[SL__STATS_KEY_MAX / 8] = {0};
+    size_t n = 4;
 
-    memcpy(words, text, len);
-    for (size_t i = 0; i < (len + 7) / 8; i++)
-        atomic_store_explicit(&k->text[i], words[i], memory_order_relaxed);
+    while (n < 2 * (size_t)top_keys)
+        n *= 2;
+    return n;
 }
 
-/* Replace counter k by a new key (under its seqlock). */
-static void take_over(struct sl__stats_key *k, int64_t epoch, uint64_t h, const char *text,
-                      size_t len, bool partial)
+size_t sl__stats_gen_bytes(unsigned top_keys)
+{
+    return top_keys * (sizeof(struct sl__stats_key) + 3 * sizeof(uint32_t) + sizeof(uint64_t)) +
+           index_slots(top_keys) * sizeof(uint16_t);
+}
+
+int sl__stats_gen_init(struct sl__stats_gen *g, unsigned k)
+{
+    size_t slots = index_slots(k);
+    char *m =
+        calloc(1, (size_t)k * (3 * sizeof(uint32_t) + sizeof(uint64_t)) + slots * sizeof(uint16_t));
+
+    g->keys = calloc(k, sizeof(*g->keys));
+    g->mem = m;
+    if (m == NULL || g->keys == NULL)
+        return SL_ENOMEM;
+    g->hash = (uint64_t *)(void *)m;
+    g->heap = (uint32_t *)(void *)(m + k * sizeof(uint64_t));
+    g->pos = g->heap + k;
+    g->cnt = g->pos + k;
+    g->index = (uint16_t *)(void *)(g->cnt + k);
+    g->index_mask = (uint32_t)(slots - 1);
+    g->epoch = -1;
+    g->n = 0;
+    for (unsigned i = 0; i < k; i++)
+        atomic_init(&g->keys[i].epoch, -1);
+    return SL_OK;
+}
+
+void sl__stats_gen_free(struct sl__stats_gen *g)
+{
+    free(g->keys);
+    free(g->mem);
+}
+
+/* The index slot holding hash h, or the free slot where it would go. */
+static uint32_t probe(const struct sl__stats_gen *g, uint64_t h)
+{
+    uint32_t i = (uint32_t)h & g->index_mask;
+
+    while (g->index[i] != 0 && g->hash[g->index[i] - 1] != h)
+        i = (i + 1) & g->index_mask;
+    return i;
+}
+
+/* Remove index slot i (linear probing: later entries of the run that
+ * could not sit in their home slot move back). */
+static void unindex(struct sl__stats_gen *g, uint32_t i)
+{
+    for (uint32_t j = (i + 1) & g->index_mask; g->index[j] != 0; j = (j + 1) & g->index_mask) {
+        uint32_t home = (uint32_t)g->hash[g->index[j] - 1] & g->index_mask;
+        if (((j - home) & g->index_mask) >= ((j - i) & g->index_mask)) {
+            g->index[i] = g->index[j];
+            i = j;
+        }
+    }
+    g->index[i] = 0;
+}
+
+static void heap_swap(struct sl__stats_gen *g, uint32_t a, uint32_t b)
+{
+    uint32_t x = g->heap[a];
+
+    g->heap[a] = g->heap[b];
+    g->heap[b] = x;
+    g->pos[g->heap[a]] = a;
+    g->pos[g->heap[b]] = b;
+}
+
+static void sift_down(struct sl__stats_gen *g, uint32_t p)
+{
+    for (;;) {
+        uint32_t l = 2 * p + 1, m = p;
+        if (l < g->n && g->cnt[g->heap[l]] < g->cnt[g->heap[m]])
+            m = l;
+        if (l + 1 < g->n && g->cnt[g->heap[l + 1]] < g->cnt[g->heap[m]])
+            m = l + 1;
+        if (m == p)
+            return;
+        heap_swap(g, p, m);
+        p = m;
+    }
+}
+
+static void sift_up(struct sl__stats_gen *g, uint32_t p)
+{
+    while (p > 0 && g->cnt[g->heap[(p - 1) / 2]] > g->cnt[g->heap[p]]) {
+        heap_swap(g, p, (p - 1) / 2);
+        p = (p - 1) / 2;
+    }
+}
+
+/* Counter c, as readers see it, now holds a new key (under its seqlock).
+ * The text goes as it is: the reader shows control bytes as '?'. */
+static void publish(struct sl__stats_key *k, int64_t epoch, uint64_t h, const char *text,
+                    size_t len, bool partial, uint32_t count, uint32_t err)
 {
     uint32_t seq = atomic_load_explicit(&k->seq, memory_order_relaxed);
-    bool same_window = atomic_load_explicit(&k->epoch, memory_order_relaxed) == epoch;
-    uint32_t floor = same_window ? atomic_load_explicit(&k->count, memory_order_relaxed) : 0;
 
     atomic_store_explicit(&k->seq, seq + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&k->hash, h, memory_order_relaxed);
-    write_text(k, text, len);
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, text + i, len - i < 8 ? len - i : 8);
+        atomic_store_explicit(&k->text[i / 8], w, memory_order_relaxed);
+    }
     atomic_store_explicit(&k->len, (uint32_t)len | (partial ? SL__KEY_PARTIAL : 0),
                           memory_order_relaxed);
-    atomic_store_explicit(&k->err, floor, memory_order_relaxed);
-    atomic_store_explicit(&k->count, floor + 1, memory_order_relaxed);
+    atomic_store_explicit(&k->err, err, memory_order_relaxed);
+    atomic_store_explicit(&k->count, count, memory_order_relaxed);
     atomic_store_explicit(&k->epoch, epoch, memory_order_relaxed);
     atomic_store_explicit(&k->seq, seq + 2, memory_order_release);
 }
@@ -186,27 +285,39 @@ void sl__stats_top_add(const struct sl__stats *s, struct sl__stats_series *ser, 
 {
     int64_t epoch = now_ns / SL_NS_PER_MS / s->cfg.top_window_ms;
     struct sl__stats_gen *g = &ser->gen[epoch & 1];
-    uint64_t h = sl_siphash(s->secret, text, len);
-    struct sl__stats_key *victim = NULL;
-    uint32_t least = UINT32_MAX;
+    uint64_t h = key_hash(s, text, len);
+    uint32_t i, c, floor = 0;
 
-    for (unsigned i = 0; i < s->cfg.top_keys; i++) {
-        struct sl__stats_key *k = &g->keys[i];
-        uint32_t c;
-        if (atomic_load_explicit(&k->epoch, memory_order_relaxed) != epoch) {
-            if (victim == NULL || least > 0)
-                victim = k, least = 0; /* free: the first one will do */
-            continue;
-        }
-        if (atomic_load_explicit(&k->hash, memory_order_relaxed) == h) {
-            c = atomic_load_explicit(&k->count, memory_order_relaxed);
-            if (c < UINT32_MAX)
-                atomic_store_explicit(&k->count, c + 1, memory_order_relaxed);
-            return;
-        }
-        c = atomic_load_explicit(&k->count, memory_order_relaxed);
-        if (c < least)
-            victim = k, least = c;
+    if (g->epoch != epoch) { /* its window came round again: start afresh */
+        g->epoch = epoch;
+        g->n = 0;
+        memset(g->index, 0, (g->index_mask + 1) * sizeof(*g->index));
     }
-    take_over(victim, epoch, h, text, len, partial);
+    i = probe(g, h);
+    if (g->index[i] != 0) { /* counted already: one more */
+        c = g->index[i] - 1;
+        if (g->cnt[c] < UINT32_MAX)
+            g->cnt[c]++;
+        atomic_store_explicit(&g->keys[c].count, g->cnt[c], memory_order_relaxed);
+        sift_down(g, g->pos[c]);
+        return;
+    }
+    if (g->n < s->cfg.top_keys) { /* a free counter */
+        c = g->n++;
+        g->pos[c] = c;
+        g->heap[c] = c;
+    } else { /* take over the smallest */
+        c = g->heap[0];
+        floor = g->cnt[c];
+        unindex(g, probe(g, g->hash[c]));
+        i = probe(g, h);
+    }
+    g->index[i] = (uint16_t)(c + 1);
+    g->hash[c] = h;
+    g->cnt[c] = floor + 1;
+    if (floor == 0)
+        sift_up(g, g->pos[c]);
+    else
+        sift_down(g, g->pos[c]);
+    publish(&g->keys[c], epoch, h, text, len, partial, floor + 1, floor);
 }

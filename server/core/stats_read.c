@@ -121,6 +121,13 @@ static bool read_key(struct sl__stats_key *k, int64_t e, struct sl__stats_key_vi
         return false;
     out->partial = (len & SL__KEY_PARTIAL) != 0;
     memcpy(out->text, words, out->len);
+    for (size_t i = 0; i < out->len; i++) { /* control bytes but the separators: '?' */
+        unsigned char ch = (unsigned char)out->text[i];
+        if ((ch < 0x20 && ch != SL__STATS_US && ch != SL__STATS_RS) || ch == 0x7f) {
+            out->text[i] = '?';
+            out->partial = true;
+        }
+    }
     return out->count > 0;
 }
 

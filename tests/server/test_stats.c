@@ -234,6 +234,57 @@ static void top_heavy_first(void **state)
     sl__stats_free(s);
 }
 
+/* Space-Saving's guarantees against the truth, over a skewed random
+ * stream with many more keys than counters (the heap and index churn). */
+static void top_bounds_hold(void **state)
+{
+    struct sl__stats_config c = config();
+    struct sl__stats *s;
+    struct sl__stats_view v;
+    enum { KEYS = 300, N = 30000 };
+    static unsigned truth[KEYS];
+    unsigned long long total = 0;
+    uint64_t x = 88172645463325252ull;
+    char name[16];
+
+    (void)state;
+    c.top_keys = 16;
+    s = make(c, 1);
+    memset(truth, 0, sizeof(truth));
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        /* key k with probability about 1/(k+1), Zipf-like */
+        unsigned k = (unsigned)((x % 1000000) * (x % 1000000) / 1000000 * KEYS / 1000000);
+        k = i % 5 == 0 ? (unsigned)(x % KEYS) : k % 8;
+        truth[k]++;
+        snprintf(name, sizeof(name), "k%u", k);
+        decide(s, 0, T0, name, SL_DENY, false);
+    }
+    assert_int_equal(sl__stats_read(s, T0, 1, 100, &v), SL_OK);
+    assert_int_equal(v.series[0].n_top, 16);
+    for (size_t i = 0; i < v.series[0].n_top; i++) {
+        const struct sl__stats_key_view *kv = &v.series[0].top[i];
+        char text[SL__STATS_KEY_MAX + 1] = "";
+        memcpy(text, kv->text, kv->len);
+        unsigned k = (unsigned)strtoul(text + 6, NULL, 10); /* "user" US "k" */
+        total += kv->count;
+        assert_true(kv->count >= truth[k]);
+        assert_true(kv->count - kv->err <= truth[k]);
+    }
+    assert_int_equal(total, N); /* Space-Saving's counts add up to the stream */
+    for (unsigned k = 0; k < KEYS; k++) {
+        if (truth[k] <= N / 16)
+            continue;
+        snprintf(name, sizeof(name), "k%u", k);
+        bool found = false;
+        for (size_t i = 0; i < v.series[0].n_top; i++)
+            found |= key_is(&v.series[0].top[i], name);
+        assert_true(found);
+    }
+    sl__stats_view_free(&v);
+    sl__stats_free(s);
+}
+
 static void top_windows_expire(void **state)
 {
     struct sl__stats *s = make(config(), 1);
@@ -440,17 +491,12 @@ static void writers_race_a_reader(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(series_merge_workers),
-        cmocka_unit_test(series_expire),
-        cmocka_unit_test(pairs_capped),
-        cmocka_unit_test(top_heavy_first),
-        cmocka_unit_test(top_windows_expire),
-        cmocka_unit_test(keys_hash_and_truncate),
-        cmocka_unit_test(keys_of_late_answers),
-        cmocka_unit_test(store_quantiles),
-        cmocka_unit_test(writers_do_not_allocate),
-        cmocka_unit_test(disabled_is_null),
-        cmocka_unit_test(writers_race_a_reader),
+        cmocka_unit_test(series_merge_workers),   cmocka_unit_test(series_expire),
+        cmocka_unit_test(pairs_capped),           cmocka_unit_test(top_heavy_first),
+        cmocka_unit_test(top_bounds_hold),        cmocka_unit_test(top_windows_expire),
+        cmocka_unit_test(keys_hash_and_truncate), cmocka_unit_test(keys_of_late_answers),
+        cmocka_unit_test(store_quantiles),        cmocka_unit_test(writers_do_not_allocate),
+        cmocka_unit_test(disabled_is_null),       cmocka_unit_test(writers_race_a_reader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
