@@ -11,10 +11,10 @@
  * Built like the metrics registry (metrics.h): every worker writes only its
  * own block - no lock, no shared atomic read-modify-write, no allocation
  * after sl__stats_new() - and a reader merges the blocks. Memory is fixed
- * at creation: about (14.4 KB + 2 x top_keys x 128 B) per (domain, limit)
- * pair, max_series pairs, plus 200 KB of store latency, per worker
- * (sl__stats_bytes()). Pairs past max_series are not kept (counted as
- * dropped).
+ * at creation: about (14.4 KB + 2 x top_keys x 148 B) per (domain, limit)
+ * pair, max_series pairs, plus 200 KB of store latency and a 64 KiB key
+ * ring, per worker (sl__stats_bytes()). Pairs past max_series are not kept
+ * (counted as dropped).
  *
  * It reads no clock: the decision's time and the round trip's duration are
  * passed in. It formats nothing (server/admin/admin_stats.c does).
