@@ -120,7 +120,7 @@ size_t sl__stats_bytes(const struct sl__stats *s)
 /* Move worker w to second `sec`: its ring slot is cleared under the
  * slot's seqlock (stamp 0 while clearing), for every pair in use. Once a
  * second per worker, at most. */
-static void roll(struct sl__stats_w *w, int64_t sec)
+static __attribute__((noinline, cold)) void roll(struct sl__stats_w *w, int64_t sec)
 {
     size_t slot = (size_t)(sec % SL__STATS_SECONDS);
     uint32_t n = atomic_load_explicit(&w->n_series, memory_order_relaxed);
@@ -139,8 +139,9 @@ static void roll(struct sl__stats_w *w, int64_t sec)
 }
 
 /* The ring slot for a decision at now_ns: never behind the newest second
- * (a late answer counts in the second it arrives in). */
-static inline size_t slot_at(struct sl__stats_w *w, int64_t now_ns)
+ * (a late answer counts in the second it arrives in). Inlined, like
+ * count_result: each call is on every decision's path. */
+static inline __attribute__((always_inline)) size_t slot_at(struct sl__stats_w *w, int64_t now_ns)
 {
     int64_t sec = now_ns / SL_NS_PER_S;
 
@@ -280,9 +281,10 @@ static void count_key(struct keys_of *k, struct sl__stats_series *ser, size_t i,
                           kp->flags[i] & SL__KEPT_PARTIAL, now_ns);
 }
 
-static void count_result(struct sl__stats *s, struct sl__stats_w *w, size_t slot,
-                         const char *domain, size_t dlen, const struct sl__stats_op *so,
-                         const struct sl_result *res, int64_t now_ns)
+static inline __attribute__((always_inline)) void
+count_result(struct sl__stats *s, struct sl__stats_w *w, size_t slot, const char *domain,
+             size_t dlen, const struct sl__stats_op *so, const struct sl_result *res,
+             int64_t now_ns)
 {
     struct keys_of keys;
 

@@ -39,6 +39,28 @@ static bool put(char *out, size_t *o, const char *s, size_t n)
     return k == n;
 }
 
+/* Append one separator byte; false when there is no room. */
+static bool put1(char *out, size_t *o, char c)
+{
+    if (*o >= SL__STATS_KEY_MAX)
+        return false;
+    out[(*o)++] = c;
+    return true;
+}
+
+/* The n < 8 bytes at p as the first bytes of a zeroed word, without a
+ * call to memcpy of a variable size (the decision path's budget). */
+static uint64_t tail_word(const char *p, size_t n)
+{
+    unsigned char b[8] = {0};
+    uint64_t w;
+
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)p[i];
+    memcpy(&w, b, sizeof(w));
+    return w;
+}
+
 static const char hex[] = "0123456789abcdef";
 
 size_t sl__stats_key_text(const struct sl__stats *s, const struct sl_descriptor *d, char *out,
@@ -57,9 +79,9 @@ size_t sl__stats_key_text(const struct sl__stats *s, const struct sl_descriptor 
             whole = false;
         }
         if (e > 0)
-            whole &= put(to, &o, "\x1e", 1);
+            whole &= put1(to, &o, SL__STATS_RS);
         whole &= put(to, &o, en->key.p, en->key.len);
-        whole &= put(to, &o, "\x1f", 1);
+        whole &= put1(to, &o, SL__STATS_US);
         whole &= put(to, &o, en->value.p, vlen);
     }
     if (s->cfg.keys == SL__STATS_KEYS_HASH) {
@@ -90,8 +112,7 @@ static uint64_t key_hash(const struct sl__stats *s, const char *p, size_t n)
         h = (h ^ w) * UINT64_C(0xbf58476d1ce4e5b9);
         h ^= h >> 31;
     }
-    w = 0;
-    memcpy(&w, p, n);
+    w = tail_word(p, n);
     h = (h ^ w ^ seed) * UINT64_C(0x94d049bb133111eb);
     h ^= h >> 29;
     h *= UINT64_C(0xbf58476d1ce4e5b9);
@@ -268,8 +289,11 @@ static void publish(struct sl__stats_key *k, int64_t epoch, uint64_t h, const ch
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&k->hash, h, memory_order_relaxed);
     for (size_t i = 0; i < len; i += 8) {
-        uint64_t w = 0;
-        memcpy(&w, text + i, len - i < 8 ? len - i : 8);
+        uint64_t w;
+        if (len - i >= 8)
+            memcpy(&w, text + i, sizeof(w));
+        else
+            w = tail_word(text + i, len - i);
         atomic_store_explicit(&k->text[i / 8], w, memory_order_relaxed);
     }
     atomic_store_explicit(&k->len, (uint32_t)len | (partial ? SL__KEY_PARTIAL : 0),
