@@ -347,6 +347,84 @@ static void keys_hash_and_truncate(void **state)
     sl__stats_free(s);
 }
 
+/* The value of key i of keys_across_words, lens[i] bytes; `last` its
+ * last byte when not 0. */
+static void word_value(char *value, size_t i, size_t len, char last)
+{
+    for (size_t j = 0; j < len; j++)
+        value[j] = (char)('a' + (j * 7 + i) % 26);
+    if (last != 0)
+        value[len - 1] = last;
+    value[len] = '\0';
+}
+
+/* key_is for values up to the longest kept whole. */
+static bool text_is(const struct sl__stats_key_view *k, const char *user)
+{
+    size_t n = strlen(user);
+
+    return k->len == 5 + n && memcmp(k->text, "user\x1f", 5) == 0 &&
+           memcmp(k->text + 5, user, n) == 0;
+}
+
+/* Key texts of every length around the 8-byte words they are hashed and
+ * published in ("user" US value: 7..17 bytes, and 96, the most kept)
+ * come back byte for byte, each counted alone: keys that differ only in
+ * their last, partial word are not one key. A longer one is cut to 96
+ * bytes and marked partial. */
+static void keys_across_words(void **state)
+{
+    static const size_t lens[] = {2, 3, 4, 10, 11, 12, 91};
+    const size_t n = sizeof(lens) / sizeof(lens[0]);
+    struct sl__stats_config c = config();
+    struct sl__stats *s;
+    struct sl__stats_view v;
+    char value[100];
+
+    (void)state;
+    c.top_keys = 32;
+    s = make(c, 1);
+    for (size_t i = 0; i < n; i++) {
+        word_value(value, i, lens[i], 0);
+        for (size_t k = 0; k <= i; k++) /* key i limited i + 1 times */
+            decide(s, 0, T0, value, SL_DENY, false);
+        word_value(value, i, lens[i], 'Z'); /* all but its last byte the same: once */
+        decide(s, 0, T0, value, SL_DENY, false);
+    }
+    word_value(value, 0, 92, 0); /* 97 bytes of text */
+    decide(s, 0, T0, value, SL_DENY, false);
+    assert_int_equal(sl__stats_read(s, T0, 1, 32, &v), SL_OK);
+    assert_int_equal(v.series[0].n_top, 2 * n + 1);
+    for (size_t i = 0; i < n; i++) {
+        bool found = false, found_z = false;
+        char z[100];
+        word_value(value, i, lens[i], 0);
+        word_value(z, i, lens[i], 'Z');
+        for (size_t t = 0; t < v.series[0].n_top; t++) {
+            const struct sl__stats_key_view *k = &v.series[0].top[t];
+            if (k->err == 0 && !k->partial && k->count == i + 1 && text_is(k, value))
+                found = true;
+            if (k->err == 0 && !k->partial && k->count == 1 && text_is(k, z))
+                found_z = true;
+        }
+        assert_true(found);
+        assert_true(found_z);
+    }
+    word_value(value, 0, 92, 0);
+    for (size_t t = 0;; t++) {
+        const struct sl__stats_key_view *k;
+        assert_true(t < v.series[0].n_top);
+        k = &v.series[0].top[t];
+        if (k->len != SL__STATS_KEY_MAX || !k->partial)
+            continue; /* the 96 bytes kept whole */
+        assert_int_equal(k->count, 1);
+        assert_memory_equal(k->text + 5, value, SL__STATS_KEY_MAX - 5);
+        break;
+    }
+    sl__stats_view_free(&v);
+    sl__stats_free(s);
+}
+
 /* A store that answers after its start call: the key comes from the
  * ring; once the ring wrapped over it, the outcome still counts but the
  * key does not. */
@@ -491,12 +569,19 @@ static void writers_race_a_reader(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(series_merge_workers),   cmocka_unit_test(series_expire),
-        cmocka_unit_test(pairs_capped),           cmocka_unit_test(top_heavy_first),
-        cmocka_unit_test(top_bounds_hold),        cmocka_unit_test(top_windows_expire),
-        cmocka_unit_test(keys_hash_and_truncate), cmocka_unit_test(keys_of_late_answers),
-        cmocka_unit_test(store_quantiles),        cmocka_unit_test(writers_do_not_allocate),
-        cmocka_unit_test(disabled_is_null),       cmocka_unit_test(writers_race_a_reader),
+        cmocka_unit_test(series_merge_workers),
+        cmocka_unit_test(series_expire),
+        cmocka_unit_test(pairs_capped),
+        cmocka_unit_test(top_heavy_first),
+        cmocka_unit_test(top_bounds_hold),
+        cmocka_unit_test(top_windows_expire),
+        cmocka_unit_test(keys_hash_and_truncate),
+        cmocka_unit_test(keys_across_words),
+        cmocka_unit_test(keys_of_late_answers),
+        cmocka_unit_test(store_quantiles),
+        cmocka_unit_test(writers_do_not_allocate),
+        cmocka_unit_test(disabled_is_null),
+        cmocka_unit_test(writers_race_a_reader),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
