@@ -11,7 +11,7 @@ CMAKE_GEN  = cmake -S . -Wno-dev
 # compilers see the code with -Wall -Wextra -Werror.
 MAIN_CC   ?= clang
 
-.PHONY: all deps deps-test deps-deb build run test test-sanitize bench fuzz format clean install deb
+.PHONY: all deps deps-test deps-deb build run test test-sanitize bench soak fuzz format clean install deb
 
 all: build
 
@@ -68,10 +68,23 @@ bench:
 	@cmake --build build-release -j $(JOBS)
 	@bench/run.sh build-release
 
-# Every fuzzer for longer than the smoke run of `make test` (FUZZ_SECONDS each).
+# The soak run (10 minutes of mixed traffic with idle, slow and abusive
+# connections; not in CI): RSS flat, p99 stable, no error for good clients.
+SOAK_SECONDS ?= 600
+soak:
+	@scripts/deps.sh bench
+	@$(CMAKE_GEN) -B build-release -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=$(MAIN_CC) \
+	    -DSL_BUILD_TESTS=OFF >/dev/null
+	@cmake --build build-release -j $(JOBS)
+	@bench/soak.sh build-release $(SOAK_SECONDS)
+
+# Every fuzzer for longer than the smoke run of `make test` (FUZZ_SECONDS
+# each), or for FUZZ_RUNS executions each (make fuzz FUZZ_RUNS=10000000: the
+# run docs/security.md reports).
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?=
 fuzz: build
-	@scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
+	@scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
 format:
 	@find include lib conf cli server store rulesdb tests bench fuzz -name '*.[ch]' 2>/dev/null | xargs clang-format -i

@@ -238,5 +238,6 @@ void sl__keytab_help_line(FILE *out, const char *path, const char *def, const ch
 void sl__keytab_help(const struct sl__key *keys, size_t n, FILE *out)
 {
     for (size_t i = 0; i < n; i++)
-        sl__keytab_help_line(out, keys[i].path, keys[i].def, keys[i].help);
+        sl__keytab_help_line(out, keys[i].path, keys[i].def ? keys[i].def : keys[i].shown,
+                             keys[i].help);
 }

@@ -7,7 +7,8 @@
  * client's arrive), then sl__h1_parse() once on the complete request. A
  * taken request must lie inside the input and keep the body cap; a
  * refusal must carry its status; and framing in pieces must end where one
- * whole read ends. It does not route requests.
+ * whole read ends; every header of a taken
+ * request lies inside it. It does not route requests.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct sl__h1_framing whole;
     struct sl__h1_status st, st2;
     struct sl__h1_req r;
+    struct sl_str hn, hv;
     ssize_t n = 0;
 
     while (size > 0) {
@@ -54,6 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         CHECK(r.body.len <= sizeof(body));
         CHECK(r.path.p >= p && r.path.p + r.path.len <= p + n);
+        for (size_t at = 0; (at = sl__h1_header_next(&r, at, &hn, &hv)) != 0;)
+            CHECK(hn.p >= p && hn.len > 0 && hv.p + hv.len <= p + n);
         p += n;
         size -= (size_t)n;
     }

@@ -260,6 +260,9 @@ struct sl_status {
     bool shadow_denied;           /* a shadow limit would have denied */
     bool unlimited;               /* the descriptor's rule is `unlimited` */
     bool detailed;                /* the descriptor's rule asks for detailed_metric */
+    /* No rule applies to the descriptor and its domain says on_unmatched:
+     * deny: denied (retry_after_ns -1: retrying does not help), limit NULL. */
+    bool unmatched;
 };
 
 /* Concurrency leases taken by one request, as one printable token (hex and
@@ -331,10 +334,10 @@ SL_API bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain);
  * and envoyproxy/ratelimit's /rlconfig name it), `quota_mode` its Envoy
  * flag, `unlimited` true (and l NULL) for an unlimited rule. For operators'
  * listings; not on any hot path. */
-void sl_rules_foreach_limit(const sl_rules *r,
-                            void (*fn)(void *arg, const char *path, const struct sl_limit *l,
-                                       bool quota_mode, bool unlimited),
-                            void *arg);
+SL_API void sl_rules_foreach_limit(const sl_rules *r,
+                                   void (*fn)(void *arg, const char *path, const struct sl_limit *l,
+                                              bool quota_mode, bool unlimited),
+                                   void *arg);
 
 /*
  * Atomic publication of snapshots: one writer swaps, many readers read with

@@ -9,7 +9,8 @@
  * same (domain, descriptor path) as a file's replaces that descriptor's
  * limits and flags when it states a policy (rate_limit or limits), and its
  * children merge the same way, one level at a time; database texts are
- * applied in the order they were added, so a later row wins.
+ * applied in the order they were added, so a later row wins. A domain's
+ * on_unmatched is the last one stated.
  *
  * It does not match requests (match.c) nor publish snapshots (slot.c).
  */
@@ -250,6 +251,8 @@ static int merge_all(sl_rules_builder *b, sl_rules *r)
         b->doms[i] = NULL;
         if (out > 0 && strcmp(r->domains[out - 1]->name, dom->name) == 0) {
             int rc = merge_kids(&r->domains[out - 1]->root, &dom->root);
+            if (dom->unmatched != SL__UNMATCHED_UNSET) /* a later text that says it wins */
+                r->domains[out - 1]->unmatched = dom->unmatched;
             sl__rdomain_free(dom);
             if (rc != SL_OK)
                 return rc;

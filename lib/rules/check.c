@@ -10,6 +10,11 @@
  * request denied only by some of its quota descriptors is decided again
  * without them (they are reported as denied, nothing of theirs consumed).
  *
+ * on_unmatched: deny (a domain's choice): a descriptor that no rule
+ * applies to denies the whole request, decided as a peek like a deny-all
+ * limit below, so that a client cannot escape its limits by adding or
+ * reshaping entries until nothing matches.
+ *
  * requests_per_unit: 0 (Envoy: deny everything) never reaches the table:
  * such a limit is taken out of its match; an enforced one outside quota
  * mode denies the whole request (the other limits are only peeked, so
@@ -176,10 +181,19 @@ static int recheck_without_denied_quota(sl_limiter *lim, struct sl_match *m, siz
     return rc;
 }
 
+/* Does `req`'s domain deny the descriptors no rule applies to? */
+static bool denies_unmatched(const sl_rules *rules, const struct sl_request *req)
+{
+    const struct sl__rdomain *dom = sl__rules_find_domain(rules, req->domain);
+
+    return dom != NULL && dom->unmatched == SL__UNMATCHED_DENY;
+}
+
 int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
                       struct sl__resolved *rv)
 {
     size_t n = req->n_descriptors;
+    bool deny_unmatched = denies_unmatched(rules, req), unmatched = false;
 
     if (n > SL_MAX_DESCRIPTORS)
         return SL_ETOOBIG;
@@ -189,10 +203,22 @@ int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struc
             return rc;
         rv->unlimited[i] = m[i].unlimited;
         rv->detailed[i] = m[i].detailed_metric != NULL;
+        /* before `replaces`: a limit another descriptor replaced still applied */
+        rv->unmatched[i] = deny_unmatched && m[i].n_limits == 0 && !m[i].unlimited;
+        unmatched = unmatched || rv->unmatched[i];
     }
     apply_replaces(m, n, req);
-    rv->deny_all = take_deny_all(m, n, rv->banned, req);
+    rv->deny_all = take_deny_all(m, n, rv->banned, req) || unmatched;
     return SL_OK;
+}
+
+/* The status of an unmatched descriptor: denied for good, no limit. */
+static void unmatched_status(struct sl_status *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->d.verdict = SL_DENY;
+    st->d.retry_after_ns = -1;
+    st->unmatched = true;
 }
 
 void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_result *res)
@@ -204,7 +230,9 @@ void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_r
     }
     for (size_t i = 0; i < res->n_statuses && i < SL_MAX_DESCRIPTORS; i++) {
         const struct sl_limit *b = rv->banned[i];
-        if (b != NULL && (!b->shadow || res->statuses[i].limit == NULL))
+        if (rv->unmatched[i])
+            unmatched_status(&res->statuses[i]);
+        else if (b != NULL && (!b->shadow || res->statuses[i].limit == NULL))
             deny_all_status(b, now_ns, &res->statuses[i]);
         else if (b != NULL)
             res->statuses[i].shadow_denied = true;

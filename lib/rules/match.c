@@ -121,7 +121,7 @@ static struct sl__rnode *find_kid(const struct sl__rnode *n, const struct sl_ent
     return k;
 }
 
-static const struct sl__rdomain *find_domain(const sl_rules *r, struct sl_str name)
+const struct sl__rdomain *sl__rules_find_domain(const sl_rules *r, struct sl_str name)
 {
     size_t lo = 0, hi = r->n_domains;
 
@@ -140,7 +140,7 @@ static const struct sl__rdomain *find_domain(const sl_rules *r, struct sl_str na
 
 bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain)
 {
-    return r != NULL && find_domain(r, domain) != NULL;
+    return r != NULL && sl__rules_find_domain(r, domain) != NULL;
 }
 
 /* Append a tag byte, a 16-bit big-endian length and the bytes. */
@@ -224,7 +224,7 @@ int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, st
     d = &req->descriptors[i];
     if (d->n_entries > SL_MAX_ENTRIES)
         return SL_ETOOBIG;
-    dom = find_domain(r, req->domain);
+    dom = sl__rules_find_domain(r, req->domain);
     if (dom == NULL)
         return SL_OK;
     if (d->limit != NULL)
@@ -250,7 +250,7 @@ int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, st
 
 bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain)
 {
-    const struct sl__rdomain *dom = r != NULL ? find_domain(r, domain) : NULL;
+    const struct sl__rdomain *dom = r != NULL ? sl__rules_find_domain(r, domain) : NULL;
 
     return dom != NULL && dom->detailed;
 }

@@ -44,6 +44,10 @@ void sl__admin_ui(struct sl__conn *c, const struct sl__h1_req *r);
 /* Answer with a cJSON document (consumed; NULL answers 500), at once
  * (slot -1) or into reply slot `slot`. */
 void sl__admin_send_json(struct sl__conn *c, int64_t slot, bool keep_alive, int status, cJSON *doc);
+/* The request's body as JSON, read strictly (sl__json_parse_strict); NULL
+ * with a 400 sent when it is not one JSON value. Free with cJSON_Delete. */
+cJSON *sl__admin_body(struct sl__conn *c, const struct sl__h1_req *r);
+
 /* Answer {"error": why}. */
 void sl__admin_send_error(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
                           const char *why);

@@ -102,6 +102,9 @@ void sl__admin_config(struct sl__conn *c, const struct sl__h1_req *r)
     cJSON_AddNumberToObject(o, "max_delay_ms", (double)cfg->http_max_delay_ms);
     o = cJSON_AddObjectToObject(root, "admin");
     cJSON_AddBoolToObject(o, "token_required", cfg->admin_token != NULL);
+    cJSON_AddItemToObject(
+        o, "hosts",
+        cJSON_CreateStringArray((const char *const *)cfg->admin_hosts, (int)cfg->n_admin_hosts));
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(root, "metrics"), "max_series",
                             cfg->metrics_max_series);
     cJSON_AddBoolToObject(root, "test_clock", cfg->test_clock);

@@ -23,6 +23,7 @@ struct sl__store_config;
 #define SL__MAX_LISTENERS    8
 #define SL__MAX_RULE_FILES   64
 #define SL__MAX_ROOM_CONFIGS 8 /* registered room sections (config.h) */
+#define SL__MAX_ADMIN_HOSTS  16
 
 /* Rate-limit header families, OR-ed into http_headers (http.headers). */
 enum sl__hdr_family {
@@ -99,8 +100,12 @@ struct sl__config {
     enum sl__log_level log_level;
     enum sl__log_access log_access;
 
-    char *admin_token;           /* bearer token the admin endpoints require; NULL: none */
-    char *admin_token_file;      /* file the token was read from (resolved), NULL: none */
+    /* The bearer token every admin request needs: admin.token, or read from
+     * (or created in) its file at start (token.h); NULL only before that. */
+    char *admin_token;
+    char *admin_token_file;                 /* admin.token_file (resolved), NULL: the default */
+    char *admin_hosts[SL__MAX_ADMIN_HOSTS]; /* names a Host header may carry (admin.hosts) */
+    size_t n_admin_hosts;
     unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */
     int64_t http_max_delay_ms;   /* /v1/auth holds a delayed reply up to this */
     unsigned metrics_max_series; /* distinct request-derived label sets per worker */

@@ -75,9 +75,12 @@ static const struct sl__key keys[] = {
     {"log.access", SL__K_CHOICE, F(log_access), "off",
      "off | combined | json: one line per proxied request on stdout", .choices = access_names},
     {"admin.token", SL__K_STR, F(admin_token), NULL,
-     "bearer token the admin endpoints require (Authorization: Bearer ...)"},
+     "bearer token the admin endpoints require (Authorization: Bearer ...); else admin.token_file"},
     {"admin.token_file", SL__K_PATH, F(admin_token_file), NULL,
-     "read admin.token from this file (first line)"},
+     "the token's file (first line), created with a random token (mode 0600) when absent; "
+     "default: admin.token beside rules.database, else beside this file, else in the working "
+     "directory",
+     .shown = "(computed)"},
     {"http.max_delay", SL__K_DUR_MS, F(http_max_delay_ms), "1s",
      "GET /v1/auth holds a delayed answer up to this; longer delays are denials"},
     {"envoy.response_headers", SL__K_BOOL, F(envoy_headers), "false",
@@ -157,6 +160,8 @@ void sl__config_free(struct sl__config *c)
     }
     for (size_t i = 0; i < c->n_rules_files; i++)
         free(c->rules_files[i]);
+    for (size_t i = 0; i < c->n_admin_hosts; i++)
+        free(c->admin_hosts[i]);
     memset(c, 0, sizeof(*c));
 }
 
@@ -379,6 +384,27 @@ static int load_headers(struct sl__config_ctx *x, yaml_node_t *v)
     return 0;
 }
 
+/* admin.hosts: names a Host header may carry for the admin endpoints,
+ * besides the listeners' addresses. */
+static int load_hosts(struct sl__config_ctx *x, yaml_node_t *v)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(x, v, "admin.hosts must be a list of names, e.g. [sluice.internal]");
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++) {
+        yaml_node_t *n = yaml_document_get_node(x->doc, *it);
+        const char *s = scalar(n);
+        if (s == NULL || *s == '\0' || strlen(s) > 253 || strpbrk(s, " \t/:@[]") != NULL)
+            return fail(x, n,
+                        "admin.hosts holds host names without port or scheme, e.g. "
+                        "sluice.internal");
+        if (x->c->n_admin_hosts == SL__MAX_ADMIN_HOSTS)
+            return fail(x, n, "at most %d admin.hosts", SL__MAX_ADMIN_HOSTS);
+        x->c->admin_hosts[x->c->n_admin_hosts++] = sl__xstrndup(s, strlen(s));
+    }
+    return 0;
+}
+
 static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix);
 
 /* The registered room section that owns `path` (its name or under it), or
@@ -448,6 +474,8 @@ static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix
             r = load_seq(x, v, "rules.files", load_rules_file);
         else if (strcmp(path, "http.headers") == 0)
             r = load_headers(x, v);
+        else if (strcmp(path, "admin.hosts") == 0)
+            r = load_hosts(x, v);
         else if (v->type == YAML_MAPPING_NODE && is_section(path))
             r = load_map(x, v, path);
         else
@@ -480,29 +508,6 @@ void sl__config_finish(struct sl__config *c)
         l->max_frame_bytes = c->max_frame_bytes;
         l->admin_paths = any_admin ? l->admin : is_loopback(l->address);
     }
-}
-
-/* admin.token_file: its first line is the token. */
-static int read_token_file(struct sl__config *c, char *err, size_t errlen)
-{
-    char line[512];
-    FILE *f = fopen(c->admin_token_file, "rb");
-    size_t n;
-
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: admin.token_file: cannot open: %s", c->admin_token_file,
-                 strerror(errno));
-        return SL_EINVAL;
-    }
-    n = fgets(line, sizeof(line), f) != NULL ? strcspn(line, "\r\n") : 0;
-    fclose(f);
-    if (n == 0) {
-        snprintf(err, errlen, "%s: admin.token_file: the first line is empty", c->admin_token_file);
-        return SL_EINVAL;
-    }
-    free(c->admin_token);
-    c->admin_token = sl__xstrndup(line, n);
-    return SL_OK;
 }
 
 int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen)
@@ -542,8 +547,10 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     for (size_t i = 0; r == SL_OK && sl__config_sections[i] != NULL; i++)
         if (sl__config_sections[i]->check != NULL)
             r = sl__config_sections[i]->check(c->rooms[i], c, err, errlen);
-    if (r == SL_OK && c->admin_token_file != NULL)
-        r = read_token_file(c, err, errlen);
+    if (r == SL_OK && c->admin_token != NULL && c->admin_token_file != NULL) {
+        snprintf(err, errlen, "%s: set admin.token or admin.token_file, not both", path);
+        r = SL_EINVAL;
+    }
     if (r == SL_OK && c->admin_token != NULL && c->admin_token[0] == '\0') {
         snprintf(err, errlen, "%s: admin.token must not be empty", path);
         r = SL_EINVAL;
@@ -565,6 +572,9 @@ void sl__config_help(FILE *f)
     sl__keytab_help_line(f, "rules.files", "[]", "rules YAML files (relative to the config)");
     sl__keytab_help_line(f, "http.headers", "[all]",
                          "rate-limit header families: ietf, x-ratelimit, retry-after, all, none");
+    sl__keytab_help_line(f, "admin.hosts", "[]",
+                         "names an admin request's Host may carry besides the listener's address "
+                         "(and localhost on loopback)");
     sl__keytab_help(keys, NKEYS, f);
     sl__store_config_help(f);
     for (size_t i = 0; sl__config_sections[i] != NULL; i++) {

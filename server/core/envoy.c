@@ -71,6 +71,8 @@ static void status_of(const struct sl_status *s, bool shadow, struct sl__envoy_s
         e->limit_remaining = UINT32_MAX;
         return;
     }
+    if (s->unmatched && (s->d.verdict == SL_DENY || (shadow && s->shadow_denied)))
+        e->code = SL__ENVOY_OVER_LIMIT; /* on_unmatched: deny; no limit to show */
     if (s->limit == NULL)
         return;
     if (s->d.verdict == SL_DENY || (shadow && s->shadow_denied))

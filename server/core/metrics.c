@@ -162,9 +162,11 @@ void sl__metrics_result(struct sl__metrics *m, unsigned w, struct sl_str domain,
     for (size_t i = 0; i < res->n_statuses; i++) {
         const struct sl_status *s = &res->statuses[i];
         struct sl_str limit;
-        if (s->limit == NULL)
+        if (s->limit == NULL && !s->unmatched)
             continue;
-        if (labels != NULL && labels[i].len > 0)
+        if (s->unmatched) /* on_unmatched: deny; counted under a limit of its own */
+            limit = (struct sl_str){"__unmatched__", 13};
+        else if (labels != NULL && labels[i].len > 0)
             limit = labels[i];
         else
             limit = (struct sl_str){s->limit->name ? s->limit->name : "",

@@ -6,9 +6,9 @@
  * A state-changing operator operation (resetting a key, editing rules,
  * kill switches, moving the test clock) needs both: a listener that serves
  * the admin endpoints (the `admin: true` listener, or loopback listeners
- * when none is marked) and, when the server has an admin token, proof of
- * it on the connection or request (HTTP: `Authorization: Bearer TOKEN`;
- * RESP: `AUTH TOKEN`). A client on a public listener never gets it.
+ * when none is marked) and proof of the admin token (sluiced always has
+ * one: configured, or created by token.c) on the connection or request (HTTP: `Authorization:
+ * Bearer TOKEN`; RESP: `AUTH TOKEN`). A client on a public listener never gets it.
  */
 #ifndef SL_SERVER_PRIVILEGE_H
 #define SL_SERVER_PRIVILEGE_H

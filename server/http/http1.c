@@ -2,12 +2,11 @@
 /* Copyright (c) The Sluice authors */
 /*
  * http1.c - HTTP/1.1 as a sluiced protocol: sniffing by the method token,
- * framing with Debian's http-parser, keep-alive and pipelining (answers go
- * out in request order through the core's reply slots), and the limits:
- * a head above SL__H1_MAX_HEAD is 431, a body above the listener's frame
- * size is 413, anything http-parser refuses is 400 — each answered once,
- * then the connection closes. Slow clients are the core's read timeout:
- * an incomplete request is never consumed, so the core sees it pending.
+ * framing with Debian's http-parser behind a strict head check, keep-alive and pipelining (answers
+ * go out in request order through the core's reply slots), and the limits: a head above
+ * SL__H1_MAX_HEAD is 431, a body above the listener's frame size is 413, anything http-parser
+ * refuses is 400 — each answered once, then the connection closes. Slow clients are the core's read
+ * timeout: an incomplete request is never consumed, so the core sees it pending.
  *
  * Framing is http1_parse.c: while a request arrives, each byte is looked
  * at once (sl__h1_frame keeps where it stands between reads), and the
@@ -53,6 +52,8 @@ static const char *reason(int status)
         {405, "Method Not Allowed"},
         {409, "Conflict"},
         {413, "Content Too Large"},
+        {415, "Unsupported Media Type"},
+        {421, "Misdirected Request"},
         {429, "Too Many Requests"},
         {431, "Request Header Fields Too Large"},
         {500, "Internal Server Error"},
@@ -174,6 +175,8 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
     while (off < len) {
         if (c->slot_n == SL__CONN_MAX_SLOTS)
             break; /* every reply slot waits on the store: read no further */
+        if (off > 0 && sl__conn_out_full(c))
+            break; /* the peer reads too slowly: the rest waits for it */
         ssize_t n = one_request(c, buf + off, len - off);
         if (n < 0)
             return -1;
@@ -186,25 +189,23 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
 
 /* ------------------------------------------------------------ sniffing */
 
-static const char *const methods[] = {"GET ",  "POST ",    "PUT ",   "DELETE ",
-                                      "HEAD ", "OPTIONS ", "PATCH ", NULL};
+static const char *const methods[] = {"GET",  "POST",    "PUT",   "DELETE",
+                                      "HEAD", "OPTIONS", "PATCH", NULL};
 
-/* A method token and a space, then a first line ending in HTTP/1.x. */
+/* A method name in any case and a space: the connection is HTTP's, and
+ * whatever else is wrong with it (a lowercase method, another HTTP
+ * version) is answered as HTTP, with a 400 (http1_head.c). No RESP command
+ * is named like a method, so none is taken from RESP. */
 static int sniff(const char *buf, size_t len)
 {
     for (size_t i = 0; methods[i] != NULL; i++) {
         size_t m = strlen(methods[i]);
-        if (memcmp(buf, methods[i], len < m ? len : m) != 0)
+        if (strncasecmp(buf, methods[i], len < m ? len : m) != 0)
             continue;
-        if (len < m)
+        if (len <= m)
             return -2;
-        const char *nl = memchr(buf, '\n', len);
-        if (nl == NULL)
-            return len >= SL__H1_MAX_HEAD ? 1 : -2;
-        size_t line = (size_t)(nl - buf);
-        if (line > 0 && buf[line - 1] == '\r')
-            line--;
-        return line >= m + 8 && memcmp(buf + line - 8, "HTTP/1.", 7) == 0 ? 1 : 0;
+        if (buf[m] == ' ')
+            return 1;
     }
     return 0;
 }

@@ -3,7 +3,8 @@
 /*
  * http1_parse.c - frames one HTTP/1.1 request with Debian's http-parser:
  * head size limit, body size limit (Content-Length and chunked), request
- * target split, keep-alive, Expect: 100-continue.
+ * target split, keep-alive, Expect: 100-continue. The head is first read
+ * strictly (http1_head.c): http-parser only frames what both agree on.
  *
  * Pure: no connection, no I/O, no allocation (the body goes into the
  * caller's buffer). A request is parsed only once complete, from its first
@@ -11,7 +12,6 @@
  */
 #include <limits.h>
 #include <string.h>
-#include <strings.h>
 
 #include <http_parser.h>
 
@@ -27,7 +27,7 @@ static ssize_t fail(struct sl__h1_status *st, int status, const char *why)
 struct parse {
     struct sl__h1_req *r;
     struct sl_str url;
-    bool in_auth, in_expect, expect_continue, complete, too_large;
+    bool complete, too_large;
     size_t max_body;
     struct sl__wr *body;
 };
@@ -40,25 +40,6 @@ static struct parse *P(http_parser *p)
 static int on_url(http_parser *p, const char *at, size_t len)
 {
     P(p)->url = (struct sl_str){at, len};
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t len)
-{
-    P(p)->in_auth = len == 13 && strncasecmp(at, "authorization", 13) == 0;
-    P(p)->in_expect = len == 6 && strncasecmp(at, "expect", 6) == 0;
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    struct parse *x = P(p);
-
-    if (x->in_auth)
-        x->r->authorization = (struct sl_str){at, len};
-    if (x->in_expect && len == 12 && strncasecmp(at, "100-continue", 12) == 0)
-        x->expect_continue = true;
-    x->in_auth = x->in_expect = false;
     return 0;
 }
 
@@ -94,8 +75,6 @@ static int on_message_complete(http_parser *p)
 
 static const http_parser_settings settings = {
     .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
     .on_message_complete = on_message_complete,
@@ -136,6 +115,7 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
     struct parse x = {.r = r, .max_body = max_body, .body = &w};
     http_parser p;
     size_t head = head_end(b, n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD), used;
+    bool expect_continue;
 
     memset(r, 0, sizeof(*r));
     memset(st, 0, sizeof(*st));
@@ -144,6 +124,8 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
             return -2;
         return fail(st, 431, "request head too large");
     }
+    if (sl__h1_check_head(b, head, r, &expect_continue, st) != 0)
+        return -1;
     sl__wr_init(&w, body, max_body);
     http_parser_init(&p, HTTP_REQUEST);
     p.data = &x;
@@ -155,7 +137,7 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
     if (p.upgrade)
         return fail(st, 400, "protocol upgrades are not supported");
     if (!x.complete) {
-        st->expect_continue = x.expect_continue;
+        st->expect_continue = expect_continue;
         return -2;
     }
     if (split_url(x.url, r) != 0)
@@ -168,26 +150,6 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
 
 /* ------------------------------------------------------------ framing */
 
-struct head_scan {
-    bool in_expect, expect_continue;
-};
-
-static int hs_header_field(http_parser *p, const char *at, size_t len)
-{
-    ((struct head_scan *)p->data)->in_expect = len == 6 && strncasecmp(at, "expect", 6) == 0;
-    return 0;
-}
-
-static int hs_header_value(http_parser *p, const char *at, size_t len)
-{
-    struct head_scan *h = p->data;
-
-    if (h->in_expect && len == 12 && strncasecmp(at, "100-continue", 12) == 0)
-        h->expect_continue = true;
-    h->in_expect = false;
-    return 0;
-}
-
 static int hs_headers_complete(http_parser *p)
 {
     http_parser_pause(p, 1);
@@ -195,8 +157,6 @@ static int hs_headers_complete(http_parser *p)
 }
 
 static const http_parser_settings head_settings = {
-    .on_header_field = hs_header_field,
-    .on_header_value = hs_header_value,
     .on_headers_complete = hs_headers_complete,
 };
 
@@ -204,16 +164,18 @@ static const http_parser_settings head_settings = {
 static ssize_t frame_head(const char *b, size_t max_body, struct sl__h1_framing *f,
                           struct sl__h1_status *st)
 {
-    struct head_scan h = {false, false};
+    struct sl__h1_req r;
     http_parser p;
 
+    /* The strict check first, so a head it refuses is refused while the
+     * body is still arriving, not once it has all come. */
+    if (sl__h1_check_head(b, f->head, &r, &f->expect_continue, st) != 0)
+        return -1;
     http_parser_init(&p, HTTP_REQUEST);
-    p.data = &h;
     http_parser_execute(&p, &head_settings, b, f->head);
     f->scanned += f->head;
     if (HTTP_PARSER_ERRNO(&p) != HPE_OK && HTTP_PARSER_ERRNO(&p) != HPE_PAUSED)
         return fail(st, 400, http_errno_description(HTTP_PARSER_ERRNO(&p)));
-    f->expect_continue = h.expect_continue;
     if (p.flags & F_CHUNKED) {
         f->chunked = true;
         f->at = f->head;
@@ -298,7 +260,7 @@ ssize_t sl__h1_frame(const char *b, size_t n, size_t max_body, struct sl__h1_fra
         size_t cap = n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD;
         size_t from = f->searched > 3 ? f->searched - 3 : 0; /* a CRLFCRLF may straddle */
         size_t end = head_end(b + from, cap - from);
-        f->scanned += cap - from;
+        f->scanned += end ? end : cap - from; /* the search stops at the CRLFCRLF */
         f->searched = cap;
         if (end == 0) {
             if (n >= SL__H1_MAX_HEAD)

@@ -62,4 +62,15 @@ struct sl__h1_framing {
 ssize_t sl__h1_frame(const char *b, size_t n, size_t max_body, struct sl__h1_framing *f,
                      struct sl__h1_status *st);
 
+/*
+ * The strict reading of a head (http1_head.c), before http-parser sees it.
+ * sl__h1_check_line: the request line b[0..n) without its CRLF.
+ * sl__h1_check_head: the complete head b[0..head) (the blank line
+ * included); sets r->headers and r->authorization and says whether the
+ * client waits for 100 Continue. Both return 0, or -1 with st (a 400).
+ */
+int sl__h1_check_line(const char *b, size_t n, struct sl__h1_status *st);
+int sl__h1_check_head(const char *b, size_t head, struct sl__h1_req *r, bool *expect_continue,
+                      struct sl__h1_status *st);
+
 #endif /* SL_SERVER_HTTP1_PARSE_H */

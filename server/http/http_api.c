@@ -3,7 +3,9 @@
 /*
  * http_api.c - the endpoints of sluiced's HTTP API (docs/http.md), as a
  * table of (method, path, handler): the check endpoints (POST /json, POST
- * /v1/check, GET /v1/auth, POST /v1/acquire, POST /v1/release), key
+ * /v1/check, GET /v1/auth - its descriptor from the query, or its keys from
+ * the query and its values from X-Sluice-Entry-* headers, so that no value
+ * changes its shape -, POST /v1/acquire, POST /v1/release), key
  * inspection and reset (GET/DELETE /v1/keys), GET /metrics, GET /healthz,
  * GET /readyz and POST /v1/debug/clock; and the router over every room's
  * route table (http_route.h).
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -273,37 +276,146 @@ static void h_acquire(struct sl__conn *c, const struct sl__h1_req *r)
     json_check(c, r, sl__json_parse_check, OP_ACQUIRE);
 }
 
-/* One descriptor from the query: domain=D, then KEY=VALUE in order. */
+/* ------------------------------------------------------------ /v1/auth */
+
+#define ENTRY_HEADER     "x-sluice-entry-"
+#define ENTRY_HEADER_LEN 15
+
+static bool same_key(struct sl_str a, struct sl_str b)
+{
+    return a.len == b.len && memcmp(a.p, b.p, a.len) == 0;
+}
+
+static bool same_name(struct sl_str a, struct sl_str b)
+{
+    return a.len == b.len && strncasecmp(a.p, b.p, a.len) == 0;
+}
+
+/* A key an HTTP header name can carry (RFC 9110 token characters). */
+static bool header_token(struct sl_str k)
+{
+    for (size_t i = 0; i < k.len; i++) {
+        unsigned char c = (unsigned char)k.p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL)))
+            return false;
+    }
+    return k.len > 0;
+}
+
+/* entries=K1,K2,...: the descriptor's keys in order, each value from the
+ * header X-Sluice-Entry-K (any case; absent: empty). The shape is the
+ * caller's configuration; a client-controlled value cannot change it. A
+ * header naming no listed key is refused: a client slipped it through. */
+static const char *header_entries(const struct sl__h1_req *r, struct sl_str list, size_t *ne)
+{
+    bool found[SL_MAX_ENTRIES] = {false};
+    struct sl_str name, value, suffix;
+    size_t n = 0, at = 0, j;
+
+    for (size_t i = 0; i <= list.len;) {
+        size_t end = i;
+        while (end < list.len && list.p[end] != ',')
+            end++;
+        if (n == SL_MAX_ENTRIES)
+            return "entries: at most 16 keys";
+        qentries[n].key = (struct sl_str){list.p + i, end - i};
+        qentries[n].value = (struct sl_str){"", 0};
+        if (!header_token(qentries[n].key))
+            return "entries: a comma-separated list of keys that header names can carry "
+                   "(letters, digits, !#$%&'*+-.^_`|~)";
+        for (j = 0; j < n; j++)
+            if (same_name(qentries[j].key, qentries[n].key))
+                return "entries: a key is listed twice";
+        n++;
+        i = end + 1;
+    }
+    while ((at = sl__h1_header_next(r, at, &name, &value)) != 0) {
+        if (name.len < ENTRY_HEADER_LEN || strncasecmp(name.p, ENTRY_HEADER, ENTRY_HEADER_LEN))
+            continue;
+        suffix = (struct sl_str){name.p + ENTRY_HEADER_LEN, name.len - ENTRY_HEADER_LEN};
+        for (j = 0; j < n && !same_name(qentries[j].key, suffix); j++)
+            ;
+        if (j == n)
+            return "an X-Sluice-Entry-KEY header names a key that entries= does not list";
+        if (found[j])
+            return "an X-Sluice-Entry-KEY header is given twice";
+        found[j] = true;
+        qentries[j].value = value;
+    }
+    *ne = n;
+    return NULL;
+}
+
+/* Does the request carry an X-Sluice-Entry-* header? */
+static bool has_entry_header(const struct sl__h1_req *r)
+{
+    struct sl_str name, value;
+
+    for (size_t at = 0; (at = sl__h1_header_next(r, at, &name, &value)) != 0;)
+        if (name.len >= ENTRY_HEADER_LEN && !strncasecmp(name.p, ENTRY_HEADER, ENTRY_HEADER_LEN))
+            return true;
+    return false;
+}
+
+/* The query's pairs: domain, entries= and KEY=VALUE entries (none twice). */
+static const char *query_pairs(const struct sl__qpair *pairs, int n, struct sl_request *req,
+                               struct sl_str *list, size_t *ne)
+{
+    static const struct sl_str domain = {"domain", 6}, entries = {"entries", 7};
+
+    for (int i = 0; i < n; i++) {
+        if (same_key(pairs[i].name, domain)) {
+            if (req->domain.p != NULL)
+                return "domain is given twice";
+            req->domain = pairs[i].value;
+        } else if (same_key(pairs[i].name, entries)) {
+            if (list->p != NULL)
+                return "entries is given twice";
+            *list = pairs[i].value;
+        } else {
+            if (*ne == SL_MAX_ENTRIES)
+                return "at most 16 descriptor entries";
+            for (size_t j = 0; j < *ne; j++)
+                if (same_key(qentries[j].key, pairs[i].name))
+                    return "a descriptor key is given twice";
+            qentries[*ne].key = pairs[i].name;
+            qentries[*ne].value = pairs[i].value;
+            (*ne)++;
+        }
+    }
+    return NULL;
+}
+
+/* One descriptor: domain=D from the query, and its entries either as
+ * KEY=VALUE in the query, in order, or (entries=K1,K2) from headers. A
+ * name given twice is a 400: it would change the descriptor's shape. */
 static int query_request(struct sl__conn *c, const struct sl__h1_req *r, struct sl_request *req,
                          struct sl_descriptor *d)
 {
-    struct sl__qpair pairs[SL_MAX_ENTRIES + 2];
-    int n = sl__query_parse(r->query.p, r->query.len, pairs, SL_MAX_ENTRIES + 2, qscratch,
+    struct sl__qpair pairs[SL_MAX_ENTRIES + 3];
+    int n = sl__query_parse(r->query.p, r->query.len, pairs, SL_MAX_ENTRIES + 3, qscratch,
                             sizeof(qscratch));
+    struct sl_str list = {NULL, 0};
+    const char *why = NULL;
     size_t ne = 0;
 
     memset(req, 0, sizeof(*req));
-    if (n < 0) {
-        respond_error(c, -1, r->keep_alive, 400,
-                      n == SL_ETOOBIG ? "too many query parameters" : "malformed query string");
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        if (pairs[i].name.len == 6 && memcmp(pairs[i].name.p, "domain", 6) == 0) {
-            req->domain = pairs[i].value;
-            continue;
-        }
-        if (ne == SL_MAX_ENTRIES) {
-            respond_error(c, -1, r->keep_alive, 400, "at most 16 descriptor entries");
-            return -1;
-        }
-        qentries[ne].key = pairs[i].name;
-        qentries[ne].value = pairs[i].value;
-        ne++;
-    }
-    if (req->domain.len == 0 || ne == 0) {
-        respond_error(c, -1, r->keep_alive, 400,
-                      "give domain=D and at least one KEY=VALUE in the query");
+    if (n < 0)
+        why = n == SL_ETOOBIG ? "too many query parameters" : "malformed query string";
+    else
+        why = query_pairs(pairs, n, req, &list, &ne);
+    if (why == NULL && list.p != NULL && ne > 0)
+        why = "with entries=, every value comes from an X-Sluice-Entry-KEY header: give no "
+              "KEY=VALUE in the query";
+    else if (why == NULL && list.p != NULL)
+        why = header_entries(r, list, &ne);
+    else if (why == NULL && has_entry_header(r))
+        why = "X-Sluice-Entry-KEY headers need entries=KEY,... in the query";
+    if (why == NULL && (req->domain.len == 0 || ne == 0))
+        why = "give domain=D and at least one KEY=VALUE in the query (or entries=KEY,...)";
+    if (why != NULL) {
+        respond_error(c, -1, r->keep_alive, 400, why);
         return -1;
     }
     *d = (struct sl_descriptor){qentries, ne, -1, NULL};
@@ -338,17 +450,21 @@ static void h_keys_delete(struct sl__conn *c, const struct sl__h1_req *r)
     query_op(c, r, OP_KEYS, SL__DECIDE_RESET);
 }
 
-/* A small admin body {"NAME": ...}: the member, or NULL with a 400 sent. */
+/* A small JSON body {"NAME": ...}: the member, or NULL with a 400 sent. */
 static cJSON *admin_body(struct sl__conn *c, const struct sl__h1_req *r, const char *name,
                          cJSON **doc)
 {
+    const char *bad = NULL;
     cJSON *v;
 
-    *doc = cJSON_ParseWithLength(r->body.p, r->body.len);
+    *doc = sl__json_parse_strict(r->body.p, r->body.len, &bad);
     v = *doc != NULL ? cJSON_GetObjectItemCaseSensitive(*doc, name) : NULL;
     if (v == NULL) {
         char why[80];
-        snprintf(why, sizeof(why), "expected a JSON object with \"%s\"", name);
+        if (bad != NULL)
+            snprintf(why, sizeof(why), "body: %s", bad);
+        else
+            snprintf(why, sizeof(why), "expected a JSON object with \"%s\"", name);
         respond_error(c, -1, r->keep_alive, 400, why);
     }
     return v;

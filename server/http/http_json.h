@@ -76,6 +76,15 @@ int sl__json_parse_envoy(struct sl__json_req *r, struct sl__json_arena *arena, c
 int sl__json_parse_check(struct sl__json_req *r, struct sl__json_arena *arena, const char *body,
                          size_t len);
 
+/*
+ * Parse body[0..len) as exactly one JSON value: only whitespace after it,
+ * and no object repeating a member name (cJSON would take the first, most
+ * other readers the last). The document (free with cJSON_Delete), or NULL
+ * with *why a static sentence for the 400. For every JSON body sluiced
+ * reads, the admin endpoints' too.
+ */
+struct cJSON *sl__json_parse_strict(const char *body, size_t len, const char **why);
+
 /* Free the parsed document and empty the arena for the next parse. */
 void sl__json_req_release(struct sl__json_req *r);
 

@@ -24,8 +24,9 @@ void sl__json_envoy_unit(const struct sl_limit *l, const char **unit, uint32_t *
 
 static void envoy_status(struct sl__wr *b, const struct sl__envoy_status *e)
 {
-    if (!e->has_limit) {
-        sl__wr_puts(b, "{\"code\":\"OK\"");
+    if (!e->has_limit) { /* OVER_LIMIT: no rule matched and the domain denies that */
+        sl__wr_puts(b, e->code == SL__ENVOY_OVER_LIMIT ? "{\"code\":\"OVER_LIMIT\""
+                                                       : "{\"code\":\"OK\"");
         if (e->limit_remaining > 0) { /* an unlimited rule */
             sl__wr_puts(b, ",\"limitRemaining\":");
             sl__wr_u64(b, e->limit_remaining);
@@ -88,10 +89,10 @@ int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, siz
 static void check_status(struct sl__wr *b, const struct sl_status *s)
 {
     sl__wr_puts(b, "{\"decision\":\"");
-    sl__wr_puts(b, sl_verdict_name(s->limit != NULL ? s->d.verdict : SL_ALLOW));
+    sl__wr_puts(b, sl_verdict_name(s->limit != NULL || s->unmatched ? s->d.verdict : SL_ALLOW));
     sl__wr_puts(b, "\",\"limit\":");
     if (s->limit == NULL) {
-        sl__wr_puts(b, "null}");
+        sl__wr_puts(b, s->unmatched ? "null,\"unmatched\":true}" : "null}");
         return;
     }
     if (s->limit->name != NULL)

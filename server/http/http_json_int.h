@@ -11,9 +11,10 @@
 #include "envoy.h"
 #include "http_json.h"
 
-/* Parse body[0..len) with allocations from `a` (NULL: malloc). NULL when
- * the text is not JSON. */
-struct cJSON *sl__json_parse_in(struct sl__json_arena *a, const char *body, size_t len);
+/* Parse body[0..len) strictly (sl__json_parse_strict) with allocations
+ * from `a` (NULL: malloc). NULL with *why when it is refused. */
+struct cJSON *sl__json_parse_in(struct sl__json_arena *a, const char *body, size_t len,
+                                const char **why);
 /* Free a document parsed by sl__json_parse_in() and empty `a`. */
 void sl__json_delete_in(struct sl__json_arena *a, struct cJSON *root);
 

@@ -66,6 +66,17 @@ static const cJSON *field(const cJSON *obj, const char *snake, const char *camel
     return v;
 }
 
+/* proto3 JSON accepts a field by either name; given by both, it is given
+ * twice (as a repeated member would be), which Protobuf's parser refuses. */
+static int named_once(struct sl__json_req *r, const cJSON *obj, const char *snake,
+                      const char *camel, const char *what)
+{
+    if (cJSON_IsObject(obj) && cJSON_GetObjectItemCaseSensitive(obj, snake) != NULL &&
+        cJSON_GetObjectItemCaseSensitive(obj, camel) != NULL)
+        return fail(r, SL_EINVAL, what, "given twice (by its snake_case and lowerCamel names)");
+    return SL_OK;
+}
+
 static int uint_field(struct sl__json_req *r, const cJSON *v, uint64_t max, const char *what,
                       uint64_t *out)
 {
@@ -121,12 +132,14 @@ static int descriptor_array(struct sl__json_req *r, const cJSON *root, const cJS
 
 static int start(struct sl__json_req *r, struct sl__json_arena *arena, const char *body, size_t len)
 {
+    const char *why = NULL;
+
     memset(&r->req, 0, sizeof(r->req));
     r->error[0] = '\0';
     r->arena = arena;
-    r->root = sl__json_parse_in(arena, body, len);
+    r->root = sl__json_parse_in(arena, body, len, &why);
     if (r->root == NULL)
-        return fail(r, SL_EPARSE, "body", "not valid JSON");
+        return fail(r, SL_EPARSE, "body", why);
     if (!cJSON_IsObject(r->root))
         return fail(r, SL_EINVAL, "body", "expected a JSON object");
     return SL_OK;
@@ -167,6 +180,8 @@ static int parse_override(struct sl__json_req *r, const cJSON *v, size_t i, cons
 
     if (!cJSON_IsObject(v))
         return fail(r, SL_EINVAL, what, "expected an object {\"requests_per_unit\", \"unit\"}");
+    if ((rc = named_once(r, v, "requests_per_unit", "requestsPerUnit", what)) != SL_OK)
+        return rc;
     if (rpu != NULL && (rc = uint_field(r, rpu, UINT32_MAX, what, &n)) != SL_OK)
         return rc;
     if (unit != NULL && parse_unit(unit, &o->unit_ns) != SL_OK)
@@ -232,7 +247,8 @@ static int parse_envoy_descriptor(struct sl__json_req *r, const cJSON *d, size_t
     snprintf(what, sizeof(what), "descriptors[%zu]", i);
     if (!cJSON_IsObject(d))
         return fail(r, SL_EINVAL, what, "expected an object");
-    if ((rc = parse_envoy_entries(r, d, i)) != SL_OK)
+    if ((rc = parse_envoy_entries(r, d, i)) != SL_OK ||
+        (rc = named_once(r, d, "hits_addend", "hitsAddend", what)) != SL_OK)
         return rc;
     r->descs[i].hits = -1;
     r->descs[i].limit = NULL;
@@ -260,6 +276,8 @@ int sl__json_parse_envoy(struct sl__json_req *r, struct sl__json_arena *arena, c
     memset(r->overrides, 0, sizeof(r->overrides));
     if ((rc = start(r, arena, body, len)) != SL_OK || (rc = parse_domain(r, r->root)) != SL_OK ||
         (rc = descriptor_array(r, r->root, &descs, &n)) != SL_OK)
+        return rc;
+    if ((rc = named_once(r, r->root, "hits_addend", "hitsAddend", "hits_addend")) != SL_OK)
         return rc;
     hits = field(r->root, "hits_addend", "hitsAddend");
     if (hits != NULL && (rc = uint_field(r, hits, UINT32_MAX, "hits_addend", &h)) != SL_OK)

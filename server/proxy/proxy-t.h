@@ -24,6 +24,7 @@
 
 #include "conn-t.h"
 #include "proxy_chunk.h"
+#include "proxy_limit-t.h"
 #include "proxy_parse.h"
 
 #define SL__PROXY_MAX_SERVERS 32 /* per upstream: a bitmask of those tried */
@@ -57,11 +58,12 @@ struct sl__proxy_route {
     char *methods[SL__PROXY_MAX_METHODS];
     size_t n_methods; /* 0: any method */
     struct sl__proxy_upstream up;
-    int64_t connect_timeout_ms; /* to open a connection to a server */
-    int64_t read_timeout_ms;    /* between two reads of the response */
-    int64_t send_timeout_ms;    /* between two writes that make progress */
-    size_t max_body_bytes;      /* request body; 0 unlimited */
-    size_t line, col;           /* where it was configured, for messages */
+    int64_t connect_timeout_ms;  /* to open a connection to a server */
+    int64_t read_timeout_ms;     /* between two reads of the response */
+    int64_t send_timeout_ms;     /* between two writes that make progress */
+    size_t max_body_bytes;       /* request body; 0 unlimited */
+    struct sl__proxy_limits lim; /* what limits its requests (proxy_limit_config.c) */
+    size_t line, col;            /* where it was configured, for messages */
 };
 
 /* The `proxy:` section (proxy_config.c). */
@@ -73,6 +75,15 @@ struct sl__proxy_config {
     unsigned keepalive;
     int64_t keepalive_timeout_ms; /* an idle upstream connection is closed after this */
     char *via;                    /* the pseudonym in Via headers */
+    /* the routes' limits: defaults, and where the client's address comes from */
+    int64_t max_delay_ms;
+    uint32_t max_queue;
+    unsigned deny_status;
+    unsigned deny_body; /* enum sl__proxy_deny_body */
+    char *deny_text;
+    unsigned client_header; /* enum sl__proxy_client_header */
+    struct sl__proxy_cidr *trusted;
+    size_t n_trusted;
     struct sl__proxy_route *routes;
     size_t n_routes;
 };
@@ -81,6 +92,24 @@ struct sl__proxy_config {
 
 struct sl__proxy_up;
 struct sl__proxy_x;
+struct sl__proxy_greq;     /* the gate's state of one request (proxy_gate.c) */
+struct sl__proxy_gscratch; /* the gate's per-worker scratch (proxy_gate.c) */
+
+/* Requests of one route held for their delay, in the order they leave. */
+struct sl__proxy_queue {
+    struct sl__proxy_greq *head, *tail;
+    uint32_t n;
+};
+
+/* The gate's state on one worker (proxy_gate.c). */
+struct sl__proxy_gate_w {
+    uv_timer_t timer;               /* the next departure from a queue */
+    struct sl__proxy_queue *queues; /* one per route */
+    size_t n_queued;                /* over every route */
+    size_t n_busy;                  /* store calls (decisions, releases) not answered yet */
+    struct sl__proxy_greq *free;    /* per-request states, reused */
+    struct sl__proxy_gscratch *scratch;
+};
 
 /* One configured server of one route, as one worker sees it. */
 struct sl__proxy_peer {
@@ -107,6 +136,8 @@ struct sl__proxy_worker {
     bool tick_closed;
     bool log_wanted;        /* log.access is on: keep referer and user agent */
     struct sl__buf scratch; /* heads written to a client (copied at once), reused */
+    struct sl__proxy_gate_w gate;
+    unsigned closing; /* handles being closed before the state is freed */
 };
 
 /* ------------------------------------------------------------ upstream connection */
@@ -161,6 +192,7 @@ struct sl__proxy_acc {
     int64_t up_start_ms;  /* loop time forwarding started, -1 never */
     int64_t up_head_ms;   /* loop time the response head arrived, -1 never */
     const char *upstream; /* server name, or NULL */
+    const char *decision; /* the limits' verdict (static): "allow", "deny", ...; NULL none */
 };
 
 struct sl__proxy_x {
@@ -206,8 +238,9 @@ struct sl__proxy_x {
     int64_t client_ms; /* last progress with the client */
 
     struct sl__proxy_acc acc;
-    void *gate;              /* the gate's own state for this request (proxy_gate.h) */
-    struct sl__proxy_head h; /* scratch: the head being parsed */
+    struct sl__proxy_greq *gate; /* the gate's own state for this request (proxy_gate.h) */
+    struct sl_str resp_hdrs;     /* header lines the gate adds to the response */
+    struct sl__proxy_head h;     /* scratch: the head being parsed */
 
     struct sl__proxy_x *prev, *next; /* the worker's active list */
     bool in_active;

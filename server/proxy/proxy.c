@@ -102,19 +102,51 @@ void sl__proxy_abort(struct sl__proxy_x *x, const char *why)
     sl__proxy_finish(x);
 }
 
+void sl__proxy_answer_local(struct sl__proxy_x *x, struct sl__proxy_local *l)
+{
+    if (x->resp_started) {
+        sl__proxy_abort(x, sl__proxy_reason(l->status));
+        return;
+    }
+    /* (l->body may be in the gate's scratch, never in pw->scratch) */
+    x->acc.status = l->status;
+    x->up_reusable = false;
+    x->close_after = x->close_after || !x->req_done || !x->keep_alive;
+    l->close = x->close_after;
+    l->no_body = x->head_method;
+    x->acc.bytes_out = l->no_body ? 0 : l->body.len;
+    x->pw->scratch.len = 0;
+    sl__proxy_local_resp(&x->pw->scratch, l);
+    sl__conn_write(x->c, x->pw->scratch.p, x->pw->scratch.len);
+    x->resp_started = x->resp_done = true;
+    sl__proxy_finish(x);
+}
+
 void sl__proxy_answer(struct sl__proxy_x *x, int status, const char *why)
 {
+    char body[320];
+    struct sl__proxy_local l = {.status = status, .type = "application/json"};
+
     if (x->resp_started) {
         sl__proxy_abort(x, why);
         return;
     }
-    x->acc.status = status;
+    l.body = (struct sl_str){body, sl__proxy_error_body(body, sizeof(body), why)};
+    sl__proxy_answer_local(x, &l);
+}
+
+bool sl__proxy_client_left(const struct sl__proxy_x *x)
+{
+    return (x->c->flags & (SL__CONN_EOF | SL__CONN_PEER_GONE)) != 0;
+}
+
+void sl__proxy_client_gone(struct sl__proxy_x *x)
+{
+    sl__dbg("proxy: %s %s: the client closed its connection; giving up", x->acc.method,
+            x->acc.target);
+    x->acc.status = 0;
     x->up_reusable = false;
-    x->close_after = x->close_after || !x->req_done || !x->keep_alive;
-    x->pw->scratch.len = 0;
-    sl__proxy_local_head(&x->pw->scratch, status, x->close_after, why);
-    sl__conn_write(x->c, x->pw->scratch.p, x->pw->scratch.len);
-    x->resp_started = x->resp_done = true;
+    x->close_after = true;
     sl__proxy_finish(x);
 }
 
@@ -243,6 +275,7 @@ void sl__proxy_gate_resume(struct sl__proxy_x *x, enum sl__proxy_verdict v)
     if (x->phase != SL__PX_HELD)
         return;
     sl__proxy_active_add(x->pw, x);
+    x->client_ms = now_ms(x); /* a hold is not the client being slow */
     if (v == SL__PROXY_FORWARD)
         sl__proxy_forward(x);
     if (x->client_held && x->up != NULL) {
@@ -281,6 +314,7 @@ static void reset(struct sl__proxy_x *x)
     x->resp_started = x->resp_done = x->resp_head_done = x->resp_chunked_out = false;
     x->close_after = x->up_reusable = x->up_paused = false;
     x->gate = NULL;
+    x->resp_hdrs = (struct sl_str){NULL, 0};
     x->head.len = 0;
 }
 
@@ -557,6 +591,13 @@ void sl__proxy_x_tick(struct sl__proxy_x *x, int64_t now)
 
     if (r == NULL)
         return;
+    if ((x->phase == SL__PX_CONNECTING || x->phase == SL__PX_FORWARD) && x->req_done &&
+        !x->resp_started && sl__proxy_client_left(x)) {
+        /* as nginx without proxy_ignore_client_abort: a client that closed
+         * while waiting for the response is gone (its lease is freed) */
+        sl__proxy_client_gone(x);
+        return;
+    }
     switch (x->phase) {
     case SL__PX_CONNECTING:
         if (now - x->phase_ms >= r->connect_timeout_ms) {

@@ -20,6 +20,7 @@
 #include "proto.h"
 #include "proxy-t.h"
 #include "proxy.h"
+#include "proxy_int.h"
 #include "xalloc.h"
 
 #define F(member) SL__KF(struct sl__proxy_config, member)
@@ -42,6 +43,19 @@ static const struct sl__key keys[] = {
     {"proxy.keepalive_timeout", SL__K_DUR_MS, F(keepalive_timeout_ms), "60s",
      "an idle upstream connection is closed after this"},
     {"proxy.via", SL__K_STR, F(via), "sluice", "the name this proxy gives itself in Via headers"},
+    {"proxy.max_delay", SL__K_DUR_MS, F(max_delay_ms), "1s",
+     "routes' default: longest delay a request is held for; longer is denied"},
+    {"proxy.max_queue", SL__K_UINT, F(max_queue), "1024",
+     "routes' default: requests held for their delay per worker; more are denied", .max = 1000000},
+    {"proxy.deny_status", SL__K_UINT, F(deny_status), "429",
+     "routes' default: the status of a denial", .min = 400, .max = 599},
+    {"proxy.deny_body", SL__K_CHOICE, F(deny_body), "problem",
+     "routes' default: problem (RFC 9457) | envelope | text", .choices = sl__proxy_deny_body_names},
+    {"proxy.deny_text", SL__K_STR, F(deny_text), NULL,
+     "routes' default: the body of a denial with deny_body: text"},
+    {"proxy.client_header", SL__K_CHOICE, F(client_header), "x-forwarded-for",
+     "x-forwarded-for | forwarded: read from trusted_proxies' requests",
+     .choices = sl__proxy_client_header_names},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -200,6 +214,7 @@ static void route_init(struct sl__proxy_route *r, const yaml_node_t *m)
     r->max_body_bytes = SL__PROXY_UNSET_SIZE;
     r->up.max_fails = r->up.keepalive = SL__PROXY_UNSET_U;
     r->up.fail_timeout_ms = SL__PROXY_UNSET_MS;
+    sl__proxy_limit_init(&r->lim);
     r->line = m->start_mark.line + 1;
     r->col = m->start_mark.column + 1;
 }
@@ -221,11 +236,13 @@ static int load_route(struct sl__config_ctx *x, struct sl__proxy_route *r, yaml_
             has_up = true;
         } else if (ks != NULL && strcmp(ks, "methods") == 0) {
             rc = load_methods(x, r, v);
-        } else if ((rc = set_key(x, route_keys, NROUTE_KEYS, r, k, v)) == 1) {
+        } else if ((rc = set_key(x, route_keys, NROUTE_KEYS, r, k, v)) == 1 &&
+                   (ks == NULL || (rc = sl__proxy_limit_key(x, &r->lim, ks, v)) == 1)) {
             return sl__config_fail(x, k,
                                    "unknown route key '%s' (name, host, path_prefix, methods, "
                                    "upstream, connect_timeout, read_timeout, send_timeout, "
-                                   "max_body_bytes)",
+                                   "max_body_bytes, domain, rate_limits, max_delay, max_queue, "
+                                   "deny_status, deny_body, deny_text, headers)",
                                    ks ? ks : "?");
         }
         if (rc != 0)
@@ -243,6 +260,7 @@ static void route_free(struct sl__proxy_route *r)
     sl__keytab_free(route_keys, NROUTE_KEYS, r);
     for (size_t i = 0; i < r->n_methods; i++)
         free(r->methods[i]);
+    sl__proxy_limit_free(&r->lim);
 }
 
 static int load_routes(struct sl__proxy_config *pc, struct sl__config_ctx *x, yaml_node_t *v)
@@ -269,6 +287,8 @@ static int load(void *cfg, struct sl__config_ctx *x, const char *path, yaml_node
 {
     if (strcmp(path, "proxy.routes") == 0)
         return load_routes(cfg, x, v) == 0 ? 0 : -1;
+    if (strcmp(path, "proxy.trusted_proxies") == 0)
+        return sl__proxy_trusted_load(x, cfg, v) == 0 ? 0 : -1;
     return 1;
 }
 
@@ -308,9 +328,17 @@ static int check(void *cfg, const struct sl__config *c, char *err, size_t errlen
     const struct sl__proto *h1 = sl__proto_find("http1", 5);
     unsigned http1 = h1 != NULL ? sl__proto_bit(h1) : 0;
     const char *file = c->path ? c->path : "(config)";
+    const char *why;
 
-    for (size_t i = 0; i < pc->n_routes; i++)
-        complete_route(pc, &pc->routes[i], i);
+    for (size_t i = 0; i < pc->n_routes; i++) {
+        struct sl__proxy_route *r = &pc->routes[i];
+        complete_route(pc, r, i);
+        if (sl__proxy_limit_complete(pc, c->http_headers, &r->lim, &why) != SL_OK) {
+            snprintf(err, errlen, "%s:%zu:%zu: route '%s': %s", file, r->line, r->col, r->name,
+                     why);
+            return SL_EINVAL;
+        }
+    }
     for (size_t i = 0; i < c->n_listeners; i++) {
         const struct sl__listener *l = &c->listeners[i];
         if (!(l->protos & proxy))
@@ -342,6 +370,9 @@ static void destroy(void *cfg)
     free(pc->routes);
     pc->routes = NULL;
     pc->n_routes = 0;
+    free(pc->trusted);
+    pc->trusted = NULL;
+    pc->n_trusted = 0;
 }
 
 static void help(FILE *out)
@@ -349,10 +380,14 @@ static void help(FILE *out)
     sl__keytab_help_line(out, "proxy.routes", "[]",
                          "list of {name, host, path_prefix, methods, upstream,");
     sl__keytab_help_line(out, "", "",
-                         "connect_timeout, read_timeout, send_timeout, max_body_bytes},");
+                         "connect_timeout, read_timeout, send_timeout, max_body_bytes,");
+    sl__keytab_help_line(out, "", "", "domain, rate_limits, max_delay, max_queue, deny_status,");
     sl__keytab_help_line(out, "", "",
-                         "matched in order; upstream: {servers: [host:port], max_fails,");
-    sl__keytab_help_line(out, "", "", "fail_timeout, keepalive} (docs/proxy.md)");
+                         "deny_body, deny_text, headers}, matched in order; upstream:");
+    sl__keytab_help_line(out, "", "",
+                         "{servers: [host:port], max_fails, fail_timeout, keepalive};");
+    sl__keytab_help_line(out, "", "", "rate_limits: [{actions: [...]}] (docs/proxy.md)");
+    sl__proxy_limit_help(out);
 }
 
 const struct sl__config_section sl__proxy_config_section = {

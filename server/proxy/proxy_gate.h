@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * proxy_gate.h - the seam where limiting enters the proxy's traffic path
- * (internal). Today the gate forwards everything; limiting (descriptors
- * from the request, the one decision path, 429s, shaping, concurrency
- * leases) is built behind these two calls without changing the exchange.
+ * proxy_gate.h - where limiting enters the proxy's traffic path
+ * (internal): a request's descriptors (its route's rate limit actions)
+ * are decided on the one decision path, and the request is forwarded,
+ * denied (429), held for its delay (shaping) or, with a remote store,
+ * held until the store answers; a concurrency lease taken on admission
+ * is given back when the exchange ends.
  *
  * sl__proxy_gate() is called once per request, after its head is parsed
  * and its route chosen, before anything is sent upstream and before any
@@ -45,5 +47,14 @@ void sl__proxy_gate_done(struct sl__proxy_x *x);
 /* For a gate that held a request: go on with `v` (FORWARD, or ANSWERED
  * after answering it with sl__proxy_answer). */
 void sl__proxy_gate_resume(struct sl__proxy_x *x, enum sl__proxy_verdict v);
+
+/* The gate's part of a worker's proxy state (pw->gate): made with it;
+ * `busy` while a store call (a decision, a release) is unanswered, when
+ * the state may not be freed; its timer closed with `cb` (counted in
+ * pw->closing), then freed. */
+void sl__proxy_gate_worker_init(struct sl__proxy_worker *pw);
+bool sl__proxy_gate_worker_busy(const struct sl__proxy_worker *pw);
+void sl__proxy_gate_worker_close(struct sl__proxy_worker *pw, uv_close_cb cb);
+void sl__proxy_gate_worker_free(struct sl__proxy_worker *pw);
 
 #endif /* SL_PROXY_GATE_H */

@@ -26,7 +26,8 @@ static void put(struct sl__buf *b, const char *s)
 
 static void put_str(struct sl__buf *b, struct sl_str s)
 {
-    sl__buf_append(b, s.p, s.len);
+    if (s.len > 0) /* an empty slice may have no pointer */
+        sl__buf_append(b, s.p, s.len);
 }
 
 static void put_u64(struct sl__buf *b, uint64_t v)
@@ -48,10 +49,12 @@ static const char *const hop[] = {"connection", "keep-alive",        "proxy-conn
                                   "trailer",    "transfer-encoding", "upgrade",          NULL};
 static const char *const merged[] = {"x-forwarded-for", "forwarded", "via", NULL};
 
-/* Named by one of the head's Connection headers (then hop-by-hop too). */
+/* Named by one of the head's Connection headers (then hop-by-hop too).
+ * Host never is: a request without it is not HTTP/1.1 (the upstream would
+ * refuse it), whatever a client lists. */
 static bool conn_named(const struct sl__proxy_head *h, struct sl_str name)
 {
-    if (!(h->flags & SL__PH_CONN_OTHER))
+    if (!(h->flags & SL__PH_CONN_OTHER) || sl__proxy_ieq(name, "host"))
         return false;
     for (unsigned i = 0; i < h->n_hdrs; i++)
         if (sl__proxy_ieq(h->hdrs[i].name, "connection") &&
@@ -148,13 +151,21 @@ void sl__proxy_resp_head(struct sl__buf *out, const struct sl__proxy_head *h,
 {
     static const char *const resp_also[] = {"content-length", NULL};
     static const char *const none[] = {NULL};
+    /* the gate's rate-limit headers replace the upstream's own */
+    static const char *const resp_rl[] = {
+        "content-length",        "ratelimit-policy",  "ratelimit", "x-ratelimit-limit",
+        "x-ratelimit-remaining", "x-ratelimit-reset", NULL};
     char line[32];
     int n = snprintf(line, sizeof(line), "HTTP/1.1 %03d ", h->status);
 
     sl__buf_append(out, line, (size_t)n);
     put_str(out, h->reason);
     sl__buf_append(out, "\r\n", 2);
-    copy_headers(out, h, f->keep_length ? none : resp_also);
+    copy_headers(out, h,
+                 f->extra.len > 0 ? resp_rl + (f->keep_length ? 1 : 0)
+                 : f->keep_length ? none
+                                  : resp_also);
+    put_str(out, f->extra);
     if (!f->keep_length)
         framing(out, f->framing, f->length);
     if (f->upgrade) {
@@ -170,41 +181,68 @@ void sl__proxy_resp_head(struct sl__buf *out, const struct sl__proxy_head *h,
     sl__buf_append(out, "\r\n", 2);
 }
 
-static const char *reason(int status)
+const char *sl__proxy_reason(int status)
 {
     static const struct {
         int status;
         const char *text;
     } reasons[] = {
-        {400, "Bad Request"},           {404, "Not Found"},
-        {408, "Request Timeout"},       {413, "Content Too Large"},
-        {417, "Expectation Failed"},    {431, "Request Header Fields Too Large"},
-        {500, "Internal Server Error"}, {502, "Bad Gateway"},
-        {503, "Service Unavailable"},   {504, "Gateway Timeout"},
+        {400, "Bad Request"},
+        {401, "Unauthorized"},
+        {403, "Forbidden"},
+        {404, "Not Found"},
+        {408, "Request Timeout"},
+        {409, "Conflict"},
+        {413, "Content Too Large"},
+        {417, "Expectation Failed"},
+        {420, "Enhance Your Calm"},
+        {429, "Too Many Requests"},
+        {431, "Request Header Fields Too Large"},
+        {500, "Internal Server Error"},
+        {502, "Bad Gateway"},
+        {503, "Service Unavailable"},
+        {504, "Gateway Timeout"},
     };
     for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
         if (reasons[i].status == status)
             return reasons[i].text;
-    return "Error";
+    return status < 500 ? "Client Error" : "Server Error";
+}
+
+void sl__proxy_local_resp(struct sl__buf *out, const struct sl__proxy_local *l)
+{
+    char line[200];
+    int n = snprintf(line, sizeof(line),
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s", l->status,
+                     sl__proxy_reason(l->status), l->type, l->body.len,
+                     l->close ? "Connection: close\r\n" : "");
+
+    sl__buf_append(out, line, (size_t)n);
+    put_str(out, l->headers);
+    sl__buf_append(out, "\r\n", 2);
+    if (!l->no_body)
+        put_str(out, l->body);
+}
+
+size_t sl__proxy_error_body(char *buf, size_t cap, const char *why)
+{
+    struct sl__wr w;
+    size_t blen = 0;
+
+    sl__wr_init(&w, buf, cap);
+    sl__wr_puts(&w, "{\"error\":");
+    sl__wr_json_str(&w, why, strlen(why));
+    sl__wr_puts(&w, "}\n");
+    return sl__wr_finish(&w, &blen) == SL_OK ? blen : 0;
 }
 
 void sl__proxy_local_head(struct sl__buf *out, int status, bool close, const char *why)
 {
-    char body[320], line[160];
-    struct sl__wr w;
-    size_t blen = 0;
-    int n;
+    char body[320];
+    size_t blen = sl__proxy_error_body(body, sizeof(body), why);
 
-    sl__wr_init(&w, body, sizeof(body));
-    sl__wr_puts(&w, "{\"error\":");
-    sl__wr_json_str(&w, why, strlen(why));
-    sl__wr_puts(&w, "}\n");
-    if (sl__wr_finish(&w, &blen) != SL_OK)
-        blen = 0;
-    n = snprintf(
-        line, sizeof(line),
-        "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s\r\n", status,
-        reason(status), blen, close ? "Connection: close\r\n" : "");
-    sl__buf_append(out, line, (size_t)n);
-    sl__buf_append(out, body, blen);
+    sl__proxy_local_resp(out, &(struct sl__proxy_local){.status = status,
+                                                        .type = "application/json",
+                                                        .body = {body, blen},
+                                                        .close = close});
 }

@@ -8,6 +8,10 @@
 #ifndef SL_PROXY_INT_H
 #define SL_PROXY_INT_H
 
+#include <stdio.h>
+
+#include <yaml.h>
+
 #include "config-t.h"
 #include "proxy-t.h"
 
@@ -15,6 +19,28 @@
  * other connection's reading) until it has drained: the bound on what one
  * exchange buffers in each direction, however large the body. */
 #define SL__PROXY_HIGH (256u << 10)
+
+/* ------------------------------------------------------------ proxy_limit_config.c */
+
+struct sl__config_ctx;
+extern const char *const sl__proxy_deny_body_names[];     /* enum sl__proxy_deny_body */
+extern const char *const sl__proxy_client_header_names[]; /* enum sl__proxy_client_header */
+
+/* A route's limits before its keys are read (every value unset). */
+void sl__proxy_limit_init(struct sl__proxy_limits *l);
+/* One route key `key` if it is a limiting one: 0 read, 1 not one of
+ * them, -1 after sl__config_fail(). */
+int sl__proxy_limit_key(struct sl__config_ctx *x, struct sl__proxy_limits *l, const char *key,
+                        yaml_node_t *v);
+/* Unset values from the section (and http.headers) once the file is
+ * read; SL_EINVAL with *why when the route's limits cannot work. */
+int sl__proxy_limit_complete(const struct sl__proxy_config *pc, unsigned http_headers,
+                             struct sl__proxy_limits *l, const char **why);
+void sl__proxy_limit_free(struct sl__proxy_limits *l);
+/* proxy.trusted_proxies: a list of addresses and CIDR ranges. */
+int sl__proxy_trusted_load(struct sl__config_ctx *x, struct sl__proxy_config *pc, yaml_node_t *v);
+/* --help lines for what the key table cannot print. */
+void sl__proxy_limit_help(FILE *out);
 
 /* ------------------------------------------------------------ proxy_route.c */
 
@@ -49,14 +75,32 @@ struct sl__proxy_rfwd {
     bool close;                     /* Connection: close */
     bool keep_alive10;              /* Connection: keep-alive to an HTTP/1.0 client */
     bool upgrade;                   /* a 101: pass Upgrade and Connection: upgrade */
+    struct sl_str extra; /* header lines to add ("Name: v\r\n"...); replace the upstream's
+                          * rate-limit headers */
 };
 
 /* The response head for the client into `out` (appended). */
 void sl__proxy_resp_head(struct sl__buf *out, const struct sl__proxy_head *h,
                          const struct sl__proxy_rfwd *f);
 
-/* A response the proxy makes itself (errors): JSON body {"error": why}. */
+/* A response the proxy makes itself. */
+struct sl__proxy_local {
+    int status;
+    const char *type;      /* Content-Type */
+    struct sl_str headers; /* more header lines, each ending in CRLF */
+    struct sl_str body;
+    bool close;   /* Connection: close */
+    bool no_body; /* an answer to HEAD: Content-Length as if, no body */
+};
+void sl__proxy_local_resp(struct sl__buf *out, const struct sl__proxy_local *l);
+
+/* An error response of the proxy's own: JSON body {"error": why}. */
 void sl__proxy_local_head(struct sl__buf *out, int status, bool close, const char *why);
+/* That body into buf[0..cap); its length (0 if it did not fit). */
+size_t sl__proxy_error_body(char *buf, size_t cap, const char *why);
+
+/* The reason phrase of `status` ("Too Many Requests"). */
+const char *sl__proxy_reason(int status);
 
 /* ------------------------------------------------------------ proxy_pool.c */
 
@@ -100,6 +144,8 @@ void sl__proxy_active_remove(struct sl__proxy_worker *pw, struct sl__proxy_x *x)
  * now finish stopping. (sl__proxy_worker_get's caller counts n_xs up.) */
 void sl__proxy_worker_up_gone(struct sl__proxy_worker *pw);
 void sl__proxy_worker_x_gone(struct sl__proxy_worker *pw);
+/* ... or the gate's last store call was answered. */
+void sl__proxy_worker_maybe_free(struct sl__proxy_worker *pw);
 
 /* The room's worker_stop (proto-t.h). */
 void sl__proxy_worker_stop(struct sl__worker *w);
@@ -147,6 +193,17 @@ void sl__proxy_forward(struct sl__proxy_x *x);
 /* Answer the request locally with an error (status, sentence) instead of,
  * or after a failure of, forwarding; closes what must close. */
 void sl__proxy_answer(struct sl__proxy_x *x, int status, const char *why);
+
+/* Answer the request locally with `l` (its close and no_body are set
+ * here); the same rules as sl__proxy_answer. */
+void sl__proxy_answer_local(struct sl__proxy_x *x, struct sl__proxy_local *l);
+
+/* The client went away while its request was held or waiting for a
+ * response: end the exchange as 499 (nothing is sent). */
+void sl__proxy_client_gone(struct sl__proxy_x *x);
+
+/* Has the client closed or reset its connection? */
+bool sl__proxy_client_left(const struct sl__proxy_x *x);
 
 /* The exchange is over (response written or given up): release the
  * upstream connection, log, tell the gate, and let the client connection

@@ -9,6 +9,8 @@
  *
  * It does not buffer, rotate or open files: the service manager owns
  * stdout. A client that went away before any answer is logged as 499.
+ * The decision of the route's limits (allow, delay, deny, shadow, error;
+ * "-" when nothing was decided) ends each line.
  */
 #include <stdio.h>
 #include <string.h>
@@ -82,6 +84,8 @@ static void combined(struct sl__wr *w, const struct sl__proxy_x *x, int64_t now)
         put_ms(w, now - x->acc.up_start_ms);
     else
         sl__wr_puts(w, "-");
+    sl__wr_puts(w, " decision=");
+    sl__wr_puts(w, x->acc.decision ? x->acc.decision : "-");
 }
 
 static void json_field(struct sl__wr *w, const char *name, const char *v)
@@ -132,6 +136,7 @@ static void json(struct sl__wr *w, const struct sl__proxy_x *x, int64_t now)
     json_field(w, "upstream", x->acc.upstream);
     json_num(w, "duration_ms", now - x->acc.t0_ms);
     json_num(w, "upstream_ms", x->acc.up_start_ms >= 0 ? now - x->acc.up_start_ms : -1);
+    json_field(w, "decision", x->acc.decision);
     sl__wr_puts(w, "}");
 }
 

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "conn.h"
 #include "proxy.h"
+#include "proxy_gate.h"
 #include "proxy_int.h"
 #include "worker-t.h"
 #include "xalloc.h"
@@ -54,6 +55,7 @@ struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__
     pw->tick.data = pw;
     uv_timer_start(&pw->tick, on_tick, TICK_MS, TICK_MS);
     uv_unref((uv_handle_t *)&pw->tick); /* the tick alone does not keep a worker running */
+    sl__proxy_gate_worker_init(pw);
     tls_pw = pw;
     return pw;
 }
@@ -236,10 +238,13 @@ static void on_tick(uv_timer_t *t)
 
 /* ------------------------------------------------------------ stopping */
 
-static void on_tick_closed(uv_handle_t *h)
+static void on_closed(uv_handle_t *h)
 {
     struct sl__proxy_worker *pw = h->data;
 
+    if (--pw->closing > 0)
+        return;
+    sl__proxy_gate_worker_free(pw);
     sl__buf_free(&pw->scratch);
     free(pw->peers);
     free(pw->peer_base);
@@ -247,28 +252,31 @@ static void on_tick_closed(uv_handle_t *h)
     free(pw);
 }
 
-/* Free the state once stopping and no upstream connection or exchange is
- * left. */
-static void maybe_free(struct sl__proxy_worker *pw)
+/* Free the state once stopping and no upstream connection, exchange or
+ * store call is left. */
+void sl__proxy_worker_maybe_free(struct sl__proxy_worker *pw)
 {
-    if (!pw->stopping || pw->n_ups > 0 || pw->n_xs > 0 || pw->tick_closed)
+    if (!pw->stopping || pw->n_ups > 0 || pw->n_xs > 0 || pw->tick_closed ||
+        sl__proxy_gate_worker_busy(pw))
         return;
     pw->tick_closed = true;
     if (tls_pw == pw)
         tls_pw = NULL;
-    uv_close((uv_handle_t *)&pw->tick, on_tick_closed);
+    pw->closing++;
+    uv_close((uv_handle_t *)&pw->tick, on_closed);
+    sl__proxy_gate_worker_close(pw, on_closed);
 }
 
 void sl__proxy_worker_up_gone(struct sl__proxy_worker *pw)
 {
     pw->n_ups--;
-    maybe_free(pw);
+    sl__proxy_worker_maybe_free(pw);
 }
 
 void sl__proxy_worker_x_gone(struct sl__proxy_worker *pw)
 {
     pw->n_xs--;
-    maybe_free(pw);
+    sl__proxy_worker_maybe_free(pw);
 }
 
 void sl__proxy_worker_stop(struct sl__worker *w)
@@ -279,5 +287,5 @@ void sl__proxy_worker_stop(struct sl__worker *w)
         return;
     pw->stopping = true;
     close_idle(pw, INT64_MAX);
-    maybe_free(pw);
+    sl__proxy_worker_maybe_free(pw);
 }

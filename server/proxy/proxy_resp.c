@@ -59,7 +59,7 @@ static void start_tunnel(struct sl__proxy_x *x, size_t head_len)
 static void final_head(struct sl__proxy_x *x, size_t head_len)
 {
     const struct sl__proxy_head *h = &x->h;
-    struct sl__proxy_rfwd f = {.via = x->pw->cfg->via};
+    struct sl__proxy_rfwd f = {.via = x->pw->cfg->via, .extra = x->resp_hdrs};
     bool no_body = x->head_method || h->status == 204 || h->status == 304;
 
     x->acc.status = h->status;

@@ -9,6 +9,13 @@ free 127.0.0.1 port (with --test-clock unless told otherwise), waits until
 GET /healthz answers, and kills it by PID when the test ends. If the binary
 does not speak HTTP (http1 not in its protocol table), the test fails:
 nothing is skipped.
+
+The admin endpoints always need a token: unless the test configures one,
+sluiced creates admin.token beside its configuration (or rules database),
+and the fixture reads it into `admin_headers`. A request made without
+explicit headers carries them; a test that gives its own headers gets
+those instead. A body carries Content-Type: application/json unless the
+headers name another.
 """
 import http.client
 import json
@@ -32,7 +39,8 @@ class HttpSluiced:
         self.port = free_port()
         # admin=True adds a second listener with `admin: true` (self.admin_port)
         self.admin_port = free_port() if admin else None
-        self.admin_headers = {}  # a test that sets admin.token puts it here
+        self.token = None  # the token sluiced created (admin.token beside the config)
+        self.admin_headers = {}  # the created token's, or what a test that sets admin.token puts
         admin_listener = (
             f"""  - address: 127.0.0.1
     port: {self.admin_port}
@@ -77,11 +85,18 @@ log:
             try:
                 status, _, _ = self.request("GET", "/healthz")
                 if status == 200:
+                    self._read_token()
                     return
             except (OSError, http.client.HTTPException):
                 pass
             time.sleep(0.02)
         raise RuntimeError("sluiced did not answer GET /healthz:\n" + self.log_text())
+
+    def _read_token(self):
+        path = self.dir / "admin.token"  # beside the config and the database alike
+        if path.exists():
+            self.token = path.read_text().split()[0]
+            self.admin_headers = {"Authorization": f"Bearer {self.token}"}
 
     def conn(self, port=None):
         return http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=5)
@@ -92,7 +107,10 @@ log:
         try:
             if isinstance(body, (dict, list)):
                 body = json.dumps(body)
-            c.request(method, path, body=body, headers=headers or {})
+            headers = dict(self.admin_headers if headers is None else headers)
+            if body is not None and not any(k.lower() == "content-type" for k in headers):
+                headers["Content-Type"] = "application/json"
+            c.request(method, path, body=body, headers=headers)
             r = c.getresponse()
             return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
         finally:

@@ -58,14 +58,16 @@ class Upstream:
 
 
 class ProxySluiced:
-    def __init__(self, tmp_path, routes, extra, workers):
+    def __init__(self, tmp_path, routes, extra, workers, address="127.0.0.1", listeners="",
+                 args=()):
         self.port = free_port()
+        self.address = address
         self.config = tmp_path / "sluice.yaml"
         self.config.write_text(f"""listeners:
-  - address: 127.0.0.1
+  - address: {address}
     port: {self.port}
     protocols: [proxy]
-workers: {workers}
+{listeners}workers: {workers}
 log:
   level: debug
 {extra}
@@ -75,7 +77,7 @@ proxy:
 """)
         self.log_path = tmp_path / "sluiced.log"
         self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([os.environ["SLUICED"], "-c", str(self.config)],
+        self.proc = subprocess.Popen([os.environ["SLUICED"], "-c", str(self.config), *args],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while "info ready" not in self.log_text():
@@ -83,12 +85,16 @@ proxy:
                 raise RuntimeError("sluiced did not start:\n" + self.log_text())
             time.sleep(0.02)
 
+    def token(self):
+        """The admin token sluiced created beside its configuration."""
+        return (self.config.parent / "admin.token").read_text().split()[0]
+
     def log_text(self):
         self.log.flush()
         return self.log_path.read_text(errors="replace")
 
     def conn(self, timeout=10):
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        return http.client.HTTPConnection(self.address, self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None, conn=None):
         """(status, headers dict (lower-case names), body bytes)."""
@@ -103,7 +109,7 @@ proxy:
 
     def raw(self, data, timeout=5):
         """Send raw bytes; everything read until the proxy closes."""
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        s = socket.create_connection((self.address, self.port), timeout=timeout)
         s.sendall(data)
         got = b""
         while True:
@@ -162,10 +168,12 @@ def upstream():
 def proxy_sluiced(tmp_path):
     started = []
 
-    def start(routes, extra="", workers=1):
+    def start(routes, extra="", workers=1, **kw):
+        """kw: address (the proxy listener's), listeners (more YAML list
+        items), args (more command-line arguments)."""
         d = tmp_path / f"p{len(started)}"
         d.mkdir()
-        p = ProxySluiced(d, routes, extra, workers)
+        p = ProxySluiced(d, routes, extra, workers, **kw)
         started.append(p)
         return p
 

@@ -8,7 +8,8 @@ reconnection.
 
   GET  /_stats                   {"connections": N, "requests": N}
   ANY  /echo...                  JSON of what arrived: method, path, headers,
-                                 body_len, body_sha256, body (when < 64 KiB)
+                                 body_len, body_sha256, body (when < 64 KiB),
+                                 received (time.monotonic() when its head was read)
   GET  /download?n=N[&chunked=1] N bytes of a fixed pattern, streamed
   GET  /slow?ms=N                waits N ms, then answers
   GET  /close                    a body delimited by closing the connection
@@ -112,7 +113,7 @@ def send_head(sock, status, headers, reason="OK"):
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
 
 
-def echo(conn, method, path, headers):
+def echo(conn, method, path, headers, received):
     digest, n, kept = hashlib.sha256(), 0, []
     for piece in conn.body(headers):
         digest.update(piece)
@@ -123,6 +124,7 @@ def echo(conn, method, path, headers):
         "method": method, "path": path, "headers": headers, "body_len": n,
         "body_sha256": digest.hexdigest(),
         "body": b"".join(kept).decode("latin-1") if n < 65536 else None,
+        "received": received,
     }).encode()
     send_head(conn.sock, 200, [("Content-Type", "application/json"),
                                ("Content-Length", len(body))])
@@ -173,6 +175,7 @@ def websocket(conn, headers):
 def one_request(conn):
     """Serve one request; False when the connection should close."""
     first, headers = conn.head()
+    received = time.monotonic()
     method, target, version = first.decode().split(" ")
     url = urlsplit(target)
     path, query = url.path, parse_qs(url.query)
@@ -192,7 +195,7 @@ def one_request(conn):
         send_head(conn.sock, 200, [("Content-Length", len(body))])
         conn.sock.sendall(body)
     elif "/echo" in path:
-        echo(conn, method, target, headers)
+        echo(conn, method, target, headers, received)
     elif path == "/download":
         download(conn, query)
     elif path == "/slow":

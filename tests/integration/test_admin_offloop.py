@@ -19,10 +19,11 @@ RULE = ("domain: late\ndescriptors:\n  - key: k\n"
         "    rate_limit: {unit: minute, requests_per_unit: 1}\n")
 
 
-def send_admin_post(port):
+def send_admin_post(port, token):
     body = json.dumps({"id": "late", "yaml": RULE}).encode()
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     sock.sendall(b"POST /v1/rules HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 b"Authorization: Bearer " + token.encode() + b"\r\n"
                  b"Content-Type: application/json\r\nContent-Length: "
                  + str(len(body)).encode() + b"\r\n\r\n" + body)
     return sock
@@ -47,7 +48,7 @@ def test_a_locked_database_does_not_block_checks(http_sluiced):
     db = sqlite3.connect(str(s.dir / "rules.db"), timeout=0, isolation_level=None)
     db.execute("BEGIN EXCLUSIVE")  # held by "another connection": sluiced's write must wait
     try:
-        admin = send_admin_post(s.port)
+        admin = send_admin_post(s.port, s.token)
         # the write is pending on the work queue; the same worker answers checks
         for i in range(20):
             c = s.conn()

@@ -162,7 +162,7 @@ def test_reset_and_inspection_ignore_switches(http_sluiced):
     status, _, body = s.json("GET", "/v1/keys?domain=api&user=r")
     assert status == 200 and body["statuses"][0]["remaining"] == 0, body
     # ...and a reset through RESP still resets it
-    r = redis.Redis(port=s.port)
+    r = redis.Redis(port=s.port, password=s.token)  # the admin token sluiced created
     reply = r.execute_command("SL.RESET", "api", "user", "r")
     assert reply[2][0][3] == 2  # fresh state: 2 left
     switch(s, "api", "enforce")

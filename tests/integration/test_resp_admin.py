@@ -4,9 +4,10 @@
 privilege on RESP as on HTTP.
 
 SL.RESET (a client could unblock itself with it) and SL.DEBUG (the test
-clock) run only on a listener that serves the admin endpoints, and, when
-an admin token is configured, after AUTH with that token. A client on the
-public listener gets NOPERM whatever it sends; a wrong AUTH is WRONGPASS.
+clock) run only on a listener that serves the admin endpoints, after AUTH
+with the admin token - the configured one, or the one sluiced created in
+admin.token when none is configured. A client on the public listener gets
+NOPERM whatever it sends; a wrong AUTH is WRONGPASS.
 """
 import os
 import signal
@@ -109,11 +110,18 @@ def test_the_admin_listener_needs_the_token(daemon):
     assert adm2.execute_command("SL.DEBUG", "CLOCK", "GET") == START_MS
 
 
-def test_without_a_token_only_the_admin_listener_serves_it(daemon):
+def test_without_a_configured_token_the_created_one_is_needed(tmp_path, daemon):
     d = daemon(token=None)
+    token = (tmp_path / "admin.token").read_text().split()[0]
+    assert len(token) == 64
     pub, adm = redis.Redis(port=d.public), redis.Redis(port=d.admin)
     assert blocked(pub)
+    # no token configured is no open door: the admin listener still wants AUTH
+    with pytest.raises(redis.ResponseError, match="admin privilege"):
+        adm.execute_command("SL.RESET", "api", "user", "mallory")
+    assert pub.execute_command("AUTH", token) in (b"OK", True)
     with pytest.raises(redis.ResponseError, match="admin privilege"):
         pub.execute_command("SL.RESET", "api", "user", "mallory")
+    assert adm.execute_command("AUTH", token) in (b"OK", True)
     adm.execute_command("SL.RESET", "api", "user", "mallory")
     assert pub.execute_command("SL.CHECK", "api", 1, "user", "mallory")[0] == b"allow"

@@ -128,17 +128,17 @@ def test_truncate_mode(http_sluiced):
 
 def test_ui_on_the_admin_listener_only(http_sluiced):
     s = start(http_sluiced)
-    status, h, body = s.request("GET", "/ui", port=s.admin_port)  # no token: the page has no data
+    status, h, body = s.request("GET", "/ui", headers={}, port=s.admin_port)  # no token needed
     assert status == 200 and h["content-type"].startswith("text/html")
     assert b"/ui/app.js" in body and b"http" not in body.replace(b"http-equiv", b"")
     csp = h["content-security-policy"]
     assert "default-src 'none'" in csp and "script-src 'self'" in csp
     assert "frame-ancestors 'none'" in csp
     for path, kind in [("/ui/app.js", "text/javascript"), ("/ui/style.css", "text/css")]:
-        status, h, body = s.request("GET", path, port=s.admin_port)
+        status, h, body = s.request("GET", path, headers={}, port=s.admin_port)
         assert status == 200 and h["content-type"].startswith(kind) and len(body) > 1000
         assert h["x-content-type-options"] == "nosniff"
-    assert s.request("GET", "/ui/nothing", port=s.admin_port)[0] == 404
-    assert s.request("GET", "/ui")[0] == 404  # not on the public listener
-    assert s.request("GET", "/v1/stats", port=s.admin_port)[0] == 401
+    assert s.request("GET", "/ui/nothing", headers={}, port=s.admin_port)[0] == 404
+    assert s.request("GET", "/ui", headers={})[0] == 404  # not on the public listener
+    assert s.request("GET", "/v1/stats", headers={}, port=s.admin_port)[0] == 401
     assert s.request("GET", "/v1/stats", headers=AUTH)[0] == 404

@@ -48,7 +48,7 @@ int main(void)
     EXPECT(sl_limiter_new(&lc, &lim) == SL_OK);
 
     struct sl_entry entry = {{"user", 4}, {"alice", 5}};
-    struct sl_descriptor desc = {&entry, 1, -1};
+    struct sl_descriptor desc = {&entry, 1, -1, NULL};
     struct sl_request req = {{"api", 3}, &desc, 1, 1, 1700000000 * SL_NS_PER_S};
     struct sl_result res;
     for (int i = 0; i < 5; i++) {

@@ -14,7 +14,9 @@ trap 'rm -rf "$tmp"' EXIT
 printf '#include "%s"\n' "$header" >"$tmp/decl.c"
 "$cc" -fsyntax-only -aux-info "$tmp/aux" "$tmp/decl.c"
 # Lines look like: /* /path/sluice.h:51:NC */ extern const char *sl_strerror (int);
-grep -F "/* $header:" "$tmp/aux" | sed -E 's/.* \**([A-Za-z_][A-Za-z0-9_]*) \(.*/\1/' |
+# The name is the first identifier followed by " (" after the comment: a
+# parameter that is itself a function pointer ("void (*)(...)") comes later.
+grep -F "/* $header:" "$tmp/aux" | sed -E 's/^\/\*[^*]*\*\/ //; s/^[^(]* \**([A-Za-z_][A-Za-z0-9_]*) \(.*/\1/' |
     sort -u >"$tmp/declared"
 nm -D --defined-only "$lib" | awk '$2 ~ /^[TWVDBRi]$/ { print $3 }' | sed 's/@.*//' |
     sort -u >"$tmp/exported"

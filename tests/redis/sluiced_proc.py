@@ -7,7 +7,9 @@ Redis store (tests/redis/test_daemon_redis.py) and of Redis Cluster
 SluicedProc writes a configuration with one RESP and one HTTP listener on
 free 127.0.0.1 ports, the given `store:` section and rules file, starts
 $SLUICED with the test clock, waits until it is ready (/readyz) and is
-stopped by PID (SIGTERM) at the end. It asserts nothing about Redis.
+stopped by PID (SIGTERM) at the end. Its admin token is created in
+NAME.token beside the configuration (admin_headers() sends it). It asserts
+nothing about Redis.
 """
 import os
 import signal
@@ -53,6 +55,7 @@ rules:
   files: [rules.yaml]{rules_extra}
 store:
 {store_yaml}log: {{level: warn}}
+admin: {{token_file: {name}.token}}
 """)
         self.start()
 
@@ -63,6 +66,11 @@ store:
         self.client = redis.Redis(port=self.port, socket_timeout=5)
         pred = self.ready if wait_ready else self.alive
         assert wait_until(pred, seconds), f"sluiced {self.name} did not start"
+
+    def admin_headers(self):
+        """What an admin request carries: the token sluiced created, JSON."""
+        token = (self.tmp / f"{self.name}.token").read_text().split()[0]
+        return {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
     def alive(self):
         try:

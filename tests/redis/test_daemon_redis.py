@@ -219,7 +219,9 @@ def test_stats_of_a_remote_store(rds, nodes):
     a = nodes("a", workers=2)
     verdicts = [a.check("shared", "fw", "heavy") for _ in range(60)]
     assert verdicts.count("allow") == 50 and verdicts.count("deny") == 10
-    with urllib.request.urlopen(f"http://127.0.0.1:{a.http}/v1/stats?seconds=5", timeout=5) as r:
+    req = urllib.request.Request(f"http://127.0.0.1:{a.http}/v1/stats?seconds=5",
+                                 headers=a.admin_headers())
+    with urllib.request.urlopen(req, timeout=5) as r:
         doc = json.load(r)
     (p,) = [p for p in doc["series"] if p["limit"] == "shared.fw"]
     assert p["total"]["allow"] == 50 and p["total"]["deny"] == 10

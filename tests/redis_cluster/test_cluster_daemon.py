@@ -123,12 +123,14 @@ class Sluiced(SluicedProc):
         req = urllib.request.Request(
             f"http://127.0.0.1:{self.http}/v1/rules", method="POST",
             data=json.dumps({"id": rule_id, "yaml": yaml_text}).encode(),
-            headers={"Content-Type": "application/json"})
+            headers=self.admin_headers())
         with urllib.request.urlopen(req, timeout=10) as r:
             return json.loads(r.read())
 
     def rules(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/v1/rules", timeout=5) as r:
+        req = urllib.request.Request(f"http://127.0.0.1:{self.http}/v1/rules",
+                                     headers=self.admin_headers())
+        with urllib.request.urlopen(req, timeout=5) as r:
             return [row["id"] for row in json.loads(r.read())["rules"]]
 
 

@@ -302,6 +302,54 @@ static void test_native_errors(void **st)
     (void)st;
 }
 
+/* A body is one JSON value, read one way: nothing after it, no repeated
+ * member name anywhere (cJSON would take the first, other readers the
+ * last), no proto3 field given by both of its names. */
+static void test_one_reading_only(void **st)
+{
+    static const struct bad_case envoy_cases[] = {
+        {"{\"domain\":\"d\",\"descriptors\":[{}]}garbage", SL_EPARSE,
+         "something follows the value"},
+        {"{\"domain\":\"d\",\"descriptors\":[{}]} {}", SL_EPARSE, "something follows"},
+        {"{\"domain\":\"d\",\"domain\":\"e\",\"descriptors\":[{}]}", SL_EPARSE,
+         "repeats a member name"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"entries\":[{\"key\":\"k\",\"key\":\"j\"}]}]}",
+         SL_EPARSE, "repeats a member name"},
+        {"{\"domain\":\"d\",\"hits_addend\":1,\"hitsAddend\":9,\"descriptors\":[{}]}", SL_EINVAL,
+         "hits_addend: given twice"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"hits_addend\":1,\"hitsAddend\":0}]}", SL_EINVAL,
+         "descriptors[0]: given twice"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"limit\":{\"unit\":\"SECOND\","
+         "\"requests_per_unit\":1,\"requestsPerUnit\":5}}]}",
+         SL_EINVAL, "descriptors[0].limit: given twice"},
+    };
+    static const struct bad_case native_cases[] = {
+        {"{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\",\"u\":\"b\"}]}", SL_EPARSE,
+         "repeats a member name"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]}\n{}", SL_EPARSE,
+         "something follows the value"},
+    };
+    char big[8192];
+    size_t len =
+        (size_t)snprintf(big, sizeof(big), "{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]");
+
+    run_bad(envoy, envoy_cases, sizeof(envoy_cases) / sizeof(envoy_cases[0]));
+    run_bad(native, native_cases, sizeof(native_cases) / sizeof(native_cases[0]));
+    /* trailing whitespace is fine */
+    assert_int_equal(native("{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]} \r\n\t"), SL_OK);
+    sl__json_req_release(&req);
+    /* many members (checked by sorting): unique is fine, one repeat is not */
+    for (int i = 0; i < 200; i++)
+        len += (size_t)snprintf(big + len, sizeof(big) - len, ",\"x%d\":%d", i, i);
+    snprintf(big + len, sizeof(big) - len, "}");
+    assert_int_equal(native(big), SL_OK);
+    sl__json_req_release(&req);
+    snprintf(big + len, sizeof(big) - len, ",\"x7\":0}");
+    assert_int_equal(native(big), SL_EPARSE);
+    assert_non_null(strstr(req.error, "repeats a member name"));
+    (void)st;
+}
+
 /* ---------------------------------------------------------- answers */
 
 static struct sl_limit lim;
@@ -433,6 +481,31 @@ static void test_build_check_and_message(void **st)
     (void)st;
 }
 
+/* on_unmatched: deny - a denial without a limit, said as such in both APIs. */
+static void test_build_unmatched(void **st)
+{
+    struct sl_result r;
+    char buf[1024], msg[256];
+    size_t len;
+
+    one_status(&r, SL_DENY, "api.user", 100, 60 * SL_NS_PER_S);
+    r.statuses[0].d.verdict = SL_ALLOW; /* peeked: it would have allowed */
+    r.statuses[0].d.remaining = 7;
+    r.n_statuses = 2;
+    r.statuses[1].d.verdict = SL_DENY;
+    r.statuses[1].d.retry_after_ns = -1;
+    r.statuses[1].unmatched = true;
+    sl__json_deny_message(&r, msg, sizeof(msg));
+    assert_string_equal(msg, "descriptors[1] matches no rule, and its domain denies what no rule "
+                             "matches (on_unmatched: deny)");
+    assert_int_equal(sl__json_build_check(&r, buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, ",{\"decision\":\"deny\",\"limit\":null,\"unmatched\":true}]"));
+    assert_int_equal(sl__json_build_envoy(&r, buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, "{\"overallCode\":\"OVER_LIMIT\",\"statuses\":[{\"code\":\"OK\""));
+    assert_non_null(strstr(buf, ",{\"code\":\"OVER_LIMIT\"}]}"));
+    (void)st;
+}
+
 static void test_build_error(void **st)
 {
     char buf[64];
@@ -455,9 +528,11 @@ int main(void)
         cmocka_unit_test_teardown(test_arena_spill_and_no_arena, teardown),
         cmocka_unit_test_teardown(test_native_ok, teardown),
         cmocka_unit_test_teardown(test_native_errors, teardown),
+        cmocka_unit_test_teardown(test_one_reading_only, teardown),
         cmocka_unit_test(test_envoy_units),
         cmocka_unit_test(test_build_envoy),
         cmocka_unit_test(test_build_check_and_message),
+        cmocka_unit_test(test_build_unmatched),
         cmocka_unit_test(test_build_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
