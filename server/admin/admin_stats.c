@@ -158,14 +158,22 @@ static cJSON *series_json(const struct sl__stats_series_view *m, unsigned second
     return o;
 }
 
+/* As /healthz?verbose names the stores' states (stores.h). */
+static const char *const healths[] = {"up", "degraded", "starting", "down"};
+
 static cJSON *store_json(const struct sl__server *srv, const struct sl__stats_view *v)
 {
     cJSON *o = cJSON_CreateObject(), *state;
+    enum sl__stores_state health;
+    char why[256];
     char buf[SL__STATUS_STORE_MAX + 2];
     size_t len = 1;
 
     cJSON_AddStringToObject(o, "type", sl__server_store_type(srv));
-    cJSON_AddBoolToObject(o, "ready", sl__server_stores_ready(srv));
+    health = sl__server_stores_health(srv, why, sizeof(why));
+    cJSON_AddBoolToObject(o, "ready", health == SL__STORES_UP || health == SL__STORES_DEGRADED);
+    cJSON_AddStringToObject(o, "health", healths[(unsigned)health & 3]);
+    cJSON_AddStringToObject(o, "why", why);
     cJSON_AddItemToObject(o, "calls", numbers(v->store_calls, v->seconds, 1, 0));
     cJSON_AddItemToObject(o, "failures", numbers(v->store_failures, v->seconds, 1, 0));
     cJSON_AddItemToObject(o, "p50_ns", numbers(v->store_p50_ns, v->seconds, 1, 0));
