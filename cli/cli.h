@@ -25,6 +25,7 @@ struct sl__cli_cmd {
 extern const struct sl__cli_cmd sl__cmd_check;
 extern const struct sl__cli_cmd sl__cmd_simulate;
 extern const struct sl__cli_cmd sl__cmd_rules;
+extern const struct sl__cli_cmd sl__cmd_top;
 
 /* A usage error of `cmd`: "sluice CMD: WHAT" on stderr, saying what is
  * wrong, then a blank line and the command's help. Returns 2, the usage

@@ -4,7 +4,8 @@
  * main.c - the `sluice` command line: a table of subcommands, `--help` and
  * `sluice help COMMAND`. Each subcommand lives in its own cmd_*.c.
  *
- * Only `sluice rules --server` talks to a running sluiced (its admin API).
+ * Only `sluice rules --server` and `sluice top` talk to a running sluiced
+ * (its admin API).
  */
 #include <string.h>
 
@@ -14,6 +15,7 @@ static const struct sl__cli_cmd *const commands[] = {
     &sl__cmd_check,
     &sl__cmd_simulate,
     &sl__cmd_rules,
+    &sl__cmd_top,
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -22,7 +24,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: sluice COMMAND [ARGS]\n\n"
             "Sluice %s: validate rules, replay traffic through them, edit the rules "
-            "database.\n\ncommands:\n",
+            "database, watch a running sluiced.\n\ncommands:\n",
             SLUICE_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(out, "  %-10s %s\n", commands[i]->name, commands[i]->summary);

@@ -6,9 +6,10 @@
 #   SPDX-License-Identifier: BSD-2-Clause
 #   Copyright (c) The Sluice authors
 #
-# in the file's comment syntax (C and headers, Lua, Python, shell, CMake,
-# make, the configured .in files, the YAML examples and configuration, the
-# scdoc man pages), at the top; after a #! line, which stays first, and
+# in the file's comment syntax (C and headers, the dashboard's JavaScript,
+# CSS and HTML, Lua, Python, shell, CMake, make, the configured .in files,
+# the YAML examples and configuration, the scdoc man pages), at the top;
+# after a #! line, which stays first, after an HTML page's <!doctype>, and
 # after an scdoc page's title line, which scdoc requires first. Files that
 # have it are left alone, so running it again changes nothing. Data (the
 # fuzz corpus, dictionaries, JSON), docs and Debian's control files are not
@@ -28,7 +29,8 @@ style() {
     s=
     case $1 in
     fuzz/corpus/*) ;;
-    *.c | *.h) s=c ;;
+    *.c | *.h | *.js | *.css) s=c ;;
+    *.html) s=html ;;
     *.lua) s=lua ;;
     *.scd) s=scd ;;
     *.py | *.sh | *.cmake | CMakeLists.txt | */CMakeLists.txt | Makefile | debian/rules | *.in) s=hash ;;
@@ -51,8 +53,8 @@ has_header() {
     mapfile -n 6 -t lines <"$1"
     for l in "${lines[@]}"; do
         case $l in
-        "/* $spdx */" | "# $spdx" | "-- $spdx" | "; $spdx") got_spdx=1 ;;
-        "/* $copyright */" | "# $copyright" | "-- $copyright" | "; $copyright") got_copyright=1 ;;
+        "/* $spdx */" | "# $spdx" | "-- $spdx" | "; $spdx" | "<!-- $spdx -->") got_spdx=1 ;;
+        "/* $copyright */" | "# $copyright" | "-- $copyright" | "; $copyright" | "<!-- $copyright -->") got_copyright=1 ;;
         esac
     done
     ((got_spdx && got_copyright))
@@ -65,7 +67,9 @@ add_header() { # add_header FILE STYLE
     lua) lines="-- $spdx"$'\n'"-- $copyright" ;;
     hash) lines="# $spdx"$'\n'"# $copyright" ;;
     scd) lines="; $spdx"$'\n'"; $copyright"; keep=1 ;;
+    html) lines="<!-- $spdx -->"$'\n'"<!-- $copyright -->" ;;
     esac
+    if [[ $2 == html ]] && head -n 1 "$f" | grep -qi '^<!doctype'; then keep=1; fi
     if [[ $2 == hash ]] && head -n 1 "$f" | grep -q '^#!'; then keep=1; fi
     { head -n "$keep" "$f"; printf '%s\n' "$lines"; tail -n "+$((keep + 1))" "$f"; } >"$f.spdx"
     chmod --reference="$f" "$f.spdx"

@@ -23,6 +23,7 @@
 #include "proto.h"
 #include "proxy.h"
 #include "resp.h"
+#include "stats.h"
 
 const struct sl__proto *const sl__protos[] = {
     &sl__proto_grpc, &sl__proto_http1, &sl__proto_proxy, &sl__proto_resp, NULL,
@@ -38,5 +39,6 @@ const struct sl__http_route *const sl__http_route_tables[] = {
 const struct sl__config_section *const sl__config_sections[] = {
     &sl__proxy_config_section,
     &sl__grpc_config_section,
+    &sl__stats_config_section,
     NULL,
 };

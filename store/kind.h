@@ -6,9 +6,9 @@
  * A kind is one `const struct sl__store_kind`, listed in store/kinds.c.
  * It brings its configuration (a struct of its own, described by a key
  * table, plus keys it parses itself), its constructor, its lines in
- * /metrics, its part of the health view and, optionally, rules shared
- * across nodes. The server never sees a kind: store.h's functions
- * dispatch on the configured one.
+ * /metrics, its part of the health view, its state for operators (the
+ * dashboard) and, optionally, rules shared across nodes. The server never
+ * sees a kind: store.h's functions dispatch on the configured one.
  *
  * Adding a store: write store/<name>/ with one `const struct sl__store_kind
  * sl__store_kind_<name>`, declare it below, add it to kinds[] in
@@ -66,6 +66,10 @@ struct sl__store_kind {
      * written as ',"name":value'; as metrics. May be NULL. */
     bool (*health_members)(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
                            size_t *len);
+
+    /* store.h's sl__store_status_render for this kind; may be NULL. */
+    size_t (*status)(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                     size_t *len);
 
     /* Rules across nodes; all NULL when the kind cannot share rules. */
     bool (*rules_shared)(const void *cfg);

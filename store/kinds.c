@@ -289,6 +289,14 @@ size_t sl__store_metrics_render(struct sl__store *const *stores, unsigned n, cha
     return *len - start;
 }
 
+size_t sl__store_status_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                               size_t *len)
+{
+    if (n == 0 || stores[0]->kind->status == NULL)
+        return 0;
+    return stores[0]->kind->status(stores, n, buf, cap, len);
+}
+
 bool sl__store_rules_shared(const struct sl__store_config *c)
 {
     const struct sl__store_kind *k = kinds[c->type];

@@ -2,8 +2,9 @@
 /* Copyright (c) The Sluice authors */
 /*
  * admin.c - the admin room's route table and its JSON answers. The
- * endpoints themselves are in admin_rules.c, admin_config.c and
- * admin_ks.c; the router and the gate are the HTTP room's.
+ * endpoints themselves are in admin_rules.c, admin_config.c,
+ * admin_ks.c, admin_stats.c and admin_ui.c (the dashboard); the router and the gate are the HTTP
+ * room's.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,9 @@ const struct sl__http_route sl__admin_routes[] = {
     {HTTP_POST, "/v1/rules", sl__admin_rules_add, false, true},
     {HTTP_PUT, "/v1/rules/", sl__admin_rules_put, true, true},
     {HTTP_DELETE, "/v1/rules/", sl__admin_rules_delete, true, true},
+    {HTTP_GET, "/v1/stats", sl__admin_stats, false, true},
+    /* the page itself carries no data: the admin listener, no token (admin_ui.c) */
+    {HTTP_GET, "/ui", sl__admin_ui, true, false},
     {0, NULL, NULL, false, false},
 };
 

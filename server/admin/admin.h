@@ -4,8 +4,11 @@
  * admin.h - the admin room (internal): the operator endpoints of the HTTP
  * API that change or show the server itself - the rules database
  * (GET/POST /v1/rules, PUT/DELETE /v1/rules/{id}), the effective
- * configuration (GET /v1/config) and the kill switches (GET/PUT
- * /v1/killswitch). Every one is behind the admin gate (http_gate.h).
+ * configuration (GET /v1/config), the kill switches (GET/PUT
+ * /v1/killswitch), the operator's statistics (GET /v1/stats) and the
+ * dashboard that shows them (GET /ui). Every one is behind the admin gate
+ * (http_gate.h) but the dashboard's page and assets, which hold no data
+ * and are served on the admin listener only.
  *
  * The rules endpoints do their work (SQLite, the reload, publishing to the
  * other nodes) on libuv's work queue and answer through a reply slot when
@@ -35,6 +38,8 @@ void sl__admin_config(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_rlconfig(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_ks_list(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_ks_set(struct sl__conn *c, const struct sl__h1_req *r);
+void sl__admin_stats(struct sl__conn *c, const struct sl__h1_req *r);
+void sl__admin_ui(struct sl__conn *c, const struct sl__h1_req *r);
 
 /* Answer with a cJSON document (consumed; NULL answers 500), at once
  * (slot -1) or into reply slot `slot`. */

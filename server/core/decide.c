@@ -17,6 +17,7 @@
 #include "killswitch.h"
 #include "server-t.h"
 #include "sluice_int.h"
+#include "stats.h"
 #include "store.h"
 #include "worker-t.h"
 #include "worker.h"
@@ -67,25 +68,35 @@ static const struct sl_result *as_cost_one(const struct sl_result *res, struct s
     return out;
 }
 
-/* The store's callback: kill switch "shadow", metrics, then the protocol.
- * The labels are taken first: the protocol's callback may end the op. */
+/* The store's callback: kill switch "shadow", metrics and statistics, then
+ * the protocol. The labels are taken first: the protocol's callback may
+ * end the op. */
 static void on_store(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
     struct sl__decide_op *op = arg;
     struct sl__decide_labels *labels = op->labels;
     struct sl__metrics *m = op->w->srv->metrics;
+    struct sl__stats *st = op->w->srv->stats;
+    int64_t mono = 0;
 
     op->labels = NULL;
     if (err == SL_OK && op->kind == SL__DECIDE_INSPECT)
         res = as_cost_one(res, &edited);
     op->by = (uint8_t)by;
+    if (op->stats.fired != NULL)
+        *op->stats.fired = true; /* answered inside the start call (sl__decide) */
     if (err == SL_OK && op->shadow)
         res = sl__ks_unenforce(res, &edited);
+    if (op->counted && (m != NULL || st != NULL))
+        mono = mono_ns();
     if (err == SL_OK && op->counted && m != NULL) {
         sl__metrics_result(m, op->w->id, (struct sl_str){op->domain, op->domain_len}, res,
                            labels != NULL ? labels->s : NULL);
-        sl__metrics_latency(m, op->w->id, mono_ns() - op->start_ns);
+        sl__metrics_latency(m, op->w->id, mono - op->start_ns);
     }
+    if (op->counted && st != NULL)
+        sl__stats_decision(st, op->w->id, op->domain, op->domain_len, &op->stats, err, res,
+                           op->now_ns, mono);
     op->done(op, err, res);
     free(labels);
 }
@@ -148,6 +159,11 @@ static void begin(struct sl__worker *w, struct sl__decide_op *op, enum sl__decid
     op->by = SL__BY_STATE;
     op->labels = NULL;
     op->domain_len = 0;
+    op->stats.req = NULL;
+    op->stats.rules = NULL;
+    op->stats.fired = NULL;
+    op->stats.store_ns = 0;
+    op->stats.ring_len = 0;
     op->now_ns = sl__clock_now_ns();
     if (op->start_ns == 0)
         op->start_ns = mono_ns();
@@ -179,6 +195,33 @@ static start_fn start_for(const struct sl__store *s, enum sl__decide_kind kind)
     }
 }
 
+/* Start a decision the statistics count. The key texts are read from the
+ * request while it lives: in on_store when the store answers inside its
+ * start call (the memory store: no copy), else copied into the op before
+ * this returns (a remote store answers after the request is gone).
+ * `fired` lives in this frame: once on_store ran the op may be gone, so
+ * only the frame says whether it did. */
+static void start_counted(struct sl__worker *w, struct sl__decide_op *op, start_fn start,
+                          const struct sl__store_req *q)
+{
+    bool fired = false;
+    int r;
+
+    sl__stats_op_begin(&op->stats, q->req, q->rules);
+    op->stats.fired = &fired;
+    op->stats.store_ns = mono_ns();
+    r = start(w->store, q, on_store, op);
+    if (r != SL_OK) {
+        op->stats.store_ns = 0; /* no round trip */
+        on_store(op, r, NULL, SL__BY_STATE);
+        return;
+    }
+    if (!fired) {
+        op->stats.fired = NULL;
+        sl__stats_op_keep(w->srv->stats, w->id, &op->stats);
+    }
+}
+
 void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
                 struct sl_request *req, sl__decide_done done)
 {
@@ -204,6 +247,10 @@ void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_
         sl__metrics_unknown_domain(m, w->id);
     if (op->counted && sl__rules_domain_detailed(rules, req->domain))
         op->labels = detailed_labels(rules, req);
+    if (op->counted && w->srv->stats != NULL) {
+        start_counted(w, op, start_for(w->store, kind), &q);
+        return;
+    }
     r = start_for(w->store, kind)(w->store, &q, on_store, op);
     if (r != SL_OK)
         on_store(op, r, NULL, SL__BY_STATE);

@@ -16,7 +16,9 @@
  *  - starts the operation on the worker's store;
  *  - counts the decision in the metrics (checks and acquires: outcome per
  *    limit, latency, unknown domains, and Envoy's detailed_metric labels
- *    for the domains whose rules ask for them);
+ *    for the domains whose rules ask for them) and in the operator's
+ *    statistics (stats.h: the per-second series, the top limited keys,
+ *    the store's round trip);
  *  - hands the (possibly edited) result to the protocol's callback, which
  *    only formats it.
  *
@@ -40,6 +42,7 @@
 
 #include "metrics.h"
 #include "sluice.h"
+#include "stats-t.h"
 
 struct sl__worker;
 
@@ -85,6 +88,7 @@ struct sl__decide_op {
     struct sl__decide_labels *labels;
     uint16_t domain_len;
     char domain[SL__METRIC_LABEL_MAX]; /* the metric label (a truncated copy) */
+    struct sl__stats_op stats;         /* what the statistics need of the request */
 };
 
 /* The failure policy that answered the result `done` was given ("allow",

@@ -21,6 +21,7 @@
 
 struct sl__worker;
 struct sl__metrics;
+struct sl__stats;
 struct sl__store_rules_sub;
 
 struct sl__server {
@@ -52,6 +53,7 @@ struct sl__server {
     _Atomic uint64_t reloads;             /* successful reloads (metrics) */
     _Atomic uint64_t reload_failures;     /* rejected reloads (metrics) */
     struct sl__metrics *metrics;          /* the registry, one block per worker */
+    struct sl__stats *stats;              /* the operator's statistics; NULL: stats.enabled off */
     struct sl__ks ks;                     /* kill switches (admin API) */
     struct sl__store_rules_sub *rsync;    /* rules from other nodes, or NULL (store.h) */
     uv_mutex_t reload_lock;               /* one reload or admin change at a time */

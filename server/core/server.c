@@ -27,6 +27,7 @@
 #include "proto.h"
 #include "rules_load.h"
 #include "server.h"
+#include "stats.h"
 #include "store.h"
 #include "stores.h"
 #include "worker.h"
@@ -65,8 +66,25 @@ static int make_limiter(struct sl__server *srv)
     return r;
 }
 
-/* The metrics registry (one block per worker) and the kill switches, each
- * keyed by its own random secret. */
+/* The operator's statistics (stats.h), unless stats.enabled is off. */
+static int make_stats(struct sl__server *srv)
+{
+    const struct sl__stats_config *sc = sl__config_room(&srv->cfg, &sl__stats_config_section);
+    uint8_t secret[16];
+    int r = draw_secret(secret, sizeof(secret));
+
+    if (r == SL_OK)
+        r = sl__stats_new(sc, srv->n_workers, secret, &srv->stats);
+    if (r != SL_OK)
+        sl__err("stats.failed", "stats: %s", sl_strerror(r));
+    else if (srv->stats != NULL)
+        sl__info("stats.ready", "stats: %zu bytes for %u workers", sl__stats_bytes(srv->stats),
+                 srv->n_workers);
+    return r;
+}
+
+/* The metrics registry (one block per worker), the operator's statistics
+ * and the kill switches, each keyed by its own random secret. */
 static int make_registries(struct sl__server *srv)
 {
     struct sl__metrics_config mc = {.workers = srv->n_workers,
@@ -88,6 +106,8 @@ static int make_registries(struct sl__server *srv)
         if (draw_secret(srv->ip_secret, sizeof(srv->ip_secret)) != SL_OK)
             return SL_EINVAL;
     }
+    if (make_stats(srv) != SL_OK)
+        return SL_EINVAL;
     sl__ks_init(&srv->ks, ks_secret);
     if (srv->cfg.rules_shadow_mode) /* global shadow mode: the "*" kill switch from the start */
         sl__ks_set(&srv->ks, (struct sl_str){"*", 1}, SL__KS_SHADOW);
@@ -358,6 +378,7 @@ int sl__server_run(struct sl__config *cfg)
     sl_rules_slot_free(srv->rules);
     sl_limiter_free(srv->lim);
     sl__metrics_free(srv->metrics);
+    sl__stats_free(srv->stats);
     sl__ks_destroy(&srv->ks);
     free((void *)srv->per_ip);
     uv_mutex_destroy(&srv->reload_lock);

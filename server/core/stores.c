@@ -64,6 +64,18 @@ size_t sl__metrics_render_store(const struct sl__server *srv, char *buf, size_t 
     return n;
 }
 
+size_t sl__server_store_status(const struct sl__server *srv, char *buf, size_t cap, size_t *len)
+{
+    struct sl__store **stores = sl__xzalloc(srv->n_workers * sizeof(*stores)); /* a read */
+    size_t n;
+
+    for (unsigned i = 0; i < srv->n_workers; i++)
+        stores[i] = srv->workers[i].store;
+    n = sl__store_status_render(stores, srv->n_workers, buf, cap, len);
+    free(stores);
+    return n;
+}
+
 static void store_log(void *arg, enum sl__store_level level, const char *event, const char *line)
 {
     static const enum sl__log_level levels[] = {SL__LOG_ERROR, SL__LOG_WARN, SL__LOG_INFO,

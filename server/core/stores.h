@@ -3,9 +3,10 @@
 /*
  * stores.h - the workers' stores as the rooms above the core may see them
  * (internal): their health (for /readyz and /healthz?verbose), their lines
- * in /metrics, their kind's name, and rules shared across nodes through
- * the store - whatever the kind of store, and without the store's own
- * header (store.h is the core's only).
+ * in /metrics, their state for operators (the dashboard), their kind's
+ * name, and rules shared across nodes through the store - whatever the
+ * kind of store, and without the store's own header (store.h is the
+ * core's only).
  */
 #ifndef SL_SERVER_STORES_H
 #define SL_SERVER_STORES_H
@@ -50,6 +51,14 @@ void sl__server_stores_log_to_server(struct sl__server *srv);
  * metrics of its own). Returns the bytes appended (0 if they would not
  * fit). Any thread. */
 size_t sl__metrics_render_store(const struct sl__server *srv, char *buf, size_t cap, size_t *len);
+
+/* Room always enough for sl__server_store_status()'s output. */
+#define SL__STATUS_STORE_MAX 4096
+
+/* The stores' state for operators as the members of a JSON object (no
+ * braces; store.h's sl__store_status_render) appended to buf[*len..cap);
+ * the bytes appended (0: none). Any thread. */
+size_t sl__server_store_status(const struct sl__server *srv, char *buf, size_t cap, size_t *len);
 
 /* Does the store share rules written here with the other nodes? */
 bool sl__server_rules_shared(const struct sl__server *srv);

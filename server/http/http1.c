@@ -70,11 +70,15 @@ const struct sl__buf *sl__h1_build(bool keep_alive, int status, const char *head
                                    size_t headers_len, const char *body, size_t body_len)
 {
     char line[160];
-    int n = snprintf(
-        line, sizeof(line), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s",
-        status, reason(status),
-        body_len > 0 && body[0] == '{' ? "application/json" : "text/plain; charset=utf-8", body_len,
-        keep_alive ? "" : "Connection: close\r\n");
+    /* A caller's headers that start with their own Content-Type (pages of
+     * the dashboard) replace the one guessed from the body. */
+    bool typed = headers_len >= 13 && strncasecmp(headers, "Content-Type:", 13) == 0;
+    int n = snprintf(line, sizeof(line), "HTTP/1.1 %d %s\r\n%s%s%sContent-Length: %zu\r\n%s",
+                     status, reason(status), typed ? "" : "Content-Type: ",
+                     typed                            ? ""
+                     : body_len > 0 && body[0] == '{' ? "application/json"
+                                                      : "text/plain; charset=utf-8",
+                     typed ? "" : "\r\n", body_len, keep_alive ? "" : "Connection: close\r\n");
 
     out_buf.len = 0;
     sl__buf_append(&out_buf, line, (size_t)n);

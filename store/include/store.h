@@ -222,6 +222,21 @@ size_t sl__store_health_render(struct sl__store *const *stores, unsigned n, char
 size_t sl__store_metrics_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
                                 size_t *len);
 
+/*
+ * The stores' state for operators (the dashboard, `sluice top`): the
+ * members of one JSON object, without its braces ("\"name\":value,..."),
+ * over the workers' stores[0..n) (all of one kind), appended to
+ * buf[*len..cap). What they are is the kind's (a remote store: its
+ * breakers, connections and cluster nodes per worker, its failures);
+ * whoever shows them prints them as they come. Returns the bytes added (0:
+ * nothing to add or no room, then *len is unchanged). Any thread: reads
+ * the snapshots the stores publish. SL__STORE_STATUS_MAX bytes are always
+ * enough.
+ */
+#define SL__STORE_STATUS_MAX 4096
+size_t sl__store_status_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                               size_t *len);
+
 /* ------------------------------------------------------------ rules across nodes */
 
 /*

@@ -170,6 +170,45 @@ static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size
     return ok;
 }
 
+/* ------------------------------------------------------------ state for operators */
+
+static const char *const breaker_names[] = {"closed", "open", "probing"};
+
+/* Per worker: ready, breaker, connections, cluster nodes, calls waiting;
+ * then the failures since start, summed. */
+static size_t status(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                     size_t *len)
+{
+    struct sl__redis_stats st;
+    uint64_t timeouts = 0, errors = 0, unavailable = 0, policy = 0;
+    size_t start = *len;
+    bool ok = put(buf, cap, len, "\"workers\":[");
+
+    for (unsigned i = 0; ok && i < n; i++) {
+        sl__store_redis_stats(stores[i], &st);
+        timeouts += st.timeouts;
+        errors += st.errors;
+        unavailable += st.unavailable;
+        policy += st.policy_allow + st.policy_deny + st.policy_local;
+        ok = put(buf, cap, len,
+                 "%s{\"ready\":%s,\"breaker\":\"%s\",\"connections_ready\":%u,"
+                 "\"nodes_known\":%u,\"in_flight\":%llu}",
+                 i ? "," : "", sl__store_redis_ready(stores[i]) ? "true" : "false",
+                 breaker_names[(unsigned)st.breaker % 3], st.conns_ready, st.nodes_known,
+                 (unsigned long long)st.in_flight);
+    }
+    ok = ok && put(buf, cap, len,
+                   "],\"timeouts\":%llu,\"errors\":%llu,\"unavailable\":%llu,"
+                   "\"policy_answers\":%llu",
+                   (unsigned long long)timeouts, (unsigned long long)errors,
+                   (unsigned long long)unavailable, (unsigned long long)policy);
+    if (!ok) {
+        *len = start;
+        return 0;
+    }
+    return *len - start;
+}
+
 /* ------------------------------------------------------------ rules across nodes */
 
 static bool rules_shared(const void *cfg)
@@ -219,6 +258,7 @@ const struct sl__store_kind sl__store_kind_redis = {
     .shared_free = shared_free,
     .create = create,
     .metrics = metrics,
+    .status = status,
     .health_members = sl__rhealth_members,
     .rules_shared = rules_shared,
     .rules_publish = rules_publish,

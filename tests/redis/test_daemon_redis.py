@@ -16,7 +16,10 @@ RESP. What it shows:
   - `sluice rules add|rm --server` on one node of a fleet with rules sync
     reaches the other node, which serves the change (polled);
   - a key denied until T costs no Redis command until T (over-limit cache),
-    and a check costs exactly one script call (INFO commandstats).
+    and a check costs exactly one script call (INFO commandstats);
+  - GET /v1/stats with the Redis store: outcomes, the limited key of
+    answers that came after their start call, the round trip, the store's
+    state per worker.
 
 tests/redis/CMakeLists.txt registers it only when sluiced's configuration
 knows the Redis store (server/core/config.c calls sl__redis_config_set). It does
@@ -29,6 +32,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 import redis
@@ -302,3 +306,26 @@ def test_sluice_rules_server_reaches_the_fleet(rds, tmp_path):
     finally:
         for s in nodes:
             s.stop()
+
+
+def test_stats_of_a_remote_store(rds, nodes):
+    """The operator's statistics with a store that answers after its start
+    call: outcomes, the limited key (kept for the answer in the worker's
+    ring), the round trip and the store's own state per worker."""
+    a = nodes("a", workers=2)
+    verdicts = [a.check("shared", "fw", "heavy") for _ in range(60)]
+    assert verdicts.count("allow") == 50 and verdicts.count("deny") == 10
+    req = urllib.request.Request(f"http://127.0.0.1:{a.http}/v1/stats?seconds=5",
+                                 headers=a.admin_headers())
+    with urllib.request.urlopen(req, timeout=5) as r:
+        doc = json.load(r)
+    (p,) = [p for p in doc["series"] if p["limit"] == "shared.fw"]
+    assert p["total"]["allow"] == 50 and p["total"]["deny"] == 10
+    assert p["top"][0]["key"] == "fw=heavy" and p["top"][0]["count"] == 10
+    st = doc["store"]
+    assert st["type"] == "redis" and st["ready"] is True
+    assert sum(st["calls"]) == 60 and sum(st["failures"]) == 0
+    assert st["p99_ns_recent"] >= st["p50_ns_recent"] > 0
+    workers = st["state"]["workers"]
+    assert len(workers) == 2 and all(w["breaker"] == "closed" and w["ready"] for w in workers)
+    assert st["state"]["errors"] == 0
