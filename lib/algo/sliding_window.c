@@ -91,17 +91,23 @@ static void view(const struct sw_state *s, const struct sl_limit *l, int64_t now
 
     v->s = s;
     v->n = n_buckets(l);
-    v->sub_ns = l->period_ns / v->n;
+    v->sub_ns = v->n == 1 ? l->period_ns : l->period_ns / v->n; /* no division on N = 1 */
     v->t_ns = sl__max64(now_ns, s->last_ns);
     v->w = floor_div(v->t_ns, v->sub_ns);
     v->elapsed_ns = (int64_t)((__int128)v->t_ns - (__int128)v->w * v->sub_ns);
     moved = (__int128)v->w - floor_div(s->last_ns, v->sub_ns);
     v->shift = moved > v->n ? v->n + 1 : (unsigned)moved;
-    v->full = 0;
-    for (unsigned j = 0; j < v->n; j++)
-        v->full += count(v, j);
+    if (v->n == 1) { /* the default, without the loop */
+        v->cur = v->shift == 0 ? s->c[0] : 0;
+        v->old = v->shift == 0 ? s->c[1] : v->shift == 1 ? s->c[0] : 0;
+        v->full = v->cur;
+        return;
+    }
     v->cur = count(v, 0);
     v->old = count(v, v->n);
+    v->full = v->cur;
+    for (unsigned j = 1; j < v->n; j++)
+        v->full += count(v, j);
 }
 
 /* old * (S - e) + (full + cost) * S <= requests * S, exactly. Checking
