@@ -160,6 +160,20 @@ static void state_is_inline_and_whole_at(void **unused)
     sl_algo_decide(st, &l, 13, 0, &d);
     assert_int_equal(d.reset_ns, 30 - 13);
     test_free(st);
+
+    /* three sub-windows of 10 ns: a request at 13 (sub-window 1) weighs
+     * until 50; one at 37 (sub-window 3) until 70; out of line */
+    limit(&l, 6, 30);
+    l.buckets = 3;
+    assert_true(sl_algo_state_size(&l) > SL__STATE_INLINE);
+    st = wt_state_new(&l, 0);
+    assert_int_equal(sl__algo_sliding_window.whole_at(st, &l), INT64_MIN);
+    sl_algo_decide(st, &l, 13, 1, &d);
+    assert_int_equal(sl__algo_sliding_window.whole_at(st, &l), 50);
+    sl_algo_decide(st, &l, 37, 1, &d);
+    assert_int_equal(sl__algo_sliding_window.whole_at(st, &l), 70);
+    assert_int_equal(d.reset_ns, 70 - 37);
+    test_free(st);
 }
 
 /* N = 3: 6 per 30 ns, sub-windows of 10 ns. A row's comment gives the
