@@ -77,3 +77,35 @@ def test_config(http_sluiced):
     assert cfg["store"]["type"] == "memory" and cfg["store"]["on_full"] == "evict"
     assert cfg["server"]["read_timeout_ms"] == 10000
     assert cfg["test_clock"] is True
+
+
+SUB = """domain: sub
+descriptors:
+  - key: user
+    limits: [{{algorithm: sliding_window, requests: 2, period: 1m, buckets: {n}}}]
+"""
+SUB_CHECK = {"domain": "sub", "descriptors": [{"user": "u1"}]}
+
+
+def test_rules_sliding_window_buckets(http_sluiced):
+    """buckets through the admin API: stored, applied, listed by /rlconfig;
+    a value that does not split the period is refused with its position."""
+    s = http_sluiced(database=True)
+    status, _, body = s.json("POST", "/v1/rules", {"id": "sub", "yaml": SUB.format(n=6)})
+    assert status == 200 and body["applied"] is True
+    assert [s.json("POST", "/v1/check", SUB_CHECK)[0] for _ in range(3)] == [200, 200, 429]
+    status, _, body = s.request("GET", "/rlconfig")
+    assert status == 200
+    assert any(line.startswith("sub.user: ") and line.endswith(", buckets: 6")
+               for line in body.decode().splitlines()), body
+    status, _, body = s.json("PUT", "/v1/rules/sub", {"yaml": SUB.format(n=7)})
+    assert status == 400
+    assert any(":4:14: sliding_window: the period must split" in d for d in body["diagnostics"])
+    bad = SUB.format(n=3).replace("sliding_window", "fixed_window")
+    status, _, body = s.json("PUT", "/v1/rules/sub", {"yaml": bad})
+    assert status == 400
+    assert any("buckets applies to algorithm sliding_window only" in d
+               for d in body["diagnostics"])
+    # Another N is another limit: a fresh count.
+    assert s.json("PUT", "/v1/rules/sub", {"yaml": SUB.format(n=3)})[0] == 200
+    assert s.json("POST", "/v1/check", SUB_CHECK)[0] == 200

@@ -56,6 +56,8 @@ descriptors:
     limits: [{algorithm: fixed_window, requests: 50, period: 1m}]
   - key: sw
     limits: [{algorithm: sliding_window, requests: 50, period: 1m}]
+  - key: swb
+    limits: [{algorithm: sliding_window, requests: 30, period: 1m, buckets: 60}]
   - key: log
     limits: [{algorithm: sliding_log, requests: 25, period: 1m}]
   - key: conc
@@ -74,7 +76,7 @@ descriptors:
 
 # key -> how many of many requests at one instant are admitted
 ADMITTED = {"tb": 40, "warm": 1, "gcra": 16, "leaky": 21, "fw": 50, "sw": 50,
-            "log": 25, "conc": 12}
+            "swb": 30, "log": 25, "conc": 12}
 
 
 class Redis:
