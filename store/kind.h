@@ -40,6 +40,12 @@ struct sl__store_kind {
     int (*check)(const void *cfg, char *err, size_t errlen);
     void (*free_cfg)(void *cfg); /* beyond the table's strings; may be NULL */
 
+    /* Another kind whose configuration this one also reads (the hybrid
+     * store connects with the Redis store's keys): once every kind's
+     * configuration is made, link(cfg, that kind's cfg). May be NULL. */
+    const struct sl__store_kind *reads;
+    void (*link)(void *cfg, const void *other);
+
     int (*create)(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out);
     /* store.h's sl__store_metrics_render for this kind; may be NULL. */
     size_t (*metrics)(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
@@ -56,5 +62,6 @@ struct sl__store_kind {
 
 extern const struct sl__store_kind sl__store_kind_memory;
 extern const struct sl__store_kind sl__store_kind_redis;
+extern const struct sl__store_kind sl__store_kind_hybrid;
 
 #endif /* SL_STORE_KIND_H */
