@@ -331,6 +331,9 @@ static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
     SL__HY_SET(st, in_flight, st->calls_out);
     SL__HY_CNT(st, sync_calls, 1);
     SL__HY_CNT(st, sync_keys, c->n);
+    /* the loop's cached time may be as old as the loop's last wait: a
+     * timeout counted from it would fire early */
+    uv_update_time(st->loop);
     uv_timer_start(&c->timer, on_call_timeout, (uint64_t)st->cfg.timeout_ms, 0);
     return SL_OK;
 }

@@ -307,6 +307,10 @@ static long long run_fleet(enum sl_algo a, uint64_t requests, int64_t period_ms,
     assert_non_null(offered);
     assert_non_null(adm);
     assert_non_null(off);
+    uint64_t failures[NODES];
+
+    for (int i = 0; i < NODES; i++)
+        failures[i] = stats(i).sync_failures;
     one_init(&o, a, requests, period_ms * MS);
     rng_state = UINT64_C(0x5eed) + (uint64_t)a;
     for (int64_t ms = 0; ms < n_ms; ms++) {
@@ -338,6 +342,8 @@ static long long run_fleet(enum sl_algo a, uint64_t requests, int64_t period_ms,
         if (over > worst)
             worst = over;
     }
+    for (int i = 0; i < NODES; i++) /* every sync went through */
+        assert_int_equal(stats(i).sync_failures, failures[i]);
     clock_ns = t0 + n_ms * MS;
     free(offered);
     free(adm);
