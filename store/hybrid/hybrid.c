@@ -58,6 +58,20 @@ static bool windowed(const struct sl_limit *l)
     return l->algo == SL_ALGO_FIXED_WINDOW || l->algo == SL_ALGO_SLIDING_WINDOW;
 }
 
+/* The sub-windows of a sliding window (1: the classic two windows). */
+static int64_t sub_windows(const struct sl_limit *l)
+{
+    (void)l;
+    return 1;
+}
+
+/* What a window entry counts: one window (fixed), one sub-window
+ * (sliding), the windows of the algorithms. */
+static int64_t span_ns(const struct sl_limit *l)
+{
+    return l->algo == SL_ALGO_SLIDING_WINDOW ? l->period_ns / sub_windows(l) : l->period_ns;
+}
+
 static int64_t floor_div(int64_t a, int64_t b)
 {
     int64_t q = a / b;
@@ -134,7 +148,7 @@ static void on_commit(void *arg, const struct sl_match *m, const struct sl_limit
     struct sl__hystore *st = arg;
     char buf[SL__HY_KEY_MAX + 8];
     uint64_t h[2];
-    int64_t w = windowed(l) ? floor_div(now_ns, l->period_ns) : 0;
+    int64_t w = windowed(l) ? floor_div(now_ns, span_ns(l)) : 0;
     struct sl__hy_ent *e;
 
     if (!syncable(l) || m->key_len > SL__HY_KEY_MAX) {
@@ -200,13 +214,14 @@ int64_t sl__hy_ttl_ms(const struct sl__hystore *st, const struct sl__hy_ent *e)
 }
 
 /* Is entry e still of use at now? Windows: while its window is the
- * current one (fixed) or the current or previous one (sliding); buckets:
- * until the bucket has drained twice over since its last activity. */
+ * current one (fixed) or one the sliding window still counts (the current
+ * sub-window and the N before it); buckets: until the bucket has drained
+ * twice over since its last activity. */
 static bool useful(const struct sl__hy_ent *e, int64_t now_ns)
 {
     if (windowed(&e->l)) {
-        int64_t cur = floor_div(now_ns, e->l.period_ns);
-        return e->w >= cur - (e->l.algo == SL_ALGO_SLIDING_WINDOW ? 1 : 0);
+        int64_t cur = floor_div(now_ns, span_ns(&e->l));
+        return e->w >= cur - (e->l.algo == SL_ALGO_SLIDING_WINDOW ? sub_windows(&e->l) : 0);
     }
     return now_ns - e->last_ns < drain_ns(&e->l);
 }
@@ -268,10 +283,13 @@ void sl__hy_apply(struct sl__hystore *st, struct sl__hy_ent *e, uint64_t total)
     if (others == 0)
         return;
     if (windowed(&e->l)) {
-        /* counted in their window; a window this node has left is
-         * only worth it for a sliding window's previous one */
-        __int128 end = ((__int128)e->w + 1) * e->l.period_ns - 1;
-        if (e->superseded)
+        /* counted in their (sub-)window. A fixed window this node has left
+         * must not get them (they would count in the later one); a sliding
+         * window's state that has moved on counts them in a later
+         * sub-window instead, where they weigh at least as much and for
+         * longer: on the side of denying, never lost */
+        __int128 end = ((__int128)e->w + 1) * span_ns(&e->l) - 1;
+        if (e->superseded && e->l.algo == SL_ALGO_FIXED_WINDOW)
             return;
         if (at > end)
             at = (int64_t)end;
