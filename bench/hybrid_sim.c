@@ -106,6 +106,7 @@ int hsim_run(const struct hsim_req *reqs, size_t n, uint32_t clients, const stru
     hcfg.batch = 256;
     hcfg.max_bytes = 64u << 20;
     hcfg.redis = &rcfg;
+    hcfg.manual_sync = true; /* only the trace's clock syncs */
     s->n = nodes;
     for (unsigned i = 0; i < nodes; i++) {
         if (sl__store_hybrid_new(&s->loop, &hcfg, &s->node[i]) != SL_OK)

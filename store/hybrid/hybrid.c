@@ -317,7 +317,7 @@ static void note_time(struct sl__hystore *st, int64_t now_ns)
 {
     if (now_ns > st->last_now_ns)
         st->last_now_ns = now_ns;
-    if (now_ns >= st->next_sync_ns && !st->sync_scheduled && !st->closing) {
+    if (now_ns >= st->next_sync_ns && !st->sync_scheduled && !st->closing && !st->cfg.manual_sync) {
         st->sync_scheduled = true;
         uv_timer_start(&st->kick, on_kick, 0, 0);
     }
@@ -576,8 +576,9 @@ int sl__store_hybrid_new(uv_loop_t *loop, const struct sl__hybrid_config *c, str
     rc = sl__hy_sync_init(st);
     if (rc != SL_OK)
         goto fail;
-    uv_timer_start(&st->tick, on_tick, (uint64_t)c->sync_interval_ms,
-                   (uint64_t)c->sync_interval_ms);
+    if (!c->manual_sync)
+        uv_timer_start(&st->tick, on_tick, (uint64_t)c->sync_interval_ms,
+                       (uint64_t)c->sync_interval_ms);
     *out = &st->base;
     return SL_OK;
 fail:

@@ -38,6 +38,9 @@ struct sl__hybrid_config {
     unsigned max_keys;        /* store.hybrid.max_keys: keys with kept deltas, per worker */
     unsigned batch;           /* store.hybrid.batch: keys per script call */
     size_t max_bytes;         /* store.hybrid.max_bytes: the local table, per worker */
+    /* Not a key: no sync unless sl__store_hybrid_sync() is called (the
+     * benchmark replays a trace deterministically this way). */
+    bool manual_sync;
     /* The Redis store's configuration (store.redis.*), set by kinds.c:
      * the connection of the syncs, and the store of the Redis path. */
     const struct sl__redis_config *redis;
