@@ -88,6 +88,9 @@ SL_API int sl_algo_parse(const char *name, enum sl_algo *out);
 
 /* Default cap on the entries of one sliding_log (docs/contracts.md §Algorithms). */
 #define SL_LOG_CAP_DEFAULT 10000u
+/* Most sub-windows a sliding_window may split its period into (`buckets`);
+ * its state is 8 * (buckets + 2) bytes (docs/algorithms.md). */
+#define SL_SW_BUCKETS_MAX 1024u
 
 /*
  * The parameters of one limit (docs/contracts.md §Algorithms, §Rules). Fill with sl_limit_init()
@@ -105,7 +108,12 @@ struct sl_limit {
     int64_t warmup_ns;       /* token_bucket: Guava warm-up period, 0 = none */
     int64_t lease_ns;        /* concurrency: a slot frees itself after this */
     bool count_rejected;     /* rejected requests are counted too (contracts §Decisions) */
-    uint32_t log_cap;        /* sliding_log: cap on N (SL_LOG_CAP_DEFAULT) */
+    /* sliding_window: sub-windows per period, 1..SL_SW_BUCKETS_MAX; 0 means
+     * 1 (two counters: the current window and the weighted previous one).
+     * Placed in what was padding, so the struct's size and layout are
+     * unchanged. */
+    uint16_t buckets;
+    uint32_t log_cap; /* sliding_log: cap on N (SL_LOG_CAP_DEFAULT) */
 
     /* Identity and reporting; not algorithm parameters. */
     const char *name; /* borrowed; the rules snapshot owns it. May be NULL */

@@ -117,6 +117,10 @@ int sl_limit_validate(const struct sl_limit *l, const char **why)
         *why = "durations must be >= 0";
         return SL_EINVAL;
     }
+    if (l->buckets > 1 && l->algo != SL_ALGO_SLIDING_WINDOW) {
+        *why = "buckets applies to sliding_window only";
+        return SL_EINVAL;
+    }
     return ops->validate(l, why);
 }
 
@@ -127,7 +131,7 @@ static const uint8_t identity_key[16] = "sluice-limit-id";
 
 void sl_limit_finish(struct sl_limit *l)
 {
-    int64_t v[10] = {
+    int64_t v[11] = {
         (int64_t)l->algo,
         (int64_t)l->requests,
         l->period_ns,
@@ -138,8 +142,18 @@ void sl_limit_finish(struct sl_limit *l)
         l->warmup_ns,
         l->lease_ns,
         (int64_t)l->count_rejected * 2 + (l->algo == SL_ALGO_SLIDING_LOG ? l->log_cap : 0) * 4,
+        0,
     };
-    l->id = sl_siphash(identity_key, v, sizeof(v));
+    /* sliding_window's sub-windows are part of the identity (another N is
+     * a fresh state); N = 1 hashes as before they existed, so the state of
+     * every limit written then keeps its name. */
+    size_t len = sizeof(v) - sizeof(v[0]);
+
+    if (l->algo == SL_ALGO_SLIDING_WINDOW && l->buckets > 1) {
+        v[10] = (int64_t)l->buckets;
+        len = sizeof(v);
+    }
+    l->id = sl_siphash(identity_key, v, len);
 }
 
 int64_t sl_limit_quota(const struct sl_limit *l)

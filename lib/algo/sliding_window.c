@@ -1,26 +1,38 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * sliding_window.c - Cloudflare's sliding window counter (docs/contracts.md §Algorithms):
- * two epoch-aligned fixed windows, the previous one weighted by how much of
- * it still overlaps the sliding window ending now.
+ * sliding_window.c - Cloudflare's sliding window counter (docs/contracts.md §Algorithms),
+ * generalised to sub-windows: the period P is split into N = `buckets`
+ * epoch-aligned sub-windows of S = P / N each, with one count per
+ * sub-window. The sliding window (now - P, now] covers the current
+ * sub-window, the N - 1 before it in full, and part of the one before
+ * those; that oldest one is weighted by how much of it still overlaps.
+ * N = 1 (the default) is the classic two-window counter: the current
+ * window plus the weighted previous one.
  *
- * With P the period, e the time elapsed in the current window (0 <= e < P),
- * prev and cur the two counts, a request of `cost` is admitted iff
+ * With e the time elapsed in the current sub-window (0 <= e < S), `full` the
+ * sum of the N newest counts (the current sub-window's included) and `old`
+ * the count of the sub-window N before the current one, a request of
+ * `cost` is admitted iff
  *
- *     prev * (P - e) + (cur + cost) * P <= requests * P
+ *     old * (S - e) + (full + cost) * S <= requests * S
  *
- * i.e. estimate + cost <= requests with estimate = prev * (P - e) / P + cur
+ * i.e. estimate + cost <= requests with estimate = old * (S - e) / S + full,
  * compared exactly, in 128-bit integers, with no rounding at all.
- * retry_after is the exact smallest wait in nanoseconds: the previous
- * window's weight decays by one unit per nanosecond, so the wait is solved
- * for in closed form, within this window or across into the next ones.
+ * retry_after is the exact smallest wait in nanoseconds: within a
+ * sub-window the oldest count's weight decays by one unit per nanosecond,
+ * and at a boundary every count moves one place, so the wait is solved for
+ * in closed form, in the first sub-window (this one or a later one) in
+ * which the fully counted ones leave room.
  *
- * State (24 bytes, inline): time of the last recorded request, the count of
- * its window and the count of the window before it.
+ * State (8 * (N + 2) bytes; inline for N = 1, out of line beyond): time of
+ * the last recorded request, then N + 1 counts, the newest (the sub-window
+ * of that time) first. For N = 1 that is exactly the former layout: time,
+ * current window's count, previous window's count.
  *
  * Deliberately does not: keep timestamps (use sliding_log for exactness),
  * read a clock, allocate, or use floating point. Counts saturate at 2^64 - 1.
+ * A check costs O(N) additions; N is capped at SL_SW_BUCKETS_MAX.
  */
 #include <string.h>
 
@@ -29,11 +41,11 @@
 
 struct sw_state {
     int64_t last_ns; /* time of the last recorded request; INT64_MIN: none */
-    uint64_t cur;    /* requests recorded in last_ns's window */
-    uint64_t prev;   /* requests recorded in the window before it */
+    uint64_t c[];    /* N + 1 counts: c[0] last_ns's sub-window, c[j] j before it */
 };
 
-_Static_assert(sizeof(struct sw_state) <= SL__STATE_INLINE, "sliding_window state must be inline");
+_Static_assert(sizeof(struct sw_state) + 2 * sizeof(uint64_t) <= SL__STATE_INLINE,
+               "sliding_window's state with one bucket must be inline");
 
 typedef unsigned __int128 u128;
 
@@ -45,70 +57,98 @@ static int64_t floor_div(int64_t a, int64_t b)
     return q;
 }
 
-/* The state seen at `now`: clamped time, elapsed time in its window and the
- * two counts as they stand in that window. */
+static unsigned n_buckets(const struct sl_limit *l)
+{
+    return l->buckets > 1 ? l->buckets : 1;
+}
+
+/* The state seen at `now`: clamped time, the sub-window length, elapsed
+ * time in the current sub-window, how many sub-windows the counts move by
+ * (capped at N + 1: all gone), and the sums the decision needs. */
 struct sw_view {
-    int64_t t_ns;
-    int64_t elapsed_ns; /* 0 <= elapsed < period */
-    uint64_t cur, prev;
+    const struct sw_state *s;
+    unsigned n;         /* N */
+    int64_t sub_ns;     /* S */
+    int64_t t_ns;       /* clamped now */
+    int64_t elapsed_ns; /* 0 <= e < S */
+    int64_t w;          /* the current sub-window's index */
+    unsigned shift;     /* c[j] of the state is count j + shift of the view */
+    uint64_t cur;       /* count(0) */
+    uint64_t old;       /* count(N) */
+    u128 full;          /* count(0) + ... + count(N - 1) */
 };
+
+/* Count of the sub-window j before the current one, 0 <= j <= N. */
+static uint64_t count(const struct sw_view *v, unsigned j)
+{
+    return j < v->shift ? 0 : v->s->c[j - v->shift];
+}
 
 static void view(const struct sw_state *s, const struct sl_limit *l, int64_t now_ns,
                  struct sw_view *v)
 {
-    int64_t w, w_last;
+    __int128 moved;
 
+    v->s = s;
+    v->n = n_buckets(l);
+    v->sub_ns = l->period_ns / v->n;
     v->t_ns = sl__max64(now_ns, s->last_ns);
-    w = floor_div(v->t_ns, l->period_ns);
-    w_last = floor_div(s->last_ns, l->period_ns);
-    v->elapsed_ns = (int64_t)((__int128)v->t_ns - (__int128)w * l->period_ns);
-    v->cur = v->prev = 0;
-    if (w == w_last) {
-        v->cur = s->cur;
-        v->prev = s->prev;
-    } else if ((__int128)w - w_last == 1) {
-        v->prev = s->cur;
-    }
+    v->w = floor_div(v->t_ns, v->sub_ns);
+    v->elapsed_ns = (int64_t)((__int128)v->t_ns - (__int128)v->w * v->sub_ns);
+    moved = (__int128)v->w - floor_div(s->last_ns, v->sub_ns);
+    v->shift = moved > v->n ? v->n + 1 : (unsigned)moved;
+    v->full = 0;
+    for (unsigned j = 0; j < v->n; j++)
+        v->full += count(v, j);
+    v->cur = count(v, 0);
+    v->old = count(v, v->n);
 }
 
-/* prev * (P - e) + (cur + cost) * P <= requests * P, exactly. Checking
- * cur + cost <= requests first keeps every term below 2^127. */
+/* old * (S - e) + (full + cost) * S <= requests * S, exactly. Checking
+ * full + cost <= requests first keeps every term below 2^127. */
 static bool fits(const struct sw_view *v, const struct sl_limit *l, uint64_t cost)
 {
-    u128 p = (u128)l->period_ns;
-    u128 need = (u128)v->cur + cost;
+    u128 s = (u128)v->sub_ns;
+    u128 need = v->full + cost;
 
     if (need > l->requests)
         return false;
-    return (u128)v->prev * (u128)(l->period_ns - v->elapsed_ns) + need * p <= (u128)l->requests * p;
+    return (u128)v->old * (u128)(v->sub_ns - v->elapsed_ns) + need * s <= (u128)l->requests * s;
 }
 
-/* Requests of cost 1 still admissible at this view: the largest k with
- * prev*(P-e) + (cur+k)*P <= requests*P, or 0. */
-static int64_t remaining(const struct sw_view *v, const struct sl_limit *l)
+/* Requests of cost 1 still admissible at this view with `full` counted in
+ * full: the largest k with old*(S-e) + (full+k)*S <= requests*S, or 0. */
+static int64_t remaining(const struct sw_view *v, const struct sl_limit *l, u128 full)
 {
-    u128 p = (u128)l->period_ns;
-    u128 cap = (u128)l->requests * p;
-    u128 used = (u128)v->prev * (u128)(l->period_ns - v->elapsed_ns) + (u128)v->cur * p;
-    u128 k;
+    u128 s = (u128)v->sub_ns;
+    u128 cap = (u128)l->requests * s;
+    u128 used, k;
 
+    if (full >= l->requests)
+        return 0;
+    used = (u128)v->old * (u128)(v->sub_ns - v->elapsed_ns) + full * s;
     if (used >= cap)
         return 0;
-    k = (cap - used) / p;
+    k = (cap - used) / s;
     return k > INT64_MAX ? INT64_MAX : (int64_t)k;
 }
 
-/* Until both counters have aged out: the previous window's weight is gone at
- * the end of this window, the current one's at the end of the next. */
-static int64_t reset_ns(const struct sw_view *v, const struct sl_limit *l)
+static int64_t clamp128(__int128 x)
 {
-    __int128 left = (__int128)l->period_ns - v->elapsed_ns;
+    return x > INT64_MAX ? INT64_MAX : (int64_t)x;
+}
 
-    if (v->cur > 0)
-        left += l->period_ns;
-    else if (v->prev == 0)
-        return 0;
-    return left > INT64_MAX ? INT64_MAX : (int64_t)left;
+/* Until every count has aged out: the count of the sub-window j before the
+ * current one is weighted for the last time in the sub-window N after its
+ * own, so the newest non-zero one, j, is gone at (N + 1 - j) * S - e.
+ * `cur_added`: the current sub-window holds something beyond the view. */
+static int64_t reset_ns(const struct sw_view *v, bool cur_added)
+{
+    for (unsigned j = 0; j <= v->n; j++) {
+        if (count(v, j) > 0 || (j == 0 && cur_added))
+            return clamp128((__int128)(v->n + 1 - j) * v->sub_ns - v->elapsed_ns);
+    }
+    return 0;
 }
 
 static int64_t ceil_div128(u128 a, u128 b)
@@ -118,36 +158,57 @@ static int64_t ceil_div128(u128 a, u128 b)
 }
 
 /* The smallest wait after which `cost` fits with no further traffic; the
- * view is denied and cost <= requests. */
+ * view is denied and cost <= requests. k sub-windows from now the fully
+ * counted ones are count(0..N-1-k), the weighted one count(N-k); the first
+ * k at which the full ones leave room for `cost` is where it fits, after
+ * the weighted count has decayed enough. */
 static int64_t retry_ns(const struct sw_view *v, const struct sl_limit *l, uint64_t cost)
 {
-    u128 p = (u128)l->period_ns;
-    u128 need = (u128)v->cur + cost; /* no saturation: cur, cost < 2^64 */
+    u128 s = (u128)v->sub_ns;
     u128 cap = (u128)l->requests;
-    __int128 w;
+    u128 full = v->full;
 
-    if (need <= cap) {
-        /* Within this window: prev * (P - e - w) + need * P <= cap * P. The
-         * solution is at most P - e, where prev's weight reaches zero. */
-        u128 excess = (u128)v->prev * (u128)(l->period_ns - v->elapsed_ns) - (cap - need) * p;
-        return ceil_div128(excess, v->prev);
+    for (unsigned k = 0; k <= v->n; k++) {
+        u128 old = count(v, v->n - k);
+        u128 need;
+
+        if (k > 0)
+            full -= old; /* count(N-k) is now the weighted one */
+        need = full + cost;
+        if (need > cap)
+            continue;
+        if (k == 0) {
+            /* old * (S - e - w) + need * S <= cap * S; at most S - e. */
+            u128 excess = old * (u128)(v->sub_ns - v->elapsed_ns) - (cap - need) * s;
+            return ceil_div128(excess, old);
+        }
+        /* e2 into sub-window k: old * (S - e2) <= (cap - need) * S. */
+        {
+            __int128 w = (__int128)k * v->sub_ns - v->elapsed_ns;
+            if (old > cap - need)
+                w += ceil_div128((old - (cap - need)) * s, old);
+            return clamp128(w);
+        }
     }
-    /* Next window, `e2` into it: cur * (P - e2) + cost * P <= cap * P, so
-     * e2 = ceil((cur + cost - cap) * P / cur) <= P since cost <= cap. */
-    w = (__int128)l->period_ns - v->elapsed_ns + ceil_div128((need - cap) * p, v->cur);
-    return w > INT64_MAX ? INT64_MAX : (int64_t)w;
+    return -1; /* not reached: count(N) alone is weighted at k = N, and cost <= cap */
 }
 
 static size_t state_size(const struct sl_limit *l)
 {
-    (void)l;
-    return sizeof(struct sw_state);
+    return sizeof(struct sw_state) + (n_buckets(l) + 1) * sizeof(uint64_t);
 }
 
 static int validate(const struct sl_limit *l, const char **why)
 {
-    (void)l;
-    (void)why;
+    if (l->buckets > SL_SW_BUCKETS_MAX) {
+        *why = "sliding_window: buckets must be from 1 to 1024";
+        return SL_EINVAL;
+    }
+    if (l->period_ns % n_buckets(l) != 0) {
+        *why = "sliding_window: the period must split into `buckets` sub-windows of whole "
+               "nanoseconds (period a multiple of buckets ns)";
+        return SL_EINVAL;
+    }
     return SL_OK;
 }
 
@@ -155,10 +216,9 @@ static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
     struct sw_state *s = st;
 
-    (void)l;
     (void)now_ns;
     s->last_ns = INT64_MIN;
-    s->cur = s->prev = 0;
+    memset(s->c, 0, (n_buckets(l) + 1) * sizeof(uint64_t));
 }
 
 /* Fills every field of `d` for `cost` at `now` (clamped to the last recorded
@@ -172,21 +232,22 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
     memset(d, 0, sizeof(*d));
     d->quota = sl_limit_quota(l);
     if (cost == 0 || fits(&v, l, cost)) { /* a peek is always admitted */
+        uint64_t cur = sl__sat_addu(v.cur, cost);
         d->verdict = SL_ALLOW;
-        v.cur = sl__sat_addu(v.cur, cost);
-        d->remaining = remaining(&v, l);
-        d->reset_ns = reset_ns(&v, l);
+        d->remaining = remaining(&v, l, v.full - v.cur + cur);
+        d->reset_ns = reset_ns(&v, cost > 0);
         return;
     }
     d->verdict = SL_DENY;
-    d->remaining = remaining(&v, l);
-    d->reset_ns = reset_ns(&v, l);
+    d->remaining = remaining(&v, l, v.full);
+    d->reset_ns = reset_ns(&v, false);
     d->retry_after_ns = cost > l->requests ? -1 : retry_ns(&v, l, cost);
 }
 
-/* Records `cost` in the current window at the clamped `now`. For a denial
- * counted because of count_rejected, remaining/reset/retry_after in `d` are
- * refreshed to describe the state with the rejected request in it. */
+/* Records `cost` in the current sub-window at the clamped `now`, moving
+ * the counts along first. For a denial counted because of count_rejected,
+ * remaining/reset/retry_after in `d` are refreshed to describe the state
+ * with the rejected request in it. */
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
@@ -195,9 +256,14 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     struct sl_decision after;
 
     view(s, l, now_ns, &v);
+    if (v.shift > v.n) {
+        memset(s->c, 0, (v.n + 1) * sizeof(uint64_t));
+    } else if (v.shift > 0) {
+        memmove(s->c + v.shift, s->c, (v.n + 1 - v.shift) * sizeof(uint64_t));
+        memset(s->c, 0, v.shift * sizeof(uint64_t));
+    }
     s->last_ns = v.t_ns;
-    s->prev = v.prev;
-    s->cur = sl__sat_addu(v.cur, cost);
+    s->c[0] = sl__sat_addu(s->c[0], cost);
     if (d->verdict == SL_DENY) {
         check(s, l, now_ns, cost, &after);
         d->remaining = after.remaining;
@@ -209,14 +275,14 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 static int64_t whole_at(const void *st, const struct sl_limit *l)
 {
     const struct sw_state *s = st;
-    __int128 end;
+    unsigned n = n_buckets(l);
+    int64_t sub = l->period_ns / n;
 
-    if (s->cur == 0 && s->prev == 0)
-        return INT64_MIN;
-    end = (__int128)floor_div(s->last_ns, l->period_ns) * l->period_ns + l->period_ns;
-    if (s->cur > 0)
-        end += l->period_ns;
-    return end > INT64_MAX ? INT64_MAX : (int64_t)end;
+    for (unsigned j = 0; j <= n; j++) {
+        if (s->c[j] > 0)
+            return clamp128(((__int128)floor_div(s->last_ns, sub) + n + 1 - j) * sub);
+    }
+    return INT64_MIN;
 }
 
 const struct sl__algo_ops sl__algo_sliding_window = {

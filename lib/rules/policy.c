@@ -163,11 +163,13 @@ enum {
     LI_COUNT_REJECTED,
     LI_SHADOW,
     LI_REPLACES,
+    LI_BUCKETS,
     LI_N
 };
 static const char *const li_names[LI_N] = {
-    "name",         "algorithm", "requests", "period",         "burst",       "delay",   "nodelay",
-    "min_interval", "warmup",    "lease",    "count_rejected", "shadow_mode", "replaces"};
+    "name",           "algorithm",   "requests",     "period", "burst",
+    "delay",          "nodelay",     "min_interval", "warmup", "lease",
+    "count_rejected", "shadow_mode", "replaces",     "buckets"};
 
 static bool item_algo(struct sl__cctx *c, const struct sl__ynode *item, const struct sl__ynode *a,
                       struct sl_limit *l)
@@ -185,6 +187,27 @@ static bool item_algo(struct sl__cctx *c, const struct sl__ynode *item, const st
                 a->text ? a->text : "");
         return false;
     }
+    return true;
+}
+
+/* `buckets: N`: sliding_window's sub-windows per period, 1..SL_SW_BUCKETS_MAX. */
+static bool item_buckets(struct sl__cctx *c, const struct sl__ynode *n, struct sl_limit *l)
+{
+    uint64_t b = 0;
+
+    if (l->algo != SL_ALGO_SLIDING_WINDOW) {
+        SL__ERR(c, n,
+                "buckets applies to algorithm sliding_window only (it splits the period into "
+                "sub-windows); remove it or use sliding_window");
+        return false;
+    }
+    if (!sl__y_uint(c, n, "buckets", SL_SW_BUCKETS_MAX, &b))
+        return false;
+    if (b == 0) {
+        SL__ERR(c, n, "buckets must be from 1 to %u, not 0", SL_SW_BUCKETS_MAX);
+        return false;
+    }
+    l->buckets = (uint16_t)b;
     return true;
 }
 
@@ -227,6 +250,8 @@ static bool item_numbers(struct sl__cctx *c, const struct sl__ynode *item,
         ok = sl__y_bool(c, v[LI_COUNT_REJECTED], "count_rejected", &l->count_rejected) && ok;
     if (v[LI_SHADOW] != NULL)
         ok = sl__y_bool(c, v[LI_SHADOW], "shadow_mode", &l->shadow) && ok;
+    if (v[LI_BUCKETS] != NULL)
+        ok = item_buckets(c, v[LI_BUCKETS], l) && ok;
     return ok;
 }
 

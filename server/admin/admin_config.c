@@ -165,6 +165,8 @@ static void dump_limit(void *arg, const char *path, const struct sl_limit *l, bo
                  (unsigned long long)l->requests, (long long)(l->period_ns / SL_NS_PER_MS));
     if (l->burst >= 0)
         dump_put(d, ", burst: %lld", (long long)l->burst);
+    if (l->buckets > 1)
+        dump_put(d, ", buckets: %u", (unsigned)l->buckets);
     dump_put(d, "\n");
 }
 

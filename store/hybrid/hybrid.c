@@ -61,8 +61,7 @@ static bool windowed(const struct sl_limit *l)
 /* The sub-windows of a sliding window (1: the classic two windows). */
 static int64_t sub_windows(const struct sl_limit *l)
 {
-    (void)l;
-    return 1;
+    return l->buckets > 1 ? l->buckets : 1;
 }
 
 /* What a window entry counts: one window (fixed), one sub-window

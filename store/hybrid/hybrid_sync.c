@@ -15,7 +15,8 @@
  * reconnects with a backoff (50 ms doubling to store.redis.backoff_max).
  *
  * When the store is freed, kept deltas are pushed once more over a
- * blocking connection, bounded by store.hybrid.timeout per step, so a
+ * blocking connection, bounded by 1 s (or store.hybrid.timeout if longer)
+ * per step, so a
  * node that restarts loses nothing it had recorded while Redis was up.
  */
 #include <stdio.h>
@@ -432,8 +433,9 @@ static bool push_blocking(struct sl__hystore *st, redisContext *c, const uint32_
 void sl__hy_final_push(struct sl__hystore *st)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
-    struct timeval tv = {.tv_sec = (time_t)(st->cfg.timeout_ms / 1000),
-                         .tv_usec = (suseconds_t)((st->cfg.timeout_ms % 1000) * 1000)};
+    int64_t ms = st->cfg.timeout_ms > 1000 ? st->cfg.timeout_ms : 1000; /* stopping can wait */
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                         .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
     redisContext *c = NULL;
     uint32_t *idx = NULL;
     unsigned k = 0;

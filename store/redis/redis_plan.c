@@ -104,8 +104,12 @@ int sl__redis_limit_fields(const struct sl_limit *l, int64_t f[5])
         return bucket_fields(p_us, l->requests, burst + 1, 0, f);
     case SL_ALGO_LEAKY_BUCKET:
         return bucket_fields(p_us, l->requests, burst + 1, (l->nodelay ? burst : l->delay) + 1, f);
-    case SL_ALGO_FIXED_WINDOW:
-    case SL_ALGO_SLIDING_WINDOW: /* large products go through big integers */
+    case SL_ALGO_SLIDING_WINDOW: /* c: buckets N; each sub-window whole us */
+        f[1] = p_us;
+        f[2] = req;
+        f[3] = l->buckets > 1 ? l->buckets : 1;
+        return p_us % f[3] == 0 && fits(p_us, 2) ? SL_OK : SL_ERANGE;
+    case SL_ALGO_FIXED_WINDOW: /* large products go through big integers */
     case SL_ALGO_SLIDING_LOG:
         f[1] = p_us;
         f[2] = req;

@@ -42,6 +42,26 @@ out=$(printf '%s\n%s\n' "$in" "$in" | "$sluice" simulate -r "$dir/file.yaml" --d
 [ "$(echo "$out" | grep -c '"decision":"allow","limit":"acme-plan"')" -eq 2 ] || fail "db precedence: $out"
 out=$(printf '%s\n%s\n' "$in" "$in" | "$sluice" simulate -r "$dir/file.yaml")
 echo "$out" | tail -1 | grep -q '"decision":"deny"' || fail "file only: $out"
+# sliding_window sub-windows through the database: 2 per minute in 6
+# sub-windows; a bad `buckets` is refused with its position.
+cat > "$dir/sub.yaml" <<'Y'
+domain: api
+descriptors:
+  - key: customer
+    value: sub
+    limits: [{algorithm: sliding_window, requests: 2, period: 1m, buckets: 6, name: sub-plan}]
+Y
+sed 's/buckets: 6/buckets: 7/' "$dir/sub.yaml" > "$dir/sub7.yaml"
+"$sluice" rules add --db "$db" --id sub "$dir/sub.yaml" > /dev/null || fail "add with buckets"
+"$sluice" rules add --db "$db" --id sub7 "$dir/sub7.yaml" 2> "$dir/err"; [ $? -eq 1 ] || fail "buckets: 7 accepted"
+grep -qF "sub7.yaml:5:14: sliding_window: the period must split" "$dir/err" || fail "buckets message: $(cat "$dir/err")"
+# 1 at 0:00, 1 at 0:09.9 (2 in the window), 1 at 1:00 (0:00's sub-window is
+# the oldest, weight 1: denied), 1 at 1:10.1 (the first is gone: allowed).
+sub() { printf '{"t_ms":%s,"domain":"api","descriptors":[{"customer":"sub"}]}\n' "$1"; }
+out=$( (sub 1700000040000; sub 1700000049900; sub 1700000100000; sub 1700000110100) |
+    "$sluice" simulate -r "$dir/file.yaml" --db "$db" | sed 's/.*"decision":"\([a-z]*\)","delay_ms.*/\1/')
+[ "$(echo $out)" = "allow allow deny allow" ] || fail "sub-windows from the database: $out"
+"$sluice" rules rm --db "$db" sub > /dev/null || fail "rm sub"
 "$sluice" rules rm --db "$db" acme > /dev/null || fail "rm"
 "$sluice" rules rm --db "$db" acme 2> /dev/null && fail "rm of a missing id succeeded"
 [ -z "$("$sluice" rules ls --db "$db")" ] || fail "ls after rm"

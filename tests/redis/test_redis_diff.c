@@ -7,7 +7,8 @@
  * (sl_limiter_check_matched) and through the script store/lua/NN_*.lua on a real
  * redis-server that the test starts, compared field by field; then several
  * limits and descriptors at once (all-or-nothing, shadow, count_rejected,
- * duplicates merged), key expiry set with the state, and the refusals
+ * duplicates merged), sliding_window with sub-windows (`buckets`, reference
+ * and random traces), key expiry set with the state, and the refusals
  * (SL_ERANGE) of what the script cannot decide exactly.
  *
  * An algorithm without a script fails here: the script answers an error
@@ -461,6 +462,16 @@ static void test_reference_traces(void **state)
     finish(&l);
     burst_then_spread(&l, 7 * S);
 
+    /* sub-windows: 10 per minute in 3; 500 per hour in minutes */
+    l = mk(SL_ALGO_SLIDING_WINDOW, 10, 60 * S);
+    l.buckets = 3;
+    finish(&l);
+    burst_then_spread(&l, 7 * S);
+    l = mk(SL_ALGO_SLIDING_WINDOW, 500, 3600 * S);
+    l.buckets = 60;
+    finish(&l);
+    burst_then_spread(&l, 5 * S);
+
     /* rolling-rate-limiter: 3 per 10 s, minDifference 1 s */
     l = mk(SL_ALGO_SLIDING_LOG, 3, 10 * S);
     l.min_interval_ns = S;
@@ -495,6 +506,8 @@ static uint64_t rand_requests(void)
     return rnd() % 4 == 0 ? (uint64_t)between(1, 1000) : (uint64_t)between(1, 20);
 }
 
+static bool with_buckets; /* sliding_window: always sub-windows */
+
 static struct sl_limit rand_limit(enum sl_algo a)
 {
     struct sl_limit l = mk(a, rand_requests(), rand_period_ns());
@@ -525,6 +538,15 @@ static struct sl_limit rand_limit(enum sl_algo a)
         if (rnd() % 4 == 0) {
             l.requests = (uint64_t)between(100000, 100000000);
             l.period_ns = between(1, 30 * 24) * 3600 * S;
+        }
+        if (a == SL_ALGO_SLIDING_WINDOW && (with_buckets || rnd() % 3 == 0)) {
+            /* sub-windows of whole microseconds */
+            static const int64_t some[] = {2, 3, 10, 60, 0};
+            int64_t n = some[rnd() % 5], p_us = l.period_ns / US;
+            if (n == 0)
+                n = between(1, SL_SW_BUCKETS_MAX);
+            l.buckets = (uint16_t)n;
+            l.period_ns = (p_us < n ? n : p_us / n * n) * US;
         }
         break;
     case SL_ALGO_SLIDING_LOG:
@@ -632,6 +654,13 @@ static void test_random_sliding_window(void **st)
 {
     (void)st;
     random_traces(SL_ALGO_SLIDING_WINDOW);
+}
+static void test_random_sliding_window_buckets(void **st)
+{
+    (void)st;
+    with_buckets = true;
+    random_traces(SL_ALGO_SLIDING_WINDOW);
+    with_buckets = false;
 }
 static void test_random_sliding_log(void **st)
 {
@@ -761,6 +790,13 @@ static void test_refusals(void **state)
     assert_int_equal(sl__redis_limit_fields(&l, f), SL_ERANGE);
     l = mk(SL_ALGO_SLIDING_WINDOW, 1000000000, 365 * 86400 * S); /* big integers: fine */
     assert_int_equal(sl__redis_limit_fields(&l, f), SL_OK);
+    l = mk(SL_ALGO_SLIDING_WINDOW, 10, S);
+    l.buckets = 500; /* 2 ms sub-windows: fine, and N is the script's c */
+    assert_int_equal(sl__redis_limit_fields(&l, f), SL_OK);
+    assert_int_equal(f[3], 500);
+    l.buckets = 512; /* 1 s / 512 is whole ns but not whole us */
+    assert_int_equal(sl_limit_validate(&l, NULL), SL_OK);
+    assert_int_equal(sl__redis_limit_fields(&l, f), SL_ERANGE);
 }
 
 int main(void)
@@ -772,6 +808,7 @@ int main(void)
         cmocka_unit_test(test_random_leaky_bucket),
         cmocka_unit_test(test_random_fixed_window),
         cmocka_unit_test(test_random_sliding_window),
+        cmocka_unit_test(test_random_sliding_window_buckets),
         cmocka_unit_test(test_random_sliding_log),
         cmocka_unit_test(test_random_concurrency),
         cmocka_unit_test(test_many_limits),

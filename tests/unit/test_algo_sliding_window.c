@@ -6,7 +6,10 @@
  * one, 15 s into it: estimate 49.5) with the exact wait derived by hand,
  * waits that cross into later windows, peeks, a backward clock step, huge
  * costs and quotas, requests = 1, count_rejected, and periods of 1 ns and
- * of INT64_MAX ns.
+ * of INT64_MAX ns. Sub-windows (`buckets`): a trace with N = 3 worked out
+ * by hand, "500 per hour in minute sub-windows" (N = 60), the state size,
+ * validation and the identity (another N is another limit; N = 1 keeps the
+ * identity it had before sub-windows existed).
  *
  * Does not: compare against a model on random traces (test_diff_windows.c).
  */
@@ -14,6 +17,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -158,6 +162,106 @@ static void state_is_inline_and_whole_at(void **unused)
     test_free(st);
 }
 
+/* N = 3: 6 per 30 ns, sub-windows of 10 ns. A row's comment gives the
+ * counts as the view sees them, newest first: [count(0) .. count(3)], the
+ * last one weighted by (10 - e) / 10. */
+static void buckets_three(void **unused)
+{
+    struct sl_limit l;
+    const struct wt_row rows[] = {
+        {5, 4, SL_ALLOW, 2, 0, 35},  /* [4 0 0 0]: 4 <= 6; gone at 40 */
+        {12, 2, SL_ALLOW, 0, 0, 38}, /* [2 4 0 0]: 6 <= 6 */
+        {25, 1, SL_DENY, 0, 8, 25},  /* [0 2 4 0]: 7 > 6; at 33 4*7/10 + 2 + 1 = 5.8 */
+        {33, 1, SL_ALLOW, 0, 0, 37}, /* [1 0 2 4]: 4*7/10 + 3 = 5.8, room 0.2 */
+        {36, 0, SL_ALLOW, 1, 0, 34}, /* 4*4/10 + 3 = 4.6: one more fits */
+        {36, 2, SL_DENY, 1, 2, 34},  /* 4.6 + 2 > 6; at 38 4*2/10 + 5 = 5.8 */
+        {40, 3, SL_ALLOW, 0, 0, 40}, /* [3 1 0 2]: 2*10/10 + 1 + 3 = 6 */
+        {45, 6, SL_DENY, 1, 35, 35}, /* the 3 at 40 weigh until 80 */
+        {45, 7, SL_DENY, 1, -1, 35}, /* more than the quota: never */
+        {20, 0, SL_ALLOW, 0, 0, 40}, /* backward step: seen as 40 */
+    };
+
+    (void)unused;
+    limit(&l, 6, 30);
+    l.buckets = 3;
+    run(&l, rows, WT_N(rows));
+}
+
+/* "500 per hour in minute sub-windows": 300 at 0:00:30, 200 at 0:30:10;
+ * at 1:00:15 the 300 weigh 45/60 (225) and the 200 count in full. */
+static void buckets_sixty_per_hour(void **unused)
+{
+    const int64_t h = INT64_C(1700002800) * S; /* an hour boundary */
+    const int64_t m = 60 * S;
+    struct sl_limit l;
+    const struct wt_row rows[] = {
+        {h + 30 * S, 300, SL_ALLOW, 200, 0, 61 * m - 30 * S},
+        {h + 30 * m + 10 * S, 200, SL_ALLOW, 0, 0, 61 * m - 10 * S},
+        /* 225 + 200 + 1 <= 500: 300 * 45 + 201 * 60 = 25560 <= 30000 */
+        {h + 60 * m + 15 * S, 1, SL_ALLOW, 74, 0, 61 * m - 15 * S},
+        /* 300 * (45 - w) + 276 * 60 <= 30000: w = 0.2 s */
+        {h + 60 * m + 15 * S, 75, SL_DENY, 74, 200 * SL_NS_PER_MS, 61 * m - 15 * S},
+        /* 1:01:00: the first minute is gone; 200 + 1 remain */
+        {h + 61 * m, 0, SL_ALLOW, 299, 0, 60 * m},
+        /* 1:30:30: the 200 are the oldest, weighing 30/60; 100 + 1 + 400 > 500,
+         * fits after 0.3 s; whole when the 1 of 1:00 is gone at 2:01 */
+        {h + 90 * m + 30 * S, 400, SL_DENY, 399, 300 * SL_NS_PER_MS, 31 * m - 30 * S},
+    };
+
+    (void)unused;
+    limit(&l, 500, 60 * m);
+    l.buckets = 60;
+    run(&l, rows, WT_N(rows));
+}
+
+static void buckets_size_validation_identity(void **unused)
+{
+    struct sl_limit l, one, zero;
+    const char *why = NULL;
+
+    (void)unused;
+    limit(&l, 10, 60 * S);
+    zero = l;
+    l.buckets = 60;
+    assert_int_equal(sl_algo_state_size(&l), 8 * (60 + 2));
+    assert_int_equal(sl_limit_validate(&l, &why), SL_OK);
+    l.buckets = SL_SW_BUCKETS_MAX;
+    assert_int_equal(sl_algo_state_size(&l), 8 * (SL_SW_BUCKETS_MAX + 2));
+    l.period_ns = 7 * S;
+    assert_int_equal(sl_limit_validate(&l, &why), SL_EINVAL); /* 7 s / 1024 is not whole ns */
+    assert_non_null(strstr(why, "multiple of buckets"));
+    l.period_ns = 1024 * S;
+    assert_int_equal(sl_limit_validate(&l, &why), SL_OK);
+    l.buckets = SL_SW_BUCKETS_MAX + 1;
+    assert_int_equal(sl_limit_validate(&l, &why), SL_EINVAL);
+    assert_non_null(strstr(why, "from 1 to 1024"));
+    l.buckets = 7;
+    l.algo = SL_ALGO_FIXED_WINDOW;
+    assert_int_equal(sl_limit_validate(&l, &why), SL_EINVAL);
+    assert_non_null(strstr(why, "sliding_window only"));
+
+    /* 0 and 1 are the same limit, with the identity of before; 2 and 3 are not */
+    one = zero;
+    one.buckets = 1;
+    sl_limit_finish(&zero);
+    sl_limit_finish(&one);
+    assert_true(zero.id == one.id);
+    {
+        /* the identity as computed before sub-windows existed */
+        static const uint8_t key[16] = "sluice-limit-id";
+        int64_t v[10] = {SL_ALGO_SLIDING_WINDOW, 10, 60 * S, -1, 0, 0, 0, 0, 0, 0};
+        assert_true(zero.id == sl_siphash(key, v, sizeof(v)));
+    }
+    l = one;
+    l.buckets = 2;
+    sl_limit_finish(&l);
+    assert_true(l.id != one.id);
+    one = l;
+    l.buckets = 3;
+    sl_limit_finish(&l);
+    assert_true(l.id != one.id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +271,9 @@ int main(void)
         cmocka_unit_test(count_rejected),
         cmocka_unit_test(extreme_period_and_quota),
         cmocka_unit_test(state_is_inline_and_whole_at),
+        cmocka_unit_test(buckets_three),
+        cmocka_unit_test(buckets_sixty_per_hour),
+        cmocka_unit_test(buckets_size_validation_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

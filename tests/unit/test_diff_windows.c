@@ -16,6 +16,13 @@
  * window (fixed), per period-long window (sliding_log), in flight
  * (concurrency).
  *
+ * sliding_window runs with random `buckets` (sub-windows, 1 to 1024), and
+ * the model checks the bound docs/algorithms.md states for it: whenever a
+ * request is admitted at t, the requests admitted in (t - period, t] are at
+ * most requests + floor(A * e / S), S the sub-window, e the time into the
+ * current one and A what the sub-window N before the current one admitted
+ * (so always below 2 * requests).
+ *
  * Does not: cover sliding_window counts beyond 2^64 - 1 (the library
  * documents that they saturate, and so does the model).
  */
@@ -95,6 +102,27 @@ static u128 sum_window(const struct model *m, i128 w)
     return sum;
 }
 
+/* sliding_window: its sub-windows, N of S ns each. */
+static unsigned sw_n(const struct model *m)
+{
+    return m->l.buckets > 1 ? m->l.buckets : 1;
+}
+
+static int64_t sw_sub(const struct model *m)
+{
+    return m->l.period_ns / sw_n(m);
+}
+
+/* Sum of recorded costs in sub-window b, saturated as a count is. */
+static u128 sum_sub(const struct model *m, i128 b)
+{
+    u128 sum = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (window_of(m->ev[i].t_ns, sw_sub(m)) == b)
+            sum += m->ev[i].cost;
+    return sat64(sum);
+}
+
 /* Entries of the log in (s - period, s], and the newest of them. */
 static u128 sum_live_log(const struct model *m, i128 s, i128 *newest)
 {
@@ -129,13 +157,22 @@ static bool m_ok(const struct model *m, i128 s, u128 k)
     case SL_ALGO_FIXED_WINDOW:
         return (u128)sat64(sum_window(m, window_of(s, l->period_ns))) + k <= n;
     case SL_ALGO_SLIDING_WINDOW: {
-        i128 w = window_of(s, l->period_ns);
-        u128 cur = sat64(sum_window(m, w)), prev = sat64(sum_window(m, w - 1));
-        u128 e = (u128)(s - w * l->period_ns);
-        if (cur + k > n)
+        /* estimate = old * (S - e) / S + full, the N newest sub-windows full */
+        int64_t sub = sw_sub(m);
+        i128 w = window_of(s, sub);
+        u128 full = 0, old, e = (u128)(s - w * sub);
+        u128 per[SL_SW_BUCKETS_MAX + 1] = {0}; /* costs of the sub-window j before w's */
+        for (size_t i = 0; i < m->n; i++) {
+            i128 j = w - window_of(m->ev[i].t_ns, sub);
+            if (j >= 0 && j <= sw_n(m))
+                per[j] += m->ev[i].cost;
+        }
+        for (unsigned j = 0; j < sw_n(m); j++)
+            full += sat64(per[j]);
+        old = sat64(per[sw_n(m)]);
+        if (full + k > n)
             return false;
-        return prev * ((u128)l->period_ns - e) + (cur + k) * (u128)l->period_ns <=
-               n * (u128)l->period_ns;
+        return old * ((u128)sub - e) + (full + k) * (u128)sub <= n * (u128)sub;
     }
     case SL_ALGO_SLIDING_LOG: {
         i128 newest;
@@ -161,8 +198,10 @@ static bool m_whole(const struct model *m, i128 s)
     case SL_ALGO_FIXED_WINDOW:
         return sum_window(m, window_of(s, l->period_ns)) == 0;
     case SL_ALGO_SLIDING_WINDOW:
-        return sum_window(m, window_of(s, l->period_ns)) == 0 &&
-               sum_window(m, window_of(s, l->period_ns) - 1) == 0;
+        for (unsigned j = 0; j <= sw_n(m); j++)
+            if (sum_sub(m, window_of(s, sw_sub(m)) - j) != 0)
+                return false;
+        return true;
     case SL_ALGO_SLIDING_LOG:
         return sum_live_log(m, s, &newest) == 0;
     default:
@@ -193,20 +232,54 @@ struct stats {
 static void report(const struct model *m, int64_t now, uint64_t cost, const struct sl_decision *d,
                    const char *what)
 {
-    print_error("%s: algo %s N=%llu P=%lld mi=%lld lease=%lld cr=%d; now=%lld cost=%llu -> "
+    print_error("%s: algo %s N=%llu P=%lld buckets=%u mi=%lld lease=%lld cr=%d; now=%lld "
+                "cost=%llu -> "
                 "verdict %d remaining %lld retry %lld reset %lld\n",
                 what, sl_algo_name(m->l.algo), (unsigned long long)m->l.requests,
-                (long long)m->l.period_ns, (long long)m->l.min_interval_ns,
+                (long long)m->l.period_ns, m->l.buckets, (long long)m->l.min_interval_ns,
                 (long long)m->l.lease_ns, m->l.count_rejected, (long long)now,
                 (unsigned long long)cost, d->verdict, (long long)d->remaining,
                 (long long)d->retry_after_ns, (long long)d->reset_ns);
     fail();
 }
 
+/* sliding_window's bound: admitted in (t - P, t] <= requests +
+ * floor(A * e / S), A admitted in the sub-window N before t's. */
+static void check_sw_bound(const struct model *m, i128 t)
+{
+    int64_t sub = sw_sub(m);
+    i128 w = window_of(t, sub);
+    u128 in_window = 0, oldest = 0;
+    u128 e = (u128)(t - w * sub);
+
+    for (size_t i = 0; i < m->n; i++) {
+        const struct m_event *ev = &m->ev[i];
+        if (!ev->admitted)
+            continue;
+        if (ev->t_ns > t - m->l.period_ns && ev->t_ns <= t)
+            in_window += ev->cost;
+        if (window_of(ev->t_ns, sub) == w - sw_n(m))
+            oldest += ev->cost;
+    }
+    if (in_window > (u128)m->l.requests + oldest * e / (u128)sub ||
+        (in_window > m->l.requests && in_window >= 2 * (u128)m->l.requests)) {
+        print_error("sliding_window bound: N=%u requests=%llu P=%lld: %llu admitted in the "
+                    "window ending %lld, oldest sub-window %llu\n",
+                    sw_n(m), (unsigned long long)m->l.requests, (long long)m->l.period_ns,
+                    (unsigned long long)in_window, (long long)t, (unsigned long long)oldest);
+        fail();
+    }
+}
+
 /* The invariants on admitted requests, checked when one is admitted at t. */
 static void check_invariant(const struct model *m, i128 t)
 {
     u128 sum = 0;
+
+    if (m->l.algo == SL_ALGO_SLIDING_WINDOW) {
+        check_sw_bound(m, t);
+        return;
+    }
     for (size_t i = 0; i < m->n; i++) {
         const struct m_event *e = &m->ev[i];
         if (!e->admitted)
@@ -370,6 +443,21 @@ static int64_t next_time(int64_t t, int64_t p)
     return (int64_t)next;
 }
 
+/* sliding_window: 1 (a third of the traces, today's two counters), a few,
+ * an hour's minutes or up to the cap; the period rounded to a multiple. */
+static uint16_t fixed_buckets; /* 0: random */
+
+static void random_buckets(struct sl_limit *l)
+{
+    static const uint16_t some[] = {1, 1, 1, 2, 3, 3, 10, 60, 60, 0};
+    uint16_t n = fixed_buckets ? fixed_buckets : some[rnd() % 10];
+
+    if (n == 0)
+        n = (uint16_t)(rnd() % 8 == 0 ? rnd_in(1, SL_SW_BUCKETS_MAX) : rnd_in(1, 64));
+    l->buckets = n;
+    l->period_ns = l->period_ns < n ? n : l->period_ns / n * n;
+}
+
 static void one_trace(enum sl_algo algo, struct stats *sx)
 {
     struct model *m = test_calloc(1, sizeof(*m));
@@ -387,6 +475,8 @@ static void one_trace(enum sl_algo algo, struct stats *sx)
         m->l.min_interval_ns = (int64_t)rnd_in(1, 2 * (uint64_t)m->l.period_ns);
     if (algo == SL_ALGO_CONCURRENCY)
         m->l.lease_ns = (int64_t)rnd_in(1, (uint64_t)m->l.period_ns);
+    if (algo == SL_ALGO_SLIDING_WINDOW)
+        random_buckets(&m->l);
     if (sl_limit_validate(&m->l, &why) != SL_OK) {
         print_error("random limit invalid: %s\n", why);
         fail();
@@ -408,13 +498,14 @@ static void one_trace(enum sl_algo algo, struct stats *sx)
 static void run_algo(enum sl_algo algo)
 {
     struct stats sx = {0};
+    uint64_t seed = SEED + (uint64_t)algo + ((uint64_t)fixed_buckets << 32);
 
-    rng_state = SEED + (uint64_t)algo;
+    rng_state = seed;
     for (int i = 0; i < TRACES; i++)
         one_trace(algo, &sx);
     printf("# %s: seed 0x%llx, %u traces, %u decisions (%u denied), %u releases\n",
-           sl_algo_name(algo), (unsigned long long)(SEED + (uint64_t)algo), sx.traces, sx.decisions,
-           sx.denials, sx.releases);
+           sl_algo_name(algo), (unsigned long long)seed, sx.traces, sx.decisions, sx.denials,
+           sx.releases);
     assert_true(sx.traces >= 1000);
     assert_true(sx.denials > sx.decisions / 20); /* the traces do exercise denials */
 }
@@ -429,6 +520,20 @@ static void diff_sliding_window(void **unused)
 {
     (void)unused;
     run_algo(SL_ALGO_SLIDING_WINDOW);
+}
+
+/* 1,000 traces for each of N = 1, 3, 10, 60 exactly. */
+static void diff_sliding_window_n(void **unused)
+{
+    static const uint16_t ns[] = {1, 3, 10, 60};
+
+    (void)unused;
+    for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+        fixed_buckets = ns[i];
+        printf("# sliding_window buckets %u:\n", ns[i]);
+        run_algo(SL_ALGO_SLIDING_WINDOW);
+    }
+    fixed_buckets = 0;
 }
 
 static void diff_sliding_log(void **unused)
@@ -446,9 +551,8 @@ static void diff_concurrency(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(diff_fixed_window),
-        cmocka_unit_test(diff_sliding_window),
-        cmocka_unit_test(diff_sliding_log),
+        cmocka_unit_test(diff_fixed_window),     cmocka_unit_test(diff_sliding_window),
+        cmocka_unit_test(diff_sliding_window_n), cmocka_unit_test(diff_sliding_log),
         cmocka_unit_test(diff_concurrency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

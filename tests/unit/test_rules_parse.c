@@ -133,6 +133,21 @@ static const struct bad_case bad[] = {
      "replaces: [{}]}\n",
      "t.yaml:4:", "non-empty name"},
     {"domain: d\ndescriptors:\n  - &x {key: a}\n  - *x\n", "t.yaml:4:", "aliases"},
+    {"domain: d\ndescriptors:\n  - key: a\n    limits:\n      - {algorithm: fixed_window, "
+     "requests: 5, period: 1s, buckets: 3}\n",
+     "t.yaml:5:", "buckets applies to algorithm sliding_window only"},
+    {"domain: d\ndescriptors:\n  - key: a\n    limits:\n      - {algorithm: sliding_window, "
+     "requests: 5, period: 1s, buckets: 0}\n",
+     "t.yaml:5:", "buckets must be from 1 to 1024, not 0"},
+    {"domain: d\ndescriptors:\n  - key: a\n    limits:\n      - {algorithm: sliding_window, "
+     "requests: 5, period: 1s, buckets: 1025}\n",
+     "t.yaml:5:", "buckets is too large (at most 1024)"},
+    {"domain: d\ndescriptors:\n  - key: a\n    limits:\n      - {algorithm: sliding_window, "
+     "requests: 5, period: 1s, buckets: many}\n",
+     "t.yaml:5:", "buckets must be a whole number"},
+    {"domain: d\ndescriptors:\n  - key: a\n    limits:\n      - {algorithm: sliding_window, "
+     "requests: 5, period: 1m, buckets: 7}\n",
+     "t.yaml:5:9:", "period a multiple of buckets"},
     {"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 1, "
      "name: s, replaces: [{name: s}]}\n",
      "t.yaml:4:17:", "replaces itself"},
@@ -236,7 +251,8 @@ static void every_algorithm_and_extension_key(void **st)
                        "delay: 2}\n"
                        "      - {algorithm: fixed_window, requests: 10, period: 90s, "
                        "count_rejected: true}\n"
-                       "      - {algorithm: sliding_window, requests: 10, period: 5m}\n"
+                       "      - {algorithm: sliding_window, requests: 10, period: 5m, "
+                       "buckets: 60}\n"
                        "      - {algorithm: sliding_log, requests: 10, period: 1m, "
                        "min_interval: 2s, shadow_mode: true}\n"
                        "      - {algorithm: concurrency, requests: 3, lease: 30s, name: conc}\n";
@@ -246,6 +262,46 @@ static void every_algorithm_and_extension_key(void **st)
 
     print_diags(b);
     assert_int_equal(rc, SL_OK);
+    sl_rules_unref(r);
+    sl_rules_builder_free(b);
+}
+
+/* ids[0]: the id of the sliding_window with one bucket, ids[1] with 60. */
+static void note_buckets(void *arg, const char *path, const struct sl_limit *l, bool quota_mode,
+                         bool unlimited)
+{
+    uint64_t *ids = arg;
+
+    (void)path;
+    (void)quota_mode;
+    (void)unlimited;
+    if (l != NULL && l->algo == SL_ALGO_SLIDING_WINDOW && l->buckets == 1)
+        ids[0] = l->id;
+    if (l != NULL && l->algo == SL_ALGO_SLIDING_WINDOW && l->buckets == 60)
+        ids[1] = l->id;
+}
+
+/* buckets reaches the limit, and is part of its identity. */
+static void sliding_window_buckets(void **st)
+{
+    const char *text = "domain: x\n"
+                       "descriptors:\n"
+                       "  - key: user\n"
+                       "    limits:\n"
+                       "      - {algorithm: sliding_window, requests: 10, period: 5m, buckets: 1}\n"
+                       "      - {algorithm: sliding_window, requests: 10, period: 5m, "
+                       "buckets: 60}\n";
+    sl_rules_builder *b = sl_rules_builder_new();
+    sl_rules *r = NULL;
+    uint64_t ids[2] = {0, 0};
+    int rc = load(b, text, &r);
+
+    (void)st;
+    print_diags(b);
+    assert_int_equal(rc, SL_OK);
+    sl_rules_foreach_limit(r, note_buckets, ids);
+    assert_true(ids[0] != 0 && ids[1] != 0);
+    assert_true(ids[0] != ids[1]);
     sl_rules_unref(r);
     sl_rules_builder_free(b);
 }
@@ -277,6 +333,7 @@ int main(void)
         cmocka_unit_test(nothing_half_loaded),
         cmocka_unit_test(duplicate_domain_across_files),
         cmocka_unit_test(every_algorithm_and_extension_key),
+        cmocka_unit_test(sliding_window_buckets),
         cmocka_unit_test(too_many_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,11 +30,15 @@ local function refunds()
     return { st[1], math.max(0, st[2] - cost) }
   end
 
+  -- The count of now's sub-window, j before the state's newest (c = N).
   local function sw_refund(st, it, now, cost)
-    local w, wl = divmod(now, it.a), divmod(st[1], it.a)
-    if wl == w then return { st[1], math.max(0, st[2] - cost), st[3] } end
-    if wl == w + 1 then return { st[1], st[2], math.max(0, st[3] - cost) } end
-    return st -- both windows over: nothing left to give back
+    local n = it.c
+    if n == nil or n < 1 then n = 1 end
+    local s = it.a / n
+    local j = divmod(st[1], s) - divmod(now, s)
+    if j < 0 or j > n then return st end -- that sub-window is over
+    st[2 + j] = math.max(0, st[2 + j] - cost)
+    return st
   end
 
   -- The check logged its entries at `now`, or at the newest entry's time when
