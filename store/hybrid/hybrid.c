@@ -124,6 +124,9 @@ static void remove_ent(struct sl__hystore *st, struct sl__hy_ent *e)
         return;
     st->free_ents[st->n_free++] = st->index[i] - 1;
     e->used = false;
+    uint32_t last = st->live[--st->n_live];
+    st->live[e->pos] = last;
+    st->ents[last].pos = e->pos;
     for (;;) {
         j = (j + 1) & mask;
         if (st->index[j] == 0)
@@ -179,6 +182,8 @@ static void on_commit(void *arg, const struct sl_match *m, const struct sl_limit
         memcpy(e->key, m->key, m->key_len);
         i = slot_of(st, h, w, &found);
         st->index[i] = n + 1;
+        e->pos = st->n_live;
+        st->live[st->n_live++] = n;
         if (windowed(l)) {
             struct sl__hy_ent *prev = find(st, h, w - 1);
             if (prev != NULL)
@@ -228,12 +233,10 @@ static bool useful(const struct sl__hy_ent *e, int64_t now_ns)
 void sl__hy_sweep(struct sl__hystore *st, int64_t now_ns)
 {
     uint64_t keys = 0, kept = 0;
-    uint32_t n = st->cfg.max_keys;
 
-    for (uint32_t i = 0; i < n; i++) {
-        struct sl__hy_ent *e = &st->ents[i];
-        if (!e->used)
-            continue;
+    /* backwards: a removal moves the last entry into the slot, already seen */
+    for (uint32_t k = st->n_live; k-- > 0;) {
+        struct sl__hy_ent *e = &st->ents[st->live[k]];
         if (e->inflight == 0 && !useful(e, now_ns)) {
             if (e->pending > 0)
                 SL__HY_CNT(st, deltas_dropped, e->pending);
@@ -503,6 +506,7 @@ static void destroy(struct sl__store *s)
     free(st->ents);
     free(st->index);
     free(st->free_ents);
+    free(st->live);
     free(st);
 }
 
@@ -553,13 +557,14 @@ int sl__store_hybrid_new(uv_loop_t *loop, const struct sl__hybrid_config *c, str
     st->ents = calloc(c->max_keys, sizeof(*st->ents));
     st->index = calloc(st->index_cap, sizeof(*st->index));
     st->free_ents = calloc(c->max_keys, sizeof(*st->free_ents));
+    st->live = calloc(c->max_keys, sizeof(*st->live));
     uv_timer_init(loop, &st->kick);
     uv_timer_init(loop, &st->tick);
     st->kick.data = st;
     st->tick.data = st;
     uv_unref((uv_handle_t *)&st->kick);
     uv_unref((uv_handle_t *)&st->tick);
-    if (st->ents == NULL || st->index == NULL || st->free_ents == NULL) {
+    if (st->ents == NULL || st->index == NULL || st->free_ents == NULL || st->live == NULL) {
         rc = SL_ENOMEM;
         goto fail;
     }

@@ -29,6 +29,7 @@ struct sl__hy_ent {
     uint64_t inflight; /* in the sync call out now */
     uint64_t seen;     /* the fleet's total after our last push */
     int64_t last_ns;   /* last local commit or absorb */
+    uint32_t pos;      /* in the store's live list */
     bool used;
     bool superseded; /* a later window of the same key exists here */
     uint16_t key_len;
@@ -76,6 +77,8 @@ struct sl__hystore {
     uint32_t index_cap;
     uint32_t *free_ents; /* a stack of free entry numbers */
     uint32_t n_free;
+    uint32_t *live; /* the entries in use, so a sync visits only them */
+    uint32_t n_live;
 
     /* time */
     int64_t last_now_ns; /* the latest time a request carried */

@@ -351,10 +351,9 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
     sl__hy_sweep(st, now_ns);
     if (st->conn != SL__HY_READY || st->ac == NULL)
         return; /* kept: they go when Redis is back */
-    for (uint32_t i = 0; i < st->cfg.max_keys; i++) {
+    for (uint32_t li = 0; li < st->n_live; li++) {
+        uint32_t i = st->live[li];
         struct sl__hy_ent *e = &st->ents[i];
-        if (!e->used)
-            continue;
         if (c == NULL) {
             c = &st->calls[ci++];
             c->n = 0;
