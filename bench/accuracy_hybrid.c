@@ -209,15 +209,16 @@ bool acc_hybrid_decide(void *self, uint32_t key, const char *kb, size_t klen, in
     unsigned node;
     int64_t w;
 
-    while (h->next_sync == INT64_MIN || now_ns >= h->next_sync) {
+    for (int rounds = 0; h->next_sync == INT64_MIN || now_ns >= h->next_sync; rounds++) {
         int64_t at = h->next_sync == INT64_MIN ? now_ns : h->next_sync;
         for (unsigned i = 0; i < h->nodes; i++) { /* one after the other */
             sl__store_hybrid_sync(h->node[i], at);
             h->failed |= !spin(h, i, false);
         }
-        /* a long gap in the trace: nothing happens between, skip to now */
+        /* a gap in the trace: after two rounds every node has seen every
+         * other's last push, and more rounds change nothing: skip to now */
         h->next_sync = at + h->sync_ns;
-        if (now_ns - h->next_sync > h->sync_ns)
+        if (rounds >= 1 && now_ns - h->next_sync > h->sync_ns)
             h->next_sync = now_ns;
     }
     h->rng ^= h->rng >> 12;
