@@ -189,10 +189,11 @@ struct answer {
     enum sl_verdict v;
 };
 
-static void on_answer(void *arg, int err, const struct sl_result *res)
+static void on_answer(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
     struct answer *a = arg;
 
+    (void)by;
     a->done = true;
     a->v = err == SL_OK && res != NULL ? res->verdict : SL_DENY;
 }

@@ -29,6 +29,7 @@ static const char *const level_names[] = {"error", "warn", "info", "debug", NULL
 static const char *const on_full_names[] = {"evict", "deny", NULL};
 static const char *const style_names[] = {"ratelimit", "ietf", NULL};
 static const char *const access_names[] = {"off", "combined", "json", NULL};
+static const char *const readyz_names[] = {"decisions", "store", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
 
@@ -94,6 +95,10 @@ static const struct sl__key keys[] = {
      "header with the requests left"},
     {"envoy.header_names.reset", SL__K_STR, F(envoy_header_reset), "RateLimit-Reset",
      "header with the seconds until the limit resets"},
+    {"http.readyz", SL__K_CHOICE, F(readyz), "decisions",
+     "decisions: /readyz 200 while checks are decided (by the store, or a local/allow failure "
+     "policy: 'degraded'); store: only while the store decides",
+     .choices = readyz_names},
     {"metrics.max_series", SL__K_UINT, F(metrics_max_series), "1000",
      "distinct (domain, limit) label sets per worker; more count as __overflow__", .min = 1,
      .max = 1u << 24},

@@ -26,6 +26,7 @@
 #include "rules_load.h"
 #include "server.h"
 #include "store.h"
+#include "stores.h"
 #include "worker.h"
 #include "xalloc.h"
 
@@ -231,6 +232,7 @@ static int start(struct sl__server *srv)
     srv->rules = sl_rules_slot_new(rules);
     srv->n_workers = worker_count(&srv->cfg);
     srv->workers = sl__xzalloc(srv->n_workers * sizeof(*srv->workers));
+    sl__server_stores_log_to_server(srv);
     if (make_registries(srv) != SL_OK)
         return 1;
     if (make_sockets(srv) != SL_OK)

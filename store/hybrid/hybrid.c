@@ -23,6 +23,7 @@
  * concurrency, and the warm-up token bucket, whose state is not a plain
  * level) goes to the Redis store as a whole (exact, one round trip).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -406,7 +407,7 @@ static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     SL__HY_CNT(st, checks, 1);
     r = decide(st, q, &res);
     note_time(st, q->req->now_ns);
-    cb(arg, r, r == SL_OK ? &res : NULL);
+    cb(arg, r, r == SL_OK ? &res : NULL, SL__BY_STATE);
     return SL_OK;
 }
 
@@ -470,11 +471,24 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
     return st->inner->ops->release(st->inner, lease, len, now_ns, cb, arg);
 }
 
-/* Local decisions never wait for Redis: always ready. */
-static bool ready(const struct sl__store *s)
+/* Local decisions never wait for Redis: up while the syncs go through,
+ * degraded while they cannot (each node then decides alone), starting
+ * until the first connection. */
+static void health(const struct sl__store *s, struct sl__store_health *out)
 {
-    (void)s;
-    return true;
+    const struct sl__hystore *st = of(s);
+    const struct sl__redis_config *rc = st->cfg.redis;
+
+    out->why[0] = '\0';
+    if (atomic_load_explicit(&st->ctr.connected, memory_order_relaxed)) {
+        out->state = SL__STORE_UP;
+        return;
+    }
+    out->state = atomic_load_explicit(&st->ctr.ever_connected, memory_order_relaxed)
+                     ? SL__STORE_DEGRADED
+                     : SL__STORE_STARTING;
+    snprintf(out->why, sizeof(out->why),
+             "hybrid: redis %s:%d not syncing; deciding locally, counts kept", rc->host, rc->port);
 }
 
 static void on_closed(uv_handle_t *h)
@@ -516,7 +530,7 @@ static const struct sl__store_ops hybrid_ops = {
     .peek = peek,
     .reset = reset,
     .release = release,
-    .ready = ready,
+    .health = health,
     .free = destroy,
 };
 
@@ -537,6 +551,13 @@ static int make_limiter(const struct sl__hybrid_config *c, sl_limiter **out)
 }
 
 int sl__store_hybrid_new(uv_loop_t *loop, const struct sl__hybrid_config *c, struct sl__store **out)
+{
+    return sl__store_hybrid_new_logged(loop, c, NULL, NULL, NULL, out);
+}
+
+int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config *c,
+                                sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+                                struct sl__store **out)
 {
     struct sl__hystore *st;
     int rc;
@@ -574,7 +595,7 @@ int sl__store_hybrid_new(uv_loop_t *loop, const struct sl__hybrid_config *c, str
     if (rc != SL_OK)
         goto fail;
     sl__limiter_on_commit(st->lim, on_commit, st);
-    rc = sl__store_redis_new(loop, c->redis, st->lim, &st->inner);
+    rc = sl__store_redis_new_logged(loop, c->redis, st->lim, log, log_arg, shared, &st->inner);
     if (rc != SL_OK)
         goto fail;
     rc = sl__hy_sync_init(st);

@@ -72,6 +72,11 @@ int sl__hybrid_config_check(const struct sl__hybrid_config *c, char *err, size_t
 
 int sl__store_hybrid_new(uv_loop_t *loop, const struct sl__hybrid_config *c,
                          struct sl__store **out);
+/* The same, with the server's log and the Redis store's process-wide
+ * state for the Redis path (store/redis/redis.h). */
+int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config *c,
+                                sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+                                struct sl__store **out);
 void sl__store_hybrid_stats(const struct sl__store *s, struct sl__hybrid_stats *out);
 /* Start a sync at `now_ns` now (the tests; the store calls it itself when
  * one is due). Does nothing while a previous sync is out. */

@@ -40,6 +40,7 @@ struct sl__hy_counters {
     _Atomic uint64_t checks, redis_path, syncs, sync_calls, sync_keys, sync_failures, absorbed,
         deltas_dropped, untracked, final_pushes, keys, kept, in_flight;
     _Atomic bool connected;
+    _Atomic bool ever_connected;
 };
 
 #define SL__HY_CNT(st, field, d)                                                                   \

@@ -46,9 +46,10 @@ static void link_redis(void *cfg, const void *redis)
 
 int sl__hybrid_config_check(const struct sl__hybrid_config *c, char *err, size_t errlen)
 {
-    if (c->redis != NULL && c->redis->cluster) {
+    if (c->redis != NULL && (c->redis->cluster || c->redis->sentinels[0] != '\0')) {
         snprintf(err, errlen,
-                 "store.type hybrid syncs with one Redis: set store.redis.cluster to false");
+                 "store.type hybrid syncs with one Redis at store.redis.host:port: "
+                 "set store.redis.cluster to false and no store.redis.sentinels");
         return SL_EINVAL;
     }
     if (c->max_bytes < ((size_t)1 << 20)) {
@@ -72,10 +73,22 @@ static int check(const void *cfg, char *err, size_t errlen)
     return rc;
 }
 
-static int create(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out)
+static int create(const void *cfg, const struct sl__store_env *env, struct sl__store **out)
 {
-    (void)lim; /* each worker is a node with its own table */
-    return sl__store_hybrid_new(loop, cfg, out);
+    /* env->lim is not used: each worker is a node with its own table */
+    return sl__store_hybrid_new_logged(env->loop, cfg, env->log, env->log_arg, env->shared, out);
+}
+
+/* The Redis path's stores log each outage event once per process, as the
+ * Redis store's do. */
+static void *shared_new(void)
+{
+    return sl__rshared_new();
+}
+
+static void shared_free(void *shared)
+{
+    sl__rshared_free(shared);
 }
 
 /* ------------------------------------------------------------ metrics */
@@ -104,22 +117,7 @@ static const struct counter {
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
-static bool put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static bool put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= cap - *len)
-        return false;
-    *len += (size_t)n;
-    return true;
-}
+#define put sl__store_put
 
 static uint64_t *field(struct sl__hybrid_stats *s, size_t offset)
 {
@@ -128,8 +126,7 @@ static uint64_t *field(struct sl__hybrid_stats *s, size_t offset)
 
 #define MAX_WORKERS 1024
 
-static size_t metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
-                      size_t *len)
+static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap, size_t *len)
 {
     struct sl__hybrid_stats sum = {0}, st;
     struct sl__store *inner[MAX_WORKERS];
@@ -169,13 +166,26 @@ static size_t metrics(struct sl__store *const *stores, unsigned n, char *buf, si
             "sluice_store_hybrid_workers_connected %u\n",
             (unsigned long long)sum.keys, (unsigned long long)sum.kept,
             (unsigned long long)sum.in_flight, connected);
-    if (!ok) {
+    if (ok && n_inner > 0 && sl__store_kind_redis.metrics != NULL)
+        ok = sl__store_kind_redis.metrics(inner, n_inner, buf, cap, len);
+    if (!ok)
         *len = start;
-        return 0;
-    }
-    if (n_inner > 0 && sl__store_kind_redis.metrics != NULL)
-        sl__store_kind_redis.metrics(inner, n_inner, buf, cap, len);
-    return *len - start;
+    return ok;
+}
+
+/* The Redis path's members (its nodes) in the health view. */
+static bool health_members(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                           size_t *len)
+{
+    struct sl__store *inner[MAX_WORKERS];
+    unsigned n_inner = 0;
+
+    for (unsigned i = 0; i < n && n_inner < MAX_WORKERS; i++)
+        if (sl__store_hybrid_inner(stores[i]) != NULL)
+            inner[n_inner++] = sl__store_hybrid_inner(stores[i]);
+    if (n_inner == 0 || sl__store_kind_redis.health_members == NULL)
+        return true;
+    return sl__store_kind_redis.health_members(inner, n_inner, buf, cap, len);
 }
 
 /* ------------------------------------------------------------ rules across nodes */
@@ -212,8 +222,11 @@ const struct sl__store_kind sl__store_kind_hybrid = {
     .check = check,
     .reads = &sl__store_kind_redis,
     .link = link_redis,
+    .shared_new = shared_new,
+    .shared_free = shared_free,
     .create = create,
     .metrics = metrics,
+    .health_members = health_members,
     .rules_shared = rules_shared,
     .rules_publish = rules_publish,
     .rules_subscribe = rules_subscribe,

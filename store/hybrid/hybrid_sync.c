@@ -53,6 +53,8 @@ static void set_conn(struct sl__hystore *st, enum sl__hy_conn c)
 {
     st->conn = c;
     SL__HY_SET(st, connected, c == SL__HY_READY);
+    if (c == SL__HY_READY)
+        SL__HY_SET(st, ever_connected, true);
 }
 
 static void finish_call(struct sl__hy_call *c)
