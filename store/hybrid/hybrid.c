@@ -488,7 +488,8 @@ static void health(const struct sl__store *s, struct sl__store_health *out)
                      ? SL__STORE_DEGRADED
                      : SL__STORE_STARTING;
     snprintf(out->why, sizeof(out->why),
-             "hybrid: redis %s:%d not syncing; deciding locally, counts kept", rc->host, rc->port);
+             "hybrid: redis %.120s:%d not syncing; deciding locally, counts kept", rc->host,
+             rc->port);
 }
 
 static void on_closed(uv_handle_t *h)
