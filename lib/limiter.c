@@ -268,11 +268,11 @@ static void commit_all(const sl_limiter *lim, struct batch *b, bool denied, int6
 }
 
 /* Put back every entry found by check_all and unpin it. */
-static void put_all(sl_limiter *lim, struct batch *b)
+static void put_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
 {
     for (size_t i = 0; i < b->n; i++)
         if (b->it[i].primary == (int)i && b->it[i].have)
-            sl__table_put(lim->table, &b->it[i].ref, b->it[i].l, true);
+            sl__table_put(lim->table, &b->it[i].ref, b->it[i].l, now_ns, true);
 }
 
 /* After a failure part-way through acquire_all: unpin what was pinned. */
@@ -283,7 +283,7 @@ static void unpin_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
         if (b->it[i].primary != (int)i)
             continue;
         if (sl__table_get(lim->table, &b->it[i].fp, b->it[i].l, now_ns, 0, &ref) == SL_OK)
-            sl__table_put(lim->table, &ref, b->it[i].l, true);
+            sl__table_put(lim->table, &ref, b->it[i].l, now_ns, true);
     }
 }
 
@@ -393,7 +393,7 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
         rc = check_all(lim, b, req->now_ns, rc == 0);
     if (rc == SL_OK) {
         commit_all(lim, b, any_denial(b), req->now_ns);
-        put_all(lim, b);
+        put_all(lim, b, req->now_ns);
     } else {
         unpin_all(lim, b, req->now_ns);
     }
@@ -478,7 +478,7 @@ int sl__limiter_absorb(sl_limiter *lim, const char *key, size_t key_len, const s
         counted.count_rejected = true; /* recorded whatever it decides */
         ops->check(ref.state, &counted, now_ns, amount, &d);
         ops->commit(ref.state, &counted, now_ns, amount, &d);
-        sl__table_put(lim->table, &ref, l, false);
+        sl__table_put(lim->table, &ref, l, now_ns, false);
     }
     sl__table_unlock(lim->table, shard);
     return rc;
