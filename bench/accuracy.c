@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accuracy_hybrid.h"
 #include "sim_line.h"
 #include "sluice.h"
 
@@ -170,10 +171,21 @@ static void sw_close(void *self)
     free(s);
 }
 
+/* ------------------------------------------ decider: hybrid (accuracy_hybrid.c) */
+
+static void *hybrid_open(const struct acc_cfg *cfg, const char *arg, char *err, size_t err_len)
+{
+    return acc_hybrid_open(cfg->requests, cfg->period_ns, arg, err, err_len);
+}
+
 /* Every approximate limit the tool knows; add a row for another one. */
 static const struct acc_decider_ops deciders[] = {
     {"sliding_window", "sliding_window:N  sliding_window with N sub-windows (1 = two counters)",
      sw_open, sw_label, sw_decide, NULL, sw_close},
+    {"hybrid",
+     "hybrid:NODES:SYNC_MS[:B]  the hybrid store: NODES nodes syncing every SYNC_MS of trace "
+     "time on a real redis-server, sliding_window with B sub-windows (1)",
+     hybrid_open, acc_hybrid_label, acc_hybrid_decide, acc_hybrid_report, acc_hybrid_close},
 };
 
 /* ------------------------------------------------------------ the keys */

@@ -38,7 +38,9 @@
 #define MAX_ITEMS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS)
 struct sl_limiter {
     sl_table *table;
-    uint8_t lease_key[16]; /* seals lease tokens (lease.h) */
+    uint8_t lease_key[16];   /* seals lease tokens (lease.h) */
+    sl__commit_fn on_commit; /* sl__limiter_on_commit(); NULL: none */
+    void *on_commit_arg;
 };
 
 /* One limit of one descriptor in the request being checked. */
@@ -50,6 +52,7 @@ struct item {
     int primary; /* index of the item that carries the check (itself if first) */
     bool have;   /* ref is valid (entry exists) */
     bool committed;
+    const struct sl_match *m; /* the descriptor's match (for on_commit) */
     struct sl__ref ref;
     struct sl_decision d;
 };
@@ -179,6 +182,7 @@ static void build_items(sl_limiter *lim, const struct sl_match *m, size_t n,
             memset(it, 0, sizeof(*it));
             limit_fp(lim->table, buf, m[i].key_len, m[i].limits[j]->id, &it->fp);
             it->l = m[i].limits[j];
+            it->m = &m[i];
             it->cost = descriptor_cost(req, i);
             it->shard = sl__table_shard(lim->table, &it->fp);
             it->primary = (int)b->n;
@@ -243,7 +247,7 @@ static int check_all(sl_limiter *lim, struct batch *b, int64_t now_ns, bool refs
 
 /* Commit per contracts §Decisions; on a denial, report the unchanged state of the limits
  * that are not committed. */
-static void commit_all(struct batch *b, bool denied, int64_t now_ns)
+static void commit_all(const sl_limiter *lim, struct batch *b, bool denied, int64_t now_ns)
 {
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = &b->it[i];
@@ -255,6 +259,8 @@ static void commit_all(struct batch *b, bool denied, int64_t now_ns)
         if (commit) {
             ops->commit(it->ref.state, it->l, now_ns, it->cost, &it->d);
             it->committed = true;
+            if (lim->on_commit != NULL)
+                lim->on_commit(lim->on_commit_arg, it->m, it->l, it->cost, now_ns);
         } else if (denied && !self_deny) {
             ops->check(it->ref.state, it->l, now_ns, 0, &it->d);
         }
@@ -386,7 +392,7 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     if (rc >= 0)
         rc = check_all(lim, b, req->now_ns, rc == 0);
     if (rc == SL_OK) {
-        commit_all(b, any_denial(b), req->now_ns);
+        commit_all(lim, b, any_denial(b), req->now_ns);
         put_all(lim, b, req->now_ns);
     } else {
         unpin_all(lim, b, req->now_ns);
@@ -432,6 +438,50 @@ int sl_limiter_reset(sl_limiter *lim, const struct sl_match *m, size_t n)
         }
     }
     return removed > 0 ? SL_OK : SL_ENOENT;
+}
+
+/* ------------------------------------------------------- other nodes */
+
+void sl__limiter_on_commit(sl_limiter *lim, sl__commit_fn fn, void *arg)
+{
+    lim->on_commit = fn;
+    lim->on_commit_arg = arg;
+}
+
+/* Contract: sluice_int.h. The state is found as check_matched builds its
+ * key; the amount is committed as a count_rejected limit records a
+ * rejected request: whatever the limit says. */
+int sl__limiter_absorb(sl_limiter *lim, const char *key, size_t key_len, const struct sl_limit *l,
+                       int64_t now_ns, uint64_t amount)
+{
+    char buf[SL_KEY_MAX + sizeof(uint64_t)];
+    struct sl__fp fp;
+    struct sl__ref ref;
+    struct sl_decision d;
+    unsigned shard;
+    int rc;
+
+    if (lim == NULL || l == NULL || key_len > SL_KEY_MAX || sl__algo_ops(l->algo) == NULL)
+        return SL_EINVAL;
+    if (l->algo == SL_ALGO_SLIDING_LOG || l->algo == SL_ALGO_CONCURRENCY)
+        return SL_EINVAL; /* their state is not an amount */
+    if (amount == 0)
+        return SL_OK;
+    memcpy(buf, key, key_len);
+    limit_fp(lim->table, buf, key_len, l->id, &fp);
+    shard = sl__table_shard(lim->table, &fp);
+    sl__table_lock(lim->table, shard);
+    rc = sl__table_get(lim->table, &fp, l, now_ns, SL__GET_CREATE, &ref);
+    if (rc == SL_OK) {
+        const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
+        struct sl_limit counted = *l;
+        counted.count_rejected = true; /* recorded whatever it decides */
+        ops->check(ref.state, &counted, now_ns, amount, &d);
+        ops->commit(ref.state, &counted, now_ns, amount, &d);
+        sl__table_put(lim->table, &ref, l, now_ns, false);
+    }
+    sl__table_unlock(lim->table, shard);
+    return rc;
 }
 
 /* ------------------------------------------------------------- leases */

@@ -50,6 +50,12 @@ struct sl__store_kind {
     int (*check)(const void *cfg, char *err, size_t errlen);
     void (*free_cfg)(void *cfg); /* beyond the table's strings; may be NULL */
 
+    /* Another kind whose configuration this one also reads (the hybrid
+     * store connects with the Redis store's keys): once every kind's
+     * configuration is made, link(cfg, that kind's cfg). May be NULL. */
+    const struct sl__store_kind *reads;
+    void (*link)(void *cfg, const void *other);
+
     /* What every store made from one configuration shares (one per
      * process: e.g. which events were already logged), made with the
      * configuration and freed with it. Both NULL when none. */
@@ -89,5 +95,6 @@ bool sl__store_put_json_str(char *buf, size_t cap, size_t *len, const char *s);
 
 extern const struct sl__store_kind sl__store_kind_memory;
 extern const struct sl__store_kind sl__store_kind_redis;
+extern const struct sl__store_kind sl__store_kind_hybrid;
 
 #endif /* SL_STORE_KIND_H */

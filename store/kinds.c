@@ -19,6 +19,7 @@
 static const struct sl__store_kind *const kinds[] = {
     &sl__store_kind_memory,
     &sl__store_kind_redis,
+    &sl__store_kind_hybrid,
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
@@ -83,6 +84,10 @@ int sl__store_config_new(struct sl__store_config **out)
             return SL_ENOMEM;
         }
     }
+    for (size_t i = 0; i < NKINDS; i++)
+        for (size_t j = 0; kinds[i]->reads != NULL && j < NKINDS; j++)
+            if (kinds[j] == kinds[i]->reads)
+                kinds[i]->link(c->cfg[i], c->cfg[j]);
     *out = c;
     return SL_OK;
 }

@@ -80,6 +80,31 @@ struct sl_decision sl__report_shadow(struct sl_decision d, const struct sl_limit
 bool sl__report_ranks_above(const struct sl_decision *a, const struct sl_limit *la,
                             const struct sl_decision *b, const struct sl_limit *lb);
 
+/* ------------------------------------------------- stores with many nodes */
+
+/* A store that shares a limiter's counts with other nodes (the hybrid
+ * store) must know what every decision recorded, and must add what the
+ * other nodes recorded. */
+
+/* Called, under the limiter's shard locks, for every limit state a
+ * decision records (committed): the descriptor's match, the limit, the
+ * cost recorded and the decision's time. It must not call the limiter. */
+typedef void (*sl__commit_fn)(void *arg, const struct sl_match *m, const struct sl_limit *l,
+                              uint64_t cost, int64_t now_ns);
+/* Set (fn NULL: clear) the one observer of `lim`'s commits. Not thread-safe
+ * against decisions in progress: set it before deciding. */
+void sl__limiter_on_commit(sl_limiter *lim, sl__commit_fn fn, void *arg);
+/* Record `amount` more on limit `l` of the state keyed by match key
+ * key[0..key_len) (the key sl_limiter_check_matched uses with
+ * m->key), at `now_ns`, whatever the limit says (as a count_rejected
+ * limit records a rejected request): windows count it in the window of
+ * `now_ns` (or the state's last time, if later), buckets fill by it. The
+ * observer is not called. SL_OK; SL_EINVAL for sliding_log and
+ * concurrency (their state is not an amount); SL_EFULL/SL_ENOMEM/
+ * SL_ETOOBIG as a check creating the key. */
+int sl__limiter_absorb(sl_limiter *lim, const char *key, size_t key_len, const struct sl_limit *l,
+                       int64_t now_ns, uint64_t amount);
+
 /* ------------------------------------------------------ rules builders */
 
 /* The names of the domains a builder holds so far (for the rules database,

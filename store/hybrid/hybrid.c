@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * hybrid.c - the hybrid store's operations (see hybrid.h) and its table of
+ * kept deltas.
+ *
+ * A check is decided by this node's own limiter, exactly as the memory
+ * store decides, and calls back before it returns. The limiter tells the
+ * store every limit state a decision recorded (sl__limiter_on_commit), and
+ * the store adds the cost to that key's entry here: fixed and sliding
+ * windows per window index (a count), the buckets per key (the consumed
+ * amount). Nothing else happens on the request path: no I/O, no
+ * allocation (the entries and their index are allocated with the store),
+ * no lock but the limiter's. When the request's time shows a sync is due,
+ * a zero-delay timer runs it after the check returns (hybrid_sync.c).
+ *
+ * After a sync the fleet's total of every pushed key is known; what the
+ * other nodes recorded since our previous push (total - what we saw then
+ * - what we pushed) is added to the local state (sl__limiter_absorb), so
+ * the local table reflects the whole fleet, one sync late.
+ *
+ * A request with a limit whose state is not an amount (sliding_log,
+ * concurrency, and the warm-up token bucket, whose state is not a plain
+ * level) goes to the Redis store as a whole (exact, one round trip).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "hybrid_int.h"
+
+static const struct sl__store_ops hybrid_ops;
+
+static struct sl__hystore *of(const struct sl__store *s)
+{
+    return (struct sl__hystore *)(void *)s;
+}
+
+/* The Redis key names are the same on every node: a fixed SipHash key. */
+static const uint8_t key_hash_key[16] = {'s', 'l', 'u', 'i', 'c', 'e', '-', 'h',
+                                         'y', 'b', 'r', 'i', 'd', '-', 'v', '1'};
+
+static bool syncable(const struct sl_limit *l)
+{
+    switch (l->algo) {
+    case SL_ALGO_SLIDING_LOG:
+    case SL_ALGO_CONCURRENCY:
+        return false;
+    case SL_ALGO_TOKEN_BUCKET:
+        return l->warmup_ns == 0;
+    default:
+        return true;
+    }
+}
+
+static bool windowed(const struct sl_limit *l)
+{
+    return l->algo == SL_ALGO_FIXED_WINDOW || l->algo == SL_ALGO_SLIDING_WINDOW;
+}
+
+/* The sub-windows of a sliding window (1: the classic two windows). */
+static int64_t sub_windows(const struct sl_limit *l)
+{
+    return l->buckets > 1 ? l->buckets : 1;
+}
+
+/* What a window entry counts: one window (fixed), one sub-window
+ * (sliding), the windows of the algorithms. */
+static int64_t span_ns(const struct sl_limit *l)
+{
+    return l->algo == SL_ALGO_SLIDING_WINDOW ? l->period_ns / sub_windows(l) : l->period_ns;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if (a % b != 0 && a < 0)
+        q--;
+    return q;
+}
+
+/* ------------------------------------------------------------ kept deltas */
+
+static uint32_t home(const struct sl__hystore *st, const uint64_t h[2], int64_t w)
+{
+    uint64_t x = h[0] ^ ((uint64_t)w * UINT64_C(0x9e3779b97f4a7c15));
+    return (uint32_t)(x ^ (x >> 32)) & (st->index_cap - 1);
+}
+
+/* Index slot of (h, w), or of the empty slot where it would go. */
+static uint32_t slot_of(const struct sl__hystore *st, const uint64_t h[2], int64_t w, bool *found)
+{
+    uint32_t i = home(st, h, w);
+
+    for (;; i = (i + 1) & (st->index_cap - 1)) {
+        uint32_t e = st->index[i];
+        if (e == 0) {
+            *found = false;
+            return i;
+        }
+        const struct sl__hy_ent *x = &st->ents[e - 1];
+        if (x->h[0] == h[0] && x->h[1] == h[1] && x->w == w) {
+            *found = true;
+            return i;
+        }
+    }
+}
+
+static struct sl__hy_ent *find(struct sl__hystore *st, const uint64_t h[2], int64_t w)
+{
+    bool found;
+    uint32_t i = slot_of(st, h, w, &found);
+
+    return found ? &st->ents[st->index[i] - 1] : NULL;
+}
+
+/* Remove entry e (backward-shift deletion: no tombstones). */
+static void remove_ent(struct sl__hystore *st, struct sl__hy_ent *e)
+{
+    bool found;
+    uint32_t i = slot_of(st, e->h, e->w, &found), j = i, mask = st->index_cap - 1;
+
+    if (!found)
+        return;
+    st->free_ents[st->n_free++] = st->index[i] - 1;
+    e->used = false;
+    uint32_t last = st->live[--st->n_live];
+    st->live[e->pos] = last;
+    st->ents[last].pos = e->pos;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (st->index[j] == 0)
+            break;
+        const struct sl__hy_ent *x = &st->ents[st->index[j] - 1];
+        uint32_t k = home(st, x->h, x->w);
+        /* move x back to i if its home is not cyclically in (i, j] */
+        if ((i <= j) ? (i < k && k <= j) : (i < k || k <= j))
+            continue;
+        st->index[i] = st->index[j];
+        i = j;
+    }
+    st->index[i] = 0;
+}
+
+/* The limiter recorded `cost` on limit l of match m: keep it for the next
+ * sync. Called under the limiter's lock; allocates nothing. */
+static void on_commit(void *arg, const struct sl_match *m, const struct sl_limit *l, uint64_t cost,
+                      int64_t now_ns)
+{
+    struct sl__hystore *st = arg;
+    char buf[SL__HY_KEY_MAX + 8];
+    uint64_t h[2];
+    int64_t w = windowed(l) ? floor_div(now_ns, span_ns(l)) : 0;
+    struct sl__hy_ent *e;
+
+    if (!syncable(l) || m->key_len > SL__HY_KEY_MAX) {
+        SL__HY_CNT(st, untracked, cost);
+        return;
+    }
+    memcpy(buf, m->key, m->key_len);
+    for (int k = 0; k < 8; k++)
+        buf[m->key_len + (size_t)k] = (char)(l->id >> (8 * k));
+    sl_siphash13_128(key_hash_key, buf, m->key_len + 8, h);
+    e = find(st, h, w);
+    if (e == NULL) {
+        bool found;
+        uint32_t i;
+        if (st->n_free == 0) {
+            SL__HY_CNT(st, untracked, cost);
+            return;
+        }
+        uint32_t n = st->free_ents[--st->n_free];
+        e = &st->ents[n];
+        memset(e, 0, offsetof(struct sl__hy_ent, key));
+        e->h[0] = h[0];
+        e->h[1] = h[1];
+        e->w = w;
+        e->l = *l;
+        e->l.name = NULL;
+        e->used = true;
+        e->key_len = (uint16_t)m->key_len;
+        memcpy(e->key, m->key, m->key_len);
+        i = slot_of(st, h, w, &found);
+        st->index[i] = n + 1;
+        e->pos = st->n_live;
+        st->live[st->n_live++] = n;
+        if (windowed(l)) {
+            struct sl__hy_ent *prev = find(st, h, w - 1);
+            if (prev != NULL)
+                prev->superseded = true;
+        }
+    }
+    e->pending += cost;
+    SL__HY_CNT(st, kept, cost);
+    if (now_ns > e->last_ns)
+        e->last_ns = now_ns;
+}
+
+/* How long a bucket's entry stays useful after its last activity: the
+ * time the bucket takes to drain from full, twice. */
+static int64_t drain_ns(const struct sl_limit *l)
+{
+    uint64_t cap =
+        l->burst > 0 && (uint64_t)l->burst > l->requests ? (uint64_t)l->burst : l->requests;
+    __int128 t = (__int128)l->period_ns * (__int128)(cap / (l->requests ? l->requests : 1) + 1);
+
+    t *= 2;
+    return t > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)t;
+}
+
+int64_t sl__hy_ttl_ms(const struct sl__hystore *st, const struct sl__hy_ent *e)
+{
+    int64_t ns = windowed(&e->l) ? 2 * e->l.period_ns : drain_ns(&e->l);
+    int64_t ms = ns / SL_NS_PER_MS + st->cfg.redis->opts.slack_ms + 1;
+
+    (void)st;
+    return ms < 1000 ? 1000 : ms;
+}
+
+/* Is entry e still of use at now? Windows: while its window is the
+ * current one (fixed) or one the sliding window still counts (the current
+ * sub-window and the N before it); buckets: until the bucket has drained
+ * twice over since its last activity. */
+static bool useful(const struct sl__hy_ent *e, int64_t now_ns)
+{
+    if (windowed(&e->l)) {
+        int64_t cur = floor_div(now_ns, span_ns(&e->l));
+        return e->w >= cur - (e->l.algo == SL_ALGO_SLIDING_WINDOW ? sub_windows(&e->l) : 0);
+    }
+    return now_ns - e->last_ns < drain_ns(&e->l);
+}
+
+void sl__hy_sweep(struct sl__hystore *st, int64_t now_ns)
+{
+    uint64_t keys = 0, kept = 0;
+
+    /* backwards: a removal moves the last entry into the slot, already seen */
+    for (uint32_t k = st->n_live; k-- > 0;) {
+        struct sl__hy_ent *e = &st->ents[st->live[k]];
+        if (e->inflight == 0 && !useful(e, now_ns)) {
+            if (e->pending > 0)
+                SL__HY_CNT(st, deltas_dropped, e->pending);
+            remove_ent(st, e);
+            continue;
+        }
+        keys++;
+        kept += e->pending;
+    }
+    SL__HY_SET(st, keys, keys);
+    SL__HY_SET(st, kept, kept);
+}
+
+size_t sl__hy_redis_key(const struct sl__hystore *st, const struct sl__hy_ent *e, char *buf,
+                        size_t cap)
+{
+    int n;
+
+    if (windowed(&e->l))
+        n = snprintf(buf, cap, "%s:h1:%016llx%016llx:%lld", st->cfg.redis->opts.prefix,
+                     (unsigned long long)e->h[0], (unsigned long long)e->h[1], (long long)e->w);
+    else
+        n = snprintf(buf, cap, "%s:h1:%016llx%016llx", st->cfg.redis->opts.prefix,
+                     (unsigned long long)e->h[0], (unsigned long long)e->h[1]);
+    return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
+}
+
+void sl__hy_restore(struct sl__hystore *st, struct sl__hy_ent *e)
+{
+    SL__HY_CNT(st, kept, e->inflight);
+    e->pending += e->inflight;
+    e->inflight = 0;
+}
+
+void sl__hy_apply(struct sl__hystore *st, struct sl__hy_ent *e, uint64_t total)
+{
+    uint64_t d = e->inflight, others;
+    int64_t at = st->last_now_ns;
+
+    if (total >= e->seen + d)
+        others = total - e->seen - d;
+    else /* the counter started again (expired, Redis emptied): all of it is new */
+        others = total > d ? total - d : 0;
+    e->seen = total;
+    e->inflight = 0;
+    if (others == 0)
+        return;
+    if (windowed(&e->l)) {
+        /* counted in their (sub-)window. A fixed window this node has left
+         * must not get them (they would count in the later one); a sliding
+         * window's state that has moved on counts them in a later
+         * sub-window instead, where they weigh at least as much and for
+         * longer: on the side of denying, never lost */
+        __int128 end = ((__int128)e->w + 1) * span_ns(&e->l) - 1;
+        if (e->superseded && e->l.algo == SL_ALGO_FIXED_WINDOW)
+            return;
+        if (at > end)
+            at = (int64_t)end;
+    }
+    if (sl__limiter_absorb(st->lim, e->key, e->key_len, &e->l, at, others) == SL_OK) {
+        SL__HY_CNT(st, absorbed, others);
+        if (at > e->last_ns)
+            e->last_ns = at;
+    }
+}
+
+/* ------------------------------------------------------------ operations */
+
+static void on_kick(uv_timer_t *t)
+{
+    struct sl__hystore *st = t->data;
+
+    st->sync_scheduled = false;
+    if (!st->closing)
+        sl__hy_sync_run(st, st->last_now_ns);
+}
+
+/* A sync is due at `now`: run it once the check has returned. */
+static void note_time(struct sl__hystore *st, int64_t now_ns)
+{
+    if (now_ns > st->last_now_ns)
+        st->last_now_ns = now_ns;
+    if (now_ns >= st->next_sync_ns && !st->sync_scheduled && !st->closing && !st->cfg.manual_sync) {
+        st->sync_scheduled = true;
+        uv_timer_start(&st->kick, on_kick, 0, 0);
+    }
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct sl__hystore *st = t->data;
+    uint64_t syncs = atomic_load_explicit(&st->ctr.syncs, memory_order_relaxed);
+
+    /* no request made a sync due since the last tick: push what waits */
+    if (!st->closing && syncs == st->syncs_at_tick && st->last_now_ns != INT64_MIN)
+        sl__hy_sync_run(st, st->last_now_ns);
+    st->syncs_at_tick = atomic_load_explicit(&st->ctr.syncs, memory_order_relaxed);
+}
+
+/* Does this snapshot have a limit that needs the Redis path? Worked out
+ * once per snapshot (a reference is kept so the pointer stays its own). */
+static void note_limit(void *arg, const char *path, const struct sl_limit *l, bool quota_mode,
+                       bool unlimited)
+{
+    bool *plain = arg;
+
+    (void)path;
+    (void)quota_mode;
+    (void)unlimited;
+    if (l != NULL && !syncable(l))
+        *plain = false;
+}
+
+static bool needs_redis(struct sl__hystore *st, const struct sl__store_req *q)
+{
+    const struct sl_request *req = q->req;
+
+    for (size_t i = 0; req->descriptors != NULL && i < req->n_descriptors; i++)
+        if (req->descriptors[i].limit != NULL && !syncable(req->descriptors[i].limit))
+            return true;
+    if (q->rules == NULL) {
+        for (size_t i = 0; i < q->n; i++)
+            for (size_t k = 0; k < q->m[i].n_limits; k++)
+                if (!syncable(q->m[i].limits[k]))
+                    return true;
+        return false;
+    }
+    if (q->rules != st->rules_seen) {
+        bool plain = true;
+        sl_rules_foreach_limit(q->rules, note_limit, &plain);
+        if (st->rules_seen != NULL)
+            sl_rules_unref(st->rules_seen);
+        st->rules_seen = sl_rules_ref((sl_rules *)q->rules);
+        st->rules_plain = plain;
+    }
+    if (st->rules_plain)
+        return false;
+    /* this snapshot has some: does this request meet one? */
+    struct sl_match m[SL_MAX_DESCRIPTORS];
+    struct sl__resolved rv;
+    if (sl__rules_resolve(q->rules, req, m, &rv) != SL_OK)
+        return false; /* the local check reports the error */
+    for (size_t i = 0; i < req->n_descriptors; i++)
+        for (size_t k = 0; k < m[i].n_limits; k++)
+            if (!syncable(m[i].limits[k]))
+                return true;
+    return false;
+}
+
+static int decide(struct sl__hystore *st, const struct sl__store_req *q, struct sl_result *res)
+{
+    if (q->rules != NULL)
+        return sl_limiter_check(st->lim, q->rules, q->req, res);
+    return sl_limiter_check_matched(st->lim, q->m, q->n, q->req, res);
+}
+
+static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
+{
+    struct sl__hystore *st = of(s);
+    struct sl_result res;
+    int r;
+
+    if (needs_redis(st, q)) {
+        SL__HY_CNT(st, redis_path, 1);
+        return st->inner->ops->check(st->inner, q, cb, arg);
+    }
+    SL__HY_CNT(st, checks, 1);
+    r = decide(st, q, &res);
+    note_time(st, q->req->now_ns);
+    cb(arg, r, r == SL_OK ? &res : NULL, SL__BY_STATE);
+    return SL_OK;
+}
+
+static int peek(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
+{
+    struct sl__hystore *st = of(s);
+    const struct sl_request *req = q->req;
+    struct sl_request zero = *req;
+    struct sl_descriptor d[SL_MAX_DESCRIPTORS];
+    struct sl__store_req qz = *q;
+
+    if (needs_redis(st, q)) {
+        SL__HY_CNT(st, redis_path, 1);
+        return st->inner->ops->peek(st->inner, q, cb, arg);
+    }
+    if (req->n_descriptors > SL_MAX_DESCRIPTORS)
+        return SL_ETOOBIG;
+    for (size_t i = 0; i < req->n_descriptors; i++) {
+        d[i] = req->descriptors[i];
+        d[i].hits = 0;
+    }
+    zero.descriptors = d;
+    zero.hits = 0;
+    qz.req = &zero;
+    return check(s, &qz, cb, arg);
+}
+
+/* Forget this node's local state of the matches (the fleet's counters in
+ * Redis expire by themselves; see docs/distributed.md). */
+static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
+{
+    struct sl__hystore *st = of(s);
+    struct sl_match m;
+    int r = SL_OK;
+
+    if (needs_redis(st, q)) {
+        SL__HY_CNT(st, redis_path, 1);
+        return st->inner->ops->reset(st->inner, q, cb, arg);
+    }
+    if (q->rules == NULL) {
+        r = sl_limiter_reset(st->lim, q->m, q->n);
+    } else {
+        for (size_t i = 0; i < q->req->n_descriptors && (r == SL_OK || r == SL_ENOENT); i++) {
+            r = sl_rules_match(q->rules, q->req, i, &m);
+            if (r == SL_OK)
+                r = sl_limiter_reset(st->lim, &m, 1);
+        }
+    }
+    if (r != SL_OK && r != SL_ENOENT)
+        return r;
+    return peek(s, q, cb, arg);
+}
+
+/* Leases are only ever taken on the Redis path. */
+static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
+                   sl__store_cb cb, void *arg)
+{
+    struct sl__hystore *st = of(s);
+
+    SL__HY_CNT(st, redis_path, 1);
+    return st->inner->ops->release(st->inner, lease, len, now_ns, cb, arg);
+}
+
+/* Local decisions never wait for Redis: up while the syncs go through,
+ * degraded while they cannot (each node then decides alone), starting
+ * until the first connection. */
+static void health(const struct sl__store *s, struct sl__store_health *out)
+{
+    const struct sl__hystore *st = of(s);
+    const struct sl__redis_config *rc = st->cfg.redis;
+
+    out->why[0] = '\0';
+    if (atomic_load_explicit(&st->ctr.connected, memory_order_relaxed)) {
+        out->state = SL__STORE_UP;
+        return;
+    }
+    out->state = atomic_load_explicit(&st->ctr.ever_connected, memory_order_relaxed)
+                     ? SL__STORE_DEGRADED
+                     : SL__STORE_STARTING;
+    snprintf(out->why, sizeof(out->why),
+             "hybrid: redis %.120s:%d not syncing; deciding locally, counts kept", rc->host,
+             rc->port);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void destroy(struct sl__store *s)
+{
+    struct sl__hystore *st = of(s);
+
+    st->closing = true;
+    sl__hy_sync_close(st); /* calls out come back lost: their deltas pending */
+    sl__hy_final_push(st);
+    uv_close((uv_handle_t *)&st->kick, on_closed);
+    uv_close((uv_handle_t *)&st->tick, on_closed);
+    uv_run(st->loop, UV_RUN_NOWAIT);
+    if (st->inner != NULL)
+        sl__store_free(st->inner);
+    if (st->rules_seen != NULL)
+        sl_rules_unref(st->rules_seen);
+    sl_limiter_free(st->lim);
+    for (unsigned i = 0; st->calls != NULL && i < st->n_calls; i++)
+        free(st->calls[i].idx);
+    free(st->calls);
+    free(st->argv);
+    free(st->argvlen);
+    free(st->argbuf);
+    free(st->ents);
+    free(st->index);
+    free(st->free_ents);
+    free(st->live);
+    free(st);
+}
+
+static const struct sl__store_ops hybrid_ops = {
+    .name = "hybrid",
+    .check = check,
+    .peek = peek,
+    .reset = reset,
+    .release = release,
+    .health = health,
+    .free = destroy,
+};
+
+static int make_limiter(const struct sl__hybrid_config *c, sl_limiter **out)
+{
+    struct sl_limiter_config lc;
+    size_t got = 0;
+
+    sl_limiter_config_init(&lc);
+    lc.table.max_bytes = c->max_bytes;
+    while (got < sizeof(lc.table.secret)) {
+        ssize_t n = getrandom(lc.table.secret + got, sizeof(lc.table.secret) - got, 0);
+        if (n <= 0)
+            return SL_EINVAL;
+        got += (size_t)n;
+    }
+    return sl_limiter_new(&lc, out);
+}
+
+int sl__store_hybrid_new(uv_loop_t *loop, const struct sl__hybrid_config *c, struct sl__store **out)
+{
+    return sl__store_hybrid_new_logged(loop, c, NULL, NULL, NULL, out);
+}
+
+int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config *c,
+                                sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+                                struct sl__store **out)
+{
+    struct sl__hystore *st;
+    int rc;
+
+    *out = NULL;
+    if (c->redis == NULL || c->max_keys == 0 || c->batch == 0 || c->sync_interval_ms <= 0)
+        return SL_EINVAL;
+    st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return SL_ENOMEM;
+    st->base.ops = &hybrid_ops;
+    st->loop = loop;
+    st->cfg = *c;
+    st->last_now_ns = INT64_MIN;
+    st->next_sync_ns = INT64_MIN;
+    for (st->index_cap = 16; st->index_cap < 2 * c->max_keys; st->index_cap *= 2)
+        ;
+    st->ents = calloc(c->max_keys, sizeof(*st->ents));
+    st->index = calloc(st->index_cap, sizeof(*st->index));
+    st->free_ents = calloc(c->max_keys, sizeof(*st->free_ents));
+    st->live = calloc(c->max_keys, sizeof(*st->live));
+    uv_timer_init(loop, &st->kick);
+    uv_timer_init(loop, &st->tick);
+    st->kick.data = st;
+    st->tick.data = st;
+    uv_unref((uv_handle_t *)&st->kick);
+    uv_unref((uv_handle_t *)&st->tick);
+    if (st->ents == NULL || st->index == NULL || st->free_ents == NULL || st->live == NULL) {
+        rc = SL_ENOMEM;
+        goto fail;
+    }
+    for (uint32_t i = c->max_keys; i-- > 0;)
+        st->free_ents[st->n_free++] = i;
+    rc = make_limiter(c, &st->lim);
+    if (rc != SL_OK)
+        goto fail;
+    sl__limiter_on_commit(st->lim, on_commit, st);
+    rc = sl__store_redis_new_logged(loop, c->redis, st->lim, log, log_arg, shared, &st->inner);
+    if (rc != SL_OK)
+        goto fail;
+    rc = sl__hy_sync_init(st);
+    if (rc != SL_OK)
+        goto fail;
+    if (!c->manual_sync)
+        uv_timer_start(&st->tick, on_tick, (uint64_t)c->sync_interval_ms,
+                       (uint64_t)c->sync_interval_ms);
+    *out = &st->base;
+    return SL_OK;
+fail:
+    destroy(&st->base);
+    return rc;
+}
+
+void sl__store_hybrid_sync(struct sl__store *s, int64_t now_ns)
+{
+    struct sl__hystore *st = of(s);
+
+    if (now_ns > st->last_now_ns)
+        st->last_now_ns = now_ns;
+    sl__hy_sync_run(st, st->last_now_ns);
+}
+
+struct sl__store *sl__store_hybrid_inner(struct sl__store *s)
+{
+    return of(s)->inner;
+}
+
+void sl__store_hybrid_stats(const struct sl__store *s, struct sl__hybrid_stats *out)
+{
+    const struct sl__hystore *st = of(s);
+#define G(f) out->f = atomic_load_explicit(&st->ctr.f, memory_order_relaxed)
+    G(checks);
+    G(redis_path);
+    G(syncs);
+    G(sync_calls);
+    G(sync_keys);
+    G(sync_failures);
+    G(absorbed);
+    G(deltas_dropped);
+    G(untracked);
+    G(final_pushes);
+    G(keys);
+    G(kept);
+    G(in_flight);
+    G(connected);
+#undef G
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * hybrid_int.h - the hybrid store's internal types, shared by hybrid.c
+ * (the store operations and the table of kept deltas) and hybrid_sync.c
+ * (the Redis connection and the syncs). Not for use outside store/hybrid/.
+ */
+#ifndef SL_STORE_HYBRID_INT_H
+#define SL_STORE_HYBRID_INT_H
+
+#include <stdatomic.h>
+
+#include <hiredis/async.h>
+
+#include "hybrid.h"
+#include "sluice_int.h"
+
+/* Longest match key kept for syncing; a longer one is decided locally and
+ * not synced (counted in `untracked`). */
+#define SL__HY_KEY_MAX 240
+
+/* One (state key, window) whose counts are synced. Windows get one entry
+ * per window index, buckets one entry (w = 0). */
+struct sl__hy_ent {
+    uint64_t h[2];     /* SipHash-1-3-128 of match key + limit id, fixed key */
+    int64_t w;         /* window index (floor(time / period)); buckets: 0 */
+    struct sl_limit l; /* a copy (name NULL) */
+    uint64_t pending;  /* recorded here since the last push */
+    uint64_t inflight; /* in the sync call out now */
+    uint64_t seen;     /* the fleet's total after our last push */
+    int64_t last_ns;   /* last local commit or absorb */
+    uint32_t pos;      /* in the store's live list */
+    bool used;
+    bool superseded; /* a later window of the same key exists here */
+    uint16_t key_len;
+    char key[SL__HY_KEY_MAX];
+};
+
+struct sl__hy_counters {
+    _Atomic uint64_t checks, redis_path, syncs, sync_calls, sync_keys, sync_failures, absorbed,
+        deltas_dropped, untracked, final_pushes, keys, kept, in_flight;
+    _Atomic bool connected;
+    _Atomic bool ever_connected;
+};
+
+#define SL__HY_CNT(st, field, d)                                                                   \
+    atomic_store_explicit(&(st)->ctr.field,                                                        \
+                          atomic_load_explicit(&(st)->ctr.field, memory_order_relaxed) +           \
+                              (uint64_t)(d),                                                       \
+                          memory_order_relaxed)
+#define SL__HY_SET(st, field, v) atomic_store_explicit(&(st)->ctr.field, (v), memory_order_relaxed)
+
+/* One script call of a sync: the entries it carries. */
+struct sl__hy_call {
+    struct sl__hystore *st;
+    uv_timer_t timer;
+    bool busy;
+    unsigned n;
+    uint32_t *idx; /* [batch] entry indexes */
+};
+
+enum sl__hy_conn { SL__HY_DOWN = 0, SL__HY_CONNECTING, SL__HY_READY };
+
+struct sl__hystore {
+    struct sl__store base;
+    uv_loop_t *loop;
+    struct sl__hybrid_config cfg;
+    sl_limiter *lim;         /* this node's table */
+    struct sl__store *inner; /* the Redis path */
+    sl_rules *rules_seen;    /* the snapshot `rules_plain` is about (a reference) */
+    bool rules_plain;        /* no limit of it needs the Redis path */
+    bool closing;
+
+    /* kept deltas: entries[max_keys], an open-addressing index of
+     * index_cap (a power of two) slots holding entry number + 1 */
+    struct sl__hy_ent *ents;
+    uint32_t *index;
+    uint32_t index_cap;
+    uint32_t *free_ents; /* a stack of free entry numbers */
+    uint32_t n_free;
+    uint32_t *live; /* the entries in use, so a sync visits only them */
+    uint32_t n_live;
+
+    /* time */
+    int64_t last_now_ns; /* the latest time a request carried */
+    int64_t next_sync_ns;
+    bool sync_scheduled;
+    uv_timer_t kick; /* runs a due sync after the check that found it due */
+    uv_timer_t tick; /* real time: pushes what is pending when no request comes */
+    uint64_t syncs_at_tick;
+
+    /* the connection */
+    redisAsyncContext *ac;
+    enum sl__hy_conn conn;
+    uv_timer_t conn_timer; /* reconnect backoff or connect timeout */
+    int64_t backoff_ms;
+    char sha[41];
+    struct sl__hy_call *calls; /* [ceil(max_keys / batch)] */
+    unsigned n_calls;
+    unsigned calls_out;
+    /* scratch for one call's arguments */
+    const char **argv;
+    size_t *argvlen;
+    char *argbuf;
+    size_t argbuf_cap;
+
+    struct sl__hy_counters ctr;
+};
+
+/* hybrid.c */
+/* The fleet's total for entry `e` is `total` after a push of e->inflight:
+ * record it and add what other nodes recorded to the local table. */
+void sl__hy_apply(struct sl__hystore *st, struct sl__hy_ent *e, uint64_t total);
+/* A call carrying `e` was lost: its deltas are pending again. */
+void sl__hy_restore(struct sl__hystore *st, struct sl__hy_ent *e);
+/* Drop entries no longer useful at `now_ns`, and count what is kept. */
+void sl__hy_sweep(struct sl__hystore *st, int64_t now_ns);
+/* The Redis key of entry e into buf (cap bytes); its length. */
+size_t sl__hy_redis_key(const struct sl__hystore *st, const struct sl__hy_ent *e, char *buf,
+                        size_t cap);
+/* Milliseconds the Redis counter of e must live after a push. */
+int64_t sl__hy_ttl_ms(const struct sl__hystore *st, const struct sl__hy_ent *e);
+
+/* hybrid_sync.c */
+int sl__hy_sync_init(struct sl__hystore *st);
+void sl__hy_sync_close(struct sl__hystore *st);
+void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns);
+/* Push every kept delta with a blocking connection (shutdown). */
+void sl__hy_final_push(struct sl__hystore *st);
+
+#endif /* SL_STORE_HYBRID_INT_H */

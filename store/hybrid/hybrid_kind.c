@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * hybrid_kind.c - the hybrid store as a kind of store (store/kind.h): its
+ * keys (store.hybrid.*; the Redis connection and the Redis path take the
+ * Redis store's store.redis.* keys, linked by kinds.c), its constructor,
+ * its lines in /metrics (its own, then the Redis path's), and rules across
+ * nodes, which it shares exactly as the Redis store does.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hybrid.h"
+#include "kind.h"
+
+#define HF(member) SL__KF(struct sl__hybrid_config, member)
+
+static const struct sl__key hkeys[] = {
+    {"store.hybrid.sync_interval", SL__K_DUR_MS, HF(sync_interval_ms), "50ms",
+     "push local counts to Redis and read the fleet's back this often"},
+    {"store.hybrid.timeout", SL__K_DUR_MS, HF(timeout_ms), "200ms",
+     "one sync call; then its deltas are kept for the next sync"},
+    {"store.hybrid.max_keys", SL__K_UINT, HF(max_keys), "16384",
+     "keys (per window) whose counts are kept for syncing, per worker", .min = 1, .max = 1u << 24},
+    {"store.hybrid.batch", SL__K_UINT, HF(batch), "256", "keys per sync script call", .min = 1,
+     .max = 4096},
+    {"store.hybrid.max_bytes", SL__K_SIZE, HF(max_bytes), "16MiB",
+     "memory cap of each worker's local state table"},
+};
+#define NHKEYS (sizeof(hkeys) / sizeof(hkeys[0]))
+
+const struct sl__key *sl__hybrid_config_keys(size_t *n)
+{
+    *n = NHKEYS;
+    return hkeys;
+}
+
+static const char *const sections[] = {"store.hybrid", NULL};
+
+static void link_redis(void *cfg, const void *redis)
+{
+    ((struct sl__hybrid_config *)cfg)->redis = redis;
+}
+
+int sl__hybrid_config_check(const struct sl__hybrid_config *c, char *err, size_t errlen)
+{
+    if (c->redis != NULL && (c->redis->cluster || c->redis->sentinels[0] != '\0')) {
+        snprintf(err, errlen,
+                 "store.type hybrid syncs with one Redis at store.redis.host:port: "
+                 "set store.redis.cluster to false and no store.redis.sentinels");
+        return SL_EINVAL;
+    }
+    if (c->max_bytes < ((size_t)1 << 20)) {
+        snprintf(err, errlen, "store.hybrid.max_bytes must be at least 1MiB");
+        return SL_EINVAL;
+    }
+    if (c->timeout_ms <= 0 || c->sync_interval_ms <= 0) {
+        snprintf(err, errlen, "store.hybrid.sync_interval and timeout must be positive");
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
+static int check(const void *cfg, char *err, size_t errlen)
+{
+    const struct sl__hybrid_config *c = cfg;
+    int rc = sl__hybrid_config_check(c, err, errlen);
+
+    if (rc == SL_OK && sl__store_kind_redis.check != NULL)
+        rc = sl__store_kind_redis.check(c->redis, err, errlen);
+    return rc;
+}
+
+static int create(const void *cfg, const struct sl__store_env *env, struct sl__store **out)
+{
+    /* env->lim is not used: each worker is a node with its own table */
+    return sl__store_hybrid_new_logged(env->loop, cfg, env->log, env->log_arg, env->shared, out);
+}
+
+/* The Redis path's stores log each outage event once per process, as the
+ * Redis store's do. */
+static void *shared_new(void)
+{
+    return sl__rshared_new();
+}
+
+static void shared_free(void *shared)
+{
+    sl__rshared_free(shared);
+}
+
+/* ------------------------------------------------------------ metrics */
+
+static const struct counter {
+    const char *name;
+    const char *help;
+    size_t offset;
+} counters[] = {
+#define C(field, help)                                                                             \
+    {                                                                                              \
+        "sluice_store_hybrid_" #field "_total", help, offsetof(struct sl__hybrid_stats, field)     \
+    }
+    C(checks, "Checks, peeks and resets decided in the local table."),
+    C(redis_path,
+      "Operations decided through the Redis store (sliding_log, concurrency, warm-up)."),
+    C(syncs, "Sync rounds that sent something to Redis."),
+    C(sync_calls, "Sync script calls sent (one per batch of keys)."),
+    C(sync_keys, "Keys pushed or read by the sync calls."),
+    C(sync_failures, "Sync calls lost (timeout, error, connection gone); their deltas are kept."),
+    C(absorbed, "Counts and amounts recorded by other nodes, added to the local table."),
+    C(deltas_dropped, "Kept deltas dropped unpushed: their window or bucket was over."),
+    C(untracked, "Costs recorded locally but not kept for syncing (max_keys full, long key)."),
+    C(final_pushes, "Keys pushed by the blocking push when a store stops."),
+#undef C
+};
+#define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
+
+#define put sl__store_put
+
+static uint64_t *field(struct sl__hybrid_stats *s, size_t offset)
+{
+    return (uint64_t *)(void *)((char *)s + offset);
+}
+
+#define MAX_WORKERS 1024
+
+static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap, size_t *len)
+{
+    struct sl__hybrid_stats sum = {0}, st;
+    struct sl__store *inner[MAX_WORKERS];
+    unsigned connected = 0, n_inner = 0;
+    size_t start = *len;
+    bool ok = true;
+
+    for (unsigned i = 0; i < n; i++) {
+        sl__store_hybrid_stats(stores[i], &st);
+        for (size_t c = 0; c < NCOUNTERS; c++)
+            *field(&sum, counters[c].offset) += *field(&st, counters[c].offset);
+        sum.keys += st.keys;
+        sum.kept += st.kept;
+        sum.in_flight += st.in_flight;
+        connected += st.connected;
+        if (n_inner < MAX_WORKERS && sl__store_hybrid_inner(stores[i]) != NULL)
+            inner[n_inner++] = sl__store_hybrid_inner(stores[i]);
+    }
+    for (size_t c = 0; ok && c < NCOUNTERS; c++)
+        ok = put(buf, cap, len, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[c].name,
+                 counters[c].help, counters[c].name, counters[c].name,
+                 (unsigned long long)*field(&sum, counters[c].offset));
+    ok =
+        ok &&
+        put(buf, cap, len,
+            "# HELP sluice_store_hybrid_keys Keys whose counts are kept for syncing.\n"
+            "# TYPE sluice_store_hybrid_keys gauge\n"
+            "sluice_store_hybrid_keys %llu\n"
+            "# HELP sluice_store_hybrid_kept Counts and amounts recorded locally, not yet pushed.\n"
+            "# TYPE sluice_store_hybrid_kept gauge\n"
+            "sluice_store_hybrid_kept %llu\n"
+            "# HELP sluice_store_hybrid_in_flight Sync calls awaiting a reply.\n"
+            "# TYPE sluice_store_hybrid_in_flight gauge\n"
+            "sluice_store_hybrid_in_flight %llu\n"
+            "# HELP sluice_store_hybrid_workers_connected Workers whose sync connection is ready.\n"
+            "# TYPE sluice_store_hybrid_workers_connected gauge\n"
+            "sluice_store_hybrid_workers_connected %u\n",
+            (unsigned long long)sum.keys, (unsigned long long)sum.kept,
+            (unsigned long long)sum.in_flight, connected);
+    if (ok && n_inner > 0 && sl__store_kind_redis.metrics != NULL)
+        ok = sl__store_kind_redis.metrics(inner, n_inner, buf, cap, len);
+    if (!ok)
+        *len = start;
+    return ok;
+}
+
+/* The Redis path's members (its nodes) in the health view. */
+static bool health_members(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                           size_t *len)
+{
+    struct sl__store *inner[MAX_WORKERS];
+    unsigned n_inner = 0;
+
+    for (unsigned i = 0; i < n && n_inner < MAX_WORKERS; i++)
+        if (sl__store_hybrid_inner(stores[i]) != NULL)
+            inner[n_inner++] = sl__store_hybrid_inner(stores[i]);
+    if (n_inner == 0 || sl__store_kind_redis.health_members == NULL)
+        return true;
+    return sl__store_kind_redis.health_members(inner, n_inner, buf, cap, len);
+}
+
+/* ------------------------------------------------------------ rules across nodes */
+
+static bool rules_shared(const void *cfg)
+{
+    return sl__store_kind_redis.rules_shared(((const struct sl__hybrid_config *)cfg)->redis);
+}
+
+static int rules_publish(const void *cfg, const char *id, const char *yaml, size_t len,
+                         uint64_t *version)
+{
+    return sl__store_kind_redis.rules_publish(((const struct sl__hybrid_config *)cfg)->redis, id,
+                                              yaml, len, version);
+}
+
+static int rules_subscribe(const void *cfg, uv_loop_t *loop, const char *db_path,
+                           void (*on_change)(void *arg), void *arg, void **out)
+{
+    return sl__store_kind_redis.rules_subscribe(((const struct sl__hybrid_config *)cfg)->redis,
+                                                loop, db_path, on_change, arg, out);
+}
+
+static void rules_unsubscribe(void *sub)
+{
+    sl__store_kind_redis.rules_unsubscribe(sub);
+}
+
+const struct sl__store_kind sl__store_kind_hybrid = {
+    .name = "hybrid",
+    .cfg_size = sizeof(struct sl__hybrid_config),
+    .keys = sl__hybrid_config_keys,
+    .sections = sections,
+    .check = check,
+    .reads = &sl__store_kind_redis,
+    .link = link_redis,
+    .shared_new = shared_new,
+    .shared_free = shared_free,
+    .create = create,
+    .metrics = metrics,
+    .health_members = health_members,
+    .rules_shared = rules_shared,
+    .rules_publish = rules_publish,
+    .rules_subscribe = rules_subscribe,
+    .rules_unsubscribe = rules_unsubscribe,
+};

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * hybrid_sync.c - the hybrid store's syncs: one hiredis connection per
+ * worker (libuv adapter, the worker's loop), the sync script loaded on
+ * it, and every sync_interval one script call per batch of kept keys, all
+ * sent at once (pipelined), each adding its keys' deltas and returning
+ * their fleet totals.
+ *
+ * A lost call (timeout, error reply, connection gone) puts its deltas back
+ * as pending: they go with the next sync once Redis answers again. A call
+ * that timed out may still have been executed by Redis; its deltas are
+ * then counted twice (never fewer: the error is on the side of denying).
+ * A timeout drops the connection (freeing the calls stuck on it) and it
+ * reconnects with a backoff (50 ms doubling to store.redis.backoff_max).
+ *
+ * When the store is freed, kept deltas are pushed once more over a
+ * blocking connection, bounded by 1 s (or store.hybrid.timeout if longer)
+ * per step, so a
+ * node that restarts loses nothing it had recorded while Redis was up.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/hiredis.h>
+
+#include "hybrid_int.h"
+
+/*
+ * KEYS: the counters; ARGV[2i-1]: key i's delta (a decimal), ARGV[2i]: its
+ * expiry in ms. A delta of 0 only reads. Returns every key's total.
+ */
+static const char sync_lua[] = "local r = {}\n"
+                               "for i = 1, #KEYS do\n"
+                               "  local d = ARGV[2 * i - 1]\n"
+                               "  if d ~= '0' then\n"
+                               "    r[i] = redis.call('INCRBY', KEYS[i], d)\n"
+                               "    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])\n"
+                               "  else\n"
+                               "    r[i] = tonumber(redis.call('GET', KEYS[i]) or '0')\n"
+                               "  end\n"
+                               "end\n"
+                               "return r\n";
+
+/* Bytes of arguments one key takes at most: key, delta, ttl. */
+#define ARG_BYTES (SL__REDIS_PREFIX_MAX + 64 + 24 + 24)
+
+static void start(struct sl__hystore *st);
+
+static void set_conn(struct sl__hystore *st, enum sl__hy_conn c)
+{
+    st->conn = c;
+    SL__HY_SET(st, connected, c == SL__HY_READY);
+    if (c == SL__HY_READY)
+        SL__HY_SET(st, ever_connected, true);
+}
+
+static void finish_call(struct sl__hy_call *c)
+{
+    struct sl__hystore *st = c->st;
+
+    c->busy = false;
+    uv_timer_stop(&c->timer);
+    st->calls_out--;
+    SL__HY_SET(st, in_flight, st->calls_out);
+}
+
+static void lose_call(struct sl__hy_call *c)
+{
+    struct sl__hystore *st = c->st;
+
+    for (unsigned i = 0; i < c->n; i++)
+        sl__hy_restore(st, &st->ents[c->idx[i]]);
+    SL__HY_CNT(st, sync_failures, 1);
+    finish_call(c);
+}
+
+static void schedule(struct sl__hystore *st, int64_t wait_ms);
+
+/* Close the connection now: every call on it comes back lost. */
+static void drop(struct sl__hystore *st)
+{
+    redisAsyncContext *ac = st->ac;
+
+    if (ac == NULL)
+        return;
+    st->ac = NULL;
+    set_conn(st, SL__HY_DOWN);
+    st->sha[0] = '\0';
+    for (unsigned i = 0; i < st->n_calls; i++)
+        if (st->calls[i].busy)
+            lose_call(&st->calls[i]);
+    if (!st->closing)
+        schedule(st, st->backoff_ms);
+    redisAsyncFree(ac);
+}
+
+static void on_conn_timer(uv_timer_t *t)
+{
+    struct sl__hystore *st = t->data;
+
+    if (st->closing)
+        return;
+    if (st->conn == SL__HY_CONNECTING)
+        drop(st); /* no answer in time (a frozen Redis accepts, then says nothing) */
+    else if (st->conn == SL__HY_DOWN)
+        start(st);
+}
+
+/* wait >= 0: reconnect after it (doubling the next wait); < 0: the time a
+ * connection in progress has to become ready. */
+static void schedule(struct sl__hystore *st, int64_t wait_ms)
+{
+    if (wait_ms >= 0) {
+        int64_t next = st->backoff_ms * 2;
+        st->backoff_ms =
+            next > st->cfg.redis->backoff_max_ms ? st->cfg.redis->backoff_max_ms : next;
+    }
+    uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)(wait_ms < 0 ? -wait_ms : wait_ms), 0);
+}
+
+static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__hystore *st = priv;
+    redisReply *r = reply;
+
+    if (r == NULL || st->closing || ac != st->ac)
+        return;
+    if (r->type != REDIS_REPLY_STRING || r->len != 40) {
+        drop(st);
+        return;
+    }
+    memcpy(st->sha, r->str, 40);
+    st->sha[40] = '\0';
+    st->backoff_ms = st->cfg.redis->backoff_min_ms;
+    uv_timer_stop(&st->conn_timer);
+    set_conn(st, SL__HY_READY);
+}
+
+static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__hystore *st = priv;
+    redisReply *r = reply;
+
+    if (r != NULL && !st->closing && ac == st->ac && r->type == REDIS_REPLY_ERROR)
+        drop(st);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct sl__hystore *st = ac->data;
+
+    if (status != REDIS_OK && st != NULL && st->ac == ac) {
+        st->ac = NULL; /* hiredis frees it */
+        set_conn(st, SL__HY_DOWN);
+        if (!st->closing)
+            schedule(st, st->backoff_ms);
+    }
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct sl__hystore *st = ac->data;
+
+    (void)status;
+    if (st == NULL || st->ac != ac)
+        return;
+    st->ac = NULL; /* hiredis frees it */
+    set_conn(st, SL__HY_DOWN);
+    st->sha[0] = '\0';
+    if (!st->closing)
+        schedule(st, st->backoff_ms);
+}
+
+static int64_t probe_ms(const struct sl__hystore *st)
+{
+    int64_t t = 4 * st->cfg.timeout_ms;
+    return t < 200 ? 200 : t;
+}
+
+static void start(struct sl__hystore *st)
+{
+    const struct sl__redis_config *rc = st->cfg.redis;
+    redisAsyncContext *ac = redisAsyncConnect(rc->host, rc->port);
+
+    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, st->loop) != REDIS_OK) {
+        if (ac != NULL)
+            redisAsyncFree(ac);
+        schedule(st, st->backoff_ms);
+        return;
+    }
+    redisLibuvEvents *p = ac->ev.data;
+    if (p != NULL)
+        uv_unref((uv_handle_t *)&p->handle);
+    ac->data = st;
+    st->ac = ac;
+    set_conn(st, SL__HY_CONNECTING);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    if (rc->password[0] != '\0' && rc->user[0] != '\0')
+        redisAsyncCommand(ac, on_auth, st, "AUTH %s %s", rc->user, rc->password);
+    else if (rc->password[0] != '\0')
+        redisAsyncCommand(ac, on_auth, st, "AUTH %s", rc->password);
+    redisAsyncCommand(ac, on_loaded, st, "SCRIPT LOAD %s", sync_lua);
+    schedule(st, -probe_ms(st));
+}
+
+int sl__hy_sync_init(struct sl__hystore *st)
+{
+    unsigned batch = st->cfg.batch;
+
+    st->n_calls = (st->cfg.max_keys + batch - 1) / batch;
+    st->calls = calloc(st->n_calls, sizeof(*st->calls));
+    st->argv = calloc(3 + 3 * (size_t)batch, sizeof(*st->argv));
+    st->argvlen = calloc(3 + 3 * (size_t)batch, sizeof(*st->argvlen));
+    st->argbuf_cap = 64 + (size_t)batch * ARG_BYTES;
+    st->argbuf = malloc(st->argbuf_cap);
+    if (st->calls == NULL || st->argv == NULL || st->argvlen == NULL || st->argbuf == NULL)
+        return SL_ENOMEM;
+    for (unsigned i = 0; i < st->n_calls; i++) {
+        struct sl__hy_call *c = &st->calls[i];
+        c->st = st;
+        c->idx = calloc(batch, sizeof(*c->idx));
+        if (c->idx == NULL)
+            return SL_ENOMEM;
+        uv_timer_init(st->loop, &c->timer);
+        uv_unref((uv_handle_t *)&c->timer);
+        c->timer.data = c;
+    }
+    uv_timer_init(st->loop, &st->conn_timer);
+    uv_unref((uv_handle_t *)&st->conn_timer);
+    st->conn_timer.data = st;
+    st->backoff_ms = st->cfg.redis->backoff_min_ms;
+    start(st);
+    return SL_OK;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+void sl__hy_sync_close(struct sl__hystore *st)
+{
+    if (st->calls == NULL)
+        return;
+    drop(st);
+    uv_close((uv_handle_t *)&st->conn_timer, on_closed);
+    for (unsigned i = 0; i < st->n_calls; i++) {
+        if (st->calls[i].idx != NULL)
+            uv_close((uv_handle_t *)&st->calls[i].timer, on_closed);
+    }
+}
+
+static void on_call_timeout(uv_timer_t *t)
+{
+    struct sl__hy_call *c = t->data;
+
+    if (c->busy)
+        drop(c->st); /* loses c and every other call on the connection */
+}
+
+static bool is_noscript(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && r->str != NULL && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__hy_call *c = priv;
+    struct sl__hystore *st = c->st;
+    redisReply *r = reply;
+
+    (void)ac;
+    if (!c->busy)
+        return; /* already lost (timeout) */
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != c->n) {
+        if (r != NULL && is_noscript(r) && st->ac != NULL) {
+            st->sha[0] = '\0'; /* Redis restarted or flushed: load it again */
+            set_conn(st, SL__HY_CONNECTING);
+            redisAsyncCommand(st->ac, on_loaded, st, "SCRIPT LOAD %s", sync_lua);
+            schedule(st, -probe_ms(st));
+        }
+        lose_call(c);
+        return;
+    }
+    for (unsigned i = 0; i < c->n; i++) {
+        const redisReply *e = r->element[i];
+        struct sl__hy_ent *x = &st->ents[c->idx[i]];
+        if (e->type == REDIS_REPLY_INTEGER && e->integer >= 0)
+            sl__hy_apply(st, x, (uint64_t)e->integer);
+        else
+            sl__hy_restore(st, x);
+    }
+    finish_call(c);
+}
+
+static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
+{
+    size_t used = 0, argc = 3;
+    char *b = st->argbuf;
+
+    st->argv[0] = "EVALSHA";
+    st->argvlen[0] = 7;
+    st->argv[1] = st->sha;
+    st->argvlen[1] = 40;
+    st->argv[2] = b;
+    st->argvlen[2] = (size_t)snprintf(b, 24, "%u", c->n);
+    used = st->argvlen[2] + 1;
+    for (unsigned i = 0; i < c->n; i++) {
+        const struct sl__hy_ent *e = &st->ents[c->idx[i]];
+        size_t len = sl__hy_redis_key(st, e, b + used, ARG_BYTES);
+        st->argv[argc] = b + used;
+        st->argvlen[argc++] = len;
+        used += len + 1;
+    }
+    for (unsigned i = 0; i < c->n; i++) {
+        const struct sl__hy_ent *e = &st->ents[c->idx[i]];
+        int n = snprintf(b + used, 24, "%llu", (unsigned long long)e->inflight);
+        st->argv[argc] = b + used;
+        st->argvlen[argc++] = (size_t)n;
+        used += (size_t)n + 1;
+        n = snprintf(b + used, 24, "%lld", (long long)sl__hy_ttl_ms(st, e));
+        st->argv[argc] = b + used;
+        st->argvlen[argc++] = (size_t)n;
+        used += (size_t)n + 1;
+    }
+    if (redisAsyncCommandArgv(st->ac, on_reply, c, (int)argc, st->argv, st->argvlen) != REDIS_OK)
+        return SL_EINVAL;
+    c->busy = true;
+    st->calls_out++;
+    SL__HY_SET(st, in_flight, st->calls_out);
+    SL__HY_CNT(st, sync_calls, 1);
+    SL__HY_CNT(st, sync_keys, c->n);
+    /* the loop's cached time may be as old as the loop's last wait: a
+     * timeout counted from it would fire early */
+    uv_update_time(st->loop);
+    uv_timer_start(&c->timer, on_call_timeout, (uint64_t)st->cfg.timeout_ms, 0);
+    return SL_OK;
+}
+
+void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
+{
+    unsigned ci = 0;
+    struct sl__hy_call *c = NULL;
+    bool sent = false;
+
+    if (st->closing || st->calls_out > 0)
+        return; /* the previous sync is still out */
+    st->next_sync_ns = now_ns + st->cfg.sync_interval_ms * SL_NS_PER_MS;
+    sl__hy_sweep(st, now_ns);
+    if (st->conn != SL__HY_READY || st->ac == NULL)
+        return; /* kept: they go when Redis is back */
+    for (uint32_t li = 0; li < st->n_live; li++) {
+        uint32_t i = st->live[li];
+        struct sl__hy_ent *e = &st->ents[i];
+        if (c == NULL) {
+            c = &st->calls[ci++];
+            c->n = 0;
+        }
+        e->inflight = e->pending;
+        e->pending = 0;
+        SL__HY_SET(st, kept,
+                   atomic_load_explicit(&st->ctr.kept, memory_order_relaxed) - e->inflight);
+        c->idx[c->n++] = i;
+        if (c->n == st->cfg.batch) {
+            if (send_call(st, c) != SL_OK) {
+                for (unsigned k = 0; k < c->n; k++)
+                    sl__hy_restore(st, &st->ents[c->idx[k]]);
+                return;
+            }
+            sent = true;
+            c = NULL;
+        }
+    }
+    if (c != NULL && c->n > 0) {
+        if (send_call(st, c) != SL_OK) {
+            for (unsigned k = 0; k < c->n; k++)
+                sl__hy_restore(st, &st->ents[c->idx[k]]);
+        } else {
+            sent = true;
+        }
+    }
+    if (sent)
+        SL__HY_CNT(st, syncs, 1);
+}
+
+/* ------------------------------------------------------------ shutdown */
+
+static bool blocking_ok(redisContext *rc, redisReply *r, int type)
+{
+    bool ok = r != NULL && r->type == type;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return ok && rc->err == 0;
+}
+
+/* One blocking EVAL of the script over ents idx[0..k) with their pending
+ * deltas; true when Redis took them. */
+static bool push_blocking(struct sl__hystore *st, redisContext *c, const uint32_t *idx, unsigned k)
+{
+    size_t argc = 3, used = 0;
+    char nk[16];
+
+    st->argv[0] = "EVAL";
+    st->argvlen[0] = 4;
+    st->argv[1] = sync_lua;
+    st->argvlen[1] = sizeof(sync_lua) - 1;
+    st->argvlen[2] = (size_t)snprintf(nk, sizeof(nk), "%u", k);
+    st->argv[2] = nk;
+    for (unsigned j = 0; j < k; j++) {
+        size_t len = sl__hy_redis_key(st, &st->ents[idx[j]], st->argbuf + used, ARG_BYTES);
+        st->argv[argc] = st->argbuf + used;
+        st->argvlen[argc++] = len;
+        used += len + 1;
+    }
+    for (unsigned j = 0; j < k; j++) {
+        const struct sl__hy_ent *e = &st->ents[idx[j]];
+        int w = snprintf(st->argbuf + used, 24, "%llu", (unsigned long long)e->pending);
+        st->argv[argc] = st->argbuf + used;
+        st->argvlen[argc++] = (size_t)w;
+        used += (size_t)w + 1;
+        w = snprintf(st->argbuf + used, 24, "%lld", (long long)sl__hy_ttl_ms(st, e));
+        st->argv[argc] = st->argbuf + used;
+        st->argvlen[argc++] = (size_t)w;
+        used += (size_t)w + 1;
+    }
+    return blocking_ok(c, redisCommandArgv(c, (int)argc, st->argv, st->argvlen), REDIS_REPLY_ARRAY);
+}
+
+void sl__hy_final_push(struct sl__hystore *st)
+{
+    const struct sl__redis_config *rc = st->cfg.redis;
+    int64_t ms = st->cfg.timeout_ms > 1000 ? st->cfg.timeout_ms : 1000; /* stopping can wait */
+    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
+                         .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
+    redisContext *c = NULL;
+    uint32_t *idx = NULL;
+    unsigned k = 0;
+
+    if (st->ents == NULL || st->argv == NULL || st->argbuf == NULL || st->cfg.redis == NULL)
+        return;
+    for (uint32_t i = 0; i < st->cfg.max_keys; i++)
+        k += st->ents[i].used && st->ents[i].pending > 0;
+    if (k == 0)
+        return;
+    idx = calloc(st->cfg.batch, sizeof(*idx));
+    c = redisConnectWithTimeout(rc->host, rc->port, tv);
+    if (idx == NULL || c == NULL || c->err != 0 || redisSetTimeout(c, tv) != REDIS_OK)
+        goto out;
+    if (rc->password[0] != '\0' &&
+        !blocking_ok(c,
+                     rc->user[0] != '\0' ? redisCommand(c, "AUTH %s %s", rc->user, rc->password)
+                                         : redisCommand(c, "AUTH %s", rc->password),
+                     REDIS_REPLY_STATUS))
+        goto out;
+    k = 0;
+    for (uint32_t i = 0; i <= st->cfg.max_keys; i++) {
+        if (i < st->cfg.max_keys) {
+            if (!st->ents[i].used || st->ents[i].pending == 0)
+                continue;
+            idx[k++] = i;
+            if (k < st->cfg.batch)
+                continue;
+        }
+        if (k == 0)
+            break;
+        if (!push_blocking(st, c, idx, k))
+            goto out;
+        for (unsigned j = 0; j < k; j++)
+            st->ents[idx[j]].pending = 0;
+        SL__HY_CNT(st, final_pushes, k);
+        k = 0;
+    }
+out:
+    free(idx);
+    if (c != NULL)
+        redisFree(c);
+}
