@@ -17,6 +17,7 @@
 #define SL_ALGO_H
 
 #include "sluice.h"
+#include "sluice_state.h"
 
 /* States of at most this many bytes live inline in a table entry; larger
  * ones (sliding_log's ring, concurrency's slots) out of line. */
@@ -45,6 +46,9 @@ struct sl__algo_ops {
     int64_t (*whole_at)(const void *st, const struct sl_limit *l);
     /* concurrency only (NULL elsewhere): free slot `lease`. */
     int (*release)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease);
+    /* Give back an admitted `cost` recorded at `now` (sl__state_refund in
+     * lib/internal/sluice_state.h); false when this state is not refunded. */
+    bool (*refund)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost);
 };
 
 extern const struct sl__algo_ops sl__algo_token_bucket;

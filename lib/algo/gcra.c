@@ -69,6 +69,13 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return sl__backlog_whole_at(st, l);
 }
 
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    (void)now_ns;
+    sl__backlog_refund(st, l, cost);
+    return true;
+}
+
 const struct sl__algo_ops sl__algo_gcra = {
     .name = "gcra",
     .state_size = state_size,
@@ -78,4 +85,5 @@ const struct sl__algo_ops sl__algo_gcra = {
     .commit = commit,
     .whole_at = whole_at,
     .release = NULL,
+    .refund = refund,
 };

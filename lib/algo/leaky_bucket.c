@@ -92,6 +92,13 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return sl__backlog_whole_at(st, l);
 }
 
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    (void)now_ns;
+    sl__backlog_refund(st, l, cost);
+    return true;
+}
+
 const struct sl__algo_ops sl__algo_leaky_bucket = {
     .name = "leaky_bucket",
     .state_size = state_size,
@@ -101,4 +108,5 @@ const struct sl__algo_ops sl__algo_leaky_bucket = {
     .commit = commit,
     .whole_at = whole_at,
     .release = NULL,
+    .refund = refund,
 };

@@ -14,8 +14,8 @@
  * window's weight decays by one unit per nanosecond, so the wait is solved
  * for in closed form, within this window or across into the next ones.
  *
- * State (24 bytes, inline): time of the last recorded request, the count of
- * its window and the count of the window before it.
+ * State (struct sl__sw_state, lib/internal/sluice_state.h; 24 bytes, inline): time of the last
+ * recorded request, the count of its window and the count of the window before it.
  *
  * Deliberately does not: keep timestamps (use sliding_log for exactness),
  * read a clock, allocate, or use floating point. Counts saturate at 2^64 - 1.
@@ -25,13 +25,8 @@
 #include "algo/algo.h"
 #include "sluice_sat.h"
 
-struct sw_state {
-    int64_t last_ns; /* time of the last recorded request; INT64_MIN: none */
-    uint64_t cur;    /* requests recorded in last_ns's window */
-    uint64_t prev;   /* requests recorded in the window before it */
-};
-
-_Static_assert(sizeof(struct sw_state) <= SL__STATE_INLINE, "sliding_window state must be inline");
+_Static_assert(sizeof(struct sl__sw_state) <= SL__STATE_INLINE,
+               "sliding_window state must be inline");
 
 typedef unsigned __int128 u128;
 
@@ -51,7 +46,7 @@ struct sw_view {
     uint64_t cur, prev;
 };
 
-static void view(const struct sw_state *s, const struct sl_limit *l, int64_t now_ns,
+static void view(const struct sl__sw_state *s, const struct sl_limit *l, int64_t now_ns,
                  struct sw_view *v)
 {
     int64_t w, w_last;
@@ -139,7 +134,7 @@ static int64_t retry_ns(const struct sw_view *v, const struct sl_limit *l, uint6
 static size_t state_size(const struct sl_limit *l)
 {
     (void)l;
-    return sizeof(struct sw_state);
+    return sizeof(struct sl__sw_state);
 }
 
 static int validate(const struct sl_limit *l, const char **why)
@@ -151,7 +146,7 @@ static int validate(const struct sl_limit *l, const char **why)
 
 static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
-    struct sw_state *s = st;
+    struct sl__sw_state *s = st;
 
     (void)l;
     (void)now_ns;
@@ -188,7 +183,7 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    struct sw_state *s = st;
+    struct sl__sw_state *s = st;
     struct sw_view v;
     struct sl_decision after;
 
@@ -206,7 +201,7 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 
 static int64_t whole_at(const void *st, const struct sl_limit *l)
 {
-    const struct sw_state *s = st;
+    const struct sl__sw_state *s = st;
     __int128 end;
 
     if (s->cur == 0 && s->prev == 0)
@@ -215,6 +210,25 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     if (s->cur > 0)
         end += l->period_ns;
     return end > INT64_MAX ? INT64_MAX : (int64_t)end;
+}
+
+/* Subtract `cost` from the count of the window `now` falls in: the current
+ * one, or the previous one when the state has moved on by one window since;
+ * nothing once both are over. */
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    struct sl__sw_state *s = st;
+    int64_t w, w_last;
+
+    if (s->last_ns == INT64_MIN)
+        return true;
+    w = floor_div(now_ns, l->period_ns);
+    w_last = floor_div(s->last_ns, l->period_ns);
+    if (w_last == w)
+        s->cur = s->cur > cost ? s->cur - cost : 0;
+    else if ((__int128)w_last - w == 1)
+        s->prev = s->prev > cost ? s->prev - cost : 0;
+    return true;
 }
 
 const struct sl__algo_ops sl__algo_sliding_window = {
@@ -226,4 +240,5 @@ const struct sl__algo_ops sl__algo_sliding_window = {
     .commit = commit,
     .whole_at = whole_at,
     .release = NULL,
+    .refund = refund,
 };
