@@ -10,13 +10,18 @@ RESP. What it shows:
     says 503, and after SIGCONT the daemon is ready and uses Redis again;
   - Redis killed and restarted: sluiced keeps answering, reconnects;
   - a key denied until T costs no Redis command until T (over-limit cache),
-    and a check costs exactly one script call (INFO commandstats).
+    and a check costs exactly one call (INFO commandstats: EVALSHA, FCALL
+    or the module's SLUICE.CHECK, whichever the daemon detected);
+  - with $SL_REDIS_MODULE set (the module's run of this file), all of the
+    above with the daemon using the module (test_daemon_module.py has the
+    fleet that mixes the module and the scripts).
 
 tests/redis/CMakeLists.txt registers it only when sluiced's configuration
 knows the Redis store (server/core/config.c calls sl__redis_config_set). It does
 not compare decisions field by field with the memory store (the C tests
 do) and does not test the HTTP or gRPC protocols.
 """
+import os
 import signal
 import subprocess
 import threading
@@ -28,6 +33,9 @@ import redis
 from sluiced_proc import SluicedProc, free_port, wait_until
 
 TIMEOUT_MS = 20
+MODULE = os.environ.get("SL_REDIS_MODULE")
+DECISIONS = ("evalsha", "fcall", "SLUICE.CHECK", "SLUICE.PEEK", "SLUICE.RESET", "SLUICE.REFUND",
+             "SLUICE.RELEASE")
 
 RULES = """\
 domain: shared
@@ -68,9 +76,10 @@ ADMITTED = {"tb": 40, "warm": 1, "gcra": 16, "leaky": 21, "fw": 50, "sw": 50,
 class Redis:
     def __init__(self, port=None):
         self.port = port or free_port()
+        module = ["--loadmodule", MODULE] if MODULE else []
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", "/dev/null"])
+             "--appendonly", "no", "--logfile", "/dev/null"] + module)
         self.client = redis.Redis(port=self.port)
         assert wait_until(self._up), "redis-server did not start"
 
@@ -80,8 +89,12 @@ class Redis:
         except redis.ConnectionError:
             return False
 
+    def calls(self, cmd):
+        return self.client.info("commandstats").get(f"cmdstat_{cmd}", {}).get("calls", 0)
+
     def evalsha_calls(self):
-        return self.client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+        """Calls of every decision command, whichever the engine."""
+        return sum(self.calls(cmd) for cmd in DECISIONS)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -91,10 +104,11 @@ class Redis:
 
 
 class Sluiced(SluicedProc):
-    def __init__(self, tmp_path, name, redis_port, workers=1):
+    def __init__(self, tmp_path, name, redis_port, workers=1, engine="auto"):
         store = f"""  type: redis
   redis:
     port: {redis_port}
+    engine: {engine}
     timeout: {TIMEOUT_MS}ms
     failure_policy: local
     policies: {{open: allow, closed: deny}}
@@ -113,8 +127,8 @@ def rds():
 def nodes(tmp_path, rds):
     started = []
 
-    def start(name, workers=1):
-        s = Sluiced(tmp_path, name, rds.port, workers)
+    def start(name, workers=1, engine="auto"):
+        s = Sluiced(tmp_path, name, rds.port, workers, engine)
         started.append(s)
         return s
     yield start
@@ -135,6 +149,7 @@ def test_one_script_call_per_check_and_none_for_cached_denials(rds, nodes):
     rds.client.config_resetstat()
     assert [a.check("shared", "fw", "x") for _ in range(50)] == ["allow"] * 50
     assert rds.evalsha_calls() == 50
+    assert rds.calls("SLUICE.CHECK" if MODULE else "fcall") == 50  # the engine detected
     assert a.check("shared", "fw", "x") == "deny"  # learnt by the cache
     calls = rds.evalsha_calls()
     hits = a.metric("sluice_store_redis_olc_hits_total")

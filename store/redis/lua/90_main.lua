@@ -1,13 +1,22 @@
 -- 90_main.lua - the entry point: dispatch to the algorithms, load and
 -- store states (SET with PX: expiry with the state), the all-or-nothing
--- check of every item (lib/limiter.c's rules), peeks and lease releases.
--- It does not rank statuses (the C store does, redis_plan.c).
+-- check of every item (lib/limiter.c's rules), peeks, resets, refunds and
+-- lease releases: run(keys, argv). It does not rank statuses (the C store
+-- does, redis_plan.c) and is not itself an entry point: 95_eval.lua calls
+-- run() for EVALSHA, 95_function.lua registers it as a Redis Function.
+
+-- The call's KEYS and ARGV (EVAL's globals, or a Function's arguments),
+-- and its head (ARGV[2], "<now>,<slack>,<prefix>") read into NOW_ (a number,
+-- or 'redis'), SLACK_ (ms) and PREFIX_.
+local KEYS_, ARGV_, NOW_, SLACK_, PREFIX_
 
 -- ------------------------------------------------------------- dispatch
 
 -- Each algorithm's ops (check, commit, ttl, fresh, refresh, release) are
--- made on first use in this call and kept for the rest of it; ids 0-2
--- share the bucket's. An id that is none of 0-6 is refused.
+-- made on first use and kept: for the rest of the call with EVALSHA (the
+-- chunk runs per call), for the library's life as a Function (it runs once
+-- at FUNCTION LOAD); ids 0-2 share the bucket's. An id that is none of 0-6
+-- is refused.
 local loaded = {}
 
 local function make_ops(k)
@@ -49,22 +58,30 @@ local function load(raw, it, now)
   return fresh(it, now), true
 end
 
-local function item_at(base)
-  local A = ARGV
+-- Item i's fields, one argument "algo,cost,cr,shadow,warm,a,b,c,d".
+local ITEM = '^(%d+),(%d+),(%d+),(%d+),(%d+),(%d+),(%d+),(%d+),(%d+)$'
+local function item_at(i)
+  local algo, cost, cr, shadow, warm, a, b, c, d = string.match(ARGV_[2 + i], ITEM)
+  if algo == nil then error('SLUICE_ARGS item ' .. i .. ' is not 9 numbers') end
   return {
-    algo = tonumber(A[base]), cost = tonumber(A[base + 1]), cr = tonumber(A[base + 2]) == 1,
-    shadow = tonumber(A[base + 3]) == 1, warm = tonumber(A[base + 4]),
-    a = tonumber(A[base + 5]), b = tonumber(A[base + 6]), c = tonumber(A[base + 7]),
-    d = tonumber(A[base + 8]),
+    algo = tonumber(algo), cost = tonumber(cost), cr = cr == '1', shadow = shadow == '1',
+    warm = tonumber(warm), a = tonumber(a), b = tonumber(b), c = tonumber(c), d = tonumber(d),
   }
 end
 
+local function read_head()
+  local now, slack, prefix = string.match(ARGV_[2] or '', '^([^,]+),(%d+),(.+)$')
+  if now == nil then error('SLUICE_ARGS the head is not now,slack,prefix') end
+  NOW_, SLACK_, PREFIX_ = tonumber(now) or now, tonumber(slack), prefix
+end
+
 local function now_us()
-  if ARGV[2] == 'redis' then
+  if NOW_ == 'redis' then
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-  return tonumber(ARGV[2])
+  if type(NOW_) ~= 'number' then error('SLUICE_ARGS now is not a number') end
+  return NOW_
 end
 
 -- Write a state with its expiry in one command (never a key without an
@@ -83,25 +100,25 @@ end
 
 local function lease_index(key, id)
   local h = string.sub(redis.sha1hex(key), 1, 16)
-  return h, ARGV[4] .. ':v1:lease:' .. h .. ':' .. id
+  return h, PREFIX_ .. ':v1:lease:' .. h .. ':' .. id
 end
 
 local function run_check(now, peek)
-  local n = tonumber(ARGV[5])
+  local n = #KEYS_
   local items, states, decs, absent = {}, {}, {}, {}
   local denied = false
   -- Every state in one read (one redis.call costs more than most checks);
   -- GET for the common single key, so a one-limit check needs no MGET.
   local raws
   if n == 1 then
-    raws = { redis.call('GET', KEYS[1]) }
+    raws = { redis.call('GET', KEYS_[1]) }
   elseif n > 1 then
-    raws = redis.call('MGET', unpack(KEYS, 1, n))
+    raws = redis.call('MGET', unpack(KEYS_, 1, n))
   else
     raws = {}
   end
   for i = 1, n do
-    local it = item_at(5 + (i - 1) * NF + 1)
+    local it = item_at(i)
     if peek then it.cost = 0 end
     items[i] = it
     states[i], absent[i] = load(raws[i], it, now)
@@ -131,17 +148,17 @@ local function run_check(now, peek)
       if writes[i] == nil and absent[i] then writes[i] = states[i] end
     end
   end
-  local slack = tonumber(ARGV[3])
+  local slack = SLACK_
   for i = 1, n do
-    if writes[i] ~= nil then store(KEYS[i], items[i], writes[i], slack) end
+    if writes[i] ~= nil then store(KEYS_[i], items[i], writes[i], slack) end
     if decs[i].lease ~= '' then
-      local h, idx = lease_index(KEYS[i], decs[i].lease)
-      redis.call('SET', idx, KEYS[i], 'PX', ceil_div(items[i].b, 1000) + slack)
+      local h, idx = lease_index(KEYS_[i], decs[i].lease)
+      redis.call('SET', idx, KEYS_[i], 'PX', ceil_div(items[i].b, 1000) + slack)
       decs[i].lease = h .. '-' .. decs[i].lease
-      -- Redis Cluster: ARGV[4] is "<prefix>{T}", T a tag of this call's
+      -- Redis Cluster: the prefix is "<prefix>{T}", T a tag of this call's
       -- slot, so the index key lives in the slot of its state key; the
       -- token carries T so that a release finds it ("<h>-<id>-<T>").
-      local tag = string.match(ARGV[4], '{(.-)}')
+      local tag = string.match(PREFIX_, '{(.-)}')
       if tag then decs[i].lease = decs[i].lease .. '-' .. tag end
     end
   end
@@ -156,14 +173,14 @@ end
 
 local function run_release(now)
   local released = 0
-  for j = 1, tonumber(ARGV[5]) do
-    local key = redis.call('GET', KEYS[j])
+  for j = 1, #KEYS_ do
+    local key = redis.call('GET', KEYS_[j])
     local raw = key and redis.call('GET', key)
     if raw then
-      local s, found = ops_of({ algo = 6 }).release(cmsgpack.unpack(raw), now, ARGV[5 + j])
+      local s, found = ops_of({ algo = 6 }).release(cmsgpack.unpack(raw), now, ARGV_[2 + j])
       if found == 1 then
-        store(key, { algo = 6 }, s, tonumber(ARGV[3]))
-        redis.call('DEL', KEYS[j])
+        store(key, { algo = 6 }, s, SLACK_)
+        redis.call('DEL', KEYS_[j])
         released = released + 1
       end
     end
@@ -173,15 +190,15 @@ end
 
 -- Give back a check's consumption (70_refund.lua); returns { now, n refunded }.
 local function run_refund(now)
-  local n, slack, done = tonumber(ARGV[5]), tonumber(ARGV[3]), 0
+  local n, slack, done = #KEYS_, SLACK_, 0
   local REFUNDS = refunds()
   for i = 1, n do
-    local it = item_at(5 + (i - 1) * NF + 1)
+    local it = item_at(i)
     local rf = REFUNDS[it.algo]
     if it.cost > 0 and not it.cr and rf ~= nil and not (it.algo == 0 and it.warm == 1) then
-      local raw = redis.call('GET', KEYS[i])
+      local raw = redis.call('GET', KEYS_[i])
       if raw then
-        store(KEYS[i], it, rf(cmsgpack.unpack(raw), it, now, it.cost), slack)
+        store(KEYS_[i], it, rf(cmsgpack.unpack(raw), it, now, it.cost), slack)
         done = done + 1
       end
     end
@@ -189,18 +206,39 @@ local function run_refund(now)
   return { now, done }
 end
 
+-- Forget every state key of the call and announce it on
+-- "<prefix>:v1:reset" (one key per line: every node's over-limit cache
+-- forgets them), then report the fresh states as a peek does.
+local function run_reset(now)
+  local n = #KEYS_
+  if n > 0 then
+    redis.call('DEL', unpack(KEYS_, 1, n))
+    local prefix = string.gsub(PREFIX_, '{.*}$', '')
+    redis.call('PUBLISH', prefix .. ':v1:reset', table.concat(KEYS_, '\n', 1, n))
+  end
+  return run_check(now, true)
+end
+
 local function main()
+  read_head()
   local now = now_us()
-  if ARGV[1] == 'check' then return run_check(now, false) end
-  if ARGV[1] == 'peek' then return run_check(now, true) end
-  if ARGV[1] == 'release' then return run_release(now) end
-  if ARGV[1] == 'refund' then return run_refund(now) end
+  local op = ARGV_[1]
+  if op == 'check' then return run_check(now, false) end
+  if op == 'peek' then return run_check(now, true) end
+  if op == 'release' then return run_release(now) end
+  if op == 'refund' then return run_refund(now) end
+  if op == 'reset' then return run_reset(now) end
   error('SLUICE_OP unknown op')
 end
 
-local ok, res = pcall(main)
-if ok then return res end
-if type(res) == 'table' then return res end -- a Redis error from redis.call
-local msg = tostring(res)
-local code = string.match(msg, '(SLUICE_%u+.*)$') or msg
-return redis.error_reply(code)
+-- One call: its reply, or its error as an error reply whose text starts
+-- with the SLUICE_ code the C store reads (redis_plan.c).
+local function run(keys, argv)
+  KEYS_, ARGV_ = keys, argv
+  local ok, res = pcall(main)
+  if ok then return res end
+  if type(res) == 'table' then return res end -- a Redis error from redis.call
+  local msg = tostring(res)
+  local code = string.match(msg, '(SLUICE_%u+.*)$') or msg
+  return redis.error_reply(code)
+end
