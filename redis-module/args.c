@@ -72,6 +72,7 @@ static bool parse_head(RedisModuleString *s, struct sl__mcall *c, const char **w
         struct timeval tv;
         gettimeofday(&tv, NULL);
         c->now_us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+        c->effects = true; /* a replica's clock would differ */
         p += 6;
     } else if (!field(&p, end, ',', &c->now_us) || c->now_us < -exact || c->now_us > exact) {
         return false;

@@ -9,7 +9,8 @@
  * changed state is written with its expiry, and a concurrency lease gets
  * its index key, both in this one command.
  *
- * RESET deletes the keys (replicated as DEL), announces them on
+ * RESET deletes the keys (replicated as DEL: a replica replaying the
+ * command would announce it again), announces them on
  * "<prefix>:v1:reset" for the over-limit caches, and reports the fresh
  * states. It does not rank statuses: the C store does (redis_plan.c).
  */
@@ -76,7 +77,7 @@ static void take_lease(struct sl__mcall *c, struct sl__mitem *it)
     if (sl__rm.key_type(ikey) != SL__RM_KEYTYPE_EMPTY &&
         sl__rm.key_type(ikey) != SL__RM_KEYTYPE_STRING)
         sl__rm.delete_key(ikey);
-    sl__mkeys_put(c->ctx, ikey, iname, kname, klen, sl__mkeys_at_ms(c, it->l.lease_ns));
+    sl__mkeys_put(c, ikey, iname, kname, klen, sl__mkeys_at_ms(c, it->l.lease_ns));
     sl__rm.close_key(ikey);
     sl__rm.free_string(c->ctx, iname);
 }
@@ -114,6 +115,7 @@ static int run(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, bool pee
         if (c.items[i].d.lease != 0 && c.items[i].write)
             take_lease(&c, &c.items[i]);
     sl__mkeys_close(&c);
+    sl__mkeys_replicate(&c);
     reply(&c);
     return SL__RM_OK;
 }
@@ -138,6 +140,7 @@ int sl__mcmd_reset(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         return SL__RM_OK;
     if (sl__mkeys_load(&c, SL__RM_READ | SL__RM_WRITE) != SL_OK)
         return SL__RM_OK;
+    c.effects = true; /* DEL: a replica must not announce the reset again */
     plen = c.prefix_len;
     for (const char *b = memchr(c.prefix, '{', plen); b != NULL; b = NULL)
         plen = (size_t)(b - c.prefix); /* "<prefix>{T}": the channel is the prefix's */
@@ -145,10 +148,8 @@ int sl__mcmd_reset(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         size_t klen;
         sl__rm.string_ptr_len(c.items[i].name, &klen);
         len += klen + 1;
-        if (!c.items[i].absent) {
-            sl__rm.delete_key(c.items[i].key);
-            sl__rm.replicate(ctx, "DEL", "s", c.items[i].name);
-        }
+        if (!c.items[i].absent)
+            sl__mkeys_del(&c, c.items[i].key, c.items[i].name);
         sl_algo_init(c.items[i].st, &c.items[i].l, c.now_ns);
         c.items[i].absent = true;
     }

@@ -1,9 +1,11 @@
 /*
  * keys.c - a call's keys: opened once, their states decoded into the
  * scratch arena, encoded back, and written with their expiry in the same
- * command (SET ... PXAT is what replicas and the AOF receive: effects, not
- * the command, so a replica without the module and a restart from the AOF
- * hold exactly the master's bytes, also with Redis's clock).
+ * command; replicas and the AOF get the same states (below).
+ *
+ * Replication: the command verbatim when it is deterministic (the caller's
+ * time: the store's default), its effects with Redis's clock; see
+ * sl__mkeys_replicate in module.h.
  *
  * It decides nothing (check.c, refund.c do) and refuses, before anything is
  * written, a key of another type (WRONGTYPE), a value that is not a state
@@ -117,7 +119,7 @@ long long sl__mkeys_at_ms(const struct sl__mcall *c, int64_t ttl_ns)
     return sl__rm.milliseconds() + ms + c->slack_ms;
 }
 
-void sl__mkeys_put(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+void sl__mkeys_put(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name,
                    const void *v, size_t len, long long at_ms)
 {
     size_t have = 0;
@@ -133,7 +135,23 @@ void sl__mkeys_put(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *
         return; /* not writable: cannot happen for a key opened to write and checked */
     memcpy(p, v, len);
     sl__rm.set_abs_expire(key, at_ms);
-    sl__rm.replicate(ctx, "SET", "sbcl", name, (const char *)v, len, "PXAT", at_ms);
+    c->wrote = true;
+    if (c->effects)
+        sl__rm.replicate(c->ctx, "SET", "sbcl", name, (const char *)v, len, "PXAT", at_ms);
+}
+
+void sl__mkeys_del(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name)
+{
+    sl__rm.delete_key(key);
+    c->wrote = true;
+    if (c->effects)
+        sl__rm.replicate(c->ctx, "DEL", "s", name);
+}
+
+void sl__mkeys_replicate(struct sl__mcall *c)
+{
+    if (c->wrote && !c->effects)
+        sl__rm.replicate_verbatim(c->ctx);
 }
 
 void sl__mkeys_write(struct sl__mcall *c)
@@ -143,7 +161,7 @@ void sl__mkeys_write(struct sl__mcall *c)
     for (size_t i = 0; i < c->n; i++) {
         struct sl__mitem *it = &c->items[i];
         if (it->write)
-            sl__mkeys_put(c->ctx, it->key, it->name, base + it->enc_off, it->enc_len,
+            sl__mkeys_put(c, it->key, it->name, base + it->enc_off, it->enc_len,
                           sl__mkeys_at_ms(c, it->ttl_ns));
     }
 }

@@ -15,6 +15,11 @@
  * A check that takes a concurrency slot is the acquire: its lease comes
  * back in the reply and SLUICE.RELEASE gives it back.
  *
+ * Replication and the AOF: a call with the caller's time is replicated as
+ * itself (replicas and the AOF's server load the module, as they must to
+ * take over), one with Redis's clock, and a reset, as their effects
+ * (keys.c).
+ *
  * Unloading (MODULE UNLOAD sluice) is clean: the module registers no data
  * type, timer or blocked client, and frees its arena; the stored states are
  * plain strings that the scripts read as well.

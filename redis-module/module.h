@@ -52,6 +52,12 @@ struct sl__mitem {
 struct sl__mcall {
     RedisModuleCtx *ctx;
     int64_t now_ns, now_us;
+    /* How the call reaches replicas and the AOF: the command itself when
+     * it is deterministic (the caller's time), else (Redis's clock, or a
+     * reset, whose announcement replicas must not repeat) its effects, SET
+     * ... PXAT and DEL. See sl__mkeys_replicate. */
+    bool effects;
+    bool wrote;
     int64_t slack_ms;
     const char *prefix; /* borrowed from argv */
     size_t prefix_len;
@@ -86,10 +92,18 @@ void sl__mkeys_close(struct sl__mcall *c);
 /* Encode every item with `write` set into the arena (after its state); an
  * error reply sent on failure, nothing written. */
 int sl__mkeys_encode(struct sl__mcall *c);
-/* Write bytes v[0..len) to the open `key` named `name`, to expire at_ms,
- * and replicate it as SET name v PXAT at_ms. */
-void sl__mkeys_put(RedisModuleCtx *ctx, RedisModuleKey *key, RedisModuleString *name,
+/* Write bytes v[0..len) to the open `key` named `name`, to expire at_ms
+ * (replicated as SET name v PXAT at_ms when c->effects). */
+void sl__mkeys_put(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name,
                    const void *v, size_t len, long long at_ms);
+/* Delete the open `key` named `name` (replicated as DEL when c->effects). */
+void sl__mkeys_del(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name);
+/* At the end of a command that wrote: replicate it verbatim unless its
+ * effects were. A verbatim command replays on a replica or from the AOF
+ * with the same arguments on the same states, so to the same bytes (the
+ * replica and the AOF's server need the module: they need it to take over
+ * anyway); the expiry differs by the replication delay at most. */
+void sl__mkeys_replicate(struct sl__mcall *c);
 /* The expiry of a state that must live ttl_ns more (+ the slack). */
 long long sl__mkeys_at_ms(const struct sl__mcall *c, int64_t ttl_ns);
 /* Write every item with `write` set (encoded already). */

@@ -39,6 +39,7 @@ int sl__mcmd_refund(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         return SL__RM_OK;
     sl__mkeys_write(&c);
     sl__mkeys_close(&c);
+    sl__mkeys_replicate(&c);
     sl__rm.reply_with_array(ctx, 2);
     sl__rm.reply_with_long_long(ctx, c.now_us);
     sl__rm.reply_with_long_long(ctx, done);
@@ -97,7 +98,7 @@ static bool release_one(struct sl__mcall *c, RedisModuleKey *ikey, uint64_t id)
             struct sl__mp_writer w = {(uint8_t *)st + size, 0, 64 + 27 * (leases + 1), false};
             done = sl__mstate_encode(&l, st, base_us, &w, &ttl_ns) == SL_OK;
             if (done)
-                sl__mkeys_put(c->ctx, skey, sname, w.buf, w.len, sl__mkeys_at_ms(c, ttl_ns));
+                sl__mkeys_put(c, skey, sname, w.buf, w.len, sl__mkeys_at_ms(c, ttl_ns));
         }
     }
     sl__rm.close_key(skey);
@@ -119,12 +120,12 @@ int sl__mcmd_release(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     for (size_t i = 0; i < c.n; i++) {
         RedisModuleKey *ikey = sl__rm.open_key(ctx, c.items[i].name, SL__RM_READ | SL__RM_WRITE);
         if (release_one(&c, ikey, ids[i])) {
-            sl__rm.delete_key(ikey);
-            sl__rm.replicate(ctx, "DEL", "s", c.items[i].name);
+            sl__mkeys_del(&c, ikey, c.items[i].name);
             released++;
         }
         sl__rm.close_key(ikey);
     }
+    sl__mkeys_replicate(&c);
     sl__rm.reply_with_array(ctx, 2);
     sl__rm.reply_with_long_long(ctx, c.now_us);
     sl__rm.reply_with_long_long(ctx, released);

@@ -45,6 +45,7 @@ static const struct {
     R("IsKeysPositionRequest", is_keys_position_request),
     R("KeyAtPos", key_at_pos),
     R("Replicate", replicate),
+    R("ReplicateVerbatim", replicate_verbatim),
     R("PublishMessage", publish_message),
     R("Milliseconds", milliseconds),
 #undef R

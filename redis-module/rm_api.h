@@ -154,6 +154,7 @@ struct sl__rm_api {
     int (*is_keys_position_request)(RedisModuleCtx *ctx);
     void (*key_at_pos)(RedisModuleCtx *ctx, int pos);
     int (*replicate)(RedisModuleCtx *ctx, const char *cmd, const char *fmt, ...);
+    int (*replicate_verbatim)(RedisModuleCtx *ctx);
     int (*publish_message)(RedisModuleCtx *ctx, RedisModuleString *channel,
                            RedisModuleString *message);
     long long (*milliseconds)(void);
