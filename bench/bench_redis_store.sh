@@ -57,7 +57,7 @@ sha=$(rcli -x SCRIPT LOAD <"$lua_dir/redis_lua.c.eval.lua")
 # One token_bucket limit as redis_plan.c sends it: 1 per 2 s, capacity 15
 # (reduced: a = 2000000 us, b = 1, c = 15); the caller's time, 1 s slack.
 now_us=$(($(date +%s) * 1000000))
-head="$now_us,1000,bench"
+conf="1000,bench"
 item="0,1,0,0,0,2000000,1,15,0"
 
 # The figures mean nothing if a path fails: each must answer properly.
@@ -68,10 +68,10 @@ expect() {
     [[ "$got" == "$want" ]] || { echo "bench_redis_store: $* answered: $got" >&2; exit 1; }
 }
 expect "1 14 " rcli EVALSHA "$peer" 1 tb:sanity 15 0.5
-expect "0 14 " rcli SLUICE.CHECK 1 sl:sanity:m "$head" "$item"
-expect "0 14 " rcli FCALL "$fn" 1 sl:sanity:f check "$head" "$item"
-expect "0 14 " rcli EVALSHA "$sha" 1 sl:sanity:s check "$head" "$item"
-expect "0 13 " rcli SLUICE.CHECK 1 sl:sanity:f "$head" "$item" # one state, two paths
+expect "0 14 " rcli SLUICE.CHECK 1 sl:sanity:m "$now_us" "$conf" "$item"
+expect "0 14 " rcli FCALL "$fn" 1 sl:sanity:f check "$now_us" "$conf" "$item"
+expect "0 14 " rcli EVALSHA "$sha" 1 sl:sanity:s check "$now_us" "$conf" "$item"
+expect "0 13 " rcli SLUICE.CHECK 1 sl:sanity:f "$now_us" "$conf" "$item" # one state, two paths
 
 # run PORT N COMMAND... -> requests per second (redis-benchmark CSV; the
 # command may hold commas, hence a CSV reader)
@@ -152,9 +152,9 @@ declare -A cpus
 for _ in $(seq "$rounds"); do
     cpus[incr]+=" $(cpu "$n_fast" INCR key:__rand_int__)"
     cpus[peer]+=" $(cpu "$n_lua" EVALSHA "$peer" 1 tb:__rand_int__ 15 0.5)"
-    cpus[module]+=" $(cpu "$n_fast" SLUICE.CHECK 1 sl:__rand_int__ "$head" "$item")"
-    cpus[function]+=" $(cpu "$n_lua" FCALL "$fn" 1 sl:__rand_int__ check "$head" "$item")"
-    cpus[evalsha]+=" $(cpu "$n_lua" EVALSHA "$sha" 1 sl:__rand_int__ check "$head" "$item")"
+    cpus[module]+=" $(cpu "$n_fast" SLUICE.CHECK 1 sl:__rand_int__ "$now_us" "$conf" "$item")"
+    cpus[function]+=" $(cpu "$n_lua" FCALL "$fn" 1 sl:__rand_int__ check "$now_us" "$conf" "$item")"
+    cpus[evalsha]+=" $(cpu "$n_lua" EVALSHA "$sha" 1 sl:__rand_int__ check "$now_us" "$conf" "$item")"
     rcli FLUSHALL >/dev/null
     cpus[peer_rps]+=" $(run "$rd_port" "$n_lua" EVALSHA "$peer" 1 tb:__rand_int__ 15 0.5)"
     for e in module function script; do

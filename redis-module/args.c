@@ -1,6 +1,6 @@
 /*
  * args.c - the arguments of a call (module.h): numkeys, the keys, now,
- * slack, prefix, n and the items, every number checked, every error an
+ * the settings (slack, prefix) and the items, every number checked, every error an
  * error reply that says which argument is wrong. It does not open keys.
  */
 #include <stdio.h>
@@ -59,25 +59,29 @@ static bool field(const char **p, const char *end, char stop, int64_t *v)
     return true;
 }
 
-/* The head "<now>,<slack>,<prefix>": now in whole us or "redis" (Redis's
- * clock, as TIME), slack in ms. */
-static bool parse_head(RedisModuleString *s, struct sl__mcall *c, const char **why)
+/* now in whole us, or "redis" (Redis's clock, as TIME), and the settings
+ * "<slack ms>,<prefix>". */
+static bool parse_fixed(RedisModuleString *now, RedisModuleString *conf, struct sl__mcall *c,
+                        const char **why)
 {
     const int64_t exact = INT64_C(1) << 53;
     size_t len;
-    const char *p = sl__rm.string_ptr_len(s, &len), *end = p + len;
+    const char *p = sl__rm.string_ptr_len(now, &len), *end = p + len;
 
-    *why = "the head must be <now us|redis>,<slack ms>,<prefix>";
-    if (len > 6 && memcmp(p, "redis,", 6) == 0) {
+    *why = "now must be whole microseconds or 'redis'";
+    if (len == 5 && memcmp(p, "redis", 5) == 0) {
         struct timeval tv;
         gettimeofday(&tv, NULL);
         c->now_us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
         c->effects = true; /* a replica's clock would differ */
-        p += 6;
-    } else if (!field(&p, end, ',', &c->now_us) || c->now_us < -exact || c->now_us > exact) {
+    } else if (!field(&p, end, '\0', &c->now_us) || p != end || c->now_us < -exact ||
+               c->now_us > exact) {
         return false;
     }
     c->now_ns = c->now_us * 1000;
+    p = sl__rm.string_ptr_len(conf, &len);
+    end = p + len;
+    *why = "the settings must be <slack ms>,<prefix>";
     if (!field(&p, end, ',', &c->slack_ms) || c->slack_ms < 0 || c->slack_ms > exact)
         return false;
     c->prefix = p;
@@ -120,18 +124,19 @@ bool sl__margs(RedisModuleCtx *ctx, RedisModuleString **argv, int argc, bool wit
     memset(c, 0, sizeof(*c));
     c->ctx = ctx;
     c->items = items;
-    if (argc < 3 || !num(argv[1], 0, SL__M_MAX_ITEMS, &nk))
+    if (argc < 4 || !num(argv[1], 0, SL__M_MAX_ITEMS, &nk))
         return refuse(ctx, "SLUICE_ARGS", "numkeys must be 0 to 256");
-    if (argc != 3 + 2 * (int)nk)
-        return refuse(ctx, "SLUICE_ARGS", with_items ? "give numkeys keys, the head, one item per key"
-                                                     : "give numkeys keys, the head, one id per key");
-    if (!parse_head(argv[2 + nk], c, &why))
+    if (argc != 4 + 2 * (int)nk)
+        return refuse(ctx, "SLUICE_ARGS",
+                      with_items ? "give numkeys keys, now, the settings, one item per key"
+                                 : "give numkeys keys, now, the settings, one id per key");
+    if (!parse_fixed(argv[2 + nk], argv[3 + nk], c, &why))
         return refuse(ctx, "SLUICE_ARGS", why);
     c->n = (size_t)nk;
     for (size_t i = 0; i < c->n; i++) {
         memset(&items[i], 0, sizeof(items[i]));
         items[i].name = argv[2 + i];
-        if (with_items && !parse_item(argv[3 + nk + (int)i], &items[i], &why))
+        if (with_items && !parse_item(argv[4 + nk + (int)i], &items[i], &why))
             return refuse(ctx, strstr(why, "unknown algorithm") ? "SLUICE_ALGO" : "SLUICE_ARGS",
                           why);
     }

@@ -113,15 +113,15 @@ static const struct {
     int arity;
     const char *summary;
 } commands[] = {
-    {"SLUICE.CHECK", check_entry, "write deny-oom getkeys-api", -3,
+    {"SLUICE.CHECK", check_entry, "write deny-oom getkeys-api", -4,
      "Decide a request on every limit all-or-nothing and record it, expiry included"},
-    {"SLUICE.PEEK", peek_entry, "write getkeys-api", -3,
+    {"SLUICE.PEEK", peek_entry, "write getkeys-api", -4,
      "Report the limits' states, consuming nothing"},
-    {"SLUICE.RESET", reset_entry, "write getkeys-api", -3,
+    {"SLUICE.RESET", reset_entry, "write getkeys-api", -4,
      "Forget the limits' states, announce it, report the fresh states"},
-    {"SLUICE.REFUND", refund_entry, "write deny-oom getkeys-api", -3,
+    {"SLUICE.REFUND", refund_entry, "write deny-oom getkeys-api", -4,
      "Give back what an admitted check consumed (Redis Cluster, cross-slot denials)"},
-    {"SLUICE.RELEASE", release_entry, "write getkeys-api", -3, "Release concurrency leases"},
+    {"SLUICE.RELEASE", release_entry, "write getkeys-api", -4, "Release concurrency leases"},
 };
 
 static int create(RedisModuleCtx *ctx, size_t i)
@@ -156,6 +156,10 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         sl__rm.log(ctx, "warning", "sluice-redis takes no arguments");
         return SL__RM_ERR;
     }
+    /* No data type: nothing to fail in an RDB, nothing against loading a
+     * replica's data asynchronously (repl-diskless-load swapdb). */
+    sl__rm.set_module_options(ctx, SL__RM_OPTIONS_HANDLE_IO_ERRORS |
+                                       SL__RM_OPTIONS_HANDLE_REPL_ASYNC_LOAD);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (create(ctx, i) != SL__RM_OK) {
             sl__rm.log(ctx, "warning", "sluice-redis: cannot register %s", commands[i].name);

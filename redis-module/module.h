@@ -5,10 +5,10 @@
  * arguments of store/redis/lua/00_prelude.lua's calling convention without
  * its op (the op is the command's name) and give its reply:
  *
- *   SLUICE.<OP> numkeys key... head item...
+ *   SLUICE.<OP> numkeys key... now settings item...
  *
- * the head "<now>,<slack ms>,<prefix>" (now in whole microseconds or
- * "redis", Redis's clock) and one argument per key: an item
+ * now in whole microseconds or "redis" (Redis's clock), the settings
+ * "<slack ms>,<prefix>" and one argument per key: an item
  * "algo,cost,count_rejected,shadow,warm,a,b,c,d" (SLUICE.RELEASE: a lease
  * id). A call is parsed into struct sl__mcall, its states decoded into one scratch
  * arena that lives as long as the module (no allocation per call once it

@@ -10,7 +10,7 @@
  * refunded }.
  *
  * RELEASE: the keys are lease index keys, each naming the state key its
- * lease was taken on; the arguments after the head are the lease ids. A lease
+ * lease was taken on; the arguments after the settings are the lease ids. A lease
  * still held is freed, its state written back and its index deleted.
  * Reply { now, leases released }.
  */
@@ -115,7 +115,7 @@ int sl__mcmd_release(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (!sl__margs(ctx, argv, argc, false, &c))
         return SL__RM_OK;
     for (size_t i = 0; i < c.n; i++)
-        if (!lease_id(argv[3 + (int)c.n + (int)i], &ids[i]))
+        if (!lease_id(argv[4 + (int)c.n + (int)i], &ids[i]))
             return sl__merror(ctx, "SLUICE_ARGS", "a lease id is not a positive decimal number");
     for (size_t i = 0; i < c.n; i++) {
         RedisModuleKey *ikey = sl__rm.open_key(ctx, c.items[i].name, SL__RM_READ | SL__RM_WRITE);

@@ -19,6 +19,7 @@ static const struct {
 #define R(name, field) {"RedisModule_" name, offsetof(struct sl__rm_api, field)}
     R("SetModuleAttribs", set_module_attribs),
     R("IsModuleNameBusy", is_module_name_busy),
+    R("SetModuleOptions", set_module_options),
     R("CreateCommand", create_command),
     R("GetCommand", get_command),
     R("SetCommandInfo", set_command_info),

@@ -29,6 +29,12 @@
 #define SL__RM_WRITE          (1 << 1)
 #define SL__RM_KEYTYPE_EMPTY  0
 #define SL__RM_KEYTYPE_STRING 1
+/* Module options: the module copes with a failed RDB read (it has no data
+ * type to read) and with a replica loading the master's data while it
+ * serves the old (diskless, swapdb). Without the latter a replica of a
+ * Redis with any module writes the master's RDB to disk to load it. */
+#define SL__RM_OPTIONS_HANDLE_IO_ERRORS       (1 << 0)
+#define SL__RM_OPTIONS_HANDLE_REPL_ASYNC_LOAD (1 << 2)
 
 /* Opaque: owned by Redis. */
 typedef struct RedisModuleCtx RedisModuleCtx;
@@ -120,6 +126,7 @@ struct sl__rm_info {
  * ("RedisModule_" and the name in CamelCase, see rm_api.c). */
 struct sl__rm_api {
     void (*set_module_attribs)(RedisModuleCtx *ctx, const char *name, int ver, int apiver);
+    void (*set_module_options)(RedisModuleCtx *ctx, int options);
     int (*is_module_name_busy)(const char *name);
     int (*create_command)(RedisModuleCtx *ctx, const char *name, sl__rm_cmd_fn fn,
                           const char *flags, int firstkey, int lastkey, int keystep);

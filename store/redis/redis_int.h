@@ -245,7 +245,7 @@ unsigned sl__rroute_node(const struct sl__rstore *st, unsigned slot);
 /* The slot of the plan's item k (its key in st->cmd). */
 unsigned sl__rroute_item_slot(const struct sl__rstore *st, size_t k);
 /* Cluster and the plan (just built in st->cmd, all in `slot`) takes
- * concurrency leases: name their index keys in that slot (the head's
+ * concurrency leases: name their index keys in that slot (the settings'
  * prefix becomes "<prefix>{T}", see store/redis/lua/90_main.lua). SL_OK
  * otherwise too. */
 int sl__rroute_lease_prefix(struct sl__rstore *st, const struct sl__redis_plan *p, unsigned slot);

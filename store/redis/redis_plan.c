@@ -313,19 +313,22 @@ static int add_descriptor(const struct sl__redis_opts *o, const struct sl_reques
 
 static const char *const op_names[] = {"check", "peek", "refund", "reset"};
 
-/* The op (not for the module: its command names it) and the head
- * "<now>,<slack>,<prefix>" (store/redis/lua/00_prelude.lua). */
+/* The op (not for the module: its command names it), now and the
+ * settings "<slack>,<prefix>" (store/redis/lua/00_prelude.lua). The
+ * settings are the same call after call: the Functions library reads them
+ * once. */
 static int push_fixed(const struct sl__redis_opts *o, const char *op, int64_t now_ns,
                       struct sl__redis_cmd *c)
 {
-    char head[64];
+    char conf[32];
     int rc = o->engine == SL__ENGINE_MODULE ? SL_OK : push_str(c, op);
-    int len = o->redis_clock ? snprintf(head, sizeof(head), "redis,%lld,", (long long)o->slack_ms)
-                             : snprintf(head, sizeof(head), "%lld,%lld,", /* whole us, floor */
-                                        (long long)(now_ns / 1000 - (now_ns % 1000 < 0)),
-                                        (long long)o->slack_ms);
-    const char *at = arena_put(c, head, (size_t)len);
+    int len = snprintf(conf, sizeof(conf), "%lld,", (long long)o->slack_ms);
+    const char *at;
 
+    if (rc == SL_OK) /* whole microseconds, rounded down (contracts §Time) */
+        rc = o->redis_clock ? push_str(c, "redis")
+                            : push_i64(c, now_ns / 1000 - (now_ns % 1000 < 0));
+    at = arena_put(c, conf, (size_t)len);
     c->prefix_at = c->argc;
     if (rc == SL_OK && (at == NULL || arena_put(c, o->prefix, strlen(o->prefix)) == NULL))
         rc = SL_ETOOBIG;
@@ -354,14 +357,11 @@ static int push_item(struct sl__redis_cmd *c, const struct item_acc *a, enum sl_
 
 int sl__redis_cmd_tag_prefix(struct sl__redis_cmd *c, const char *tag)
 {
-    const char *head = c->argv[c->prefix_at];
-    size_t len = c->argvlen[c->prefix_at], commas = 0, start = c->used;
-    bool ok = true;
+    const char *conf = c->argv[c->prefix_at];
+    size_t len = c->argvlen[c->prefix_at], start = c->used;
+    bool ok = arena_put(c, conf, len) && arena_put(c, "{", 1) && arena_put(c, tag, strlen(tag)) &&
+              arena_put(c, "}", 1);
 
-    for (size_t i = 0; i < len && commas < 2; i++)
-        commas += head[i] == ',';
-    ok = commas == 2 && arena_put(c, head, len) && arena_put(c, "{", 1) &&
-         arena_put(c, tag, strlen(tag)) && arena_put(c, "}", 1);
     if (!ok)
         return SL_ETOOBIG;
     c->argv[c->prefix_at] = c->arena + start;

@@ -37,9 +37,9 @@
 struct redisReply;
 
 #define SL__REDIS_MAX_ITEMS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS)
-/* The arguments after the keys besides one per item: op and the head
- * (store/redis/lua/00_prelude.lua). */
-#define SL__REDIS_FIXED_ARGS 2
+/* The arguments after the keys besides one per item: op, now and the
+ * settings (store/redis/lua/00_prelude.lua). */
+#define SL__REDIS_FIXED_ARGS 3
 /* Redis refuses costs at or above this (docs/contracts.md §Time). */
 #define SL__REDIS_COST_MAX   (UINT64_C(1) << 31)
 #define SL__REDIS_PREFIX_MAX 64
@@ -109,7 +109,7 @@ void sl__redis_opts_init(struct sl__redis_opts *o);
 struct sl__redis_cmd {
     int argc;
     int first;     /* argv index the command starts at */
-    int prefix_at; /* argv index of the head "<now>,<slack>,<prefix>" */
+    int prefix_at; /* argv index of the settings "<slack>,<prefix>" */
     const char *argv[SL__REDIS_ARGV_MAX];
     size_t argvlen[SL__REDIS_ARGV_MAX];
     size_t used; /* bytes of arena in use */
@@ -119,7 +119,7 @@ struct sl__redis_cmd {
 /* Format the built command for hiredis into *out (redisFreeCommand it);
  * its length, or -1 when out of memory. */
 int sl__redis_cmd_format(struct sl__redis_cmd *c, char **out);
-/* Redis Cluster, a call taking leases: the prefix in the head becomes
+/* Redis Cluster, a call taking leases: the prefix in the settings becomes
  * "<prefix>{tag}", so their index keys hash to the call's slot. SL_OK,
  * SL_ETOOBIG. */
 int sl__redis_cmd_tag_prefix(struct sl__redis_cmd *c, const char *tag);

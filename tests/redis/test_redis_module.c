@@ -108,23 +108,28 @@ static int teardown(void **state)
 
 /* ---------------------------------------------------- one call, two ways */
 
-/* The module's command for `op` on one key. */
+/* The module's command for `op` on one key; `head` is "<now>,<settings>"
+ * (now and the settings "<slack>,<prefix>", two arguments). */
 static redisReply *module_call(redisContext *c, const char *op, const char *key, const char *head,
                                const char *item)
 {
     char name[32];
+    const char *comma = strchr(head, ',');
 
     snprintf(name, sizeof(name), "SLUICE.%s", op);
     for (char *p = name; *p; p++)
         *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
-    return cmd(c, "%s 1 %s %s %s", name, key, head, item);
+    return cmd(c, "%s 1 %s %b %s %s", name, key, head, (size_t)(comma - head), comma + 1, item);
 }
 
 /* The same through the Functions library. */
 static redisReply *function_call(redisContext *c, const char *op, const char *key, const char *head,
                                  const char *item)
 {
-    return cmd(c, "FCALL %s 1 %s %s %s %s", sl__redis_fn_name, key, op, head, item);
+    const char *comma = strchr(head, ',');
+
+    return cmd(c, "FCALL %s 1 %s %s %b %s %s", sl__redis_fn_name, key, op, head,
+               (size_t)(comma - head), comma + 1, item);
 }
 
 static void assert_same_reply(const redisReply *a, const redisReply *b)
@@ -243,32 +248,34 @@ static void test_bad_arguments(void **state)
     const char *item = "3,1,0,0,0,60000000,10,0,0";
 
     (void)state;
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK x k 1,1,p %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK -1 k 1,1,p %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 257 k 1,1,p %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 2 k 1,1,p %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p %s extra", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k");
-    expect_error("wrong number", "SLUICE.CHECK 1");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k nohead %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1, %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,-1,p %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 99999999999999999999,1,p %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k abc,1,p %s", item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,%0200d %s", 0, item);
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p 3,1,0,0,0,60000000,10,0");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p 3,1,0,0,0,60000000,10,0,0,0");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p 3,1,0,0,0,60000000,10,0,x");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p 3,-1,0,0,0,60000000,10,0,0");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p 3,1,2,0,0,60000000,10,0,0");
-    expect_error("SLUICE_ALGO", "SLUICE.CHECK 1 k 1,1,p 9,1,0,0,0,60000000,10,0,0");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p 3,1,0,0,0,60000000,0,0,0");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p 2,1,0,0,0,1000000,1,6,7");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,1,p 3,1,0,0,0,9007199254740993,1,0,0");
-    expect_error("SLUICE_ARGS", "SLUICE.CHECK 2 k k 1,1,p %s %s", item, item);
-    expect_error("SLUICE_ARGS", "SLUICE.RELEASE 1 idx 1,1,p 0");
-    expect_error("SLUICE_ARGS", "SLUICE.RELEASE 1 idx 1,1,p 007");
-    expect_error("SLUICE_ARGS", "SLUICE.RELEASE 1 idx 1,1,p 99999999999999999999999");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK x k 1 1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK -1 k 1 1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 257 k 1 1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 2 k 1 1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p %s extra", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1");
+    expect_error("wrong number", "SLUICE.CHECK 1 k");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k nonow 1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1,2 1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1, %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 -1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 noslack %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 99999999999999999999 1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k abc 1,p %s", item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,%0200d %s", 0, item);
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p 3,1,0,0,0,60000000,10,0");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p 3,1,0,0,0,60000000,10,0,0,0");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p 3,1,0,0,0,60000000,10,0,x");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p 3,-1,0,0,0,60000000,10,0,0");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p 3,1,2,0,0,60000000,10,0,0");
+    expect_error("SLUICE_ALGO", "SLUICE.CHECK 1 k 1 1,p 9,1,0,0,0,60000000,10,0,0");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p 3,1,0,0,0,60000000,0,0,0");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p 2,1,0,0,0,1000000,1,6,7");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 1 k 1 1,p 3,1,0,0,0,9007199254740993,1,0,0");
+    expect_error("SLUICE_ARGS", "SLUICE.CHECK 2 k k 1 1,p %s %s", item, item);
+    expect_error("SLUICE_ARGS", "SLUICE.RELEASE 1 idx 1 1,p 0");
+    expect_error("SLUICE_ARGS", "SLUICE.RELEASE 1 idx 1 1,p 007");
+    expect_error("SLUICE_ARGS", "SLUICE.RELEASE 1 idx 1 1,p 99999999999999999999999");
     expect_error("wrong number", "SLUICE.VERSION extra");
 }
 
@@ -298,12 +305,12 @@ static void test_bad_values(void **state)
     (void)state;
     r = cmd(rc, "RPUSH badtype x");
     freeReplyObject(r);
-    expect_error("WRONGTYPE", "SLUICE.CHECK 1 badtype 1,1,p 3,1,0,0,0,60000000,10,0,0");
+    expect_error("WRONGTYPE", "SLUICE.CHECK 1 badtype 1 1,p 3,1,0,0,0,60000000,10,0,0");
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         r = cmd(rc, "SET badval %b", bad[i].bytes, bad[i].len);
         freeReplyObject(r);
         for (size_t k = 0; k < sizeof(items) / sizeof(items[0]); k++)
-            expect_error("SLUICE_STATE", "SLUICE.CHECK 1 badval 1,1,p %s", items[k]);
+            expect_error("SLUICE_STATE", "SLUICE.CHECK 1 badval 1 1,p %s", items[k]);
         r = cmd(rc, "GET badval"); /* untouched */
         assert_int_equal(r->type, REDIS_REPLY_STRING);
         assert_int_equal(r->len, bad[i].len);
@@ -312,7 +319,7 @@ static void test_bad_values(void **state)
     /* a sliding log holding more entries than its limit */
     r = cmd(rc, "SET badlog %b", "\x92\x01\x0a", (size_t)3);
     freeReplyObject(r);
-    expect_error("SLUICE_STATE", "SLUICE.CHECK 1 badlog 1,1,p 5,1,0,0,0,10000000,3,0,0");
+    expect_error("SLUICE_STATE", "SLUICE.CHECK 1 badlog 1 1,p 5,1,0,0,0,10000000,3,0,0");
     assert_alive(rc);
 }
 
@@ -321,30 +328,31 @@ static void test_bad_values(void **state)
 static void test_random_mutations(void **state)
 {
     static const char *const argvs[][6] = {
-        {"SLUICE.CHECK", "1", "mut:a", "1700000000000000,1000,sl", "0,3,0,0,1,1000000,2,4000000,0"},
-        {"SLUICE.CHECK", "1", "mut:b", "redis,1000,sl{x}", "6,1,0,0,0,3,10000000,0,0"},
-        {"SLUICE.PEEK", "1", "mut:c", "1700000000000000,0,sl", "5,2,1,1,0,10000000,3,1000000,0"},
-        {"SLUICE.REFUND", "1", "mut:d", "1700000000000000,10,sl", "4,1,0,0,0,60000000,10,0,0"},
-        {"SLUICE.RESET", "1", "mut:e", "1700000000000000,10,sl", "2,1,0,0,0,1000000,1,6,3"},
-        {"SLUICE.RELEASE", "1", "mut:f", "1700000000000000,10,sl", "1700000000000001"},
+        {"SLUICE.CHECK", "1", "mut:a", "1700000000000000", "1000,sl",
+         "0,3,0,0,1,1000000,2,4000000,0"},
+        {"SLUICE.CHECK", "1", "mut:b", "redis", "1000,sl{x}", "6,1,0,0,0,3,10000000,0,0"},
+        {"SLUICE.PEEK", "1", "mut:c", "1700000000000000", "0,sl", "5,2,1,1,0,10000000,3,1000000,0"},
+        {"SLUICE.REFUND", "1", "mut:d", "1700000000000000", "10,sl", "4,1,0,0,0,60000000,10,0,0"},
+        {"SLUICE.RESET", "1", "mut:e", "1700000000000000", "10,sl", "2,1,0,0,0,1000000,1,6,3"},
+        {"SLUICE.RELEASE", "1", "mut:f", "1700000000000000", "10,sl", "1700000000000001"},
     };
-    char buf[5][64];
-    const char *argv[5];
-    size_t len[5];
+    char buf[6][64];
+    const char *argv[6];
+    size_t len[6];
 
     (void)state;
     for (int i = 0; i < 3000; i++) {
         const char *const *base = argvs[rnd() % 6];
-        int argc = 5;
-        for (int k = 0; k < 5; k++) {
+        int argc = 6;
+        for (int k = 0; k < 6; k++) {
             snprintf(buf[k], sizeof(buf[k]), "%s", base[k]);
             argv[k] = buf[k];
             len[k] = strlen(buf[k]);
         }
         if (rnd() % 4 == 0) {
-            argc = 1 + (int)(rnd() % 4); /* arguments missing */
+            argc = 1 + (int)(rnd() % 5); /* arguments missing */
         } else {
-            int k = 1 + (int)(rnd() % 4);
+            int k = 1 + (int)(rnd() % 5);
             if (len[k] > 0)
                 buf[k][rnd() % len[k]] = (char)(rnd() % 256);
         }
@@ -532,11 +540,11 @@ static void test_reset_refund_release(void **state)
         char idx[96], *dash = strchr(lease, '-');
         assert_non_null(dash);
         snprintf(idx, sizeof(idx), "rr:v1:lease:%.16s:%s", lease, dash + 1);
-        r = cmd(rc, "FCALL %s 1 %s release 1700000000000001,1000,rr %s", sl__redis_fn_name, idx,
+        r = cmd(rc, "FCALL %s 1 %s release 1700000000000001 1000,rr %s", sl__redis_fn_name, idx,
                 dash + 1);
         assert_int_equal(r->element[1]->integer, 1);
         freeReplyObject(r);
-        r = cmd(rc, "SLUICE.RELEASE 1 %s 1700000000000002,1000,rr %s", idx, dash + 1);
+        r = cmd(rc, "SLUICE.RELEASE 1 %s 1700000000000002 1000,rr %s", idx, dash + 1);
         assert_int_equal(r->element[1]->integer, 0); /* released already */
         freeReplyObject(r);
     }
@@ -557,7 +565,7 @@ static void test_unload_is_clean(void **state)
     r = cmd(rc, "MODULE UNLOAD sluice");
     assert_int_equal(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
-    expect_error("unknown command", "SLUICE.CHECK 1 un:fw 1700000000000000,1000,un "
+    expect_error("unknown command", "SLUICE.CHECK 1 un:fw 1700000000000000 1000,un "
                                     "3,1,0,0,0,60000000,3,0,0");
     r = function_call(rc, "check", "un:fw", "1700000000000000,1000,un", "3,1,0,0,0,60000000,3,0,0");
     assert_int_equal(r->element[2]->integer, 1); /* the module's count, then this one */
@@ -581,7 +589,7 @@ static void test_version_and_keys(void **state)
     assert_string_equal(r->element[1]->str, SLUICE_VERSION);
     assert_int_equal(r->element[2]->integer, SL__REDIS_MODULE_PROTOCOL);
     freeReplyObject(r);
-    r = cmd(rc, "COMMAND GETKEYS SLUICE.CHECK 2 ka kb 1,1,p 3,1,0,0,0,1,1,0,0 3,1,0,0,0,1,1,0,0");
+    r = cmd(rc, "COMMAND GETKEYS SLUICE.CHECK 2 ka kb 1 1,p 3,1,0,0,0,1,1,0,0 3,1,0,0,0,1,1,0,0");
     assert_int_equal(r->elements, 2);
     assert_string_equal(r->element[0]->str, "ka");
     assert_string_equal(r->element[1]->str, "kb");

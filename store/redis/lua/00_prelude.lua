@@ -48,11 +48,11 @@
 --        name of the state key it was granted on.
 --  ARGV[1] op: "check" | "peek" | "refund" | "reset" (delete the keys,
 --          announce them on "<prefix>:v1:reset", then peek) | "release"
---  ARGV[2] the head "<now>,<slack>,<prefix>": now in whole us, or "redis"
---          to use Redis TIME; slack, ms added to every TTL; the key prefix
---          (for lease index keys; on Redis Cluster "<prefix>{T}", T a short
---          tag of the call's slot, redis_route.c)
---  ARGV[2 + i] for KEYS[i]: "algo,cost,cr,shadow,warm,a,b,c,d" (integers);
+--  ARGV[2] now in whole us, or "redis" to use Redis TIME
+--  ARGV[3] the settings "<slack>,<prefix>": slack, ms added to every TTL;
+--          the key prefix (for lease index keys; on Redis Cluster
+--          "<prefix>{T}", T a short tag of the call's slot, redis_route.c)
+--  ARGV[3 + i] for KEYS[i]: "algo,cost,cr,shadow,warm,a,b,c,d" (integers);
 --          release: the lease id.
 -- Reply: check/peek/reset: { now_us, then per item: verdict remaining
 --   reset_ns retry_ns delay_ns lease } where lease is "" or "<h>-<id>" (h:

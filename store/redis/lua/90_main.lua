@@ -6,9 +6,20 @@
 -- run() for EVALSHA, 95_function.lua registers it as a Redis Function.
 
 -- The call's KEYS and ARGV (EVAL's globals, or a Function's arguments),
--- and its head (ARGV[2], "<now>,<slack>,<prefix>") read into NOW_ (a number,
--- or 'redis'), SLACK_ (ms) and PREFIX_.
-local KEYS_, ARGV_, NOW_, SLACK_, PREFIX_
+-- its time (ARGV[2]: a number, or 'redis') and its settings (ARGV[3],
+-- "<slack>,<prefix>", read into CONF_: slack ms, prefix, the cluster slot
+-- tag the prefix may carry, the reset channel).
+local KEYS_, ARGV_, NOW_, CONF_
+
+-- As a Function the chunk runs once and these persist between calls: the
+-- items and settings already read (the same limits come back call after
+-- call, and reading an item's nine numbers from text cost more than a
+-- whole decision), and the tables a call fills. They hold nothing of any
+-- state in Redis, only what the arguments say. With EVALSHA they are made
+-- anew per call, like everything else.
+local ITEMS, N_ITEMS, CONFS, N_CONFS = {}, 0, {}, 0
+local ITEMS_T, STATES, DECS, ABSENT, WRITES, COSTS, OUT = {}, {}, {}, {}, {}, {}, {}
+local CACHE_MAX = 4096
 
 -- ------------------------------------------------------------- dispatch
 
@@ -58,21 +69,40 @@ local function load(raw, it, now)
   return fresh(it, now), true
 end
 
--- Item i's fields, one argument "algo,cost,cr,shadow,warm,a,b,c,d".
+-- Item i's fields, one argument "algo,cost,cr,shadow,warm,a,b,c,d", read
+-- once per distinct text (ITEMS) and never changed after: `ops` is its
+-- algorithm's ops.
 local ITEM = '^(%d+),(%d+),(%d+),(%d+),(%d+),(%d+),(%d+),(%d+),(%d+)$'
 local function item_at(i)
-  local algo, cost, cr, shadow, warm, a, b, c, d = string.match(ARGV_[2 + i], ITEM)
+  local s = ARGV_[3 + i]
+  local it = ITEMS[s]
+  if it ~= nil then return it end
+  local algo, cost, cr, shadow, warm, a, b, c, d = string.match(s or '', ITEM)
   if algo == nil then error('SLUICE_ARGS item ' .. i .. ' is not 9 numbers') end
-  return {
+  it = {
     algo = tonumber(algo), cost = tonumber(cost), cr = cr == '1', shadow = shadow == '1',
     warm = tonumber(warm), a = tonumber(a), b = tonumber(b), c = tonumber(c), d = tonumber(d),
   }
+  it.ops = ops_of(it)
+  if N_ITEMS >= CACHE_MAX then ITEMS, N_ITEMS = {}, 0 end
+  ITEMS[s], N_ITEMS = it, N_ITEMS + 1
+  return it
 end
 
-local function read_head()
-  local now, slack, prefix = string.match(ARGV_[2] or '', '^([^,]+),(%d+),(.+)$')
-  if now == nil then error('SLUICE_ARGS the head is not now,slack,prefix') end
-  NOW_, SLACK_, PREFIX_ = tonumber(now) or now, tonumber(slack), prefix
+local function read_args()
+  local conf = ARGV_[3]
+  CONF_ = CONFS[conf]
+  if CONF_ == nil then
+    local slack, prefix = string.match(conf or '', '^(%d+),(.+)$')
+    if slack == nil then error('SLUICE_ARGS settings are not slack,prefix') end
+    CONF_ = {
+      slack = tonumber(slack), prefix = prefix, tag = string.match(prefix, '{(.-)}'),
+      channel = string.gsub(prefix, '{.*}$', '') .. ':v1:reset',
+    }
+    if N_CONFS >= CACHE_MAX then CONFS, N_CONFS = {}, 0 end
+    CONFS[conf], N_CONFS = CONF_, N_CONFS + 1
+  end
+  NOW_ = ARGV_[2]
 end
 
 local function now_us()
@@ -80,8 +110,9 @@ local function now_us()
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-  if type(NOW_) ~= 'number' then error('SLUICE_ARGS now is not a number') end
-  return NOW_
+  local now = tonumber(NOW_)
+  if now == nil then error('SLUICE_ARGS now is not a number') end
+  return now
 end
 
 -- Write a state with its expiry in one command (never a key without an
@@ -93,51 +124,50 @@ local function store(key, it, st, slack_ms)
     redis.call('DEL', key)
     return
   end
-  local ttl_us = ops_of(it).ttl(st, it) or 0
+  local ttl_us = it.ops.ttl(st, it) or 0
   if ttl_us < 0 then ttl_us = 0 end
   redis.call('SET', key, cmsgpack.pack(st), 'PX', ceil_div(ttl_us, 1000) + slack_ms)
 end
 
 local function lease_index(key, id)
   local h = string.sub(redis.sha1hex(key), 1, 16)
-  return h, PREFIX_ .. ':v1:lease:' .. h .. ':' .. id
+  return h, CONF_.prefix .. ':v1:lease:' .. h .. ':' .. id
 end
 
 local function run_check(now, peek)
   local n = #KEYS_
-  local items, states, decs, absent = {}, {}, {}, {}
+  local items, states, decs, absent, writes, costs = ITEMS_T, STATES, DECS, ABSENT, WRITES, COSTS
   local denied = false
   -- Every state in one read (one redis.call costs more than most checks);
   -- GET for the common single key, so a one-limit check needs no MGET.
-  local raws
+  local raw1, raws
   if n == 1 then
-    raws = { redis.call('GET', KEYS_[1]) }
+    raw1 = redis.call('GET', KEYS_[1])
   elseif n > 1 then
     raws = redis.call('MGET', unpack(KEYS_, 1, n))
-  else
-    raws = {}
   end
   for i = 1, n do
     local it = item_at(i)
-    if peek then it.cost = 0 end
-    items[i] = it
-    states[i], absent[i] = load(raws[i], it, now)
-    decs[i] = ops_of(it).check(states[i], it, now, it.cost)
+    local cost = peek and 0 or it.cost
+    items[i], costs[i], writes[i] = it, cost, nil
+    local raw = raw1
+    if n > 1 then raw = raws[i] end
+    states[i], absent[i] = load(raw, it, now)
+    decs[i] = it.ops.check(states[i], it, now, cost)
     if decs[i].v == DENY and not it.shadow then denied = true end
   end
   -- Phase 2: every new state computed before anything is written, so a
   -- range error leaves Redis untouched. A counted denial (count_rejected)
   -- reports the state with it recorded, as every C commit() does.
-  local writes = {}
   for i = 1, n do
-    local it, d = items[i], decs[i]
-    if it.cost > 0 then
+    local it, d, cost = items[i], decs[i], costs[i]
+    if cost > 0 then
       local self_deny = d.v == DENY
-      local ops = ops_of(it)
+      local ops = it.ops
       if it.cr or (not denied and not self_deny) then
-        writes[i] = ops.commit(states[i], it, now, it.cost, d)
+        writes[i] = ops.commit(states[i], it, now, cost, d)
         if self_deny and ops.refresh then
-          local after = ops.check(writes[i], it, now, it.cost)
+          local after = ops.check(writes[i], it, now, cost)
           d.rem, d.reset, d.retry = after.rem, after.reset, after.retry
         end
       elseif denied and not self_deny then
@@ -148,7 +178,7 @@ local function run_check(now, peek)
       if writes[i] == nil and absent[i] then writes[i] = states[i] end
     end
   end
-  local slack = SLACK_
+  local slack = CONF_.slack
   for i = 1, n do
     if writes[i] ~= nil then store(KEYS_[i], items[i], writes[i], slack) end
     if decs[i].lease ~= '' then
@@ -158,16 +188,18 @@ local function run_check(now, peek)
       -- Redis Cluster: the prefix is "<prefix>{T}", T a tag of this call's
       -- slot, so the index key lives in the slot of its state key; the
       -- token carries T so that a release finds it ("<h>-<id>-<T>").
-      local tag = string.match(PREFIX_, '{(.-)}')
-      if tag then decs[i].lease = decs[i].lease .. '-' .. tag end
+      if CONF_.tag then decs[i].lease = decs[i].lease .. '-' .. CONF_.tag end
     end
   end
-  local out = { now }
+  local out, m = OUT, 1 + 6 * n
+  out[1] = now
   for i = 1, n do
     local d, j = decs[i], (i - 1) * 6 + 1
     out[j + 1], out[j + 2], out[j + 3] = d.v, d.rem, d.reset
     out[j + 4], out[j + 5], out[j + 6] = d.retry, d.delay, d.lease
+    states[i], decs[i], writes[i] = nil, nil, nil -- nothing kept past the call
   end
+  for j = #out, m + 1, -1 do out[j] = nil end -- a longer reply before
   return out
 end
 
@@ -177,9 +209,11 @@ local function run_release(now)
     local key = redis.call('GET', KEYS_[j])
     local raw = key and redis.call('GET', key)
     if raw then
-      local s, found = ops_of({ algo = 6 }).release(cmsgpack.unpack(raw), now, ARGV_[2 + j])
+      local cc = { algo = 6 }
+      cc.ops = ops_of(cc)
+      local s, found = cc.ops.release(cmsgpack.unpack(raw), now, ARGV_[3 + j])
       if found == 1 then
-        store(key, { algo = 6 }, s, SLACK_)
+        store(key, cc, s, CONF_.slack)
         redis.call('DEL', KEYS_[j])
         released = released + 1
       end
@@ -190,7 +224,7 @@ end
 
 -- Give back a check's consumption (70_refund.lua); returns { now, n refunded }.
 local function run_refund(now)
-  local n, slack, done = #KEYS_, SLACK_, 0
+  local n, slack, done = #KEYS_, CONF_.slack, 0
   local REFUNDS = refunds()
   for i = 1, n do
     local it = item_at(i)
@@ -213,14 +247,13 @@ local function run_reset(now)
   local n = #KEYS_
   if n > 0 then
     redis.call('DEL', unpack(KEYS_, 1, n))
-    local prefix = string.gsub(PREFIX_, '{.*}$', '')
-    redis.call('PUBLISH', prefix .. ':v1:reset', table.concat(KEYS_, '\n', 1, n))
+    redis.call('PUBLISH', CONF_.channel, table.concat(KEYS_, '\n', 1, n))
   end
   return run_check(now, true)
 end
 
 local function main()
-  read_head()
+  read_args()
   local now = now_us()
   local op = ARGV_[1]
   if op == 'check' then return run_check(now, false) end
