@@ -617,6 +617,97 @@ static void test_auth_acl_user(void **state)
     assert_true(ok);
 }
 
+/* ACL SETUSER e<i> with the keys and channel of the default prefix,
+ * nothing else (-@all), then each word of `grant` as its own argument. */
+static redisReply *acl_setuser(redisContext *rc, size_t i, const char *grant)
+{
+    const char *argv[32] = {
+        "ACL",           "SETUSER",          NULL,   "on", ">pw", "resetkeys", "~sluice:*",
+        "resetchannels", "&sluice:v1:reset", "-@all"};
+    char user[16], words[256];
+    int argc = 10;
+
+    snprintf(user, sizeof(user), "e%zu", i);
+    argv[2] = user;
+    snprintf(words, sizeof(words), "%s", grant);
+    for (char *save = NULL, *w = strtok_r(words, " ", &save); w != NULL && argc < 32;
+         w = strtok_r(NULL, " ", &save))
+        argv[argc++] = w;
+    return redisCommandArgv(rc, argc, argv, NULL);
+}
+
+/* The ACL an operator grants for each engine (docs/distributed.md, "ACL"),
+ * exactly that and nothing more: the store, authenticated as that user,
+ * gets ready with that engine and checks, resets and releases leases. */
+static void test_acl_per_engine(void **state)
+{
+    static const struct {
+        enum sl__redis_engine engine;
+        const char *grant;
+    } acls[] = {
+        {SL__ENGINE_SCRIPT, "+evalsha +script|load +get +mget +set +del +publish +subscribe"},
+        {SL__ENGINE_FUNCTION, "+fcall +function|load +get +mget +set +del +publish +subscribe"},
+        {SL__ENGINE_MODULE, "+sluice.version +sluice.check +sluice.peek +sluice.reset "
+                            "+sluice.refund +sluice.release +subscribe"},
+    };
+    struct rs_server acl = {0};
+    struct sl__store *saved = store;
+    redisContext *rc;
+    redisReply *r;
+
+    (void)state;
+    assert_int_equal(rs_start(&acl), 0);
+    rc = redisConnect("127.0.0.1", acl.port);
+    assert_true(rc != NULL && rc->err == 0);
+    for (size_t i = 0; i < sizeof(acls) / sizeof(acls[0]); i++) {
+        struct sl__redis_config c = cfg;
+        struct one o;
+        struct answer a;
+        struct sl__store_req q;
+        char lease[SL_LEASE_MAX];
+
+        if (acls[i].engine == SL__ENGINE_MODULE && getenv("SL_REDIS_MODULE") == NULL)
+            continue; /* the module's run of this test covers it */
+        r = acl_setuser(rc, i, acls[i].grant);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        c.port = acl.port;
+        c.engine = acls[i].engine;
+        snprintf(c.user, sizeof(c.user), "e%zu", i);
+        memcpy(c.password, "pw", sizeof("pw"));
+        assert_int_equal(sl__store_redis_new(&loop, &c, local, &store), SL_OK);
+        assert_true(ready_store_within(store, 3000));
+        for (int k = 0; k < 3000 && !stats().olc_active; k++) /* SUBSCRIBE granted */
+            uv_run(&loop, UV_RUN_ONCE);
+        assert_true(stats().olc_active);
+        one_init(&o, "d", SL_ALGO_FIXED_WINDOW, 1, 3600 * S);
+        assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+        assert_int_equal(check_now(&o).res.verdict, SL_DENY);
+        q = (struct sl__store_req){.req = &o.req, .m = &o.m, .n = 1};
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(store->ops->reset(store, &q, sw_on_answer, &a), SL_OK);
+        sw_spin(&loop, &a.done, 2000);
+        assert_int_equal(a.err, SL_OK);
+        assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+        one_init(&o, "d", SL_ALGO_CONCURRENCY, 1, 0);
+        a = check_now(&o);
+        assert_int_equal(a.res.verdict, SL_ALLOW);
+        memcpy(lease, a.res.lease, sizeof(lease));
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, sw_on_answer, &a),
+                         SL_OK);
+        sw_spin(&loop, &a.done, 2000);
+        assert_int_equal(a.err, SL_OK);
+        assert_int_equal(stats().engine, acls[i].engine);
+        assert_int_equal(stats().errors, 0);
+        sl__store_free(store);
+    }
+    store = saved;
+    redisFree(rc);
+    rs_stop(&acl);
+}
+
 /* store.clock: redis - Redis TIME decides, not the caller's time: two
  * checks two days apart by the caller's clock fall in one real day. */
 static void test_redis_clock(void **state)
@@ -676,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_kill_and_restart),
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_auth_acl_user),
+        cmocka_unit_test(test_acl_per_engine),
         cmocka_unit_test(test_redis_clock),
         cmocka_unit_test(test_peek_consumes_nothing),
     };
