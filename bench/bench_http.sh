@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # bench_http.sh BUILD_DIR - sluiced's POST /v1/check over HTTP/1.1 against
 # nginx answering a static `return 200` on the same machine in the same run,
 # both driven by wrk with the same settings (64 connections, 1 thread,

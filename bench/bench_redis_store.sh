@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # bench_redis_store.sh BUILD_DIR - the Redis store at Redis's own speed: what
 # a decision costs Redis, per engine, against the cheapest command and the
 # usual hand-written limiter, and decisions/s through sluiced with each.

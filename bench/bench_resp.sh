@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # bench_resp.sh BUILD_DIR - sluiced's CL.THROTTLE against its peers, all
 # driven by redis-benchmark with the same settings (50 clients, 100,000
 # random keys, without and with -P 16): INCR on a redis-server started here,

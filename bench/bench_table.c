@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * bench_table.c - `make bench`, library part: checks per second through
  * sl_table_check for every algorithm (one thread and two threads, a hot set

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # lib.sh - what the server benchmark scripts (bench/bench_*.sh) share;
 # sourced, never run. Every server it starts listens on 127.0.0.1 and is
 # killed by PID when the script exits.

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # run.sh BUILD_DIR - `make bench`: the library benchmark (bench_table), then
 # every executable bench/bench_*.sh, each given BUILD_DIR, so that server
 # benchmarks are added as files without editing this script. Output: the

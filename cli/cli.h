@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * cli.h - what the `sluice` subcommands share: the command table entry and
  * the helpers that read files and build a rules snapshot from them (with

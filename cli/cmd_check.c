@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * cmd_check.c - `sluice check FILE...`: validate rules files together (as
  * the daemon would load them) and print every problem as

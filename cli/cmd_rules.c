@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * cmd_rules.c - `sluice rules add|ls|rm --db FILE`: edit the rules
  * database (rulesdb/). Rules are validated with the same parser as files

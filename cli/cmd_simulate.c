@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * cmd_simulate.c - `sluice simulate`: replay requests through rules offline
  * with the library's own limiter and table, the clock taken from the input
@@ -192,9 +194,9 @@ static int one_combined(struct run *r, const char *line, size_t len, long line_n
     e[1] = (struct sl_entry){{"path", 4}, c.path};
     e[2] = e[0];
     e[3] = e[1];
-    d[0] = (struct sl_descriptor){&e[0], 1, -1};
-    d[1] = (struct sl_descriptor){&e[1], 1, -1};
-    d[2] = (struct sl_descriptor){&e[2], 2, -1};
+    d[0] = (struct sl_descriptor){&e[0], 1, -1, NULL};
+    d[1] = (struct sl_descriptor){&e[1], 1, -1, NULL};
+    d[2] = (struct sl_descriptor){&e[2], 2, -1, NULL};
     req = (struct sl_request){.domain = {r->o->domain, strlen(r->o->domain)},
                               .descriptors = d,
                               .n_descriptors = 3,

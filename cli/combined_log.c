@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * combined_log.c - read one line of nginx's default "combined" access log:
  * the client address, the time (1 s resolution, with its UTC offset) and the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * main.c - the `sluice` command line: a table of subcommands, `--help` and
  * `sluice help COMMAND`. Each subcommand lives in its own cmd_*.c.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sim_line.c - parse one JSON input line of `sluice simulate` into an
  * sl_request, checking every field's type and the library's caps, with a

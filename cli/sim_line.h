@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sim_line.h - the input lines of `sluice simulate` (docs/contracts.md §Interfaces): a JSON
  * object {"t_ms", "domain", "descriptors": [{k: v, ...}], "hits"} per line,

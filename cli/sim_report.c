@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sim_report.c - what `sluice simulate` prints: one JSON line per request
  * (docs/contracts.md §Interfaces) and, with --summary, how many requests each limit allowed,
@@ -27,6 +29,8 @@ static cJSON *status_json(const struct sl_status *st)
         cJSON_AddNullToObject(o, "limit");
         cJSON_AddNullToObject(o, "quota");
         cJSON_AddNullToObject(o, "remaining");
+        if (st->unmatched)
+            cJSON_AddBoolToObject(o, "unmatched", true);
     }
     cJSON_AddNumberToObject(o, "reset_ms", (double)sl_ns_to_ms_ceil(st->d.reset_ns));
     cJSON_AddNumberToObject(o, "retry_after_ms", (double)sl_ns_to_ms_ceil(st->d.retry_after_ns));

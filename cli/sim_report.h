@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sim_report.h - output of `sluice simulate`: JSON lines and the summary.
  * The summary owns its names; free it with sl__sim_summary_free().

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * util.c - file reading and diagnostics printing for the `sluice`
  * subcommands. Nothing here decides or parses rules itself.

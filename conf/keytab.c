@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * keytab.c - setting configuration fields from text through a key table
  * (keytab.h): one parser per type, the defaults applied through them, and
@@ -190,7 +192,8 @@ int sl__keytab_set(const struct sl__key *k, void *base, const char *text, const 
         return set_string(k, field, text, dir, err, errlen);
     case SL__K_BUF:
         if (strlen(text) >= k->size)
-            return fail(k, err, errlen, "is too long (at most %zu bytes)", k->size - 1);
+            return fail(k, err, errlen, "is too long (at most %zu bytes; got '%s')", k->size - 1,
+                        text);
         memcpy(field, text, strlen(text) + 1);
         return 0;
     case SL__K_CHOICE:
@@ -235,5 +238,6 @@ void sl__keytab_help_line(FILE *out, const char *path, const char *def, const ch
 void sl__keytab_help(const struct sl__key *keys, size_t n, FILE *out)
 {
     for (size_t i = 0; i < n; i++)
-        sl__keytab_help_line(out, keys[i].path, keys[i].def, keys[i].help);
+        sl__keytab_help_line(out, keys[i].path, keys[i].def ? keys[i].def : keys[i].shown,
+                             keys[i].help);
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * keytab.h - configuration key tables: each configuration key of sluiced
  * written once, with its type, the field it sets, its default and its
@@ -40,6 +42,9 @@ struct sl__key {
     size_t off, size; /* the field in the table's struct */
     const char *def;  /* the default as a configuration file would write it; NULL: none */
     const char *help; /* one line */
+    /* What --help shows as the default when def is NULL because the default
+     * is worked out at start (the help line says how); NULL: "(none)". */
+    const char *shown;
     /* K_UINT: accepted range (max 0 means no bound but the field's);
      * K_CHOICE: NULL-terminated names; K_CUSTOM: the parser, which sets the
      * field from text or returns -1 with *why a sentence saying what to fix. */

@@ -1,11 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fuzz_http1.c - libFuzzer driver for HTTP/1.1 request framing: the input is
  * a byte stream on one connection, framed request after request as sluiced
- * does. A taken request must lie inside the input and keep the body cap;
- * a refusal must carry its status. It does not route requests.
+ * does: sl__h1_frame() over reads of a few bytes at a time (as a slow
+ * client's arrive), then sl__h1_parse() once on the complete request. A
+ * taken request must lie inside the input and keep the body cap; a
+ * refusal must carry its status; and framing in pieces must end where one
+ * whole read ends; every header of a taken
+ * request lies inside it. It does not route requests.
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "http1_parse.h"
 
@@ -13,16 +20,44 @@
 
 static char body[1024];
 
+/* Frame p[0..size) as reads of `step` bytes; the result of the last call. */
+static ssize_t frame_in_pieces(const char *p, size_t size, size_t step, struct sl__h1_status *st)
+{
+    struct sl__h1_framing f;
+    ssize_t r = -2;
+
+    memset(&f, 0, sizeof(f));
+    for (size_t have = step < size ? step : size;; have = have + step < size ? have + step : size) {
+        r = sl__h1_frame(p, have, sizeof(body), &f, st);
+        if (r != -2 || have == size)
+            return r;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data;
+    size_t step = size > 0 ? (size_t)data[0] % 13 + 1 : 1;
+    struct sl__h1_framing whole;
+    struct sl__h1_status st, st2;
     struct sl__h1_req r;
-    struct sl__h1_status st;
-    ssize_t n;
+    struct sl_str hn, hv;
+    ssize_t n = 0;
 
-    while (size > 0 && (n = sl__h1_parse(p, size, body, sizeof(body), &r, &st)) > 0) {
-        CHECK((size_t)n <= size && r.body.len <= sizeof(body));
+    while (size > 0) {
+        memset(&whole, 0, sizeof(whole));
+        n = sl__h1_frame(p, size, sizeof(body), &whole, &st);
+        CHECK(frame_in_pieces(p, size, step, &st2) == n);
+        if (n <= 0)
+            break;
+        CHECK((size_t)n <= size);
+        n = sl__h1_parse(p, (size_t)n, body, sizeof(body), &r, &st);
+        if (n <= 0)
+            break;
+        CHECK(r.body.len <= sizeof(body));
         CHECK(r.path.p >= p && r.path.p + r.path.len <= p + n);
+        for (size_t at = 0; (at = sl__h1_header_next(&r, at, &hn, &hv)) != 0;)
+            CHECK(hn.p >= p && hn.len > 0 && hv.p + hv.len <= p + n);
         p += n;
         size -= (size_t)n;
     }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fuzz_rules.c - libFuzzer driver for the rules parser and compiler: any
  * bytes as a rules file (YAML), then as a database rule; a build succeeds

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fuzz_simulate_line.c - libFuzzer driver for the input lines of
  * `sluice simulate`: any bytes as a JSON line and as an nginx combined log

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sluice.h - the public interface of libsluice, Sluice's rate-limiting library.
  *
@@ -33,7 +35,16 @@
 extern "C" {
 #endif
 
-#define SLUICE_VERSION "0.1.0"
+/* Marks what the shared library exports: it is built with
+ * -fvisibility=hidden, so a function declared here without SL_API is not
+ * part of the ABI (tests/package/symbols_check.sh compares the two). */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define SL_API __attribute__((visibility("default")))
+#else
+#define SL_API
+#endif
+
+#define SLUICE_VERSION "0.2.0" /* the same as CMake's project version */
 
 /* ---------------------------------------------------------------- errors */
 
@@ -48,7 +59,7 @@ enum {
     SL_EPARSE = -7,  /* input text could not be parsed (diagnostics say where) */
 };
 
-const char *sl_strerror(int err);
+SL_API const char *sl_strerror(int err);
 
 /* ------------------------------------------------------------------ time */
 
@@ -71,9 +82,9 @@ enum sl_algo {
 };
 
 /* "token_bucket", "gcra", ...; NULL for an unknown value. */
-const char *sl_algo_name(enum sl_algo algo);
+SL_API const char *sl_algo_name(enum sl_algo algo);
 /* Parse a name as above; returns SL_EINVAL for an unknown one. */
-int sl_algo_parse(const char *name, enum sl_algo *out);
+SL_API int sl_algo_parse(const char *name, enum sl_algo *out);
 
 /* Default cap on the entries of one sliding_log (docs/contracts.md §Algorithms). */
 #define SL_LOG_CAP_DEFAULT 10000u
@@ -100,18 +111,19 @@ struct sl_limit {
     const char *name; /* borrowed; the rules snapshot owns it. May be NULL */
     bool shadow;      /* counted and reported, never enforced */
     uint64_t id;      /* set by sl_limit_finish(): hash of algorithm+params */
+    bool named;       /* the rule gave `name` itself (false: derived from its path) */
 };
 
-void sl_limit_init(struct sl_limit *l);
+SL_API void sl_limit_init(struct sl_limit *l);
 /* SL_OK, or SL_EINVAL with *why set to a static sentence saying what to fix. */
-int sl_limit_validate(const struct sl_limit *l, const char **why);
+SL_API int sl_limit_validate(const struct sl_limit *l, const char **why);
 /* Compute l->id from the algorithm and its parameters (not name/shadow). */
-void sl_limit_finish(struct sl_limit *l);
+SL_API void sl_limit_finish(struct sl_limit *l);
 /* The number a client sees as the limit (contracts §Decisions `quota`). */
-int64_t sl_limit_quota(const struct sl_limit *l);
+SL_API int64_t sl_limit_quota(const struct sl_limit *l);
 
 enum sl_verdict { SL_ALLOW = 0, SL_DELAY = 1, SL_DENY = 2 };
-const char *sl_verdict_name(enum sl_verdict v); /* "allow", "delay", "deny" */
+SL_API const char *sl_verdict_name(enum sl_verdict v); /* "allow", "delay", "deny" */
 
 /* One limit's decision on one request (docs/contracts.md §Decisions). */
 struct sl_decision {
@@ -125,7 +137,7 @@ struct sl_decision {
 };
 
 /* Milliseconds for the wire: rounded up, -1 kept as -1. */
-int64_t sl_ns_to_ms_ceil(int64_t ns);
+SL_API int64_t sl_ns_to_ms_ceil(int64_t ns);
 
 /*
  * The bare algorithms, for embedders that keep state themselves and for
@@ -134,12 +146,12 @@ int64_t sl_ns_to_ms_ceil(int64_t ns);
  * sl_algo_decide() decides `cost` (0 peeks) at `now` and records it when
  * admitted (or when rejected with count_rejected).
  */
-size_t sl_algo_state_size(const struct sl_limit *l);
-void sl_algo_init(void *state, const struct sl_limit *l, int64_t now_ns);
-void sl_algo_decide(void *state, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
-                    struct sl_decision *d);
+SL_API size_t sl_algo_state_size(const struct sl_limit *l);
+SL_API void sl_algo_init(void *state, const struct sl_limit *l, int64_t now_ns);
+SL_API void sl_algo_decide(void *state, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
+                           struct sl_decision *d);
 /* concurrency: free the slot `lease`; SL_ENOENT if it is not held. */
-int sl_algo_release(void *state, const struct sl_limit *l, int64_t now_ns, uint64_t lease);
+SL_API int sl_algo_release(void *state, const struct sl_limit *l, int64_t now_ns, uint64_t lease);
 
 /* ----------------------------------------------------------- state table */
 
@@ -157,7 +169,7 @@ struct sl_table_config {
     uint8_t secret[16]; /* keyed-hash secret; draw it from the kernel */
     enum sl_on_full on_full;
 };
-void sl_table_config_init(struct sl_table_config *c);
+SL_API void sl_table_config_init(struct sl_table_config *c);
 
 typedef struct sl_table sl_table;
 
@@ -169,12 +181,12 @@ struct sl_table_stats {
     uint64_t full_denials; /* new keys refused by SL_ON_FULL_DENY */
 };
 
-int sl_table_new(const struct sl_table_config *c, sl_table **out);
-void sl_table_free(sl_table *t);
+SL_API int sl_table_new(const struct sl_table_config *c, sl_table **out);
+SL_API void sl_table_free(sl_table *t);
 
 /* Decide one request of `cost` on one limit for `key` (the hot path). */
-int sl_table_check(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
-                   int64_t now_ns, uint64_t cost, struct sl_decision *d);
+SL_API int sl_table_check(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
+                          int64_t now_ns, uint64_t cost, struct sl_decision *d);
 /* One check of a batch: the arguments of sl_table_check, and its results. */
 struct sl_table_item {
     const void *key;
@@ -190,18 +202,18 @@ struct sl_table_item {
  * server answering pipelined requests should batch them). Returns SL_EINVAL
  * for a NULL table, or NULL items with n > 0, else 0; each item has its own
  * rc. */
-int sl_table_check_batch(sl_table *t, struct sl_table_item *items, size_t n);
+SL_API int sl_table_check_batch(sl_table *t, struct sl_table_item *items, size_t n);
 /* Report the state as a cost-0 check would, without creating the key. */
-int sl_table_peek(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
-                  int64_t now_ns, struct sl_decision *d);
+SL_API int sl_table_peek(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
+                         int64_t now_ns, struct sl_decision *d);
 /* Forget `key`: its next check starts fresh. SL_ENOENT if absent. */
-int sl_table_reset(sl_table *t, const void *key, size_t key_len);
+SL_API int sl_table_reset(sl_table *t, const void *key, size_t key_len);
 /* concurrency: release `lease` held on `key`. */
-int sl_table_release(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
-                     int64_t now_ns, uint64_t lease);
+SL_API int sl_table_release(sl_table *t, const void *key, size_t key_len, const struct sl_limit *l,
+                            int64_t now_ns, uint64_t lease);
 /* Drop every drained entry; returns how many were dropped. */
-size_t sl_table_sweep(sl_table *t, int64_t now_ns);
-void sl_table_stats(const sl_table *t, struct sl_table_stats *out);
+SL_API size_t sl_table_sweep(sl_table *t, int64_t now_ns);
+SL_API void sl_table_stats(const sl_table *t, struct sl_table_stats *out);
 
 /* ------------------------------------------------------------- requests */
 
@@ -225,6 +237,12 @@ struct sl_descriptor {
     const struct sl_entry *entries;
     size_t n_entries;
     int64_t hits; /* this descriptor's cost; -1: the request's */
+    /* A limit the request brings for this descriptor, replacing what the
+     * rules say (Envoy's per-descriptor `limit` override): applied when the
+     * domain has rules, to a counter keyed by the descriptor's entries and
+     * the limit itself, never in shadow mode. NULL: the rules decide.
+     * Borrowed; finished with sl_limit_finish(). */
+    const struct sl_limit *limit;
 };
 
 struct sl_request {
@@ -240,6 +258,11 @@ struct sl_status {
     struct sl_decision d;
     const struct sl_limit *limit; /* the limit reported; NULL: none applies */
     bool shadow_denied;           /* a shadow limit would have denied */
+    bool unlimited;               /* the descriptor's rule is `unlimited` */
+    bool detailed;                /* the descriptor's rule asks for detailed_metric */
+    /* No rule applies to the descriptor and its domain says on_unmatched:
+     * deny: denied (retry_after_ns -1: retrying does not help), limit NULL. */
+    bool unmatched;
 };
 
 /* Concurrency leases taken by one request, as one printable token (hex and
@@ -270,19 +293,19 @@ typedef struct sl_rules_builder sl_rules_builder;
  * same descriptor. */
 enum sl_rules_source { SL_SRC_FILE = 0, SL_SRC_DB = 1 };
 
-sl_rules_builder *sl_rules_builder_new(void);
-void sl_rules_builder_free(sl_rules_builder *b);
+SL_API sl_rules_builder *sl_rules_builder_new(void);
+SL_API void sl_rules_builder_free(sl_rules_builder *b);
 /* Parse `text` (YAML, one domain per document) and add it. Diagnostics are
  * collected, all of them, as "origin:line:col: message". */
-int sl_rules_builder_add_yaml(sl_rules_builder *b, const char *text, size_t len, const char *origin,
-                              enum sl_rules_source src);
-size_t sl_rules_builder_ndiags(const sl_rules_builder *b);
-const char *sl_rules_builder_diag(const sl_rules_builder *b, size_t i);
+SL_API int sl_rules_builder_add_yaml(sl_rules_builder *b, const char *text, size_t len,
+                                     const char *origin, enum sl_rules_source src);
+SL_API size_t sl_rules_builder_ndiags(const sl_rules_builder *b);
+SL_API const char *sl_rules_builder_diag(const sl_rules_builder *b, size_t i);
 /* Compile; SL_EPARSE (and nothing built) if there is any diagnostic. */
-int sl_rules_build(sl_rules_builder *b, sl_rules **out);
+SL_API int sl_rules_build(sl_rules_builder *b, sl_rules **out);
 
-sl_rules *sl_rules_ref(sl_rules *r);
-void sl_rules_unref(sl_rules *r);
+SL_API sl_rules *sl_rules_ref(sl_rules *r);
+SL_API void sl_rules_unref(sl_rules *r);
 
 /* The limits that apply to one descriptor, as matching resolved them. */
 struct sl_match {
@@ -302,8 +325,19 @@ struct sl_match {
 };
 
 /* Resolve descriptor `i` of `req`; n_limits 0 when no rule applies. */
-int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, struct sl_match *out);
-bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain);
+SL_API int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i,
+                          struct sl_match *out);
+SL_API bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain);
+
+/* Call fn for every limit of every rule, domains in name order and rules
+ * in file order: `path` is the rule's "domain.key_value.key2" (as metrics
+ * and envoyproxy/ratelimit's /rlconfig name it), `quota_mode` its Envoy
+ * flag, `unlimited` true (and l NULL) for an unlimited rule. For operators'
+ * listings; not on any hot path. */
+SL_API void sl_rules_foreach_limit(const sl_rules *r,
+                                   void (*fn)(void *arg, const char *path, const struct sl_limit *l,
+                                              bool quota_mode, bool unlimited),
+                                   void *arg);
 
 /*
  * Atomic publication of snapshots: one writer swaps, many readers read with
@@ -311,13 +345,13 @@ bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain);
  */
 typedef struct sl_rules_slot sl_rules_slot;
 typedef struct sl_rules_reader sl_rules_reader;
-sl_rules_slot *sl_rules_slot_new(sl_rules *initial); /* takes the reference */
-void sl_rules_slot_free(sl_rules_slot *s);
-void sl_rules_slot_publish(sl_rules_slot *s, sl_rules *r); /* takes the reference */
-sl_rules_reader *sl_rules_reader_new(sl_rules_slot *s);
-void sl_rules_reader_free(sl_rules_reader *rd);
+SL_API sl_rules_slot *sl_rules_slot_new(sl_rules *initial); /* takes the reference */
+SL_API void sl_rules_slot_free(sl_rules_slot *s);
+SL_API void sl_rules_slot_publish(sl_rules_slot *s, sl_rules *r); /* takes the reference */
+SL_API sl_rules_reader *sl_rules_reader_new(sl_rules_slot *s);
+SL_API void sl_rules_reader_free(sl_rules_reader *rd);
 /* The newest snapshot; valid until the next call on this reader. */
-const sl_rules *sl_rules_reader_get(sl_rules_reader *rd);
+SL_API const sl_rules *sl_rules_reader_get(sl_rules_reader *rd);
 
 /* ------------------------------------------------------------- limiter */
 
@@ -326,11 +360,11 @@ typedef struct sl_limiter sl_limiter;
 struct sl_limiter_config {
     struct sl_table_config table;
 };
-void sl_limiter_config_init(struct sl_limiter_config *c);
+SL_API void sl_limiter_config_init(struct sl_limiter_config *c);
 
-int sl_limiter_new(const struct sl_limiter_config *c, sl_limiter **out);
-void sl_limiter_free(sl_limiter *lim);
-sl_table *sl_limiter_table(sl_limiter *lim);
+SL_API int sl_limiter_new(const struct sl_limiter_config *c, sl_limiter **out);
+SL_API void sl_limiter_free(sl_limiter *lim);
+SL_API sl_table *sl_limiter_table(sl_limiter *lim);
 
 /*
  * Check `req` against `rules`: all limits of all descriptors at once,
@@ -338,31 +372,31 @@ sl_table *sl_limiter_table(sl_limiter *lim);
  * count_rejected limits, which record the rejected request). Shadow limits
  * are counted and reported but never deny. Fills `res` per docs/contracts.md §Decisions.
  */
-int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_request *req,
-                     struct sl_result *res);
+SL_API int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_request *req,
+                            struct sl_result *res);
 /* The same over descriptors already resolved (one sl_match per descriptor). */
-int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
-                             const struct sl_request *req, struct sl_result *res);
+SL_API int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
+                                    const struct sl_request *req, struct sl_result *res);
 /* Release every slot named by a lease token from sl_result.lease.
  * SL_EINVAL for a malformed token, SL_ENOENT if nothing was held. */
-int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns);
+SL_API int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns);
 /* Forget the state of every limit of the resolved descriptors (admin reset;
  * inspecting is sl_limiter_check_matched with hits 0). SL_ENOENT if none
  * was tracked. */
-int sl_limiter_reset(sl_limiter *lim, const struct sl_match *m, size_t n);
+SL_API int sl_limiter_reset(sl_limiter *lim, const struct sl_match *m, size_t n);
 
 /* ------------------------------------------------------------- helpers */
 
 /* Parse a duration with its unit ("250ms", "90s", "5m", "1h", "1d", "1w");
  * a bare number is SL_EINVAL. */
-int sl_duration_parse(const char *s, size_t len, int64_t *out_ns);
+SL_API int sl_duration_parse(const char *s, size_t len, int64_t *out_ns);
 
 /* SipHash-2-4 of `data` under the 16-byte key `k` (64 and 128-bit outputs). */
-uint64_t sl_siphash(const uint8_t k[16], const void *data, size_t len);
-void sl_siphash128(const uint8_t k[16], const void *data, size_t len, uint64_t out[2]);
+SL_API uint64_t sl_siphash(const uint8_t k[16], const void *data, size_t len);
+SL_API void sl_siphash128(const uint8_t k[16], const void *data, size_t len, uint64_t out[2]);
 /* SipHash-1-3, 128-bit output: the state table's keyed hash (the strength
  * CPython and Rust use against hash flooding; see docs/architecture.md). */
-void sl_siphash13_128(const uint8_t k[16], const void *data, size_t len, uint64_t out[2]);
+SL_API void sl_siphash13_128(const uint8_t k[16], const void *data, size_t len, uint64_t out[2]);
 
 #ifdef __cplusplus
 }

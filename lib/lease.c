@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * lease.c - sealing and parsing concurrency lease tokens (see lease.h).
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * lease.h - concurrency lease tokens (internal): what sl_result.lease holds
  * and sl_limiter_release() takes back.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * limiter.c - one request against all limits of all its descriptors at once
  * (docs/contracts.md §Decisions): all-or-nothing, reported per descriptor and overall, and

@@ -1,6 +1,8 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * report.c - how a descriptor's status is chosen among its limits'
- * decisions (docs/contracts.md, "A decision"; declared in sluice_int.h).
+ * decisions (docs/contracts.md §Decisions; declared in sluice_int.h).
  * It decides nothing: the algorithms decide, the stores commit; this only
  * chooses what a client is told.
  */

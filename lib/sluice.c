@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sluice.c - what every part of the library shares: error strings, algorithm
  * names, the common validation and identity of a limit, and the bare

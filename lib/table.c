@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * table.c - the keyed state table: sharded open-addressing index over dense
  * entry arrays, a hard memory cap, expiry of drained entries and CLOCK

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * table_api.c - the public per-key calls of the state table other than the
  * hot path (sl_table_check lives in table.c, beside the layout, so that it

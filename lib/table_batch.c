@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * table_batch.c - sl_table_check_batch: many checks with their memory
  * fetched in parallel. Over a table larger than the caches each check waits

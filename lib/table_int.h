@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * table_int.h - the state table's layout, shared by table.c (index, entries,
  * lookups) and table_room.c (expiry, eviction, the memory cap) (internal).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * table_room.c - keeping the state table under its memory cap: amortised
  * expiry of drained entries, the sweep, CLOCK eviction of live ones, and the

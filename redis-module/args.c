@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * args.c - the arguments of a call (module.h): numkeys, the keys, now,
  * the settings (slack, prefix) and the items, every number checked, every error an
@@ -94,8 +96,7 @@ static bool parse_fixed(RedisModuleString *now, RedisModuleString *conf, struct 
 static bool parse_item(RedisModuleString *s, struct sl__mitem *it, const char **why)
 {
     struct sl__mfields mf;
-    int64_t *v[9] = {&mf.algo, &mf.cost, &mf.cr, &mf.shadow, &mf.warm,
-                     &mf.a,    &mf.b,    &mf.c,  &mf.d};
+    int64_t *v[9] = {&mf.algo, &mf.cost, &mf.cr, &mf.shadow, &mf.warm, &mf.a, &mf.b, &mf.c, &mf.d};
     size_t len;
     const char *p = sl__rm.string_ptr_len(s, &len), *end = p + len;
 

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * check.c - SLUICE.CHECK, SLUICE.PEEK and SLUICE.RESET: every limit of a
  * call decided all-or-nothing with the library's algorithms, exactly as

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * keys.c - a call's keys: opened once, their states decoded into the
  * scratch arena, encoded back, and written with their expiry in the same
@@ -119,8 +121,8 @@ long long sl__mkeys_at_ms(const struct sl__mcall *c, int64_t ttl_ns)
     return sl__rm.milliseconds() + ms + c->slack_ms;
 }
 
-void sl__mkeys_put(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name,
-                   const void *v, size_t len, long long at_ms)
+void sl__mkeys_put(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name, const void *v,
+                   size_t len, long long at_ms)
 {
     size_t have = 0;
     char *p = NULL;

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * module.c - sluice-redis.so, Sluice's algorithms as native Redis commands:
  * the entry points Redis calls (RedisModule_OnLoad, RedisModule_OnUnload),

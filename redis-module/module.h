@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * module.h - what the module's files share (internal to redis-module/).
  *
@@ -27,7 +29,7 @@
 #include "sluice.h"
 #include "state.h"
 
-#define SL__M_MAX_ITEMS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS) /* what the C store sends */
+#define SL__M_MAX_ITEMS  (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS) /* what the C store sends */
 #define SL__M_PREFIX_MAX 128
 #define SL__M_LEASE_MAX  64
 
@@ -36,12 +38,12 @@ struct sl__mitem {
     struct sl_limit l;
     uint64_t cost;
     RedisModuleString *name;
-    RedisModuleKey *key; /* open for the whole call, or NULL */
-    void *st;            /* the decoded state, in the arena */
-    size_t st_off;       /* ... at this offset */
-    int64_t base_us;     /* concurrency: the id base of the stored state */
-    bool absent;         /* the key held no state */
-    bool write;          /* the state is to be written */
+    RedisModuleKey *key;     /* open for the whole call, or NULL */
+    void *st;                /* the decoded state, in the arena */
+    size_t st_off;           /* ... at this offset */
+    int64_t base_us;         /* concurrency: the id base of the stored state */
+    bool absent;             /* the key held no state */
+    bool write;              /* the state is to be written */
     size_t enc_off, enc_len; /* its encoding, in the arena */
     int64_t ttl_ns;
     struct sl_decision d;
@@ -94,8 +96,8 @@ void sl__mkeys_close(struct sl__mcall *c);
 int sl__mkeys_encode(struct sl__mcall *c);
 /* Write bytes v[0..len) to the open `key` named `name`, to expire at_ms
  * (replicated as SET name v PXAT at_ms when c->effects). */
-void sl__mkeys_put(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name,
-                   const void *v, size_t len, long long at_ms);
+void sl__mkeys_put(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name, const void *v,
+                   size_t len, long long at_ms);
 /* Delete the open `key` named `name` (replicated as DEL when c->effects). */
 void sl__mkeys_del(struct sl__mcall *c, RedisModuleKey *key, RedisModuleString *name);
 /* At the end of a command that wrote: replicate it verbatim unless its

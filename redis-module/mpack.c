@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * mpack.c - MessagePack arrays of integers and strings, as cmsgpack writes
  * them (see mpack.h). Big-endian on the wire; no allocation.

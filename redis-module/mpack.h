@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * mpack.h - the little of MessagePack the stored states need (internal to
  * the module): arrays of integers and strings, read and written exactly as

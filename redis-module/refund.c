@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * refund.c - SLUICE.REFUND and SLUICE.RELEASE, the two calls that give
  * something back, as store/redis/lua/90_main.lua's run_refund and

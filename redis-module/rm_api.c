@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rm_api.c - fill the module's table of Redis functions (rm_api.h) by name
  * through the GetApi pointer Redis puts first in every context.
@@ -16,7 +18,10 @@ static const struct {
     const char *name;
     size_t offset;
 } rows[] = {
-#define R(name, field) {"RedisModule_" name, offsetof(struct sl__rm_api, field)}
+#define R(name, field)                                                                             \
+    {                                                                                              \
+        "RedisModule_" name, offsetof(struct sl__rm_api, field)                                    \
+    }
     R("SetModuleAttribs", set_module_attribs),
     R("IsModuleNameBusy", is_module_name_busy),
     R("SetModuleOptions", set_module_options),

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rm_api.h - the part of Redis's module ABI this module uses, declared here
  * (Debian ships no redismodule.h; this is not a copy of it).
@@ -115,7 +117,7 @@ struct sl__rm_info {
     const char *since;
     struct sl__rm_history *history;
     const char *tips;
-    int arity; /* -N: at least N arguments, the name included */
+    int arity;                        /* -N: at least N arguments, the name included */
     struct sl__rm_keyspec *key_specs; /* ended by one with begin_search_type 0 */
     struct sl__rm_arg *args;
 };

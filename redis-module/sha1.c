@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sha1.c - SHA-1 over one buffer (see sha1.h): padding, 80 rounds per
  * 64-byte block, hex out. No streaming interface, no allocation.

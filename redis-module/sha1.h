@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sha1.h - SHA-1 (FIPS 180-4), for one purpose: the lease index key of a
  * concurrency lease is named after the first 16 hex digits of the SHA-1 of

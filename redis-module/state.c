@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * state.c - the scripts' stored states to the library's layouts and back
  * (see state.h for the formats). Every number read is checked; a state that
@@ -12,8 +14,8 @@
 #include "sluice_state.h"
 #include "state.h"
 
-#define EXACT  (INT64_C(1) << 53) /* Lua numbers are exact below this */
-#define SAT    (INT64_C(1) << 52) /* where the scripts saturate counts and debts */
+#define EXACT   (INT64_C(1) << 53)  /* Lua numbers are exact below this */
+#define SAT     (INT64_C(1) << 52)  /* where the scripts saturate counts and debts */
 #define LOG_MAX (UINT64_C(1) << 20) /* sliding_log entries one call expands */
 
 enum kind { K_BUCKET, K_WARM, K_FW, K_SW, K_SG, K_CC };
@@ -250,9 +252,8 @@ static int decode_cc(struct sl__mp_reader *r, uint64_t n, const struct sl_limit 
     struct sl__cc_state *s = blob;
     int64_t next_k, last;
 
-    if (n < 3 || (n - 3) % 3 != 0 || (n - 3) / 3 > l->requests ||
-        !int_in(r, 0, EXACT, base_us) || !int_in(r, 0, EXACT, &next_k) ||
-        !int_in(r, -1, EXACT, &last))
+    if (n < 3 || (n - 3) % 3 != 0 || (n - 3) / 3 > l->requests || !int_in(r, 0, EXACT, base_us) ||
+        !int_in(r, 0, EXACT, &next_k) || !int_in(r, -1, EXACT, &last))
         return SL_EINVAL;
     s->next_id = (uint64_t)*base_us * 1000 + (uint64_t)next_k;
     s->last_ns = last == -1 ? INT64_MIN : last * 1000;
@@ -404,8 +405,8 @@ static int encode_log(const struct sl_limit *l, const void *blob, struct sl__mp_
     uint64_t runs = 0;
 
     for (uint32_t i = 0; i < s->len; i++)
-        runs += i == 0 || s->ring[(s->head + i) % l->requests] !=
-                              s->ring[(s->head + i - 1) % l->requests];
+        runs += i == 0 ||
+                s->ring[(s->head + i) % l->requests] != s->ring[(s->head + i - 1) % l->requests];
     sl__mp_put_array(w, 2 * runs);
     for (uint32_t i = 0; i < s->len;) {
         int64_t t = s->ring[(s->head + i) % l->requests];

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * state.h - one stored state, as the scripts store it and as the library's
  * algorithm lays it out (internal to the module).

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rulesdb.c - the SQLite rules database: schema (versioned with
  * PRAGMA user_version), validated put, delete, list, and load into a rules

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rulesdb.h - the rules database: rules that change at run time (per
  * customer, per plan, per API key) stored in a SQLite file, one row per

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # run.sh BUILD_DIR - `make run`: start sluiced with the example configuration
 # in the foreground; until the daemon exists, list what was built.
 set -euo pipefail
 build=${1:-build}
 if [[ -x "$build/server/sluiced" && -f examples/sluice.yaml ]]; then
+    # The admin endpoints always need a token: sluiced creates one at first
+    # start beside the configuration (mode 0600) and reads it afterwards.
+    token=examples/admin.token
+    echo "sluice: admin token in $token (created at first start); for example:" >&2
+    echo "  curl -H \"Authorization: Bearer \$(cat $token)\" http://127.0.0.1:6390/v1/config" >&2
     exec "$build/server/sluiced" -c examples/sluice.yaml
 fi
 echo "sluice: built:"

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * main.c - sluiced's command line: read the configuration, then either test
  * it (-t) or run the server. Everything else lives in server.c and below.
@@ -11,6 +13,7 @@
 #include "config.h"
 #include "log.h"
 #include "server.h"
+#include "token.h"
 
 static void usage(FILE *f)
 {
@@ -44,9 +47,10 @@ int main(int argc, char **argv)
     const char *path = NULL;
     bool test = false;
     char err[512];
+    int done = -1; /* the exit code once the command line alone has answered */
 
     sl__config_init(&cfg);
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && done < 0; i++) {
         const char *a = argv[i];
         if ((!strcmp(a, "-c") || !strcmp(a, "--config")) && i + 1 < argc) {
             path = argv[++i];
@@ -56,20 +60,24 @@ int main(int argc, char **argv)
             if (parse_ms(argv[++i], &cfg.test_clock_start_ms) != 0) {
                 fprintf(stderr, "sluiced: --test-clock takes Unix milliseconds (got '%s')\n",
                         argv[i]);
-                return 2;
+                done = 2;
             }
             cfg.test_clock = true;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            return 0;
+            done = 0;
         } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
             printf("sluiced %s\n", SLUICE_VERSION);
-            return 0;
+            done = 0;
         } else {
             fprintf(stderr, "sluiced: unknown or incomplete option '%s'\n", a);
             usage(stderr);
-            return 2;
+            done = 2;
         }
+    }
+    if (done >= 0) { /* answered from the command line alone */
+        sl__config_free(&cfg);
+        return done;
     }
     if (path != NULL && sl__config_load(&cfg, path, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
@@ -79,6 +87,11 @@ int main(int argc, char **argv)
     if (path == NULL)
         sl__config_finish(&cfg);
     sl__log_set_level(cfg.log_level);
+    if (sl__token_load(&cfg, !test, err, sizeof(err)) != SL_OK) {
+        fprintf(stderr, "%s\n", err);
+        sl__config_free(&cfg);
+        return 1;
+    }
     if (test) {
         int r = sl__server_test_config(&cfg);
         fprintf(stderr, "sluiced: configuration %s %s\n", path ? path : "(defaults)",

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * memory.c - the memory store: decisions in this process's state table,
  * through the shared limiter, completed before the start call returns. It is
@@ -33,7 +35,7 @@ static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     struct sl_result res;
     int r = decide(s, q, &res);
 
-    cb(arg, r, r == SL_OK ? &res : NULL);
+    cb(arg, r, r == SL_OK ? &res : NULL, SL__BY_STATE);
     return SL_OK;
 }
 
@@ -82,13 +84,16 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
 {
     int r = sl_limiter_release(lim_of(s), lease, len, now_ns);
 
-    cb(arg, r, NULL);
+    cb(arg, r, NULL, SL__BY_STATE);
     return SL_OK;
 }
 
-static bool ready(const struct sl__store *s)
+/* Always up: it decides in this process. */
+static void health(const struct sl__store *s, struct sl__store_health *out)
 {
-    return true;
+    (void)s;
+    out->state = SL__STORE_UP;
+    out->why[0] = '\0';
 }
 
 static void destroy(struct sl__store *s)
@@ -102,19 +107,20 @@ static const struct sl__store_ops memory_ops = {
     .peek = peek,
     .reset = reset,
     .release = release,
-    .ready = ready,
+    .health = health,
     .free = destroy,
 };
 
-static int create(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out)
+static int create(const void *cfg, const struct sl__store_env *env, struct sl__store **out)
 {
     struct memory *m = calloc(1, sizeof(*m));
 
+    (void)cfg;
     *out = NULL;
     if (m == NULL)
         return SL_ENOMEM;
     m->base.ops = &memory_ops;
-    m->lim = lim;
+    m->lim = env->lim;
     *out = &m->base;
     return SL_OK;
 }

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # format_check.sh SOURCE_DIR - every C file git tracks is formatted by the
 # committed .clang-format (clang-format 14, Debian's). Fails listing the
 # files that are not; `make format` fixes them.

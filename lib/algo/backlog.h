@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * backlog.h - the exact fixed-point core the bucket algorithms share
  * (internal): token_bucket without warm-up (the deficit), gcra (TAT - now)

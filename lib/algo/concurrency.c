@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * concurrency.c - the in-flight limit (docs/contracts.md §Algorithms), as nginx limit_conn
  * and Stripe's concurrent request limiter: at most `requests` slots held at

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * fixed_window.c - the fixed window counter (docs/contracts.md §Algorithms), as
  * envoyproxy/ratelimit counts: `requests` per `period`, windows aligned to

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * gcra.c - the generic cell rate algorithm, with redis-cell's CL.THROTTLE
  * semantics (docs/contracts.md §Algorithms): emission interval T = period / requests, delay

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * leaky_bucket.c - nginx limit_req (docs/contracts.md §Algorithms): a bucket that leaks
  * `requests` per `period`; a request adds its cost; 1 + burst requests pass

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sliding_log.c - the exact sliding log (docs/contracts.md §Algorithms), as
  * rolling-rate-limiter (interval, maxInInterval, minDifference): a request

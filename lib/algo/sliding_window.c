@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sliding_window.c - Cloudflare's sliding window counter (docs/contracts.md §Algorithms):
  * two epoch-aligned fixed windows, the previous one weighted by how much of

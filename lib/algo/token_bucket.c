@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * token_bucket.c - the token bucket (docs/contracts.md §Algorithms) in its two forms.
  *

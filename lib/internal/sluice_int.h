@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sluice_int.h - the few internals of libsluice that the layers built on it
  * need, and nothing more (internal; not installed).
@@ -24,17 +26,32 @@
 
 /* ----------------------------------------------------------- resolution */
 
+/* What resolving a request leaves for reporting its result. */
+struct sl__resolved {
+    const struct sl_limit *banned[SL_MAX_DESCRIPTORS]; /* deny-all limits taken out */
+    bool unlimited[SL_MAX_DESCRIPTORS];                /* the rule is `unlimited` */
+    bool detailed[SL_MAX_DESCRIPTORS];                 /* the rule asks for detailed_metric */
+    /* no rule applies, in a domain whose on_unmatched is deny: denied */
+    bool unmatched[SL_MAX_DESCRIPTORS];
+    bool deny_all; /* the whole request must be denied (decide it as a peek) */
+};
+
 /* The resolution sl_limiter_check() makes before it decides, shared with
  * the stores that decide elsewhere: match every descriptor of `req` into
- * m[0..n), drop what `replaces` replaces, take deny-all
- * (requests_per_unit: 0) limits out into banned[i]; *deny_all when the
- * whole request must be denied (then decide it as a peek). */
+ * m[0..n), note the descriptors no rule applies to in a domain whose
+ * on_unmatched is deny (they deny the request), drop what `replaces`
+ * replaces, take deny-all (requests_per_unit: 0) limits out into
+ * rv->banned[i], and note what the report needs in *rv. */
 int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
-                      const struct sl_limit **banned, bool *deny_all);
-/* After deciding: report the deny-all limits and, with deny_all, the
- * request as denied holding nothing. */
-void sl__rules_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
-                      struct sl_result *res);
+                      struct sl__resolved *rv);
+/* After deciding: report the deny-all limits, the unmatched descriptors,
+ * the unlimited and detailed rules and, with deny_all, the request as
+ * denied holding nothing. */
+void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_result *res);
+
+/* Does some rule of `domain` ask for detailed_metric? (The server then
+ * makes the per-request metric labels; one lookup, no allocation.) */
+bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain);
 
 /* ------------------------------------------------------------ reporting */
 

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sluice_sat.h - saturating integer arithmetic (internal to libsluice and
  * the layers built on it: the Redis store and the HTTP headers use it too).

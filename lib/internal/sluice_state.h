@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * sluice_state.h - the algorithms' states as the library lays them out, and
  * the operations over them, for a layer that keeps states somewhere else

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * builder.c - collect rules texts (files, then database rows), report every
  * diagnostic, and compile them into one immutable sl_rules snapshot.
@@ -7,7 +9,8 @@
  * same (domain, descriptor path) as a file's replaces that descriptor's
  * limits and flags when it states a policy (rate_limit or limits), and its
  * children merge the same way, one level at a time; database texts are
- * applied in the order they were added, so a later row wins.
+ * applied in the order they were added, so a later row wins. A domain's
+ * on_unmatched is the last one stated.
  *
  * It does not match requests (match.c) nor publish snapshots (slot.c).
  */
@@ -248,6 +251,8 @@ static int merge_all(sl_rules_builder *b, sl_rules *r)
         b->doms[i] = NULL;
         if (out > 0 && strcmp(r->domains[out - 1]->name, dom->name) == 0) {
             int rc = merge_kids(&r->domains[out - 1]->root, &dom->root);
+            if (dom->unmatched != SL__UNMATCHED_UNSET) /* a later text that says it wins */
+                r->domains[out - 1]->unmatched = dom->unmatched;
             sl__rdomain_free(dom);
             if (rc != SL_OK)
                 return rc;
@@ -257,6 +262,16 @@ static int merge_all(sl_rules_builder *b, sl_rules *r)
         r->n_domains = out;
     }
     return SL_OK;
+}
+
+static bool any_detailed(const struct sl__rnode *n)
+{
+    if (n->detailed_metric)
+        return true;
+    for (size_t i = 0; i < n->n_kids; i++)
+        if (any_detailed(n->kids[i]))
+            return true;
+    return false;
 }
 
 int sl_rules_build(sl_rules_builder *b, sl_rules **out)
@@ -273,8 +288,10 @@ int sl_rules_build(sl_rules_builder *b, sl_rules **out)
     atomic_init(&r->refs, 1);
     r->domains = calloc(b->n_doms ? b->n_doms : 1, sizeof(*r->domains));
     rc = r->domains == NULL ? SL_ENOMEM : merge_all(b, r);
-    for (size_t i = 0; rc == SL_OK && i < r->n_domains; i++)
+    for (size_t i = 0; rc == SL_OK && i < r->n_domains; i++) {
         rc = sl__rnode_index(&r->domains[i]->root);
+        r->domains[i]->detailed = any_detailed(&r->domains[i]->root);
+    }
     drop_domains(b);
     if (rc != SL_OK) {
         rules_free(r);

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * check.c - sl_limiter_check(): resolve every descriptor of a request with
  * the rules, apply Envoy's `replaces` across the request's descriptors and
@@ -7,6 +9,11 @@
  * descriptor is over its limit, or when every quota-mode descriptor is; a
  * request denied only by some of its quota descriptors is decided again
  * without them (they are reported as denied, nothing of theirs consumed).
+ *
+ * on_unmatched: deny (a domain's choice): a descriptor that no rule
+ * applies to denies the whole request, decided as a peek like a deny-all
+ * limit below, so that a client cannot escape its limits by adding or
+ * reshaping entries until nothing matches.
  *
  * requests_per_unit: 0 (Envoy: deny everything) never reaches the table:
  * such a limit is taken out of its match; an enforced one outside quota
@@ -20,10 +27,18 @@
 
 #include "rules/rules_int.h"
 
-static bool replaced(const struct sl_limit *l, const struct sl_match *m, size_t n, size_t self)
+/* Descriptor i brings its own limit (Envoy's override): its match holds a
+ * plain sl_limit, not a rule's (no replaces, never deny-all). */
+static bool own_limit(const struct sl_request *req, size_t i)
+{
+    return req->descriptors != NULL && req->descriptors[i].limit != NULL;
+}
+
+static bool replaced(const struct sl_limit *l, const struct sl_match *m, size_t n, size_t self,
+                     const struct sl_request *req)
 {
     for (size_t i = 0; i < n; i++) {
-        if (i == self)
+        if (i == self || own_limit(req, i))
             continue;
         for (size_t k = 0; k < m[i].n_limits; k++) {
             const struct sl__rlimit *rl = sl__rlimit_of(m[i].limits[k]);
@@ -39,13 +54,13 @@ static bool replaced(const struct sl_limit *l, const struct sl_match *m, size_t 
 /* Drop the limits that a limit matched on another descriptor replaces.
  * Decided over the original matches first, then applied, so that the order
  * of descriptors does not matter. */
-static void apply_replaces(struct sl_match *m, size_t n)
+static void apply_replaces(struct sl_match *m, size_t n, const struct sl_request *req)
 {
     bool drop[SL_MAX_DESCRIPTORS][SL_MAX_LIMITS] = {{false}};
 
     for (size_t i = 0; i < n; i++) {
-        for (size_t k = 0; k < m[i].n_limits; k++)
-            drop[i][k] = replaced(m[i].limits[k], m, n, i);
+        for (size_t k = 0; k < m[i].n_limits && !own_limit(req, i); k++)
+            drop[i][k] = replaced(m[i].limits[k], m, n, i, req);
     }
     for (size_t i = 0; i < n; i++) {
         size_t out = 0;
@@ -79,7 +94,8 @@ static void deny_all_status(const struct sl_limit *l, int64_t now_ns, struct sl_
 
 /* Take deny-all limits out of the matches; banned[i] is descriptor i's
  * (an enforced one first). Returns true if the request must be denied. */
-static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **banned)
+static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **banned,
+                          const struct sl_request *req)
 {
     bool deny = false;
     size_t quota = 0, quota_banned = 0;
@@ -87,6 +103,8 @@ static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **
     for (size_t i = 0; i < n; i++) {
         size_t out = 0;
         banned[i] = NULL;
+        if (own_limit(req, i))
+            continue;
         for (size_t k = 0; k < m[i].n_limits; k++) {
             const struct sl_limit *l = m[i].limits[k];
             if (!sl__rlimit_of(l)->deny_all) {
@@ -163,10 +181,19 @@ static int recheck_without_denied_quota(sl_limiter *lim, struct sl_match *m, siz
     return rc;
 }
 
+/* Does `req`'s domain deny the descriptors no rule applies to? */
+static bool denies_unmatched(const sl_rules *rules, const struct sl_request *req)
+{
+    const struct sl__rdomain *dom = sl__rules_find_domain(rules, req->domain);
+
+    return dom != NULL && dom->unmatched == SL__UNMATCHED_DENY;
+}
+
 int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
-                      const struct sl_limit **banned, bool *deny_all)
+                      struct sl__resolved *rv)
 {
     size_t n = req->n_descriptors;
+    bool deny_unmatched = denies_unmatched(rules, req), unmatched = false;
 
     if (n > SL_MAX_DESCRIPTORS)
         return SL_ETOOBIG;
@@ -174,25 +201,43 @@ int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struc
         int rc = sl_rules_match(rules, req, i, &m[i]);
         if (rc != SL_OK)
             return rc;
+        rv->unlimited[i] = m[i].unlimited;
+        rv->detailed[i] = m[i].detailed_metric != NULL;
+        /* before `replaces`: a limit another descriptor replaced still applied */
+        rv->unmatched[i] = deny_unmatched && m[i].n_limits == 0 && !m[i].unlimited;
+        unmatched = unmatched || rv->unmatched[i];
     }
-    apply_replaces(m, n);
-    *deny_all = take_deny_all(m, n, banned);
+    apply_replaces(m, n, req);
+    rv->deny_all = take_deny_all(m, n, rv->banned, req) || unmatched;
     return SL_OK;
 }
 
-void sl__rules_finish(const struct sl_limit *const *banned, bool deny_all, int64_t now_ns,
-                      struct sl_result *res)
+/* The status of an unmatched descriptor: denied for good, no limit. */
+static void unmatched_status(struct sl_status *st)
 {
-    if (deny_all) { /* decided as a peek: report, deny, hold nothing */
+    memset(st, 0, sizeof(*st));
+    st->d.verdict = SL_DENY;
+    st->d.retry_after_ns = -1;
+    st->unmatched = true;
+}
+
+void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_result *res)
+{
+    if (rv->deny_all) { /* decided as a peek: report, deny, hold nothing */
         res->verdict = SL_DENY;
         res->delay_ns = 0;
         res->lease[0] = '\0';
     }
-    for (size_t i = 0; i < res->n_statuses; i++) {
-        if (banned[i] != NULL && (!banned[i]->shadow || res->statuses[i].limit == NULL))
-            deny_all_status(banned[i], now_ns, &res->statuses[i]);
-        else if (banned[i] != NULL)
+    for (size_t i = 0; i < res->n_statuses && i < SL_MAX_DESCRIPTORS; i++) {
+        const struct sl_limit *b = rv->banned[i];
+        if (rv->unmatched[i])
+            unmatched_status(&res->statuses[i]);
+        else if (b != NULL && (!b->shadow || res->statuses[i].limit == NULL))
+            deny_all_status(b, now_ns, &res->statuses[i]);
+        else if (b != NULL)
             res->statuses[i].shadow_denied = true;
+        res->statuses[i].unlimited = rv->unlimited[i];
+        res->statuses[i].detailed = rv->detailed[i];
     }
 }
 
@@ -200,18 +245,17 @@ int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_req
                      struct sl_result *res)
 {
     struct sl_match m[SL_MAX_DESCRIPTORS];
-    const struct sl_limit *banned[SL_MAX_DESCRIPTORS];
-    bool deny_all;
+    struct sl__resolved rv;
     size_t n;
     int rc;
 
     if (lim == NULL || rules == NULL || req == NULL || res == NULL)
         return SL_EINVAL;
-    rc = sl__rules_resolve(rules, req, m, banned, &deny_all);
+    rc = sl__rules_resolve(rules, req, m, &rv);
     if (rc != SL_OK)
         return rc;
     n = req->n_descriptors;
-    if (deny_all) {
+    if (rv.deny_all) {
         rc = peek_denied(lim, m, n, req, res);
     } else {
         rc = sl_limiter_check_matched(lim, m, n, req, res);
@@ -219,6 +263,6 @@ int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_req
             rc = recheck_without_denied_quota(lim, m, n, req, res);
     }
     if (rc == SL_OK)
-        sl__rules_finish(banned, deny_all, req->now_ns, res);
+        sl__rules_finish(&rv, req->now_ns, res);
     return rc;
 }

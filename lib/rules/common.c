@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * common.c - small helpers the rules files share: diagnostics collection,
  * string copies and the '*' pattern match used for wildcard values.

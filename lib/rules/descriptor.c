@@ -1,7 +1,10 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * descriptor.c - compile the YAML documents of one rules text into domains:
- * `domain`, nested `descriptors` with `key`, `value` (exact, or with '*'
- * wildcards), the Envoy flags, and each descriptor's limits (policy.c).
+ * `domain`, `on_unmatched`, nested `descriptors` with `key`, `value` (exact,
+ * or with '*' wildcards), the Envoy flags, and each descriptor's limits
+ * (policy.c).
  *
  * Every problem is diagnosed and compilation goes on, so that one run
  * reports all of them; a text with any diagnostic yields no domain at all
@@ -246,12 +249,28 @@ static struct sl__rdomain *new_domain(struct sl__cctx *c, const struct sl__ynode
     return dom;
 }
 
+/* on_unmatched: allow | deny. */
+static bool parse_unmatched(struct sl__cctx *c, const struct sl__ynode *n, struct sl__rdomain *dom)
+{
+    if (n->type == SL__Y_SCALAR && strcmp(n->text, "allow") == 0)
+        dom->unmatched = SL__UNMATCHED_ALLOW;
+    else if (n->type == SL__Y_SCALAR && strcmp(n->text, "deny") == 0)
+        dom->unmatched = SL__UNMATCHED_DENY;
+    else {
+        SL__ERR(c, n,
+                "on_unmatched must be allow (a descriptor no rule matches is not limited, as "
+                "Envoy does) or deny (it is denied)");
+        return false;
+    }
+    return true;
+}
+
 static bool parse_doc(struct sl__cctx *c, const struct sl__ynode *doc, struct sl__rdomain **out)
 {
-    static const char *const names[] = {"domain", "descriptors"};
-    const struct sl__ynode *v[2];
+    static const char *const names[] = {"domain", "descriptors", "on_unmatched"};
+    const struct sl__ynode *v[3];
     struct sl__rdomain *dom;
-    bool ok = sl__y_fields(c, doc, "a rules document", names, 2, v);
+    bool ok = sl__y_fields(c, doc, "a rules document", names, 3, v);
 
     *out = NULL;
     if (doc->type != SL__Y_MAP)
@@ -268,6 +287,8 @@ static bool parse_doc(struct sl__cctx *c, const struct sl__ynode *doc, struct sl
     c->domain = dom->name;
     if (v[1] != NULL)
         ok = parse_list(c, v[1], &dom->root, 0) && ok;
+    if (v[2] != NULL)
+        ok = parse_unmatched(c, v[2], dom) && ok;
     *out = dom;
     return ok;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * match.c - resolve one request descriptor to the rule that applies, the
  * Envoy way: the rule must have the same depth as the descriptor; at each
@@ -119,7 +121,7 @@ static struct sl__rnode *find_kid(const struct sl__rnode *n, const struct sl_ent
     return k;
 }
 
-static const struct sl__rdomain *find_domain(const sl_rules *r, struct sl_str name)
+const struct sl__rdomain *sl__rules_find_domain(const sl_rules *r, struct sl_str name)
 {
     size_t lo = 0, hi = r->n_domains;
 
@@ -138,7 +140,7 @@ static const struct sl__rdomain *find_domain(const sl_rules *r, struct sl_str na
 
 bool sl_rules_has_domain(const sl_rules *r, struct sl_str domain)
 {
-    return r != NULL && find_domain(r, domain) != NULL;
+    return r != NULL && sl__rules_find_domain(r, domain) != NULL;
 }
 
 /* Append a tag byte, a 16-bit big-endian length and the bytes. */
@@ -168,6 +170,25 @@ static int build_key(struct sl_match *m, struct sl_str domain, const struct sl_d
             ok = put(m, 'v', d->entries[i].value.p, d->entries[i].value.len);
     }
     return ok ? SL_OK : SL_ETOOBIG;
+}
+
+/* A descriptor that brings its own limit (Envoy's override): the counter
+ * is keyed by every entry with the request's values, whatever rule would
+ * match, and the limit is the request's (never shadow). */
+static int match_override(struct sl_match *m, struct sl_str domain, const struct sl_descriptor *d)
+{
+    bool ok = put(m, 'd', domain.p, domain.len) && put(m, 'o', "", 0);
+
+    for (size_t i = 0; ok && i < d->n_entries; i++)
+        ok = put(m, 'k', d->entries[i].key.p, d->entries[i].key.len) &&
+             put(m, 'v', d->entries[i].value.p, d->entries[i].value.len);
+    if (!ok) {
+        m->key_len = 0;
+        return SL_ETOOBIG;
+    }
+    m->limits[0] = d->limit;
+    m->n_limits = 1;
+    return SL_OK;
 }
 
 static void fill(struct sl_match *m, const struct sl__rnode *n)
@@ -203,8 +224,12 @@ int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, st
     d = &req->descriptors[i];
     if (d->n_entries > SL_MAX_ENTRIES)
         return SL_ETOOBIG;
-    dom = find_domain(r, req->domain);
-    if (dom == NULL || d->n_entries == 0)
+    dom = sl__rules_find_domain(r, req->domain);
+    if (dom == NULL)
+        return SL_OK;
+    if (d->limit != NULL)
+        return match_override(out, req->domain, d);
+    if (d->n_entries == 0)
         return SL_OK;
     n = &dom->root;
     for (size_t k = 0; k < d->n_entries; k++) {
@@ -221,4 +246,41 @@ int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, st
     }
     fill(out, n);
     return SL_OK;
+}
+
+bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain)
+{
+    const struct sl__rdomain *dom = r != NULL ? sl__rules_find_domain(r, domain) : NULL;
+
+    return dom != NULL && dom->detailed;
+}
+
+/* ------------------------------------------------------------ listing */
+
+struct walk {
+    void (*fn)(void *arg, const char *path, const struct sl_limit *l, bool quota_mode,
+               bool unlimited);
+    void *arg;
+};
+
+static void walk_node(const struct walk *w, const struct sl__rnode *n)
+{
+    if (n->unlimited)
+        w->fn(w->arg, n->path, NULL, n->quota_mode, true);
+    for (size_t i = 0; i < n->n_limits; i++)
+        w->fn(w->arg, n->path, &n->limits[i].l, n->quota_mode, false);
+    for (size_t i = 0; i < n->n_kids; i++)
+        walk_node(w, n->kids[i]);
+}
+
+void sl_rules_foreach_limit(const sl_rules *r,
+                            void (*fn)(void *arg, const char *path, const struct sl_limit *l,
+                                       bool quota_mode, bool unlimited),
+                            void *arg)
+{
+    struct walk w = {fn, arg};
+
+    for (size_t i = 0; r != NULL && i < r->n_domains; i++)
+        for (size_t k = 0; k < r->domains[i]->root.n_kids; k++)
+            walk_node(&w, r->domains[i]->root.kids[k]);
 }

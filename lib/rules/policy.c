@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * policy.c - the limits of one descriptor: Envoy's `rate_limit` block (a
  * fixed window of one unit, epoch-aligned, month = 30 days, year = 365 days)
@@ -129,6 +131,7 @@ static bool parse_rate_limit(struct sl__cctx *c, const struct sl__ynode *n, stru
     rl.l.requests = req == 0 ? 1 : req;
     if (v[RL_NAME] != NULL)
         ok = sl__y_str(c, v[RL_NAME], "name", &rl.name) && ok;
+    rl.l.named = v[RL_NAME] != NULL;
     if (v[RL_REPLACES] != NULL)
         ok = sl__y_replaces(c, v[RL_REPLACES], &rl.replaces, &rl.n_replaces) && ok;
     if (unlimited) {
@@ -267,6 +270,7 @@ static bool parse_item(struct sl__cctx *c, const struct sl__ynode *item, size_t 
     ok = ok && item_combination(c, item, v, &rl.l);
     if (v[LI_NAME] != NULL)
         ok = sl__y_str(c, v[LI_NAME], "name", &rl.name) && ok;
+    rl.l.named = v[LI_NAME] != NULL;
     if (v[LI_REPLACES] != NULL)
         ok = sl__y_replaces(c, v[LI_REPLACES], &rl.replaces, &rl.n_replaces) && ok;
     if (ok && rl.name == NULL)

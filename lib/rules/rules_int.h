@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_int.h - the internal shape of rules: the YAML node tree with
  * positions, the compiled descriptor tree of one domain, and the snapshot.
@@ -99,11 +101,18 @@ struct sl__rnode {
     size_t n_keyonly;
 };
 
+/* A domain's on_unmatched: what a descriptor that no rule applies to gets.
+ * UNSET is allow (as Envoy does); a database text that sets it overrides
+ * the file's. */
+enum sl__unmatched { SL__UNMATCHED_UNSET = 0, SL__UNMATCHED_ALLOW, SL__UNMATCHED_DENY };
+
 struct sl__rdomain {
     char *name;
     char *origin; /* where it was defined, "file:line:col" */
     enum sl_rules_source src;
-    size_t seq;            /* order in which the builder received it */
+    size_t seq;    /* order in which the builder received it */
+    bool detailed; /* some rule asks for detailed_metric (set when built) */
+    enum sl__unmatched unmatched;
     struct sl__rnode root; /* only its kids are used */
 };
 
@@ -136,6 +145,9 @@ void sl__rdomain_free(struct sl__rdomain *dom);
 /* Sort a node's children into the exact / wildcard / key-only views,
  * recursively. SL_OK or SL_ENOMEM. */
 int sl__rnode_index(struct sl__rnode *n);
+
+/* The domain named `name` in `r`, or NULL. */
+const struct sl__rdomain *sl__rules_find_domain(const sl_rules *r, struct sl_str name);
 
 /* '*' matches any run of bytes, everything else itself. */
 bool sl__glob_match(const char *pat, const char *s, size_t len);

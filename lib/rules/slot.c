@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * slot.c - publish rules snapshots to many reader threads: one writer swaps
  * the snapshot under a mutex and bumps a generation counter; a reader

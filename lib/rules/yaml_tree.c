@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * yaml_tree.c - turn YAML text into a small tree of nodes that remember the
  * line and column where each starts, so that every later diagnostic can say

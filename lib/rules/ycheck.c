@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * ycheck.c - typed reads of YAML nodes: booleans, integers, durations,
  * strings, `replaces` lists, metadata, and the known-keys check of a map.

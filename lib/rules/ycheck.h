@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * ycheck.h - typed reads of YAML nodes for the rules compiler (internal).
  *

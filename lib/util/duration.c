@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * duration.c - durations as rules write them: a non-negative integer and a
  * unit (ms, s, m, h, d, w). A bare number is refused, because "60" could mean

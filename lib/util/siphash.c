@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * siphash.c - SipHash (Aumasson and Bernstein), 64- and 128-bit outputs, in
  * its two common strengths: SipHash-2-4, the conservative PRF, and

@@ -1,16 +1,21 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin.c - the admin room's route table and its JSON answers. The
  * endpoints themselves are in admin_rules.c, admin_config.c and
  * admin_ks.c; the router and the gate are the HTTP room's.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <http_parser.h>
 
 #include "admin.h"
+#include "http_json.h"
 
 const struct sl__http_route sl__admin_routes[] = {
     {HTTP_GET, "/v1/config", sl__admin_config, false, true},
+    {HTTP_GET, "/rlconfig", sl__admin_rlconfig, false, true},
     {HTTP_GET, "/v1/killswitch", sl__admin_ks_list, false, true},
     {HTTP_PUT, "/v1/killswitch", sl__admin_ks_set, false, true},
     {HTTP_GET, "/v1/rules", sl__admin_rules_list, false, true},
@@ -31,6 +36,19 @@ void sl__admin_send_json(struct sl__conn *c, int64_t slot, bool keep_alive, int 
         sl__h1_respond(c, slot, keep_alive, status, NULL, 0, text, strlen(text));
     cJSON_free(text);
     cJSON_Delete(doc);
+}
+
+cJSON *sl__admin_body(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    const char *bad = NULL;
+    cJSON *doc = sl__json_parse_strict(r->body.p, r->body.len, &bad);
+    char why[96];
+
+    if (doc == NULL) {
+        snprintf(why, sizeof(why), "body: %s", bad);
+        sl__admin_send_error(c, -1, r->keep_alive, 400, why);
+    }
+    return doc;
 }
 
 void sl__admin_send_error(struct sl__conn *c, int64_t slot, bool keep_alive, int status,

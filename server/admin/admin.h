@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin.h - the admin room (internal): the operator endpoints of the HTTP
  * API that change or show the server itself - the rules database
@@ -30,12 +32,17 @@ void sl__admin_rules_add(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_rules_put(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_rules_delete(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_config(struct sl__conn *c, const struct sl__h1_req *r);
+void sl__admin_rlconfig(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_ks_list(struct sl__conn *c, const struct sl__h1_req *r);
 void sl__admin_ks_set(struct sl__conn *c, const struct sl__h1_req *r);
 
 /* Answer with a cJSON document (consumed; NULL answers 500), at once
  * (slot -1) or into reply slot `slot`. */
 void sl__admin_send_json(struct sl__conn *c, int64_t slot, bool keep_alive, int status, cJSON *doc);
+/* The request's body as JSON, read strictly (sl__json_parse_strict); NULL
+ * with a 400 sent when it is not one JSON value. Free with cJSON_Delete. */
+cJSON *sl__admin_body(struct sl__conn *c, const struct sl__h1_req *r);
+
 /* Answer {"error": why}. */
 void sl__admin_send_error(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
                           const char *why);

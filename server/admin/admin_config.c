@@ -1,16 +1,27 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
- * admin_config.c - GET /v1/config: the configuration in force as JSON
- * (secrets left out: only whether a token is required). Read-only, on the
- * loop: it reads memory only.
+ * admin_config.c - what the server runs with: GET /v1/config, the
+ * configuration in force as JSON (secrets left out: only whether a token
+ * is required), and GET /rlconfig, the loaded limits one per line as
+ * envoyproxy/ratelimit's debug endpoint prints them. Read-only, on the
+ * loop: they read memory only.
  */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 #include <cjson/cJSON.h>
 
 #include "admin.h"
+#include "envoy.h"
 #include "conn.h"
 #include "proto.h"
 #include "server-t.h"
 #include "stores.h"
 #include "worker-t.h"
+#include "worker.h"
+#include "xalloc.h"
 
 static void add_listeners(cJSON *root, const struct sl__server *srv)
 {
@@ -89,10 +100,81 @@ void sl__admin_config(struct sl__conn *c, const struct sl__h1_req *r)
     o = cJSON_AddObjectToObject(root, "http");
     add_header_families(o, cfg->http_headers);
     cJSON_AddNumberToObject(o, "max_delay_ms", (double)cfg->http_max_delay_ms);
+    cJSON_AddStringToObject(o, "readyz", cfg->readyz == SL__READYZ_STORE ? "store" : "decisions");
     o = cJSON_AddObjectToObject(root, "admin");
     cJSON_AddBoolToObject(o, "token_required", cfg->admin_token != NULL);
+    cJSON_AddItemToObject(
+        o, "hosts",
+        cJSON_CreateStringArray((const char *const *)cfg->admin_hosts, (int)cfg->n_admin_hosts));
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(root, "metrics"), "max_series",
                             cfg->metrics_max_series);
     cJSON_AddBoolToObject(root, "test_clock", cfg->test_clock);
     sl__admin_send_json(c, -1, r->keep_alive, 200, root);
+}
+
+/* ------------------------------------------------------------ /rlconfig */
+
+struct dump {
+    char *buf;
+    size_t len, cap;
+};
+
+static void dump_put(struct dump *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void dump_put(struct dump *d, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(d->buf + d->len, d->cap - d->len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if ((size_t)n < d->cap - d->len) {
+            d->len += (size_t)n;
+            return;
+        }
+        d->cap = d->cap * 2 + (size_t)n;
+        d->buf = sl__xrealloc(d->buf, d->cap);
+    }
+}
+
+/* One line per limit, as envoyproxy/ratelimit's /rlconfig prints its
+ * rules ("path: unit=U requests_per_unit=N, shadow_mode: B, quota_mode:
+ * B"), with what Sluice's own limits add after it. */
+static void dump_limit(void *arg, const char *path, const struct sl_limit *l, bool quota_mode,
+                       bool unlimited)
+{
+    struct dump *d = arg;
+    unsigned unit;
+    uint32_t per;
+
+    if (unlimited) {
+        dump_put(d, "%s: unlimited, quota_mode: %s\n", path, quota_mode ? "true" : "false");
+        return;
+    }
+    sl__envoy_unit_of(l, &unit, &per);
+    dump_put(d, "%s: unit=%s requests_per_unit=%u, shadow_mode: %s, quota_mode: %s", path,
+             sl__envoy_units[unit].name, per, l->shadow ? "true" : "false",
+             quota_mode ? "true" : "false");
+    if (l->named)
+        dump_put(d, ", name: %s", l->name);
+    if (l->algo != SL_ALGO_FIXED_WINDOW || l->period_ns != sl__envoy_units[unit].ns)
+        dump_put(d, ", algorithm: %s, requests: %llu, period_ms: %lld", sl_algo_name(l->algo),
+                 (unsigned long long)l->requests, (long long)(l->period_ns / SL_NS_PER_MS));
+    if (l->burst >= 0)
+        dump_put(d, ", burst: %lld", (long long)l->burst);
+    dump_put(d, "\n");
+}
+
+void sl__admin_rlconfig(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    struct dump d = {sl__xrealloc(NULL, 4096), 0, 4096};
+
+    d.buf[0] = '\0';
+    sl_rules_foreach_limit(sl__worker_rules(c->w), dump_limit, &d);
+    sl__h1_respond(c, -1, r->keep_alive, 200, NULL, 0, d.len ? d.buf : "\n", d.len ? d.len : 1);
+    free(d.buf);
 }

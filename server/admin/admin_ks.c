@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin_ks.c - the kill-switch endpoints of the admin API:
  *   GET /v1/killswitch   -> {"switches":[{"domain":"api","mode":"shadow"}, ...]}
@@ -36,12 +38,14 @@ void sl__admin_ks_list(struct sl__conn *c, const struct sl__h1_req *r)
 
 void sl__admin_ks_set(struct sl__conn *c, const struct sl__h1_req *r)
 {
-    cJSON *doc = cJSON_ParseWithLength(r->body.p, r->body.len);
+    cJSON *doc = sl__admin_body(c, r);
     cJSON *d = cJSON_GetObjectItemCaseSensitive(doc, "domain");
     cJSON *m = cJSON_GetObjectItemCaseSensitive(doc, "mode");
     enum sl__ks_mode mode;
     int rc;
 
+    if (doc == NULL)
+        return;
     if (!cJSON_IsString(d) || !cJSON_IsString(m) || sl__ks_mode_parse(m->valuestring, &mode)) {
         sl__admin_send_error(
             c, -1, r->keep_alive, 400,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * admin_rules.c - the rules database through the admin API: list (GET
  * /v1/rules), add (POST /v1/rules {"id", "yaml"}), replace (PUT
@@ -285,8 +287,8 @@ static const char *body_string(struct sl__conn *c, const struct sl__h1_req *r, c
 
 void sl__admin_rules_add(struct sl__conn *c, const struct sl__h1_req *r)
 {
-    cJSON *doc = cJSON_ParseWithLength(r->body.p, r->body.len);
-    const char *id = body_string(c, r, doc, "id"), *yaml;
+    cJSON *doc = sl__admin_body(c, r);
+    const char *id = doc != NULL ? body_string(c, r, doc, "id") : NULL, *yaml;
 
     if (id != NULL && (yaml = body_string(c, r, doc, "yaml")) != NULL)
         queue(c, r, JOB_ADD, id, yaml);
@@ -315,8 +317,8 @@ void sl__admin_rules_put(struct sl__conn *c, const struct sl__h1_req *r)
 
     if (id == NULL)
         return;
-    doc = cJSON_ParseWithLength(r->body.p, r->body.len);
-    if ((yaml = body_string(c, r, doc, "yaml")) != NULL)
+    doc = sl__admin_body(c, r);
+    if (doc != NULL && (yaml = body_string(c, r, doc, "yaml")) != NULL)
         queue(c, r, JOB_PUT, id, yaml);
     cJSON_Delete(doc);
 }

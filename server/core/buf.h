@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * buf.h - an append-only text writer into a caller-supplied buffer
  * (internal), used to build HTTP headers and JSON bodies without allocating.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * clock.c - the daemon's time source (docs/contracts.md §Time): CLOCK_REALTIME made
  * non-decreasing, or a frozen test clock advanced on request.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * clock.h - the daemon's one time source (docs/contracts.md §Time), internal.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * config-t.h - the types of sluiced's configuration (internal).
  *
@@ -18,8 +20,10 @@
 
 struct sl__store_config;
 
-#define SL__MAX_LISTENERS  8
-#define SL__MAX_RULE_FILES 64
+#define SL__MAX_LISTENERS    8
+#define SL__MAX_RULE_FILES   64
+#define SL__MAX_ROOM_CONFIGS 8 /* registered room sections (config.h) */
+#define SL__MAX_ADMIN_HOSTS  16
 
 /* Rate-limit header families, OR-ed into http_headers (http.headers). */
 enum sl__hdr_family {
@@ -29,11 +33,30 @@ enum sl__hdr_family {
     SL__HDR_ALL = SL__HDR_IETF | SL__HDR_X | SL__HDR_RETRY_AFTER,
 };
 
+/* How Envoy's answers carry rate-limit headers (envoy.header_style). */
+enum sl__envoy_style {
+    SL__ENVOY_STYLE_RATELIMIT = 0, /* RateLimit-Limit/-Remaining/-Reset, as envoyproxy/ratelimit */
+    SL__ENVOY_STYLE_IETF = 1,      /* the IETF draft's RateLimit-Policy and RateLimit */
+};
+
 enum sl__log_level {
     SL__LOG_ERROR = 0,
     SL__LOG_WARN = 1,
     SL__LOG_INFO = 2,
     SL__LOG_DEBUG = 3,
+};
+
+/* log.access: one line per proxied request on stdout, in this format. */
+enum sl__log_access {
+    SL__ACCESS_OFF = 0,
+    SL__ACCESS_COMBINED = 1, /* Apache/nginx combined, then the proxy's fields */
+    SL__ACCESS_JSON = 2,     /* one JSON object per line */
+};
+
+/* What GET /readyz answers 200 for (http.readyz). */
+enum sl__readyz_mode {
+    SL__READYZ_DECISIONS = 0, /* checks are decided: by the store, or a local/allow policy */
+    SL__READYZ_STORE = 1,     /* only while the store decides with its own state */
 };
 
 struct sl__listener {
@@ -58,7 +81,8 @@ struct sl__config {
 
     char *rules_files[SL__MAX_RULE_FILES]; /* resolved against the config dir */
     size_t n_rules_files;
-    char *rules_db; /* SQLite rules database, NULL: none */
+    char *rules_db;         /* SQLite rules database, NULL: none */
+    bool rules_shadow_mode; /* global shadow mode: the "*" kill switch in shadow at start */
     bool rules_watch;
     int64_t rules_debounce_ms;
 
@@ -72,15 +96,37 @@ struct sl__config {
     size_t max_frame_bytes;    /* largest request/frame accepted */
     int64_t idle_timeout_ms;   /* close a connection silent this long; 0 never */
     int64_t read_timeout_ms;   /* close one stuck mid-frame this long; 0 never */
+    int64_t write_timeout_ms;  /* close one whose replies are not read this long; 0 never */
+    int64_t header_timeout_ms; /* close a new one that sent nothing this long; 0 never */
+    size_t max_buffer_bytes;   /* every connection's buffers together */
+    unsigned max_conns_per_ip; /* open connections from one address; 0: no limit */
+    char *user;                /* switch to this user after binding, when started as root */
     int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
 
     enum sl__log_level log_level;
+    enum sl__log_access log_access;
 
-    char *admin_token;           /* bearer token the admin endpoints require; NULL: none */
-    char *admin_token_file;      /* file the token was read from (resolved), NULL: none */
+    /* The bearer token every admin request needs: admin.token, or read from
+     * (or created in) its file at start (token.h); NULL only before that. */
+    char *admin_token;
+    char *admin_token_file;                 /* admin.token_file (resolved), NULL: the default */
+    char *admin_hosts[SL__MAX_ADMIN_HOSTS]; /* names a Host header may carry (admin.hosts) */
+    size_t n_admin_hosts;
     unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */
     int64_t http_max_delay_ms;   /* /v1/auth holds a delayed reply up to this */
+    enum sl__readyz_mode readyz; /* what /readyz means (http.readyz) */
     unsigned metrics_max_series; /* distinct request-derived label sets per worker */
+
+    /* Envoy's API (POST /json, gRPC): response_headers_to_add */
+    bool envoy_headers;          /* fill it */
+    unsigned envoy_header_style; /* enum sl__envoy_style */
+    char *envoy_header_limit;    /* names in the "ratelimit" style */
+    char *envoy_header_remaining;
+    char *envoy_header_reset;
+
+    /* Each registered room section's own configuration (config.h), in the
+     * order of sl__config_sections; owned, freed by sl__config_free(). */
+    void *rooms[SL__MAX_ROOM_CONFIGS];
 
     /* From the command line, not the file. */
     bool test_clock;

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * config.c - sluiced's YAML configuration: a table of keys (dotted paths)
  * with their type, default and meaning, a walk over the YAML document that
@@ -6,6 +8,7 @@
  * It does not start anything and does not read rules files: it only records
  * their paths (resolved against the configuration file's directory).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +27,9 @@
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const on_full_names[] = {"evict", "deny", NULL};
+static const char *const style_names[] = {"ratelimit", "ietf", NULL};
+static const char *const access_names[] = {"off", "combined", "json", NULL};
+static const char *const readyz_names[] = {"decisions", "store", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
 
@@ -35,6 +41,8 @@ static const struct sl__key keys[] = {
     {"workers", SL__K_UINT, F(workers), "0", "worker threads; 0 = one per core", .max = 1u << 24},
     {"rules.database", SL__K_PATH, F(rules_db), NULL, "SQLite rules database to merge in"},
     {"rules.watch", SL__K_BOOL, F(rules_watch), "true", "reload when a rules file changes"},
+    {"rules.shadow_mode", SL__K_BOOL, F(rules_shadow_mode), "false",
+     "global shadow mode: every domain counted, nothing enforced (the \"*\" kill switch)"},
     {"rules.debounce", SL__K_DUR_MS, F(rules_debounce_ms), "200ms",
      "wait this long after a change before reloading"},
     {"store.max_bytes", SL__K_SIZE, F(store_max_bytes), "64MiB",
@@ -51,16 +59,46 @@ static const struct sl__key keys[] = {
      "close a silent connection after this; 0s = never"},
     {"server.read_timeout", SL__K_DUR_MS, F(read_timeout_ms), "10s",
      "close a connection stuck inside one request this long; 0s = never"},
+    {"server.write_timeout", SL__K_DUR_MS, F(write_timeout_ms), "10s",
+     "close a connection whose replies have not been read this long; 0s = never"},
+    {"server.header_timeout", SL__K_DUR_MS, F(header_timeout_ms), "10s",
+     "close a new connection that sent nothing this long; 0s = never"},
+    {"server.max_buffer_bytes", SL__K_SIZE, F(max_buffer_bytes), "256MiB",
+     "every connection's buffers together; past it, frames above 64KiB close their connection"},
+    {"server.max_connections_per_ip", SL__K_UINT, F(max_conns_per_ip), "0",
+     "open connections from one client address; 0 = no limit", .max = 1u << 24},
+    {"server.user", SL__K_STR, F(user), NULL,
+     "started as root: switch to this user once the listeners are bound"},
     {"server.shutdown_grace", SL__K_DUR_MS, F(shutdown_grace_ms), "5s",
      "on SIGTERM, how long in-flight replies may take"},
     {"log.level", SL__K_CHOICE, F(log_level), "info", "error | warn | info | debug",
      .choices = level_names},
+    {"log.access", SL__K_CHOICE, F(log_access), "off",
+     "off | combined | json: one line per proxied request on stdout", .choices = access_names},
     {"admin.token", SL__K_STR, F(admin_token), NULL,
-     "bearer token the admin endpoints require (Authorization: Bearer ...)"},
+     "bearer token the admin endpoints require (Authorization: Bearer ...); else admin.token_file"},
     {"admin.token_file", SL__K_PATH, F(admin_token_file), NULL,
-     "read admin.token from this file (first line)"},
+     "the token's file (first line), created with a random token (mode 0600) when absent; "
+     "default: admin.token beside rules.database, else beside this file, else in the working "
+     "directory",
+     .shown = "(computed)"},
     {"http.max_delay", SL__K_DUR_MS, F(http_max_delay_ms), "1s",
      "GET /v1/auth holds a delayed answer up to this; longer delays are denials"},
+    {"envoy.response_headers", SL__K_BOOL, F(envoy_headers), "false",
+     "Envoy's answers carry rate-limit headers (response_headers_to_add)"},
+    {"envoy.header_style", SL__K_CHOICE, F(envoy_header_style), "ratelimit",
+     "ratelimit: the three names below; ietf: RateLimit-Policy and RateLimit",
+     .choices = style_names},
+    {"envoy.header_names.limit", SL__K_STR, F(envoy_header_limit), "RateLimit-Limit",
+     "header with the limit's requests per unit"},
+    {"envoy.header_names.remaining", SL__K_STR, F(envoy_header_remaining), "RateLimit-Remaining",
+     "header with the requests left"},
+    {"envoy.header_names.reset", SL__K_STR, F(envoy_header_reset), "RateLimit-Reset",
+     "header with the seconds until the limit resets"},
+    {"http.readyz", SL__K_CHOICE, F(readyz), "decisions",
+     "decisions: /readyz 200 while checks are decided (by the store, or a local/allow failure "
+     "policy: 'degraded'); store: only while the store decides",
+     .choices = readyz_names},
     {"metrics.max_series", SL__K_UINT, F(metrics_max_series), "1000",
      "distinct (domain, limit) label sets per worker; more count as __overflow__", .min = 1,
      .max = 1u << 24},
@@ -69,8 +107,9 @@ static const struct sl__key keys[] = {
 
 /* The mappings a configuration file may nest keys under (besides the
  * stores' own sections, which the store layer names). */
-static const char *const sections[] = {"rules", "store", "server",  "log",
-                                       "admin", "http",  "metrics", NULL};
+static const char *const sections[] = {
+    "rules", "store", "server", "log", "admin", "http", "metrics", "envoy", "envoy.header_names",
+    NULL};
 
 static const struct {
     const char *name;
@@ -100,6 +139,15 @@ void sl__config_init(struct sl__config *c)
     if (sl__keytab_defaults(keys, NKEYS, c) != 0 || sl__store_config_new(&c->store) != SL_OK)
         abort(); /* a default that does not parse is a bug in the table; tests run this */
     c->http_headers = SL__HDR_ALL;
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++) {
+        const struct sl__config_section *sec = sl__config_sections[i];
+        assert(i < SL__MAX_ROOM_CONFIGS);
+        c->rooms[i] = sl__xzalloc(sec->size ? sec->size : 1);
+        if (sl__keytab_defaults(sec->keys, sec->n_keys, c->rooms[i]) != 0)
+            abort();
+        if (sec->init != NULL)
+            sec->init(c->rooms[i]);
+    }
 }
 
 void sl__config_free(struct sl__config *c)
@@ -107,8 +155,18 @@ void sl__config_free(struct sl__config *c)
     free(c->path);
     sl__keytab_free(keys, NKEYS, c);
     sl__store_config_free(c->store);
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++) {
+        if (c->rooms[i] == NULL)
+            continue;
+        sl__keytab_free(sl__config_sections[i]->keys, sl__config_sections[i]->n_keys, c->rooms[i]);
+        if (sl__config_sections[i]->destroy != NULL)
+            sl__config_sections[i]->destroy(c->rooms[i]);
+        free(c->rooms[i]);
+    }
     for (size_t i = 0; i < c->n_rules_files; i++)
         free(c->rules_files[i]);
+    for (size_t i = 0; i < c->n_admin_hosts; i++)
+        free(c->admin_hosts[i]);
     memset(c, 0, sizeof(*c));
 }
 
@@ -128,17 +186,16 @@ static char *resolve(const struct sl__config *c, const char *p)
     return out;
 }
 
-struct ctx {
+struct sl__config_ctx {
     struct sl__config *c;
     yaml_document_t *doc;
     char *err;
     size_t errlen;
 };
 
-static int fail(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define fail sl__config_fail
 
-static int fail(struct ctx *x, const yaml_node_t *n, const char *fmt, ...)
+int sl__config_fail(struct sl__config_ctx *x, const yaml_node_t *n, const char *fmt, ...)
 {
     va_list ap;
     int k = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->c->path ? x->c->path : "(config)",
@@ -156,6 +213,29 @@ static const char *scalar(const yaml_node_t *n)
     return n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
+const char *sl__config_scalar(const yaml_node_t *n)
+{
+    return scalar(n);
+}
+
+yaml_document_t *sl__config_doc(struct sl__config_ctx *x)
+{
+    return x->doc;
+}
+
+const struct sl__config *sl__config_of(struct sl__config_ctx *x)
+{
+    return x->c;
+}
+
+void *sl__config_room(const struct sl__config *c, const struct sl__config_section *sec)
+{
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++)
+        if (sl__config_sections[i] == sec)
+            return c->rooms[i];
+    return NULL;
+}
+
 /* The directory of the configuration file ("" when none): relative paths
  * in it are resolved against it. */
 static void config_dir(const struct sl__config *c, char *dir, size_t cap)
@@ -170,7 +250,7 @@ static void config_dir(const struct sl__config *c, char *dir, size_t cap)
 }
 
 /* One scalar: a key of the core's table or of a store. */
-static int set_scalar(struct ctx *x, const char *path, yaml_node_t *k, yaml_node_t *v)
+static int set_scalar(struct sl__config_ctx *x, const char *path, yaml_node_t *k, yaml_node_t *v)
 {
     const struct sl__key *key = sl__keytab_find(keys, NKEYS, path);
     const char *s = scalar(v);
@@ -201,7 +281,7 @@ static bool is_section(const char *path)
     return sl__store_config_is_section(path);
 }
 
-static int load_protocols(struct ctx *x, struct sl__listener *l, yaml_node_t *v)
+static int load_protocols(struct sl__config_ctx *x, struct sl__listener *l, yaml_node_t *v)
 {
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(x, v, "protocols must be a list, e.g. [resp]");
@@ -223,7 +303,7 @@ static int load_protocols(struct ctx *x, struct sl__listener *l, yaml_node_t *v)
     return 0;
 }
 
-static int load_listener(struct ctx *x, yaml_node_t *m)
+static int load_listener(struct sl__config_ctx *x, yaml_node_t *m)
 {
     struct sl__listener *l;
     uint64_t port;
@@ -235,7 +315,7 @@ static int load_listener(struct ctx *x, yaml_node_t *m)
     l = &x->c->listeners[x->c->n_listeners++];
     memcpy(l->address, "127.0.0.1", 10);
     l->port = 6390;
-    l->protos = sl__proto_all();
+    l->protos = sl__proto_default();
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
         yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
         yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
@@ -263,8 +343,8 @@ static int load_listener(struct ctx *x, yaml_node_t *m)
     return 0;
 }
 
-static int load_seq(struct ctx *x, yaml_node_t *v, const char *what,
-                    int (*one)(struct ctx *, yaml_node_t *))
+static int load_seq(struct sl__config_ctx *x, yaml_node_t *v, const char *what,
+                    int (*one)(struct sl__config_ctx *, yaml_node_t *))
 {
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(x, v, "%s must be a list", what);
@@ -274,7 +354,7 @@ static int load_seq(struct ctx *x, yaml_node_t *v, const char *what,
     return 0;
 }
 
-static int load_rules_file(struct ctx *x, yaml_node_t *n)
+static int load_rules_file(struct sl__config_ctx *x, yaml_node_t *n)
 {
     const char *s = scalar(n);
 
@@ -288,7 +368,7 @@ static int load_rules_file(struct ctx *x, yaml_node_t *n)
 
 /* http.headers: a list of family names (ietf, x-ratelimit, retry-after,
  * all, none); [] sends none. */
-static int load_headers(struct ctx *x, yaml_node_t *v)
+static int load_headers(struct sl__config_ctx *x, yaml_node_t *v)
 {
     unsigned mask = 0, bits;
 
@@ -309,7 +389,72 @@ static int load_headers(struct ctx *x, yaml_node_t *v)
     return 0;
 }
 
-static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
+/* admin.hosts: names a Host header may carry for the admin endpoints,
+ * besides the listeners' addresses. */
+static int load_hosts(struct sl__config_ctx *x, yaml_node_t *v)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(x, v, "admin.hosts must be a list of names, e.g. [sluice.internal]");
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++) {
+        yaml_node_t *n = yaml_document_get_node(x->doc, *it);
+        const char *s = scalar(n);
+        if (s == NULL || *s == '\0' || strlen(s) > 253 || strpbrk(s, " \t/:@[]") != NULL)
+            return fail(x, n,
+                        "admin.hosts holds host names without port or scheme, e.g. "
+                        "sluice.internal");
+        if (x->c->n_admin_hosts == SL__MAX_ADMIN_HOSTS)
+            return fail(x, n, "at most %d admin.hosts", SL__MAX_ADMIN_HOSTS);
+        x->c->admin_hosts[x->c->n_admin_hosts++] = sl__xstrndup(s, strlen(s));
+    }
+    return 0;
+}
+
+static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix);
+
+/* The registered room section that owns `path` (its name or under it), or
+ * NULL; *index is its place in sl__config_sections. */
+static const struct sl__config_section *room_of(const char *path, size_t *index)
+{
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++) {
+        size_t n = strlen(sl__config_sections[i]->name);
+        if (strncmp(path, sl__config_sections[i]->name, n) == 0 &&
+            (path[n] == '\0' || path[n] == '.')) {
+            *index = i;
+            return sl__config_sections[i];
+        }
+    }
+    return NULL;
+}
+
+/* A key inside a room's section: the room's own loader first, then its
+ * key table for scalars, nested mappings walked. 0 handled, 1 not a room's
+ * key, -1 error. */
+static int load_room(struct sl__config_ctx *x, const char *path, yaml_node_t *k, yaml_node_t *v)
+{
+    size_t i;
+    const struct sl__config_section *sec = room_of(path, &i);
+    const struct sl__key *key;
+    char msg[512];
+    int r;
+
+    if (sec == NULL)
+        return 1;
+    if (sec->load != NULL && (r = sec->load(x->c->rooms[i], x, path, v)) <= 0)
+        return r;
+    if (v->type == YAML_MAPPING_NODE)
+        return load_map(x, v, path) == 0 ? 0 : -1;
+    key = sl__keytab_find(sec->keys, sec->n_keys, path);
+    if (key == NULL)
+        return fail(x, k, "unknown key '%s' (sluiced --help lists them)", path);
+    if (scalar(v) == NULL)
+        return fail(x, v, "%s must be a scalar", path);
+    if (sl__keytab_set(key, x->c->rooms[i], scalar(v), NULL, msg, sizeof(msg)) != 0)
+        return fail(x, v, "%s", msg);
+    return 0;
+}
+
+static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix)
 {
     if (m->type != YAML_MAPPING_NODE)
         return fail(x, m, "expected a mapping%s%s", *prefix ? " under " : "", prefix);
@@ -323,12 +468,19 @@ static int load_map(struct ctx *x, yaml_node_t *m, const char *prefix)
         if (ks == NULL)
             return fail(x, k, "keys are plain words");
         snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", ks);
+        r = load_room(x, path, k, v);
+        if (r == 0)
+            continue;
+        if (r < 0)
+            return r;
         if (strcmp(path, "listeners") == 0)
             r = load_seq(x, v, "listeners", load_listener);
         else if (strcmp(path, "rules.files") == 0)
             r = load_seq(x, v, "rules.files", load_rules_file);
         else if (strcmp(path, "http.headers") == 0)
             r = load_headers(x, v);
+        else if (strcmp(path, "admin.hosts") == 0)
+            r = load_hosts(x, v);
         else if (v->type == YAML_MAPPING_NODE && is_section(path))
             r = load_map(x, v, path);
         else
@@ -352,7 +504,7 @@ void sl__config_finish(struct sl__config *c)
         c->n_listeners = 1;
         memcpy(c->listeners[0].address, "127.0.0.1", 10);
         c->listeners[0].port = 6390;
-        c->listeners[0].protos = sl__proto_all();
+        c->listeners[0].protos = sl__proto_default();
     }
     for (size_t i = 0; i < c->n_listeners; i++)
         any_admin = any_admin || c->listeners[i].admin;
@@ -361,29 +513,6 @@ void sl__config_finish(struct sl__config *c)
         l->max_frame_bytes = c->max_frame_bytes;
         l->admin_paths = any_admin ? l->admin : is_loopback(l->address);
     }
-}
-
-/* admin.token_file: its first line is the token. */
-static int read_token_file(struct sl__config *c, char *err, size_t errlen)
-{
-    char line[512];
-    FILE *f = fopen(c->admin_token_file, "rb");
-    size_t n;
-
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: admin.token_file: cannot open: %s", c->admin_token_file,
-                 strerror(errno));
-        return SL_EINVAL;
-    }
-    n = fgets(line, sizeof(line), f) != NULL ? strcspn(line, "\r\n") : 0;
-    fclose(f);
-    if (n == 0) {
-        snprintf(err, errlen, "%s: admin.token_file: the first line is empty", c->admin_token_file);
-        return SL_EINVAL;
-    }
-    free(c->admin_token);
-    c->admin_token = sl__xstrndup(line, n);
-    return SL_OK;
 }
 
 int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen)
@@ -411,7 +540,7 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     if (root != NULL) {
-        struct ctx x = {c, &doc, err, errlen};
+        struct sl__config_ctx x = {c, &doc, err, errlen};
         r = load_map(&x, root, "");
     }
     yaml_document_delete(&doc);
@@ -420,8 +549,13 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     sl__config_finish(c);
     if (r == SL_OK)
         r = sl__store_config_check(c->store, err, errlen);
-    if (r == SL_OK && c->admin_token_file != NULL)
-        r = read_token_file(c, err, errlen);
+    for (size_t i = 0; r == SL_OK && sl__config_sections[i] != NULL; i++)
+        if (sl__config_sections[i]->check != NULL)
+            r = sl__config_sections[i]->check(c->rooms[i], c, err, errlen);
+    if (r == SL_OK && c->admin_token != NULL && c->admin_token_file != NULL) {
+        snprintf(err, errlen, "%s: set admin.token or admin.token_file, not both", path);
+        r = SL_EINVAL;
+    }
     if (r == SL_OK && c->admin_token != NULL && c->admin_token[0] == '\0') {
         snprintf(err, errlen, "%s: admin.token must not be empty", path);
         r = SL_EINVAL;
@@ -443,6 +577,14 @@ void sl__config_help(FILE *f)
     sl__keytab_help_line(f, "rules.files", "[]", "rules YAML files (relative to the config)");
     sl__keytab_help_line(f, "http.headers", "[all]",
                          "rate-limit header families: ietf, x-ratelimit, retry-after, all, none");
+    sl__keytab_help_line(f, "admin.hosts", "[]",
+                         "names an admin request's Host may carry besides the listener's address "
+                         "(and localhost on loopback)");
     sl__keytab_help(keys, NKEYS, f);
     sl__store_config_help(f);
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++) {
+        sl__keytab_help(sl__config_sections[i]->keys, sl__config_sections[i]->n_keys, f);
+        if (sl__config_sections[i]->help != NULL)
+            sl__config_sections[i]->help(f);
+    }
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * conn-t.h - the types of one client connection (internal).
  *
@@ -51,7 +53,16 @@ enum sl__conn_flag {
     SL__CONN_IN_READ = 1u << 4,     /* inside the protocol's on_read */
     SL__CONN_EOF = 1u << 5,         /* the peer half-closed: it sends nothing more */
     SL__CONN_LINGER = 1u << 6,      /* shut down for writing, draining input */
+    SL__CONN_HELD = 1u << 7,        /* the protocol stopped reading (sl__conn_hold) */
+    SL__CONN_BUSY = 1u << 8,        /* a request in flight: the protocol's timeouts */
+    SL__CONN_WANT_SENT = 1u << 9,   /* call on_sent once the output is written */
+    SL__CONN_PARTIAL = 1u << 10,  /* the protocol holds an incomplete request (sl__conn_partial) */
+    SL__CONN_DRAINING = 1u << 11, /* asked to end gracefully (sl__conn_drain) */
 };
+
+/* A buffer larger than this is given back once the frame that needed it is
+ * done, and only a buffer growing past it draws on server.max_buffer_bytes. */
+#define SL__CONN_SMALL_BYTES (64u << 10)
 
 /* A closing connection with its read side open drains input this long
  * after shutdown(SHUT_WR) before it closes (see conn.c: lingering close). */
@@ -72,6 +83,7 @@ struct sl__conn {
     size_t held_done;       /* bytes of `held` already moved to `out` */
     void *ops;              /* the protocol's operations, one per slot (sl__conn_op_reserve) */
     size_t op_size;         /* bytes per operation in `ops` */
+    unsigned pins;          /* answers owed outside the ordered stream (sl__conn_pin) */
 
     uv_write_t wreq;
     uv_shutdown_t sreq;      /* the lingering close's shutdown(SHUT_WR) */
@@ -80,6 +92,12 @@ struct sl__conn {
     unsigned flags;           /* enum sl__conn_flag */
     int64_t last_read_ms;     /* loop time of the last read */
     int64_t partial_since_ms; /* loop time an incomplete frame began, -1 none */
+    int64_t accepted_ms;      /* loop time of accept (server.header_timeout) */
+    int64_t stalled_since_ms; /* loop time output began to wait without progress, -1 none */
+    int64_t accounted;        /* buffer bytes counted in the server's budget */
+    uint64_t ip_hash;         /* the peer address's slot (server.max_connections_per_ip) */
+    bool got_bytes;           /* the peer has sent something */
+    bool ip_counted;          /* ip_hash holds one of the per-address counts */
 
     struct sl__conn *prev, *next; /* the worker's list */
 };

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * conn.c - one client connection: reading into a reused buffer, sniffing
  * the protocol, handing whole frames to it, and writing replies in request
@@ -15,6 +17,7 @@
  * proto-t.h for the contract with protocols and conn-t.h for the buffers.
  */
 #include <assert.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,7 @@
 
 static void process(struct sl__conn *c);
 static void flush(struct sl__conn *c);
+static void drained(struct sl__conn *c);
 static void maybe_free(struct sl__conn *c);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
@@ -59,6 +63,69 @@ void sl__buf_free(struct sl__buf *b)
     memset(b, 0, sizeof(*b));
 }
 
+/* ------------------------------------------------------------ buffers */
+
+static struct sl__metrics *metrics_of(struct sl__conn *c)
+{
+    return c->w->srv->metrics;
+}
+
+static void count(struct sl__conn *c, enum sl__conn_event e, uint64_t n)
+{
+    sl__metrics_conn_event(metrics_of(c), c->w->id, e, n);
+}
+
+/* Bring the server's buffer budget up to date with what c holds. */
+static void account(struct sl__conn *c)
+{
+    int64_t held =
+        (int64_t)(c->in.cap + c->out.cap + c->inflight.cap + c->held.cap + c->slotdata.cap);
+
+    if (held != c->accounted) {
+        atomic_fetch_add_explicit(&c->w->srv->buffer_bytes, held - c->accounted,
+                                  memory_order_relaxed);
+        c->accounted = held;
+    }
+}
+
+/* Give back a buffer that grew for a large frame, keeping its bytes. */
+static void shrink(struct sl__conn *c, struct sl__buf *b, size_t floor)
+{
+    size_t keep = b->len > floor ? b->len : floor;
+
+    if (b->cap <= SL__CONN_SMALL_BYTES || keep > SL__CONN_SMALL_BYTES / 2)
+        return;
+    if (keep == 0) {
+        free(b->p);
+        b->p = NULL;
+        b->cap = 0;
+    } else {
+        b->p = sl__xrealloc(b->p, keep);
+        b->cap = keep;
+    }
+    count(c, SL__CONN_EV_SHRINKS, 1);
+}
+
+/* Output buffers that are empty again go back to their working size (from
+ * the sweep, once a second). */
+static void shrink_output(struct sl__conn *c)
+{
+    if (c->out.len == 0)
+        shrink(c, &c->out, 0);
+    if (!c->writing)
+        shrink(c, &c->inflight, 0);
+    if (c->slot_n == 0) {
+        shrink(c, &c->held, 0);
+        shrink(c, &c->slotdata, 0);
+    }
+    account(c);
+}
+
+void sl__conn_scanned(struct sl__conn *c, uint64_t bytes)
+{
+    count(c, SL__CONN_EV_SCANNED_BYTES, bytes);
+}
+
 static int64_t now_ms(struct sl__conn *c)
 {
     return (int64_t)uv_now(c->tcp.loop);
@@ -79,7 +146,7 @@ static void maybe_free(struct sl__conn *c)
 {
     struct sl__worker *w = c->w;
 
-    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0)
+    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0 || c->pins > 0)
         return;
     if (c->proto && c->proto->on_close)
         c->proto->on_close(c);
@@ -91,6 +158,9 @@ static void maybe_free(struct sl__conn *c)
         c->next->prev = c->prev;
     w->n_conns--;
     atomic_fetch_sub(&w->srv->n_conns, 1);
+    if (c->ip_counted)
+        atomic_fetch_sub_explicit(&w->srv->per_ip[c->ip_hash], 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&w->srv->buffer_bytes, c->accounted, memory_order_relaxed);
     if (w->srv->metrics != NULL)
         sl__metrics_connection(w->srv->metrics, w->id, -1);
     sl__buf_free(&c->in);
@@ -161,17 +231,19 @@ static void on_written(uv_write_t *req, int status)
         sl__conn_abort(c);
         return;
     }
+    c->stalled_since_ms = -1; /* progress; flush() starts the clock again if output waits */
     if ((c->flags & SL__CONN_PAUSED) && c->out.len < OUT_HIGH / 2 &&
         !(c->flags & SL__CONN_CLOSING)) {
         c->flags &= ~SL__CONN_PAUSED;
         process(c); /* frames may be waiting in `in` */
-        if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING)) &&
+        if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
             uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
             sl__conn_abort(c);
             return;
         }
     }
     flush(c);
+    drained(c);
 }
 
 static void flush(struct sl__conn *c)
@@ -206,8 +278,61 @@ static void flush(struct sl__conn *c)
             }
         }
     }
-    if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0)
+    if (c->writing || c->out.len > 0) {
+        if (c->stalled_since_ms < 0)
+            c->stalled_since_ms = now_ms(c);
+        account(c);
+    } else {
+        /* Output buffers are given back by the sweep, not here: a stream
+         * (a proxied download) empties them after every piece, and freeing
+         * and growing them again each time would cost an allocation - an
+         * mmap and munmap for a large piece - per piece. */
+        c->stalled_since_ms = -1;
+        account(c);
+    }
+    if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0 &&
+        c->pins == 0 && !(c->flags & SL__CONN_BUSY))
         finish_close(c);
+}
+
+void sl__conn_flush(struct sl__conn *c)
+{
+    if (!(c->flags & (SL__CONN_IN_READ | SL__CONN_HANDLE_GONE)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c);
+}
+
+void sl__conn_pin(struct sl__conn *c)
+{
+    c->pins++;
+}
+
+void sl__conn_unpin(struct sl__conn *c)
+{
+    assert(c->pins > 0);
+    c->pins--;
+    if (c->flags & SL__CONN_HANDLE_GONE)
+        maybe_free(c);
+    else
+        sl__conn_flush(c);
+}
+
+void sl__conn_partial(struct sl__conn *c, bool partial)
+{
+    if (partial)
+        c->flags |= SL__CONN_PARTIAL;
+    else
+        c->flags &= ~SL__CONN_PARTIAL;
+}
+
+void sl__conn_drain(struct sl__conn *c)
+{
+    if (c->proto != NULL && c->proto->on_drain != NULL && !(c->flags & SL__CONN_CLOSING)) {
+        c->flags |= SL__CONN_DRAINING;
+        c->proto->on_drain(c);
+    } else {
+        sl__conn_close(c);
+    }
 }
 
 void sl__conn_write(struct sl__conn *c, const void *buf, size_t len)
@@ -306,6 +431,19 @@ void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t 
 
 /* ------------------------------------------------------------- reading */
 
+/* May c's input buffer grow from its capacity to `cap`? Small buffers
+ * always may; a buffer for a large frame draws on the budget shared by
+ * every connection (server.max_buffer_bytes). */
+static bool budget_allows(struct sl__conn *c, size_t cap)
+{
+    const struct sl__server *srv = c->w->srv;
+    int64_t more = (int64_t)(cap - c->in.cap);
+
+    return cap <= SL__CONN_SMALL_BYTES ||
+           atomic_load_explicit(&srv->buffer_bytes, memory_order_relaxed) + more <=
+               (int64_t)srv->cfg.max_buffer_bytes;
+}
+
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     struct sl__conn *c = h->data;
@@ -314,8 +452,13 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
         size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK;
         while (cap - c->in.len < READ_CHUNK)
             cap *= 2;
+        if (!budget_allows(c, cap)) {
+            *buf = uv_buf_init(NULL, 0); /* UV_ENOBUFS in on_read: closed there */
+            return;
+        }
         c->in.p = sl__xrealloc(c->in.p, cap);
         c->in.cap = cap;
+        account(c);
     }
     *buf = uv_buf_init(c->in.p + c->in.len, (unsigned)(c->in.cap - c->in.len));
 }
@@ -360,12 +503,17 @@ static void process(struct sl__conn *c)
     assert((size_t)n <= c->in.len);
     memmove(c->in.p, c->in.p + n, c->in.len - (size_t)n);
     c->in.len -= (size_t)n;
-    if (c->in.len == 0)
+    if (c->in.len == 0 && !(c->flags & SL__CONN_PARTIAL))
         c->partial_since_ms = -1;
     else if (n > 0 || c->partial_since_ms < 0)
         c->partial_since_ms = now_ms(c);
+    if (n > 0) {
+        shrink(c, &c->in, READ_CHUNK);
+        account(c);
+    }
     if (c->in.len >= c->ls->max_frame_bytes) {
         sl__dbg("conn: frame above %zu bytes; closing", c->ls->max_frame_bytes);
+        count(c, SL__CONN_EV_CLOSED_FRAME, 1);
         sl__conn_abort(c);
         return;
     }
@@ -389,6 +537,16 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         sl__conn_close(c); /* half-closed: the replies still go out */
         return;
     }
+    if (nread == UV_ENOBUFS) { /* on_alloc: a large frame past the buffer budget */
+        static struct sl__lograte rl;
+        sl__log_rate(&rl, SL__LOG_WARN,
+                     "conn: server.max_buffer_bytes (%zu) reached; closing a connection with a "
+                     "large frame",
+                     c->w->srv->cfg.max_buffer_bytes);
+        count(c, SL__CONN_EV_CLOSED_BUDGET, 1);
+        sl__conn_abort(c);
+        return;
+    }
     if (nread < 0) {
         c->flags |= SL__CONN_PEER_GONE;
         sl__conn_abort(c);
@@ -398,18 +556,53 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     c->in.len += (size_t)nread;
     c->last_read_ms = now_ms(c);
+    c->got_bytes = true;
+    count(c, SL__CONN_EV_READ_BYTES, (uint64_t)nread);
     process(c);
     if (!(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp))
         flush(c);
 }
 
+/* One more connection from c's peer address: false (and nothing counted)
+ * past server.max_connections_per_ip. The count lives in a table of
+ * counters indexed by a keyed hash of the address, shared by the workers:
+ * a collision makes two addresses share a limit, never lifts one. */
+static bool take_ip_slot(struct sl__conn *c)
+{
+    const struct sl__server *srv = c->w->srv;
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    const void *addr;
+    size_t alen;
+
+    if (srv->per_ip == NULL || uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0)
+        return true;
+    if (sa.ss_family == AF_INET6) {
+        addr = &((struct sockaddr_in6 *)&sa)->sin6_addr;
+        alen = 16;
+    } else {
+        addr = &((struct sockaddr_in *)&sa)->sin_addr;
+        alen = 4;
+    }
+    c->ip_hash = sl_siphash(srv->ip_secret, addr, alen) % SL__PER_IP_SLOTS;
+    if (atomic_fetch_add_explicit(&srv->per_ip[c->ip_hash], 1, memory_order_relaxed) >=
+        srv->cfg.max_conns_per_ip) {
+        atomic_fetch_sub_explicit(&srv->per_ip[c->ip_hash], 1, memory_order_relaxed);
+        return false;
+    }
+    c->ip_counted = true;
+    return true;
+}
+
 void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_stream_t *server)
 {
+    static struct sl__lograte rl_max, rl_ip;
     struct sl__conn *c = sl__xzalloc(sizeof(*c));
 
     c->w = w;
     c->ls = ls;
     c->partial_since_ms = -1;
+    c->stalled_since_ms = -1;
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
     c->next = w->conns;
@@ -425,13 +618,23 @@ void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_str
         return;
     }
     if (n > w->srv->cfg.max_connections) {
-        sl__warn("conn: %u connections open, server.max_connections is %u; refusing one", n - 1,
-                 w->srv->cfg.max_connections);
+        sl__log_rate(&rl_max, SL__LOG_WARN,
+                     "conn: %u connections open, server.max_connections is %u; refusing one", n - 1,
+                     w->srv->cfg.max_connections);
+        count(c, SL__CONN_EV_REFUSED_MAX, 1);
+        sl__conn_abort(c);
+        return;
+    }
+    if (!take_ip_slot(c)) {
+        sl__log_rate(&rl_ip, SL__LOG_WARN,
+                     "conn: server.max_connections_per_ip (%u) reached for a client; refusing one",
+                     w->srv->cfg.max_conns_per_ip);
+        count(c, SL__CONN_EV_REFUSED_PER_IP, 1);
         sl__conn_abort(c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    c->last_read_ms = now_ms(c);
+    c->last_read_ms = c->accepted_ms = now_ms(c);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
         sl__conn_abort(c);
 }
@@ -442,16 +645,117 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
 
     if ((c->flags & SL__CONN_LINGER) && now >= c->linger_until_ms)
         close_handle(c);
+    if (cfg->write_timeout_ms > 0 && c->stalled_since_ms >= 0 &&
+        now - c->stalled_since_ms > cfg->write_timeout_ms) {
+        /* the peer does not read its replies: drop them and free the buffers */
+        sl__dbg("conn: replies unread for %lld ms; closing",
+                (long long)(now - c->stalled_since_ms));
+        count(c, SL__CONN_EV_CLOSED_WRITE, 1);
+        sl__conn_abort(c);
+        return;
+    }
     if (c->flags & SL__CONN_CLOSING)
         return;
-    if (cfg->read_timeout_ms > 0 && c->partial_since_ms >= 0 &&
-        now - c->partial_since_ms > cfg->read_timeout_ms) {
+    if (!c->writing && c->out.len == 0)
+        shrink_output(c);
+    if (cfg->header_timeout_ms > 0 && !c->got_bytes &&
+        now - c->accepted_ms > cfg->header_timeout_ms) {
+        sl__dbg("conn: nothing sent in %lld ms; closing", (long long)(now - c->accepted_ms));
+        count(c, SL__CONN_EV_CLOSED_HEADER, 1);
+        sl__conn_abort(c);
+    } else if (cfg->read_timeout_ms > 0 && c->partial_since_ms >= 0 &&
+               !(c->flags & SL__CONN_BUSY) && now - c->partial_since_ms > cfg->read_timeout_ms) {
         sl__dbg("conn: incomplete request for %lld ms; closing",
                 (long long)(now - c->partial_since_ms));
+        count(c, SL__CONN_EV_CLOSED_READ, 1);
         sl__conn_abort(c);
     } else if (cfg->idle_timeout_ms > 0 && now - c->last_read_ms > cfg->idle_timeout_ms &&
-               c->slot_n == 0) {
+               c->slot_n == 0 && c->pins == 0 &&
+               !(c->flags & (SL__CONN_BUSY | SL__CONN_DRAINING))) {
         sl__dbg("conn: idle for %lld ms; closing", (long long)(now - c->last_read_ms));
-        sl__conn_close(c);
+        count(c, SL__CONN_EV_CLOSED_IDLE, 1);
+        sl__conn_drain(c);
     }
+}
+
+/* ------------------------------------------------------------ streaming */
+
+void sl__conn_hold(struct sl__conn *c)
+{
+    if (!(c->flags & SL__CONN_HELD)) {
+        c->flags |= SL__CONN_HELD;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
+void sl__conn_unhold(struct sl__conn *c)
+{
+    if (!(c->flags & SL__CONN_HELD))
+        return;
+    c->flags &= ~SL__CONN_HELD;
+    if (c->flags & (SL__CONN_CLOSING | SL__CONN_HANDLE_GONE))
+        return;
+    if (!(c->flags & SL__CONN_IN_READ))
+        process(c); /* inside on_read the protocol is being offered the input already */
+    if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD | SL__CONN_HANDLE_GONE)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp) &&
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+        sl__conn_abort(c);
+        return;
+    }
+    if (!(c->flags & (SL__CONN_HANDLE_GONE | SL__CONN_IN_READ)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c);
+}
+
+void sl__conn_set_busy(struct sl__conn *c, bool busy)
+{
+    if (busy) {
+        c->flags |= SL__CONN_BUSY;
+        return;
+    }
+    if (!(c->flags & SL__CONN_BUSY))
+        return;
+    c->flags &= ~SL__CONN_BUSY;
+    c->last_read_ms = now_ms(c);
+    if (c->partial_since_ms >= 0)
+        c->partial_since_ms = c->last_read_ms;
+    if ((c->flags & SL__CONN_CLOSING) && !(c->flags & SL__CONN_IN_READ) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp))
+        flush(c); /* a close waited for this request */
+}
+
+bool sl__conn_out_full(const struct sl__conn *c)
+{
+    return c->out.len + c->held.len > OUT_HIGH;
+}
+
+size_t sl__conn_out_bytes(const struct sl__conn *c)
+{
+    return c->out.len + c->inflight.len + (c->held.len - c->held_done);
+}
+
+bool sl__conn_want_sent(struct sl__conn *c)
+{
+    if (!c->writing && c->out.len == 0)
+        return false;
+    c->flags |= SL__CONN_WANT_SENT;
+    return true;
+}
+
+/* After a write completed: tell a protocol waiting for its output to go. */
+static void drained(struct sl__conn *c)
+{
+    if (!(c->flags & SL__CONN_WANT_SENT) || c->writing || c->out.len > 0 ||
+        (c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp))
+        return;
+    c->flags &= ~SL__CONN_WANT_SENT;
+    if (c->proto != NULL && c->proto->on_sent != NULL)
+        c->proto->on_sent(c);
+}
+
+bool sl__conn_is_closing(const struct sl__conn *c)
+{
+    return (c->flags & (SL__CONN_CLOSING | SL__CONN_PEER_GONE | SL__CONN_HANDLE_GONE)) != 0 ||
+           uv_is_closing((uv_handle_t *)&c->tcp);
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * conn.h - the connection API that protocols and the worker use (internal).
  * Types and the buffering model are in conn-t.h; the protocol side of the
@@ -8,6 +10,7 @@
 #ifndef SL_SERVER_CONN_H
 #define SL_SERVER_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +42,30 @@ void *sl__conn_op_reserve(struct sl__conn *c, size_t op_size, int64_t *slot);
  * Safe after the peer has gone: the bytes are dropped. */
 void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t len);
 
+/* A protocol's parser looked at `bytes` more bytes (the metrics show it
+ * against the bytes read: a parser that re-scans partial frames shows). */
+void sl__conn_scanned(struct sl__conn *c, uint64_t bytes);
+
+/* Pin the connection while an answer is owed that has no reserved place in
+ * the output (a multiplexed stream's): it is not closed for idleness, a
+ * graceful close waits for it and its memory is not freed until every pin
+ * is released. sl__conn_unpin() flushes what was written meanwhile. */
+void sl__conn_pin(struct sl__conn *c);
+void sl__conn_unpin(struct sl__conn *c);
+
+/* Send what sl__conn_write() queued outside on_read() (a timer's answer);
+ * inside on_read() nothing is needed, the core flushes when it returns. */
+void sl__conn_flush(struct sl__conn *c);
+
+/* The protocol holds part of a request it consumed from `in` (a stream
+ * whose message is incomplete): the read timeout runs as it does for
+ * unconsumed bytes. Set inside on_read(). */
+void sl__conn_partial(struct sl__conn *c, bool partial);
+
+/* End the connection gracefully: the protocol's on_drain() if it has one,
+ * else sl__conn_close(). Used when the server stops and for idleness. */
+void sl__conn_drain(struct sl__conn *c);
+
 /* Send what is queued, then close. Further reads are ignored. */
 void sl__conn_close(struct sl__conn *c);
 
@@ -49,6 +76,59 @@ void sl__conn_abort(struct sl__conn *c);
 /* The worker's view of its connections: close idle ones and those stuck in
  * an incomplete frame; called by the worker's sweep timer. */
 void sl__conn_sweep(struct sl__conn *c, int64_t now_ms);
+
+/*
+ * Streaming, for a protocol that forwards bodies as they arrive instead of
+ * taking whole frames (the proxy). Its on_read() may consume part of a
+ * frame; bytes it leaves stay in the input buffer, and it must hold the
+ * connection when it cannot take more, or the buffer reaches the
+ * listener's max frame size and the connection is closed.
+ */
+
+/* Stop reading from the peer until sl__conn_unhold(): the protocol cannot
+ * take more input now (where it forwards to is backed up, or the next
+ * request must wait for this one). Bytes already read stay buffered.
+ * Idempotent; allowed inside on_read(). */
+void sl__conn_hold(struct sl__conn *c);
+
+/* Undo sl__conn_hold(): offer the buffered input to on_read() at once,
+ * then read again (unless the connection is closing or paused for its own
+ * output). Idempotent. Inside on_read() it only reads again (the input is
+ * being offered already). */
+void sl__conn_unhold(struct sl__conn *c);
+
+/* Mark a request in flight (busy) or finished. While busy, the worker's
+ * sweep closes the connection neither for idleness nor for an incomplete
+ * request (the protocol runs its own timeouts), and a close asked for
+ * meanwhile (the peer's EOF, the server stopping) is finished only once
+ * the connection is no longer busy, so the answer still goes out. Leaving
+ * busy restarts the idle time and finishes such a pending close. */
+void sl__conn_set_busy(struct sl__conn *c, bool busy);
+
+/* Bytes queued for the peer and not yet handed to the kernel (including
+ * those waiting behind reply slots). */
+size_t sl__conn_out_bytes(const struct sl__conn *c);
+
+/* Enough output waits for the peer that a protocol should decide no more
+ * of the frames already read: it returns what it consumed so far, reading
+ * stops, and the rest is decided once the peer has read its replies.
+ * Without it, one read of pipelined cheap requests with large replies
+ * (GET /metrics) would queue megabytes past the pause mark. */
+bool sl__conn_out_full(const struct sl__conn *c);
+
+/* Send what is queued now; for a protocol writing from its own I/O
+ * callbacks (outside on_read(), whose return flushes). */
+void sl__conn_flush(struct sl__conn *c);
+
+/* Ask for one call of the protocol's on_sent() once everything queued
+ * has been handed to the kernel; for a protocol that stops producing
+ * output while sl__conn_out_bytes() is high. false when nothing is queued
+ * or being written (on_sent() will not be called: write at once). */
+bool sl__conn_want_sent(struct sl__conn *c);
+
+/* The connection is closing or its peer is gone: nothing more of a stream
+ * should be written. */
+bool sl__conn_is_closing(const struct sl__conn *c);
 
 /* Append to a buffer, growing it (the daemon aborts on out of memory). */
 void sl__buf_append(struct sl__buf *b, const void *p, size_t len);

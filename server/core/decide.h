@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * decide.h - the one decision path of sluiced (internal).
  *
@@ -13,8 +15,8 @@
  *    inspection, nor to ad hoc limits that have no domain (CL.THROTTLE);
  *  - starts the operation on the worker's store;
  *  - counts the decision in the metrics (checks and acquires: outcome per
- *    limit, latency, unknown domains, Envoy detailed_metric labels when the
- *    protocol asks for them);
+ *    limit, latency, unknown domains, and Envoy's detailed_metric labels
+ *    for the domains whose rules ask for them);
  *  - hands the (possibly edited) result to the protocol's callback, which
  *    only formats it.
  *
@@ -26,8 +28,8 @@
  * caller's and must stay valid until `done` runs; the result is borrowed
  * for the duration of `done`. The request is borrowed for the call only
  * (req->now_ns is set by the call). Nothing is allocated on the memory
- * store's path (detailed_metric labels allocate once per request that
- * asks for them).
+ * store's path (detailed_metric labels allocate once per request in a
+ * domain whose rules ask for them).
  */
 #ifndef SL_SERVER_DECIDE_H
 #define SL_SERVER_DECIDE_H
@@ -66,23 +68,28 @@ struct sl__decide_labels {
 /*
  * One decision in flight, embedded (usually first) in the protocol's own
  * operation. The caller may set `start_ns` (CLOCK_MONOTONIC when the
- * request arrived; 0: now) and `detailed` before the call; the rest is
- * the decision path's.
+ * request arrived; 0: now) before the call; the rest is the decision
+ * path's.
  */
 struct sl__decide_op {
     int64_t start_ns; /* for the latency histogram */
-    bool detailed;    /* count Envoy detailed_metric labels (rules that ask for them) */
 
     struct sl__worker *w;
     sl__decide_done done;
     enum sl__decide_kind kind;
     bool counted;   /* its outcome goes into the metrics */
     bool shadow;    /* kill switch "shadow": a denial is answered as allowed */
+    uint8_t by;     /* who answered: 0 the store's state, else a failure policy */
     int64_t now_ns; /* the decision's time (X-RateLimit-Reset and the like) */
     struct sl__decide_labels *labels;
     uint16_t domain_len;
     char domain[SL__METRIC_LABEL_MAX]; /* the metric label (a truncated copy) */
 };
+
+/* The failure policy that answered the result `done` was given ("allow",
+ * "deny", "local": a remote store could not decide with its state), or
+ * NULL when the store's state decided. Protocols say it in their answers. */
+const char *sl__decide_policy(const struct sl__decide_op *op);
 
 /* Decide `req` (its domain, descriptors and hits) against the worker's
  * rules: `kind` is any but SL__DECIDE_RELEASE. */
@@ -99,5 +106,10 @@ void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
  * err SL_OK, SL_ENOENT (nothing held) or SL_EINVAL (malformed). */
 void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
                         size_t len, sl__decide_done done);
+
+/* What to tell a client whose decision failed with `err` (a negative SL_E*
+ * code from the store): what was wrong and, where the client can fix it,
+ * how. The same words whatever the protocol. */
+const char *sl__decide_strerror(int err);
 
 #endif /* SL_SERVER_DECIDE_H */

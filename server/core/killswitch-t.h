@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * killswitch-t.h - the type of the kill switches (internal): per domain, or
  * for every domain, a run-time override of enforcement set through the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * killswitch.c - the kill switches of killswitch.h: a fixed table of packed
  * (hash, mode) atomics that checks read without a lock, and the writers'

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * killswitch.h - kill switches: put one domain, or every domain ("*"), into
  * shadow mode or turn its limiting off at run time (internal). The admin API

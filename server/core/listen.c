@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * listen.c - making one SO_REUSEPORT listening socket per worker and
  * listener. It does not accept connections (libuv does, in each worker).

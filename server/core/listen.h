@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * listen.h - listening sockets with SO_REUSEPORT (internal). Debian's libuv
  * 1.44 has no flag for it, so the socket is made here and handed to libuv

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * metrics.c - the counting side of the metrics registry: one block of
  * counters per worker, written by that worker alone.
@@ -160,9 +162,11 @@ void sl__metrics_result(struct sl__metrics *m, unsigned w, struct sl_str domain,
     for (size_t i = 0; i < res->n_statuses; i++) {
         const struct sl_status *s = &res->statuses[i];
         struct sl_str limit;
-        if (s->limit == NULL)
+        if (s->limit == NULL && !s->unmatched)
             continue;
-        if (labels != NULL && labels[i].len > 0)
+        if (s->unmatched) /* on_unmatched: deny; counted under a limit of its own */
+            limit = (struct sl_str){"__unmatched__", 13};
+        else if (labels != NULL && labels[i].len > 0)
             limit = labels[i];
         else
             limit = (struct sl_str){s->limit->name ? s->limit->name : "",
@@ -197,6 +201,12 @@ void sl__metrics_latency(struct sl__metrics *m, unsigned w, int64_t ns)
         b++;
     bump(&m->w[w].lat_buckets[b], 1);
     bump(&m->w[w].lat_sum_ns, (uint64_t)ns);
+}
+
+void sl__metrics_conn_event(struct sl__metrics *m, unsigned w, enum sl__conn_event e, uint64_t n)
+{
+    if (m != NULL && w < m->workers && e < SL__CONN_EV_COUNT)
+        bump(&m->w[w].conn_events[e], n);
 }
 
 void sl__metrics_connection(struct sl__metrics *m, unsigned w, int delta)

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * metrics.h - sluiced's Prometheus metrics registry (internal).
  *
@@ -45,6 +47,22 @@ enum sl__metric_outcome {
     SL__OUTCOME_COUNT
 };
 
+/* What happened to connections and their bytes, counted per worker. */
+enum sl__conn_event {
+    SL__CONN_EV_READ_BYTES,     /* bytes read from clients */
+    SL__CONN_EV_SCANNED_BYTES,  /* bytes the protocols' parsers looked at */
+    SL__CONN_EV_CLOSED_IDLE,    /* closed by server.idle_timeout */
+    SL__CONN_EV_CLOSED_READ,    /* closed by server.read_timeout (a request stuck) */
+    SL__CONN_EV_CLOSED_WRITE,   /* closed by server.write_timeout (replies not read) */
+    SL__CONN_EV_CLOSED_HEADER,  /* closed by server.header_timeout (nothing sent) */
+    SL__CONN_EV_CLOSED_FRAME,   /* closed: a frame above server.max_frame_bytes */
+    SL__CONN_EV_CLOSED_BUDGET,  /* closed: a large frame past server.max_buffer_bytes */
+    SL__CONN_EV_REFUSED_MAX,    /* refused: server.max_connections */
+    SL__CONN_EV_REFUSED_PER_IP, /* refused: server.max_connections_per_ip */
+    SL__CONN_EV_SHRINKS,        /* buffers shrunk back after a large frame */
+    SL__CONN_EV_COUNT
+};
+
 /* Scrape-time values the caller reads from elsewhere (table, config). */
 struct sl__metrics_gauges {
     uint64_t table_entries;      /* keys tracked now */
@@ -55,6 +73,7 @@ struct sl__metrics_gauges {
     uint64_t reloads;            /* successful rule reloads, counter */
     uint64_t reload_failures;    /* rejected reloads, counter */
     int64_t connections;         /* open now; -1: use sl__metrics_connection() counts */
+    uint64_t buffer_bytes;       /* memory held by every connection's buffers now */
 };
 
 /* SL_OK, SL_EINVAL (0 workers or cap), SL_ENOMEM. */
@@ -77,6 +96,8 @@ void sl__metrics_unknown_domain(struct sl__metrics *m, unsigned w);
 void sl__metrics_killswitch_off(struct sl__metrics *m, unsigned w);
 /* One check took `ns` nanoseconds (hot path). */
 void sl__metrics_latency(struct sl__metrics *m, unsigned w, int64_t ns);
+/* Count `n` of event `e` on worker w (any thread that owns w). */
+void sl__metrics_conn_event(struct sl__metrics *m, unsigned w, enum sl__conn_event e, uint64_t n);
 /* A connection opened (+1) or closed (-1) on worker w. */
 void sl__metrics_connection(struct sl__metrics *m, unsigned w, int delta);
 

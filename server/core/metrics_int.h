@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * metrics_int.h - the registry's layout, shared by metrics.c (counting)
  * and metrics_render.c (scraping). Internal to those two files; callers use
@@ -34,6 +36,7 @@ struct sl__wmetrics {
     _Atomic uint64_t killswitch_off; /* checks answered allowed by an "off" switch */
     _Atomic int64_t connections;
     _Atomic uint64_t connections_total;
+    _Atomic uint64_t conn_events[SL__CONN_EV_COUNT];
     _Atomic uint64_t lat_buckets[SL__LAT_BUCKETS + 1]; /* last: +Inf */
     _Atomic uint64_t lat_sum_ns;
 };

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * metrics_render.c - the scraping side of the metrics registry: sums every
  * worker's counters and writes the Prometheus text exposition format.
@@ -239,6 +241,59 @@ static void put_workers(struct sl__wr *b, struct sl__metrics *m, int64_t connect
                clamp(total));
 }
 
+static void put_labelled(struct sl__wr *b, const char *name, const char *label, const char *value,
+                         uint64_t v)
+{
+    sl__wr_puts(b, name);
+    sl__wr_puts(b, "{");
+    sl__wr_puts(b, label);
+    sl__wr_puts(b, "=\"");
+    sl__wr_puts(b, value);
+    sl__wr_puts(b, "\"} ");
+    sl__wr_u64(b, v);
+    sl__wr_put(b, "\n", 1);
+}
+
+/* The connections' events: bytes, and closes and refusals by reason. */
+static void put_conn_events(struct sl__wr *b, struct sl__metrics *m)
+{
+    static const struct {
+        enum sl__conn_event e;
+        const char *reason;
+    } closed[] = {{SL__CONN_EV_CLOSED_IDLE, "idle_timeout"},
+                  {SL__CONN_EV_CLOSED_READ, "read_timeout"},
+                  {SL__CONN_EV_CLOSED_WRITE, "write_timeout"},
+                  {SL__CONN_EV_CLOSED_HEADER, "header_timeout"},
+                  {SL__CONN_EV_CLOSED_FRAME, "frame_too_large"},
+                  {SL__CONN_EV_CLOSED_BUDGET, "buffer_budget"}},
+      refused[] = {{SL__CONN_EV_REFUSED_MAX, "max_connections"},
+                   {SL__CONN_EV_REFUSED_PER_IP, "max_connections_per_ip"}};
+    uint64_t sum[SL__CONN_EV_COUNT] = {0};
+
+    for (unsigned w = 0; w < m->workers; w++)
+        for (int e = 0; e < SL__CONN_EV_COUNT; e++)
+            sum[e] += load(&m->w[w].conn_events[e]);
+    put_scalar(b, "sluice_read_bytes_total", "counter", "Bytes read from clients.",
+               clamp(sum[SL__CONN_EV_READ_BYTES]));
+    put_scalar(b, "sluice_parse_scanned_bytes_total", "counter",
+               "Bytes the protocol parsers looked at (each byte of a request once, whatever "
+               "the reads it arrives in).",
+               clamp(sum[SL__CONN_EV_SCANNED_BYTES]));
+    put_head(b, "sluice_connections_closed_total", "counter",
+             "Connections the server closed, by reason.");
+    for (size_t i = 0; i < sizeof(closed) / sizeof(closed[0]); i++)
+        put_labelled(b, "sluice_connections_closed_total", "reason", closed[i].reason,
+                     sum[closed[i].e]);
+    put_head(b, "sluice_connections_refused_total", "counter",
+             "Connections refused as soon as accepted, by reason.");
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        put_labelled(b, "sluice_connections_refused_total", "reason", refused[i].reason,
+                     sum[refused[i].e]);
+    put_scalar(b, "sluice_buffer_shrinks_total", "counter",
+               "Connection buffers given back after a large frame.",
+               clamp(sum[SL__CONN_EV_SHRINKS]));
+}
+
 static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
 {
     put_scalar(b, "sluice_table_entries", "gauge", "Keys tracked in the state table.",
@@ -251,6 +306,9 @@ static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
                clamp(g->table_evictions));
     put_scalar(b, "sluice_table_full_denials_total", "counter",
                "New keys denied because the table was full.", clamp(g->table_full_denials));
+    put_scalar(b, "sluice_connection_buffer_bytes", "gauge",
+               "Memory held by every connection's buffers (bounded by server.max_buffer_bytes).",
+               clamp(g->buffer_bytes));
     put_scalar(b, "sluice_reloads_total", "counter", "Rule reloads applied.", clamp(g->reloads));
     put_scalar(b, "sluice_reload_failures_total", "counter",
                "Rule reloads rejected (the old rules kept serving).", clamp(g->reload_failures));
@@ -268,6 +326,7 @@ int sl__metrics_render(struct sl__metrics *m, const struct sl__metrics_gauges *g
         put_decisions(&b, &mg, &m->w[0].overflow);
         put_latency(&b, m);
         put_workers(&b, m, g->connections);
+        put_conn_events(&b, m);
         put_gauges(&b, g);
         rc = sl__wr_finish(&b, len);
     }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proto-t.h - the types of the per-protocol interface of sluiced (internal).
  *
@@ -26,8 +28,25 @@
  *    the callback later calls sl__conn_slot_fill() with the reply bytes. Bytes written after a
  * reserved slot wait behind it. A connection is never freed while a slot is reserved, so a callback
  *    may always fill its slot (the bytes are dropped if the peer has gone).
+ *  - A multiplexing protocol (HTTP/2) whose answers have no fixed place in
+ *    the byte stream pins the connection instead (sl__conn_pin) while an
+ *    answer is owed: it is neither closed nor freed until unpinned. Bytes it
+ *    consumed into its own state as part of an unfinished request are
+ *    declared with sl__conn_partial(), so the read timeout applies to them.
+ *  - When the core wants a connection to end (the server stops, the
+ *    connection is idle) it calls on_drain() if the protocol has one: the
+ *    protocol says goodbye in its own terms (HTTP/2's GOAWAY), finishes what
+ *    is in flight and then calls sl__conn_close(). Without on_drain() the
+ *    core closes the connection once its replies are flushed.
  *  - on_close() is called once, before the connection's memory is released;
  *    it frees the protocol's per-connection state (c->proto_state).
+ *  - A protocol that streams (the proxy: bodies forwarded as they arrive)
+ *    may consume part of a frame, stop and resume reading
+ *    (sl__conn_hold/unhold), mark a request in flight (sl__conn_set_busy:
+ *    the protocol then runs the timeouts) and ask to be told when its
+ *    output has been written (sl__conn_want_sent, then on_sent()); see
+ *    conn.h. A room with state per worker (pools of its own connections)
+ *    closes it in worker_stop().
  *
  * Ownership: the core owns connections and their buffers; a protocol owns
  * only what it hangs on c->proto_state. Threads: every call for one
@@ -36,13 +55,19 @@
 #ifndef SL_SERVER_PROTO_T_H
 #define SL_SERVER_PROTO_T_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 struct sl__conn;
+struct sl__worker;
 
 struct sl__proto {
     const char *name; /* as in the configuration's `protocols:` list: "resp", "http1" */
+    /* Served only by listeners that list it, never by a listener without a
+     * `protocols:` list (a reverse proxy is not something to get by
+     * default, and it claims the same bytes as http1). */
+    bool opt_in;
     /* Is this connection mine, judging by its first `len` bytes (len >= 1)?
      * 1 yes, 0 no, -2 cannot tell yet. Pure. */
     int (*sniff)(const char *buf, size_t len);
@@ -53,8 +78,23 @@ struct sl__proto {
     /* Consume whole frames from buf; bytes consumed (0..len) or -1 to close
      * the connection now (after what was already written is flushed). */
     ssize_t (*on_read)(struct sl__conn *c, const char *buf, size_t len);
+    /* End gracefully (see above); may be called again while draining. May
+     * be NULL. */
+    void (*on_drain)(struct sl__conn *c);
     /* The connection is going away: free c->proto_state. May be NULL. */
     void (*on_close)(struct sl__conn *c);
+    /* Everything queued for the peer has been handed to the kernel, after
+     * sl__conn_want_sent(): the protocol may write more. May be NULL for
+     * protocols that never ask. */
+    void (*on_sent)(struct sl__conn *c);
+    /* The worker `w` starts stopping (its listeners are closed and its
+     * connections asked to close): close what the room keeps on that
+     * worker's loop beyond connections (idle pooled connections, timers) so
+     * the loop can end. On w's loop thread; may be NULL. */
+    void (*worker_stop)(struct sl__worker *w);
+    /* The worker's thread is about to end (its loop has stopped): free the
+     * protocol's per-thread scratch. May be NULL. */
+    void (*thread_exit)(void);
 };
 
 #endif /* SL_SERVER_PROTO_T_H */

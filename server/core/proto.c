@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proto.c - the sniffing of a connection's first bytes (as memcached's
  * try_read_command_negotiate does) over the registered protocols, and the
@@ -34,6 +36,16 @@ unsigned sl__proto_all(void)
 
     for (unsigned i = 0; sl__protos[i] != NULL; i++)
         b |= 1u << i;
+    return b;
+}
+
+unsigned sl__proto_default(void)
+{
+    unsigned b = 0;
+
+    for (unsigned i = 0; sl__protos[i] != NULL; i++)
+        if (!sl__protos[i]->opt_in)
+            b |= 1u << i;
     return b;
 }
 

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * proto.h - the protocols sluiced speaks and the sniffing that picks one
  * for a new connection (internal). Types in proto-t.h.
@@ -20,9 +22,11 @@ extern const struct sl__proto *const sl__protos[];
 /* The protocol named `name`, or NULL. */
 const struct sl__proto *sl__proto_find(const char *name, size_t len);
 
-/* Its bit in a listener's mask, and the mask of every protocol. */
+/* Its bit in a listener's mask, the mask of every protocol, and of those
+ * a listener without a `protocols:` list serves (all but the opt-in ones). */
 unsigned sl__proto_bit(const struct sl__proto *p);
 unsigned sl__proto_all(void);
+unsigned sl__proto_default(void);
 
 /* The names in `mask`, separated by ", ", into buf[0..cap) (truncated). */
 void sl__proto_names(unsigned mask, char *buf, size_t cap);

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_load.c - reading the rules files into a builder and publishing the
  * compiled snapshot. A failing build changes nothing: the previous snapshot

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * rules_load.h - building a rules snapshot from the configured rules files
  * (and database), and publishing it on reload (internal).

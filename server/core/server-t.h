@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * server-t.h - the types of the whole daemon: configuration, the shared
  * limiter and rules slot, the workers, and the main thread's signal and file
@@ -13,6 +15,9 @@
 #include "killswitch-t.h"
 #include "sluice.h"
 
+/* Slots of the per-address connection counts (server.max_connections_per_ip). */
+#define SL__PER_IP_SLOTS 65536
+
 struct sl__worker;
 struct sl__metrics;
 struct sl__store_rules_sub;
@@ -24,6 +29,9 @@ struct sl__server {
     struct sl__worker *workers;
     unsigned n_workers;
     atomic_uint n_conns;               /* open connections over all workers */
+    _Atomic int64_t buffer_bytes;      /* memory of every connection's buffers */
+    _Atomic uint32_t *per_ip;          /* open connections per address hash, or NULL */
+    uint8_t ip_secret[16];             /* key of that hash */
     uint16_t ports[SL__MAX_LISTENERS]; /* bound ports, per listener */
 
     uv_loop_t *loop; /* the main thread's: signals, reload, watching */

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * server.c - the daemon as a whole: the shared limiter (its table's secret
  * drawn from the kernel), the first rules snapshot, the listening sockets,
@@ -12,16 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "killswitch.h"
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
+#include "privdrop.h"
 #include "proto.h"
 #include "rules_load.h"
 #include "server.h"
 #include "store.h"
+#include "stores.h"
 #include "worker.h"
 #include "xalloc.h"
 
@@ -75,7 +80,14 @@ static int make_registries(struct sl__server *srv)
         sl__err("metrics: %s (metrics.max_series must be 1..16777216)", sl_strerror(r));
         return r;
     }
+    if (srv->cfg.max_conns_per_ip > 0) {
+        srv->per_ip = sl__xzalloc(SL__PER_IP_SLOTS * sizeof(*srv->per_ip));
+        if (draw_secret(srv->ip_secret, sizeof(srv->ip_secret)) != SL_OK)
+            return SL_EINVAL;
+    }
     sl__ks_init(&srv->ks, ks_secret);
+    if (srv->cfg.rules_shadow_mode) /* global shadow mode: the "*" kill switch from the start */
+        sl__ks_set(&srv->ks, (struct sl_str){"*", 1}, SL__KS_SHADOW);
     return SL_OK;
 }
 
@@ -203,6 +215,7 @@ static void print_ports(const struct sl__server *srv)
                  srv->n_workers);
     }
     sl__info("ready");
+    sd_notify(0, "READY=1"); /* Type=notify under systemd; nothing without $NOTIFY_SOCKET */
 }
 
 static int start(struct sl__server *srv)
@@ -219,9 +232,12 @@ static int start(struct sl__server *srv)
     srv->rules = sl_rules_slot_new(rules);
     srv->n_workers = worker_count(&srv->cfg);
     srv->workers = sl__xzalloc(srv->n_workers * sizeof(*srv->workers));
+    sl__server_stores_log_to_server(srv);
     if (make_registries(srv) != SL_OK)
         return 1;
     if (make_sockets(srv) != SL_OK)
+        return 1;
+    if (sl__drop_privileges(srv->cfg.user) != SL_OK)
         return 1;
     for (unsigned i = 0; i < srv->n_workers; i++) {
         r = sl__worker_init(&srv->workers[i], srv, i);
@@ -263,6 +279,7 @@ int sl__server_run(struct sl__config *cfg)
     sl_limiter_free(srv->lim);
     sl__metrics_free(srv->metrics);
     sl__ks_destroy(&srv->ks);
+    free((void *)srv->per_ip);
     uv_mutex_destroy(&srv->reload_lock);
     free(srv->workers);
     sl__config_free(&srv->cfg);

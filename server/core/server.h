@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * server.h - the daemon as a whole (internal): start every worker, serve
  * until SIGTERM/SIGINT, reload rules on SIGHUP and on file changes. Types in

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * watch.c - reloading the rules when a rules file changes: a uv_fs_event on
  * every rules file and on its directory (editors and config managers

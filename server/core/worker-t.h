@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * worker-t.h - the types of a worker: one thread, one libuv loop, its own
  * listening sockets (SO_REUSEPORT), connections, rules reader and store

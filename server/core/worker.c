@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * worker.c - one worker: a thread running its own libuv loop over its own
  * SO_REUSEPORT listening sockets (the kernel spreads connections between
@@ -7,13 +9,16 @@
  * It does not create the sockets (the server does, so that a port 0 is
  * resolved once for every worker) and it does not speak any protocol.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conn.h"
 #include "log.h"
+#include "proto.h"
 #include "server-t.h"
 #include "store.h"
+#include "stores.h"
 #include "worker.h"
 #include "xalloc.h"
 
@@ -67,8 +72,11 @@ static void on_wake(uv_async_t *a)
         uv_close((uv_handle_t *)&w->lsock[i], NULL);
     for (c = w->conns; c != NULL; c = next) {
         next = c->next;
-        sl__conn_close(c); /* replies already decided are flushed first */
+        sl__conn_drain(c); /* replies already decided are flushed first */
     }
+    for (size_t i = 0; sl__protos[i] != NULL; i++)
+        if (sl__protos[i]->worker_stop != NULL)
+            sl__protos[i]->worker_stop(w); /* rooms' own handles on this loop */
     uv_timer_start(&w->sweep, on_sweep, 0, STOP_SWEEP_MS);
 }
 
@@ -114,6 +122,9 @@ static void run(void *arg)
     struct sl__worker *w = arg;
 
     uv_run(&w->loop, UV_RUN_DEFAULT);
+    for (size_t i = 0; sl__protos[i] != NULL; i++) /* per-thread scratch, for leak checkers */
+        if (sl__protos[i]->thread_exit != NULL)
+            sl__protos[i]->thread_exit();
 }
 
 int sl__worker_start(struct sl__worker *w)
@@ -140,4 +151,25 @@ void sl__worker_join(struct sl__worker *w)
 const sl_rules *sl__worker_rules(struct sl__worker *w)
 {
     return sl_rules_reader_get(w->rules);
+}
+
+const char *sl__worker_unready(struct sl__worker *w, const char **degraded)
+{
+    static _Thread_local char why[192], text[224];
+    enum sl__stores_state st;
+
+    if (degraded != NULL)
+        *degraded = "";
+    if (sl__worker_rules(w) == NULL)
+        return "no rules loaded";
+    st = sl__server_stores_health(w->srv, why, sizeof(why));
+    if (st == SL__STORES_UP)
+        return NULL;
+    if (st == SL__STORES_DEGRADED && w->srv->cfg.readyz != SL__READYZ_STORE) {
+        if (degraded != NULL)
+            *degraded = why;
+        return NULL;
+    }
+    snprintf(text, sizeof(text), "%s%s", st == SL__STORES_STARTING ? "starting: " : "", why);
+    return text;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * worker.h - starting and stopping workers, and what a protocol may ask its
  * worker for (internal). Types in worker-t.h.
@@ -20,5 +22,17 @@ void sl__worker_join(struct sl__worker *w);
 /* The current rules snapshot (never NULL while the server runs); valid
  * until the next call on this worker. */
 const sl_rules *sl__worker_rules(struct sl__worker *w);
+
+/*
+ * What /readyz and gRPC's health check both answer from: NULL when the
+ * server is ready for traffic as seen from this worker, else why not ("no
+ * rules loaded", "redis 10.0.0.5:6379 unreachable"). Ready while checks are
+ * decided: by the store, or - http.readyz: decisions, the default - by a
+ * local or allow failure policy standing in for it, when *degraded (may be
+ * NULL) says why; else *degraded is "". Not ready while the store is
+ * starting ("starting: ..."). The strings are the calling thread's, valid
+ * until its next call.
+ */
+const char *sl__worker_unready(struct sl__worker *w, const char **degraded);
 
 #endif /* SL_SERVER_WORKER_H */

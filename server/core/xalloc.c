@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * xalloc.c - allocation that aborts on failure, for the daemon only: a
  * daemon that cannot allocate a connection buffer has no better option, and

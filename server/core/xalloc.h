@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * xalloc.h - the daemon's one allocation wrapper (internal): out of memory
  * is logged and aborts, as docs/style.md allows for the daemon only. The library

@@ -1,15 +1,17 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http1.c - HTTP/1.1 as a sluiced protocol: sniffing by the method token,
- * framing with Debian's http-parser, keep-alive and pipelining (answers go
- * out in request order through the core's reply slots), and the limits:
- * a head above SL__H1_MAX_HEAD is 431, a body above the listener's frame
- * size is 413, anything http-parser refuses is 400 — each answered once,
- * then the connection closes. Slow clients are the core's read timeout:
- * an incomplete request is never consumed, so the core sees it pending.
+ * framing with Debian's http-parser behind a strict head check, keep-alive and pipelining (answers
+ * go out in request order through the core's reply slots), and the limits: a head above
+ * SL__H1_MAX_HEAD is 431, a body above the listener's frame size is 413, anything http-parser
+ * refuses is 400 — each answered once, then the connection closes. Slow clients are the core's read
+ * timeout: an incomplete request is never consumed, so the core sees it pending.
  *
- * Framing is http1_parse.c (a request is parsed only once complete, so a
- * half-received request costs no state between reads). It does not route or
- * answer requests (http_api.c).
+ * Framing is http1_parse.c: while a request arrives, each byte is looked
+ * at once (sl__h1_frame keeps where it stands between reads), and the
+ * complete request is parsed once. It does not route or answer requests
+ * (http_api.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,12 @@
 #include "http1_parse.h"
 #include "proto.h"
 #include "xalloc.h"
+
+/* Per-connection state (c->proto_state). */
+struct sl__h1_state {
+    bool continue_sent;            /* "100 Continue" already sent for the pending request */
+    struct sl__h1_framing framing; /* where the pending request's framing stands */
+};
 
 static _Thread_local struct sl__buf out_buf;
 static _Thread_local char *body_mem;
@@ -44,6 +52,8 @@ static const char *reason(int status)
         {405, "Method Not Allowed"},
         {409, "Conflict"},
         {413, "Content Too Large"},
+        {415, "Unsupported Media Type"},
+        {421, "Misdirected Request"},
         {429, "Too Many Requests"},
         {431, "Request Header Fields Too Large"},
         {500, "Internal Server Error"},
@@ -131,8 +141,10 @@ static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
     struct sl__h1_status why;
     struct sl__h1_req r;
     size_t limit = max_body(c);
-    ssize_t used = sl__h1_parse(b, n, body_buffer(limit), limit, &r, &why);
+    uint64_t scanned = st->framing.scanned;
+    ssize_t used = sl__h1_frame(b, n, limit, &st->framing, &why);
 
+    sl__conn_scanned(c, st->framing.scanned - scanned);
     if (used == -1)
         return refuse(c, why.status, why.why);
     if (used == -2) {
@@ -142,6 +154,10 @@ static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
         }
         return 0;
     }
+    memset(&st->framing, 0, sizeof(st->framing));
+    used = sl__h1_parse(b, (size_t)used, body_buffer(limit), limit, &r, &why);
+    if (used < 0)
+        return refuse(c, why.status, why.status ? why.why : "malformed request");
     st->continue_sent = false;
     r.start_ns = mono_ns();
     sl__http_api_dispatch(c, &r);
@@ -155,6 +171,8 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
     while (off < len) {
         if (c->slot_n == SL__CONN_MAX_SLOTS)
             break; /* every reply slot waits on the store: read no further */
+        if (off > 0 && sl__conn_out_full(c))
+            break; /* the peer reads too slowly: the rest waits for it */
         ssize_t n = one_request(c, buf + off, len - off);
         if (n < 0)
             return -1;
@@ -167,25 +185,23 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
 
 /* ------------------------------------------------------------ sniffing */
 
-static const char *const methods[] = {"GET ",  "POST ",    "PUT ",   "DELETE ",
-                                      "HEAD ", "OPTIONS ", "PATCH ", NULL};
+static const char *const methods[] = {"GET",  "POST",    "PUT",   "DELETE",
+                                      "HEAD", "OPTIONS", "PATCH", NULL};
 
-/* A method token and a space, then a first line ending in HTTP/1.x. */
+/* A method name in any case and a space: the connection is HTTP's, and
+ * whatever else is wrong with it (a lowercase method, another HTTP
+ * version) is answered as HTTP, with a 400 (http1_head.c). No RESP command
+ * is named like a method, so none is taken from RESP. */
 static int sniff(const char *buf, size_t len)
 {
     for (size_t i = 0; methods[i] != NULL; i++) {
         size_t m = strlen(methods[i]);
-        if (memcmp(buf, methods[i], len < m ? len : m) != 0)
+        if (strncasecmp(buf, methods[i], len < m ? len : m) != 0)
             continue;
-        if (len < m)
+        if (len <= m)
             return -2;
-        const char *nl = memchr(buf, '\n', len);
-        if (nl == NULL)
-            return len >= SL__H1_MAX_HEAD ? 1 : -2;
-        size_t line = (size_t)(nl - buf);
-        if (line > 0 && buf[line - 1] == '\r')
-            line--;
-        return line >= m + 8 && memcmp(buf + line - 8, "HTTP/1.", 7) == 0 ? 1 : 0;
+        if (buf[m] == ' ')
+            return 1;
     }
     return 0;
 }
@@ -202,10 +218,19 @@ static void on_close(struct sl__conn *c)
     c->proto_state = NULL;
 }
 
+static void thread_exit(void)
+{
+    sl__buf_free(&out_buf);
+    free(body_mem);
+    body_mem = NULL;
+    body_cap = 0;
+}
+
 const struct sl__proto sl__proto_http1 = {
     .name = "http1",
     .sniff = sniff,
     .on_open = on_open,
     .on_read = on_read,
     .on_close = on_close,
+    .thread_exit = thread_exit,
 };

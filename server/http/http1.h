@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http1.h - HTTP/1.1 for sluiced (internal): one parsed request as the
  * endpoints see it, and how they answer. The protocol itself (sniffing,
@@ -33,14 +35,21 @@ struct sl__h1_req {
     struct sl_str query;         /* after '?', not decoded; len 0 when absent */
     struct sl_str body;          /* de-chunked */
     struct sl_str authorization; /* the Authorization header, len 0 if absent */
+    struct sl_str headers;       /* the header lines, each with its CRLF (sl__h1_header) */
     bool keep_alive;             /* the connection stays open after the answer */
     int64_t start_ns;            /* CLOCK_MONOTONIC when the request was parsed */
 };
 
-/* Per-connection state (c->proto_state). */
-struct sl__h1_state {
-    bool continue_sent; /* "100 Continue" already sent for the pending request */
-};
+/* The value of header `name` (any case) in `r`, trimmed, and true; or an
+ * empty value and false. The first one when a header repeats (the framing
+ * refuses a repeated Host, Content-Length, Transfer-Encoding,
+ * Authorization, Content-Type or Origin). */
+bool sl__h1_header(const struct sl__h1_req *r, const char *name, struct sl_str *value);
+
+/* Walk r's headers: from offset `at` (0 first), the next header's name and
+ * trimmed value, and the offset after it; 0 when there is none. */
+size_t sl__h1_header_next(const struct sl__h1_req *r, size_t at, struct sl_str *name,
+                          struct sl_str *value);
 
 /* Answer a request: status, extra header lines (each ending in CRLF, may be
  * NULL), a JSON or text body. Content-Type is application/json when the

@@ -1,7 +1,10 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http1_parse.c - frames one HTTP/1.1 request with Debian's http-parser:
  * head size limit, body size limit (Content-Length and chunked), request
- * target split, keep-alive, Expect: 100-continue.
+ * target split, keep-alive, Expect: 100-continue. The head is first read
+ * strictly (http1_head.c): http-parser only frames what both agree on.
  *
  * Pure: no connection, no I/O, no allocation (the body goes into the
  * caller's buffer). A request is parsed only once complete, from its first
@@ -9,7 +12,6 @@
  */
 #include <limits.h>
 #include <string.h>
-#include <strings.h>
 
 #include <http_parser.h>
 
@@ -25,7 +27,7 @@ static ssize_t fail(struct sl__h1_status *st, int status, const char *why)
 struct parse {
     struct sl__h1_req *r;
     struct sl_str url;
-    bool in_auth, in_expect, expect_continue, complete, too_large;
+    bool complete, too_large;
     size_t max_body;
     struct sl__wr *body;
 };
@@ -38,25 +40,6 @@ static struct parse *P(http_parser *p)
 static int on_url(http_parser *p, const char *at, size_t len)
 {
     P(p)->url = (struct sl_str){at, len};
-    return 0;
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t len)
-{
-    P(p)->in_auth = len == 13 && strncasecmp(at, "authorization", 13) == 0;
-    P(p)->in_expect = len == 6 && strncasecmp(at, "expect", 6) == 0;
-    return 0;
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t len)
-{
-    struct parse *x = P(p);
-
-    if (x->in_auth)
-        x->r->authorization = (struct sl_str){at, len};
-    if (x->in_expect && len == 12 && strncasecmp(at, "100-continue", 12) == 0)
-        x->expect_continue = true;
-    x->in_auth = x->in_expect = false;
     return 0;
 }
 
@@ -92,8 +75,6 @@ static int on_message_complete(http_parser *p)
 
 static const http_parser_settings settings = {
     .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
     .on_message_complete = on_message_complete,
@@ -134,6 +115,7 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
     struct parse x = {.r = r, .max_body = max_body, .body = &w};
     http_parser p;
     size_t head = head_end(b, n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD), used;
+    bool expect_continue;
 
     memset(r, 0, sizeof(*r));
     memset(st, 0, sizeof(*st));
@@ -142,6 +124,8 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
             return -2;
         return fail(st, 431, "request head too large");
     }
+    if (sl__h1_check_head(b, head, r, &expect_continue, st) != 0)
+        return -1;
     sl__wr_init(&w, body, max_body);
     http_parser_init(&p, HTTP_REQUEST);
     p.data = &x;
@@ -153,7 +137,7 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
     if (p.upgrade)
         return fail(st, 400, "protocol upgrades are not supported");
     if (!x.complete) {
-        st->expect_continue = x.expect_continue;
+        st->expect_continue = expect_continue;
         return -2;
     }
     if (split_url(x.url, r) != 0)
@@ -162,4 +146,137 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
     r->body = (struct sl_str){body, w.len};
     r->keep_alive = http_should_keep_alive(&p) != 0;
     return (ssize_t)used;
+}
+
+/* ------------------------------------------------------------ framing */
+
+static int hs_headers_complete(http_parser *p)
+{
+    http_parser_pause(p, 1);
+    return 0;
+}
+
+static const http_parser_settings head_settings = {
+    .on_headers_complete = hs_headers_complete,
+};
+
+/* The head b[0..f->head) is complete: learn how the body is framed. */
+static ssize_t frame_head(const char *b, size_t max_body, struct sl__h1_framing *f,
+                          struct sl__h1_status *st)
+{
+    struct sl__h1_req r;
+    http_parser p;
+
+    /* The strict check first, so a head it refuses is refused while the
+     * body is still arriving, not once it has all come. */
+    if (sl__h1_check_head(b, f->head, &r, &f->expect_continue, st) != 0)
+        return -1;
+    http_parser_init(&p, HTTP_REQUEST);
+    http_parser_execute(&p, &head_settings, b, f->head);
+    f->scanned += f->head;
+    if (HTTP_PARSER_ERRNO(&p) != HPE_OK && HTTP_PARSER_ERRNO(&p) != HPE_PAUSED)
+        return fail(st, 400, http_errno_description(HTTP_PARSER_ERRNO(&p)));
+    if (p.flags & F_CHUNKED) {
+        f->chunked = true;
+        f->at = f->head;
+    } else if (p.content_length != ULLONG_MAX && p.content_length > 0) {
+        if (p.content_length > max_body)
+            return fail(st, 413, "request body too large");
+        f->need = f->head + (size_t)p.content_length;
+    } else {
+        f->need = f->head;
+    }
+    return 0;
+}
+
+/* The line starting at b[at..n): its length with the newline, 0 when it is
+ * not complete yet, -1 when it is longer than any chunk header may be. */
+static ssize_t line_at(const char *b, size_t n, size_t at, struct sl__h1_framing *f)
+{
+    size_t avail = n - at, cap = avail < 4096 ? avail : 4096;
+    const char *nl = memchr(b + at, '\n', cap);
+
+    if (nl == NULL) {
+        if (avail >= 4096)
+            return -1;
+        return 0;
+    }
+    f->scanned += (size_t)(nl - (b + at)) + 1;
+    return (ssize_t)(nl - (b + at)) + 1;
+}
+
+/* Walk chunk headers (and then trailer lines) from f->at, skipping the
+ * data. 0 when the request is still incomplete or its end is known. */
+static ssize_t frame_chunks(const char *b, size_t n, size_t max_body, struct sl__h1_framing *f,
+                            struct sl__h1_status *st)
+{
+    while (f->need == 0 && f->at < n) {
+        ssize_t line = line_at(b, n, f->at, f);
+        uint64_t size = 0;
+        size_t i = f->at;
+        if (line < 0)
+            return fail(st, 400, "chunk header too long");
+        if (line == 0)
+            return 0;
+        if (f->in_trailers) { /* a blank line ends the trailers and the request */
+            if (line == 1 || (line == 2 && b[i] == '\r'))
+                f->need = f->at + (size_t)line;
+            f->at += (size_t)line;
+            continue;
+        }
+        for (; i < f->at + (size_t)line; i++) {
+            int d = b[i] >= '0' && b[i] <= '9'   ? b[i] - '0'
+                    : b[i] >= 'a' && b[i] <= 'f' ? b[i] - 'a' + 10
+                    : b[i] >= 'A' && b[i] <= 'F' ? b[i] - 'A' + 10
+                                                 : -1;
+            if (d < 0)
+                break;
+            if (size > (UINT64_MAX >> 4))
+                return fail(st, 400, "invalid chunk size");
+            size = size << 4 | (uint64_t)d;
+        }
+        if (i == f->at)
+            return fail(st, 400, "invalid chunk size");
+        f->at += (size_t)line;
+        if (size == 0) {
+            f->in_trailers = true;
+            continue;
+        }
+        if (size > max_body - f->body)
+            return fail(st, 413, "request body too large");
+        f->body += (size_t)size;
+        f->at += (size_t)size + 2; /* the data and its CRLF, checked by the final parse */
+    }
+    return 0;
+}
+
+ssize_t sl__h1_frame(const char *b, size_t n, size_t max_body, struct sl__h1_framing *f,
+                     struct sl__h1_status *st)
+{
+    ssize_t r;
+
+    memset(st, 0, sizeof(*st));
+    if (f->head == 0) {
+        size_t cap = n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD;
+        size_t from = f->searched > 3 ? f->searched - 3 : 0; /* a CRLFCRLF may straddle */
+        size_t end = head_end(b + from, cap - from);
+        f->scanned += end ? end : cap - from; /* the search stops at the CRLFCRLF */
+        f->searched = cap;
+        if (end == 0) {
+            if (n >= SL__H1_MAX_HEAD)
+                return fail(st, 431, "request head too large");
+            return -2;
+        }
+        f->head = from + end;
+        if ((r = frame_head(b, max_body, f, st)) != 0)
+            return r;
+    }
+    if (f->chunked && (r = frame_chunks(b, n, max_body, f, st)) != 0)
+        return r;
+    if (f->need == 0 || n < f->need) {
+        st->expect_continue = f->expect_continue;
+        return -2;
+    }
+    f->scanned += f->need; /* the final parse reads it once */
+    return (ssize_t)f->need;
 }

@@ -1,7 +1,11 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_api.c - the endpoints of sluiced's HTTP API (docs/http.md), as a
  * table of (method, path, handler): the check endpoints (POST /json, POST
- * /v1/check, GET /v1/auth, POST /v1/acquire, POST /v1/release), key
+ * /v1/check, GET /v1/auth - its descriptor from the query, or its keys from
+ * the query and its values from X-Sluice-Entry-* headers, so that no value
+ * changes its shape -, POST /v1/acquire, POST /v1/release), key
  * inspection and reset (GET/DELETE /v1/keys), GET /metrics, GET /healthz,
  * GET /readyz and POST /v1/debug/clock; and the router over every room's
  * route table (http_route.h).
@@ -23,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -31,10 +36,11 @@
 #include "clock.h"
 #include "conn.h"
 #include "decide.h"
+#include "envoy.h"
 #include "http1.h"
 #include "http_gate.h"
 #include "http_hold.h"
-#include "http_headers.h"
+#include "headers.h"
 #include "http_json.h"
 #include "http_query.h"
 #include "http_route.h"
@@ -67,6 +73,7 @@ static _Thread_local char headers[HEADERS_MAX];
 static _Thread_local char qscratch[SL__H1_MAX_HEAD];
 static _Thread_local struct sl_entry qentries[SL_MAX_ENTRIES];
 static _Thread_local struct sl_result edited; /* a result changed before answering */
+static _Thread_local struct sl__envoy_answer envoy;
 
 static struct sl__metrics *get_metrics(struct sl__conn *c)
 {
@@ -81,6 +88,19 @@ static void respond(struct sl__conn *c, int64_t slot, bool keep_alive, int statu
     sl__h1_respond(c, slot, keep_alive, status, NULL, 0, body, len);
 }
 
+/* Envoy's /json answers an error in text/plain, as envoyproxy/ratelimit
+ * does ("Bad Request"), with the reason after it. */
+static void respond_plain(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
+                          const char *why)
+{
+    const char *what = status == 400   ? "Bad Request"
+                       : status == 503 ? "Service Unavailable"
+                                       : "Internal Server Error";
+    int n = snprintf(answer, sizeof(answer), "%s: %s\n", what, why);
+
+    respond(c, slot, keep_alive, status, answer, n > 0 ? (size_t)n : 0);
+}
+
 static void respond_error(struct sl__conn *c, int64_t slot, bool keep_alive, int status,
                           const char *why)
 {
@@ -91,34 +111,9 @@ static void respond_error(struct sl__conn *c, int64_t slot, bool keep_alive, int
     respond(c, slot, keep_alive, status, answer, len);
 }
 
-#define SL__STR_(x) #x
-#define SL__STR(x)  SL__STR_(x)
-
 static int store_error_status(int err)
 {
     return err == SL_EFULL ? 503 : err == SL_ETOOBIG || err == SL_EINVAL ? 400 : 500;
-}
-
-/* What to tell a client whose check the store refused: what was wrong and,
- * where the client can fix it, how. */
-static const char *store_error_message(int err)
-{
-    switch (err) {
-    case SL_ETOOBIG:
-        return "request above a cap: at most " SL__STR(
-            SL_MAX_DESCRIPTORS) " descriptors of at most " SL__STR(SL_MAX_ENTRIES) " entries, each "
-                                                                                   "descriptor's "
-                                                                                   "domain, keys "
-                                                                                   "and values "
-                                                                                   "under 1 KiB";
-    case SL_EFULL:
-        return "the state table is full and configured to refuse new keys; retry later";
-    case SL_ERANGE:
-        return "a number is out of range for the store (a cost of 2^31 or more with the Redis "
-               "store)";
-    default:
-        return sl_strerror(err);
-    }
 }
 
 /* Append ,"lease":"TOKEN" before the closing brace of answer[0..*len). */
@@ -192,13 +187,17 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
         return;
     }
     if (err != SL_OK) {
-        respond_error(op->c, op->slot, op->keep_alive, store_error_status(err),
-                      store_error_message(err));
+        (op->kind == OP_ENVOY ? respond_plain : respond_error)(
+            op->c, op->slot, op->keep_alive, store_error_status(err), sl__decide_strerror(err));
         return;
     }
     hold_ms = auth_delay(op, &res);
-    rc = op->kind == OP_ENVOY ? sl__json_build_envoy(res, answer, sizeof(answer), &len)
-                              : sl__json_build_check(res, answer, sizeof(answer), &len);
+    if (op->kind == OP_ENVOY) {
+        sl__envoy_answer(cfg, res, op->d.shadow, op->d.now_ns, &envoy);
+        rc = sl__json_write_envoy(&envoy, answer, sizeof(answer), &len);
+    } else {
+        rc = sl__json_build_check_by(res, sl__decide_policy(&op->d), answer, sizeof(answer), &len);
+    }
     if (rc == SL_OK && op->kind == OP_ACQUIRE)
         rc = add_lease(res, &len);
     if (rc == SL_OK)
@@ -229,7 +228,6 @@ static struct op *op_new(struct sl__conn *c, const struct sl__h1_req *r, enum op
     }
     memset(&op->d, 0, sizeof(op->d));
     op->d.start_ns = r->start_ns;
-    op->d.detailed = kind == OP_ENVOY;
     op->c = c;
     op->slot = slot;
     op->kind = kind;
@@ -257,7 +255,7 @@ static void json_check(struct sl__conn *c, const struct sl__h1_req *r, parse_fn 
 
     sl__json_arena_init(&arena, arena_mem, sizeof(arena_mem));
     if (parse(&jreq, &arena, r->body.p, r->body.len) != SL_OK)
-        respond_error(c, -1, r->keep_alive, 400, jreq.error);
+        (kind == OP_ENVOY ? respond_plain : respond_error)(c, -1, r->keep_alive, 400, jreq.error);
     else
         run(c, r, kind, &jreq.req, kind == OP_ACQUIRE ? SL__DECIDE_ACQUIRE : SL__DECIDE_CHECK);
     sl__json_req_release(&jreq);
@@ -278,40 +276,149 @@ static void h_acquire(struct sl__conn *c, const struct sl__h1_req *r)
     json_check(c, r, sl__json_parse_check, OP_ACQUIRE);
 }
 
-/* One descriptor from the query: domain=D, then KEY=VALUE in order. */
+/* ------------------------------------------------------------ /v1/auth */
+
+#define ENTRY_HEADER     "x-sluice-entry-"
+#define ENTRY_HEADER_LEN 15
+
+static bool same_key(struct sl_str a, struct sl_str b)
+{
+    return a.len == b.len && memcmp(a.p, b.p, a.len) == 0;
+}
+
+static bool same_name(struct sl_str a, struct sl_str b)
+{
+    return a.len == b.len && strncasecmp(a.p, b.p, a.len) == 0;
+}
+
+/* A key an HTTP header name can carry (RFC 9110 token characters). */
+static bool header_token(struct sl_str k)
+{
+    for (size_t i = 0; i < k.len; i++) {
+        unsigned char c = (unsigned char)k.p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL)))
+            return false;
+    }
+    return k.len > 0;
+}
+
+/* entries=K1,K2,...: the descriptor's keys in order, each value from the
+ * header X-Sluice-Entry-K (any case; absent: empty). The shape is the
+ * caller's configuration; a client-controlled value cannot change it. A
+ * header naming no listed key is refused: a client slipped it through. */
+static const char *header_entries(const struct sl__h1_req *r, struct sl_str list, size_t *ne)
+{
+    bool found[SL_MAX_ENTRIES] = {false};
+    struct sl_str name, value, suffix;
+    size_t n = 0, at = 0, j;
+
+    for (size_t i = 0; i <= list.len;) {
+        size_t end = i;
+        while (end < list.len && list.p[end] != ',')
+            end++;
+        if (n == SL_MAX_ENTRIES)
+            return "entries: at most 16 keys";
+        qentries[n].key = (struct sl_str){list.p + i, end - i};
+        qentries[n].value = (struct sl_str){"", 0};
+        if (!header_token(qentries[n].key))
+            return "entries: a comma-separated list of keys that header names can carry "
+                   "(letters, digits, !#$%&'*+-.^_`|~)";
+        for (j = 0; j < n; j++)
+            if (same_name(qentries[j].key, qentries[n].key))
+                return "entries: a key is listed twice";
+        n++;
+        i = end + 1;
+    }
+    while ((at = sl__h1_header_next(r, at, &name, &value)) != 0) {
+        if (name.len < ENTRY_HEADER_LEN || strncasecmp(name.p, ENTRY_HEADER, ENTRY_HEADER_LEN))
+            continue;
+        suffix = (struct sl_str){name.p + ENTRY_HEADER_LEN, name.len - ENTRY_HEADER_LEN};
+        for (j = 0; j < n && !same_name(qentries[j].key, suffix); j++)
+            ;
+        if (j == n)
+            return "an X-Sluice-Entry-KEY header names a key that entries= does not list";
+        if (found[j])
+            return "an X-Sluice-Entry-KEY header is given twice";
+        found[j] = true;
+        qentries[j].value = value;
+    }
+    *ne = n;
+    return NULL;
+}
+
+/* Does the request carry an X-Sluice-Entry-* header? */
+static bool has_entry_header(const struct sl__h1_req *r)
+{
+    struct sl_str name, value;
+
+    for (size_t at = 0; (at = sl__h1_header_next(r, at, &name, &value)) != 0;)
+        if (name.len >= ENTRY_HEADER_LEN && !strncasecmp(name.p, ENTRY_HEADER, ENTRY_HEADER_LEN))
+            return true;
+    return false;
+}
+
+/* The query's pairs: domain, entries= and KEY=VALUE entries (none twice). */
+static const char *query_pairs(const struct sl__qpair *pairs, int n, struct sl_request *req,
+                               struct sl_str *list, size_t *ne)
+{
+    static const struct sl_str domain = {"domain", 6}, entries = {"entries", 7};
+
+    for (int i = 0; i < n; i++) {
+        if (same_key(pairs[i].name, domain)) {
+            if (req->domain.p != NULL)
+                return "domain is given twice";
+            req->domain = pairs[i].value;
+        } else if (same_key(pairs[i].name, entries)) {
+            if (list->p != NULL)
+                return "entries is given twice";
+            *list = pairs[i].value;
+        } else {
+            if (*ne == SL_MAX_ENTRIES)
+                return "at most 16 descriptor entries";
+            for (size_t j = 0; j < *ne; j++)
+                if (same_key(qentries[j].key, pairs[i].name))
+                    return "a descriptor key is given twice";
+            qentries[*ne].key = pairs[i].name;
+            qentries[*ne].value = pairs[i].value;
+            (*ne)++;
+        }
+    }
+    return NULL;
+}
+
+/* One descriptor: domain=D from the query, and its entries either as
+ * KEY=VALUE in the query, in order, or (entries=K1,K2) from headers. A
+ * name given twice is a 400: it would change the descriptor's shape. */
 static int query_request(struct sl__conn *c, const struct sl__h1_req *r, struct sl_request *req,
                          struct sl_descriptor *d)
 {
-    struct sl__qpair pairs[SL_MAX_ENTRIES + 2];
-    int n = sl__query_parse(r->query.p, r->query.len, pairs, SL_MAX_ENTRIES + 2, qscratch,
+    struct sl__qpair pairs[SL_MAX_ENTRIES + 3];
+    int n = sl__query_parse(r->query.p, r->query.len, pairs, SL_MAX_ENTRIES + 3, qscratch,
                             sizeof(qscratch));
+    struct sl_str list = {NULL, 0};
+    const char *why = NULL;
     size_t ne = 0;
 
     memset(req, 0, sizeof(*req));
-    if (n < 0) {
-        respond_error(c, -1, r->keep_alive, 400,
-                      n == SL_ETOOBIG ? "too many query parameters" : "malformed query string");
+    if (n < 0)
+        why = n == SL_ETOOBIG ? "too many query parameters" : "malformed query string";
+    else
+        why = query_pairs(pairs, n, req, &list, &ne);
+    if (why == NULL && list.p != NULL && ne > 0)
+        why = "with entries=, every value comes from an X-Sluice-Entry-KEY header: give no "
+              "KEY=VALUE in the query";
+    else if (why == NULL && list.p != NULL)
+        why = header_entries(r, list, &ne);
+    else if (why == NULL && has_entry_header(r))
+        why = "X-Sluice-Entry-KEY headers need entries=KEY,... in the query";
+    if (why == NULL && (req->domain.len == 0 || ne == 0))
+        why = "give domain=D and at least one KEY=VALUE in the query (or entries=KEY,...)";
+    if (why != NULL) {
+        respond_error(c, -1, r->keep_alive, 400, why);
         return -1;
     }
-    for (int i = 0; i < n; i++) {
-        if (pairs[i].name.len == 6 && memcmp(pairs[i].name.p, "domain", 6) == 0) {
-            req->domain = pairs[i].value;
-            continue;
-        }
-        if (ne == SL_MAX_ENTRIES) {
-            respond_error(c, -1, r->keep_alive, 400, "at most 16 descriptor entries");
-            return -1;
-        }
-        qentries[ne].key = pairs[i].name;
-        qentries[ne].value = pairs[i].value;
-        ne++;
-    }
-    if (req->domain.len == 0 || ne == 0) {
-        respond_error(c, -1, r->keep_alive, 400,
-                      "give domain=D and at least one KEY=VALUE in the query");
-        return -1;
-    }
-    *d = (struct sl_descriptor){qentries, ne, -1};
+    *d = (struct sl_descriptor){qentries, ne, -1, NULL};
     req->descriptors = d;
     req->n_descriptors = 1;
     req->hits = 1;
@@ -343,17 +450,21 @@ static void h_keys_delete(struct sl__conn *c, const struct sl__h1_req *r)
     query_op(c, r, OP_KEYS, SL__DECIDE_RESET);
 }
 
-/* A small admin body {"NAME": ...}: the member, or NULL with a 400 sent. */
+/* A small JSON body {"NAME": ...}: the member, or NULL with a 400 sent. */
 static cJSON *admin_body(struct sl__conn *c, const struct sl__h1_req *r, const char *name,
                          cJSON **doc)
 {
+    const char *bad = NULL;
     cJSON *v;
 
-    *doc = cJSON_ParseWithLength(r->body.p, r->body.len);
+    *doc = sl__json_parse_strict(r->body.p, r->body.len, &bad);
     v = *doc != NULL ? cJSON_GetObjectItemCaseSensitive(*doc, name) : NULL;
     if (v == NULL) {
         char why[80];
-        snprintf(why, sizeof(why), "expected a JSON object with \"%s\"", name);
+        if (bad != NULL)
+            snprintf(why, sizeof(why), "body: %s", bad);
+        else
+            snprintf(why, sizeof(why), "expected a JSON object with \"%s\"", name);
         respond_error(c, -1, r->keep_alive, 400, why);
     }
     return v;
@@ -397,19 +508,64 @@ static void h_clock(struct sl__conn *c, const struct sl__h1_req *r)
     cJSON_Delete(doc);
 }
 
-static void h_healthz(struct sl__conn *c, const struct sl__h1_req *r)
+/* Is `name` one of the query's parameters (with or without a value)? */
+static bool query_has(const struct sl__h1_req *r, const char *name)
 {
-    respond(c, -1, r->keep_alive, 200, "ok\n", 3);
+    struct sl__qpair pairs[16];
+    int n = sl__query_parse(r->query.p, r->query.len, pairs, 16, qscratch, sizeof(qscratch));
+
+    for (int i = 0; i < n; i++)
+        if (pairs[i].name.len == strlen(name) &&
+            memcmp(pairs[i].name.p, name, pairs[i].name.len) == 0)
+            return true;
+    return false;
 }
 
+/* Liveness: 200 "ok" while the process serves. With ?verbose, the same 200
+ * with a JSON body: the store's state and its per-node view. */
+static void h_healthz(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    size_t len = 0;
+    char *buf;
+
+    if (!query_has(r, "verbose")) {
+        respond(c, -1, r->keep_alive, 200, "ok\n", 3);
+        return;
+    }
+    buf = sl__xrealloc(NULL, SL__STORES_HEALTH_MAX + 64); /* a probe, not the hot path */
+    len = (size_t)snprintf(buf, 64, "{\"status\":\"ok\",\"rules_loaded\":%s,\"store\":",
+                           sl__worker_rules(c->w) != NULL ? "true" : "false");
+    if (sl__server_stores_render_health(c->w->srv, buf, SL__STORES_HEALTH_MAX + 61, &len) == 0) {
+        respond_error(c, -1, r->keep_alive, 500, "health view did not fit");
+    } else {
+        memcpy(buf + len, "}\n", 2);
+        respond(c, -1, r->keep_alive, 200, buf, len + 2);
+    }
+    free(buf);
+}
+
+/*
+ * Readiness: 503 until rules are loaded, while the store is still starting
+ * (connecting, nothing failed yet), and while checks cannot be decided (the
+ * store is down and its failure policy only denies). A store that answers
+ * by a local or allow policy is "degraded": 200 under http.readyz
+ * decisions (the default: an outage of the shared store does not pull
+ * every replica out of a load balancer at once), 503 under store.
+ */
 static void h_readyz(struct sl__conn *c, const struct sl__h1_req *r)
 {
-    if (!sl__server_stores_ready(c->w->srv))
-        respond(c, -1, r->keep_alive, 503, "store not ready\n", 16);
-    else if (sl__worker_rules(c->w) != NULL)
-        respond(c, -1, r->keep_alive, 200, "ready\n", 6);
+    const char *degraded, *why = sl__worker_unready(c->w, &degraded);
+    char body[256];
+    int n;
+
+    if (why != NULL)
+        n = snprintf(body, sizeof(body), "not ready: %s\n", why);
+    else if (degraded[0] != '\0')
+        n = snprintf(body, sizeof(body), "degraded: %s\n", degraded);
     else
-        respond(c, -1, r->keep_alive, 503, "no rules loaded\n", 16);
+        n = snprintf(body, sizeof(body), "ready\n");
+    respond(c, -1, r->keep_alive, why != NULL ? 503 : 200, body,
+            n > 0 && (size_t)n < sizeof(body) ? (size_t)n : strlen(body));
 }
 
 static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
@@ -433,6 +589,7 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
     g.reloads = atomic_load(&c->w->srv->reloads);
     g.reload_failures = atomic_load(&c->w->srv->reload_failures);
     g.connections = -1; /* the registry's own count, kept by the core */
+    g.buffer_bytes = (uint64_t)atomic_load(&c->w->srv->buffer_bytes);
     cap = sl__metrics_render_bound(m) + SL__METRICS_STORE_MAX;
     buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
     if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK) {
@@ -454,6 +611,7 @@ const struct sl__http_route sl__http_api_routes[] = {
     {HTTP_GET, "/metrics", h_metrics, false, false},
     {HTTP_GET, "/healthz", h_healthz, false, false},
     {HTTP_GET, "/readyz", h_readyz, false, false},
+    {HTTP_GET, "/healthcheck", h_readyz, false, false}, /* envoyproxy/ratelimit's name */
     {HTTP_GET, "/v1/keys", h_keys_get, false, true},
     {HTTP_DELETE, "/v1/keys", h_keys_delete, false, true},
     {HTTP_POST, "/v1/debug/clock", h_clock, false, true},

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_hold.c - holding an HTTP answer back for a while (the nginx
  * auth_request form of a DELAY decision, docs/contracts.md §Decisions): the answer's bytes

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_hold.h - answer an HTTP request after a delay without blocking the
  * worker (internal; see http_hold.c).

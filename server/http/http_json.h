@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json.h - the JSON bodies of sluiced's HTTP API (internal):
  *
@@ -23,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "envoy.h"
 #include "sluice.h"
 
 struct cJSON;
@@ -38,23 +41,17 @@ struct sl__json_arena {
 /* Use base[0..cap) as the arena (base must be 16-byte aligned). */
 void sl__json_arena_init(struct sl__json_arena *a, void *base, size_t cap);
 
-/* Envoy's per-descriptor `limit` override (RateLimitOverride). */
-struct sl__envoy_override {
-    bool set;
-    uint32_t requests_per_unit;
-    int64_t unit_ns; /* SECOND..YEAR as nanoseconds; 0 when UNKNOWN */
-};
-
 /* A parsed check request: `req` is ready for sl_limiter_check() once the
  * caller sets req.now_ns. */
 struct sl__json_req {
     struct sl_request req;
     struct sl_descriptor descs[SL_MAX_DESCRIPTORS];
     struct sl_entry entries[SL_MAX_DESCRIPTORS][SL_MAX_ENTRIES];
-    struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS]; /* Envoy only */
-    struct cJSON *root;           /* the document the strings point into */
-    struct sl__json_arena *arena; /* where it lives; NULL: malloc */
-    char error[160];              /* what is wrong, for the 400 body */
+    struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS];
+    struct sl_limit override_limits[SL_MAX_DESCRIPTORS]; /* descs[i].limit points here */
+    struct cJSON *root;                                  /* the document the strings point into */
+    struct sl__json_arena *arena;                        /* where it lives; NULL: malloc */
+    char error[160];                                     /* what is wrong, for the 400 body */
 };
 
 /*
@@ -79,19 +76,20 @@ int sl__json_parse_envoy(struct sl__json_req *r, struct sl__json_arena *arena, c
 int sl__json_parse_check(struct sl__json_req *r, struct sl__json_arena *arena, const char *body,
                          size_t len);
 
+/*
+ * Parse body[0..len) as exactly one JSON value: only whitespace after it,
+ * and no object repeating a member name (cJSON would take the first, most
+ * other readers the last). The document (free with cJSON_Delete), or NULL
+ * with *why a static sentence for the 400. For every JSON body sluiced
+ * reads, the admin endpoints' too.
+ */
+struct cJSON *sl__json_parse_strict(const char *body, size_t len, const char **why);
+
 /* Free the parsed document and empty the arena for the next parse. */
 void sl__json_req_release(struct sl__json_req *r);
 
-/*
- * How a limit is reported in Envoy's currentLimit (unit enum name and
- * requests per unit). A period that is exactly an Envoy unit (1s, 1m, 1h,
- * 1d, 30d month, 365d year) is reported as is. Otherwise the rate is
- * expressed in the longest Envoy unit not longer than the period (SECOND for
- * periods under a second), requests_per_unit = floor(requests * unit /
- * period); if that is 0 the next longer unit is tried, and so on up to YEAR.
- * Saturates at UINT32_MAX. A limit without a period (concurrency) reports
- * "UNKNOWN" and its requests.
- */
+/* How a limit is reported in Envoy's currentLimit: sl__envoy_unit_of()
+ * (envoy.h) with the unit's name. */
 void sl__json_envoy_unit(const struct sl_limit *l, const char **unit, uint32_t *per_unit);
 
 /*
@@ -102,6 +100,10 @@ void sl__json_envoy_unit(const struct sl_limit *l, const char **unit, uint32_t *
  * {"code": "OK"}. Seconds are rounded up. SL_OK with *len, or SL_ETOOBIG.
  */
 int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, size_t *len);
+/* The same from an answer already made (envoy.h's sl__envoy_answer, which
+ * knows the configuration, the kill switch and the response headers), with
+ * "responseHeadersToAdd": [{"key", "value"}] when it has headers. */
+int sl__json_write_envoy(const struct sl__envoy_answer *a, char *buf, size_t cap, size_t *len);
 
 /*
  * Write the native answer (a simulate output line without t_ms):
@@ -112,6 +114,11 @@ int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, siz
  * SL_OK with *len, or SL_ETOOBIG.
  */
 int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, size_t *len);
+/* The same, with "policy": POLICY after the statuses when a failure
+ * policy made the answer (`policy` "allow", "deny" or "local"; NULL: none,
+ * as sl__json_build_check). */
+int sl__json_build_check_by(const struct sl_result *res, const char *policy, char *buf, size_t cap,
+                            size_t *len);
 
 /* The human sentence of a denial (the "message" above), NUL-terminated in
  * buf; "" when `res` is not a denial. Truncated to fit. */

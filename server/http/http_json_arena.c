@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json_arena.c - lets cJSON allocate from a caller's arena.
  *
@@ -60,12 +62,13 @@ void sl__json_arena_init(struct sl__json_arena *a, void *base, size_t cap)
     a->spill = 0;
 }
 
-struct cJSON *sl__json_parse_in(struct sl__json_arena *a, const char *body, size_t len)
+struct cJSON *sl__json_parse_in(struct sl__json_arena *a, const char *body, size_t len,
+                                const char **why)
 {
     struct cJSON *root;
 
     current = a;
-    root = cJSON_ParseWithLength(body, len);
+    root = sl__json_parse_strict(body, len, why);
     current = NULL;
     return root;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json_build.c - writes the JSON answers of the check endpoints
  * (Envoy's RateLimitResponse, the native check answer, errors) straight
@@ -12,100 +14,85 @@
 #include "buf.h"
 #include "http_json_int.h"
 
-const struct sl__envoy_unit sl__envoy_units[SL__ENVOY_N_UNITS] = {
-    {"UNKNOWN", 0},
-    {"SECOND", SL_NS_PER_S},
-    {"MINUTE", 60 * SL_NS_PER_S},
-    {"HOUR", 3600 * SL_NS_PER_S},
-    {"DAY", 86400 * SL_NS_PER_S},
-    {"MONTH", 30 * 86400 * SL_NS_PER_S},
-    {"YEAR", 365 * 86400 * SL_NS_PER_S},
-};
-
-static int64_t ceil_div(int64_t ns, int64_t unit)
-{
-    if (ns <= 0)
-        return 0;
-    return ns / unit + (ns % unit != 0);
-}
-
 void sl__json_envoy_unit(const struct sl_limit *l, const char **unit, uint32_t *per_unit)
 {
-    size_t u = 1;
+    unsigned u;
 
-    if (l->period_ns <= 0) {
-        *unit = sl__envoy_units[0].name;
-        *per_unit = l->requests > UINT32_MAX ? UINT32_MAX : (uint32_t)l->requests;
-        return;
-    }
-    /* The longest unit not longer than the period (SECOND below 1 s). */
-    while (u + 1 < SL__ENVOY_N_UNITS && sl__envoy_units[u + 1].ns <= l->period_ns)
-        u++;
-    for (;; u++) {
-        unsigned __int128 n = (unsigned __int128)l->requests * (uint64_t)sl__envoy_units[u].ns /
-                              (uint64_t)l->period_ns;
-        if (n > 0 || u + 1 == SL__ENVOY_N_UNITS) {
-            *unit = sl__envoy_units[u].name;
-            *per_unit = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
-            return;
+    sl__envoy_unit_of(l, &u, per_unit);
+    *unit = sl__envoy_units[u].name;
+}
+
+static void envoy_status(struct sl__wr *b, const struct sl__envoy_status *e)
+{
+    if (!e->has_limit) { /* OVER_LIMIT: no rule matched and the domain denies that */
+        sl__wr_puts(b, e->code == SL__ENVOY_OVER_LIMIT ? "{\"code\":\"OVER_LIMIT\""
+                                                       : "{\"code\":\"OK\"");
+        if (e->limit_remaining > 0) { /* an unlimited rule */
+            sl__wr_puts(b, ",\"limitRemaining\":");
+            sl__wr_u64(b, e->limit_remaining);
         }
-    }
-}
-
-static const char *limit_name(const struct sl_limit *l)
-{
-    return l->name != NULL ? l->name : "";
-}
-
-static void envoy_status(struct sl__wr *b, const struct sl_status *s)
-{
-    const char *unit;
-    uint32_t per_unit;
-    int64_t remaining = s->d.remaining;
-
-    if (s->limit == NULL) {
-        sl__wr_puts(b, "{\"code\":\"OK\"}");
+        sl__wr_puts(b, "}");
         return;
     }
-    sl__json_envoy_unit(s->limit, &unit, &per_unit);
-    sl__wr_puts(b, s->d.verdict == SL_DENY ? "{\"code\":\"OVER_LIMIT\"" : "{\"code\":\"OK\"");
+    sl__wr_puts(b,
+                e->code == SL__ENVOY_OVER_LIMIT ? "{\"code\":\"OVER_LIMIT\"" : "{\"code\":\"OK\"");
     sl__wr_puts(b, ",\"currentLimit\":{\"name\":");
-    sl__wr_json_str(b, limit_name(s->limit), strlen(limit_name(s->limit)));
+    sl__wr_json_str(b, e->name, strlen(e->name));
     sl__wr_puts(b, ",\"requestsPerUnit\":");
-    sl__wr_u64(b, per_unit);
+    sl__wr_u64(b, e->requests_per_unit);
     sl__wr_puts(b, ",\"unit\":\"");
-    sl__wr_puts(b, unit);
+    sl__wr_puts(b, sl__envoy_units[e->unit].name);
     sl__wr_puts(b, "\"},\"limitRemaining\":");
-    sl__wr_i64(b, remaining < 0 ? 0 : remaining > UINT32_MAX ? UINT32_MAX : remaining);
+    sl__wr_u64(b, e->limit_remaining);
     sl__wr_puts(b, ",\"durationUntilReset\":\"");
-    sl__wr_i64(b, ceil_div(s->d.reset_ns, SL_NS_PER_S));
+    sl__wr_i64(b, e->reset_s);
     sl__wr_puts(b, "s\"}");
 }
 
-int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, size_t *len)
+int sl__json_write_envoy(const struct sl__envoy_answer *a, char *buf, size_t cap, size_t *len)
 {
     struct sl__wr b;
 
     sl__wr_init(&b, buf, cap);
-    sl__wr_puts(&b, res->verdict == SL_DENY ? "{\"overallCode\":\"OVER_LIMIT\""
-                                            : "{\"overallCode\":\"OK\"");
+    sl__wr_puts(&b, a->overall == SL__ENVOY_OVER_LIMIT ? "{\"overallCode\":\"OVER_LIMIT\""
+                                                       : "{\"overallCode\":\"OK\"");
     sl__wr_puts(&b, ",\"statuses\":[");
-    for (size_t i = 0; i < res->n_statuses && i < SL_MAX_DESCRIPTORS; i++) {
+    for (size_t i = 0; i < a->n; i++) {
         if (i > 0)
             sl__wr_put(&b, ",", 1);
-        envoy_status(&b, &res->statuses[i]);
+        envoy_status(&b, &a->st[i]);
     }
-    sl__wr_puts(&b, "]}");
+    sl__wr_put(&b, "]", 1);
+    if (a->headers.n > 0) {
+        sl__wr_puts(&b, ",\"responseHeadersToAdd\":[");
+        for (size_t i = 0; i < a->headers.n; i++) {
+            sl__wr_puts(&b, i > 0 ? ",{\"key\":" : "{\"key\":");
+            sl__wr_json_str(&b, a->headers.h[i].key.p, a->headers.h[i].key.len);
+            sl__wr_puts(&b, ",\"value\":");
+            sl__wr_json_str(&b, a->headers.h[i].value.p, a->headers.h[i].value.len);
+            sl__wr_put(&b, "}", 1);
+        }
+        sl__wr_put(&b, "]", 1);
+    }
+    sl__wr_put(&b, "}", 1);
     return sl__wr_finish(&b, len);
+}
+
+int sl__json_build_envoy(const struct sl_result *res, char *buf, size_t cap, size_t *len)
+{
+    static _Thread_local struct sl__envoy_answer a;
+
+    sl__envoy_answer(NULL, res, false, 0, &a);
+    return sl__json_write_envoy(&a, buf, cap, len);
 }
 
 static void check_status(struct sl__wr *b, const struct sl_status *s)
 {
     sl__wr_puts(b, "{\"decision\":\"");
-    sl__wr_puts(b, sl_verdict_name(s->limit != NULL ? s->d.verdict : SL_ALLOW));
+    sl__wr_puts(b, sl_verdict_name(s->limit != NULL || s->unmatched ? s->d.verdict : SL_ALLOW));
     sl__wr_puts(b, "\",\"limit\":");
     if (s->limit == NULL) {
-        sl__wr_puts(b, "null}");
+        sl__wr_puts(b, s->unmatched ? "null,\"unmatched\":true}" : "null}");
         return;
     }
     if (s->limit->name != NULL)
@@ -125,6 +112,12 @@ static void check_status(struct sl__wr *b, const struct sl_status *s)
 
 int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, size_t *len)
 {
+    return sl__json_build_check_by(res, NULL, buf, cap, len);
+}
+
+int sl__json_build_check_by(const struct sl_result *res, const char *policy, char *buf, size_t cap,
+                            size_t *len)
+{
     struct sl__wr b;
     char msg[256];
 
@@ -140,6 +133,10 @@ int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, siz
         check_status(&b, &res->statuses[i]);
     }
     sl__wr_put(&b, "]", 1);
+    if (policy != NULL) { /* only when a failure policy answered */
+        sl__wr_puts(&b, ",\"policy\":");
+        sl__wr_json_str(&b, policy, strlen(policy));
+    }
     if (res->verdict == SL_DENY) {
         sl__json_deny_message(res, msg, sizeof(msg));
         sl__wr_puts(&b, ",\"message\":");

@@ -1,15 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json_message.c - the human sentence that explains a denial, as in
  * "rate limit 'api.user' exceeded: 100 per 1m; retry in 12 s".
  *
  * It picks the limit that speaks for the request the same way the headers
- * do (sl__hdr_primary) so the sentence and Retry-After always agree. It does
- * not localise anything.
+ * do (sl__hdr_primary) so the sentence and Retry-After always agree; a
+ * request denied only because a descriptor matched no rule (on_unmatched:
+ * deny) says that. It does not localise anything.
  */
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "http_headers.h"
+#include "headers.h"
 #include "http_json_int.h"
 
 /* "1m", "90s", "1500ms": the largest unit that divides the period. */
@@ -30,16 +33,35 @@ static void format_period(int64_t ns, char *buf, size_t cap)
     }
 }
 
+/* The first descriptor denied for matching no rule, or -1. */
+static int first_unmatched(const struct sl_result *res)
+{
+    for (size_t i = 0; i < res->n_statuses && i < SL_MAX_DESCRIPTORS; i++)
+        if (res->statuses[i].unmatched)
+            return (int)i;
+    return -1;
+}
+
 void sl__json_deny_message(const struct sl_result *res, char *buf, size_t cap)
 {
     const struct sl_status *p = sl__hdr_primary(res);
     char period[32], retry[64];
     const struct sl_limit *l;
+    int u;
 
     if (cap == 0)
         return;
     buf[0] = '\0';
-    if (res->verdict != SL_DENY || p == NULL)
+    if (res->verdict != SL_DENY)
+        return;
+    if ((p == NULL || p->d.verdict != SL_DENY) && (u = first_unmatched(res)) >= 0) {
+        snprintf(buf, cap,
+                 "descriptors[%d] matches no rule, and its domain denies what no rule matches "
+                 "(on_unmatched: deny)",
+                 u);
+        return;
+    }
+    if (p == NULL)
         return;
     l = p->limit;
     if (p->d.retry_after_ns < 0)

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_json_parse.c - turns the JSON check bodies (Envoy's RateLimitRequest,
  * the native /v1/check body) into an sl_request.
@@ -64,6 +66,17 @@ static const cJSON *field(const cJSON *obj, const char *snake, const char *camel
     return v;
 }
 
+/* proto3 JSON accepts a field by either name; given by both, it is given
+ * twice (as a repeated member would be), which Protobuf's parser refuses. */
+static int named_once(struct sl__json_req *r, const cJSON *obj, const char *snake,
+                      const char *camel, const char *what)
+{
+    if (cJSON_IsObject(obj) && cJSON_GetObjectItemCaseSensitive(obj, snake) != NULL &&
+        cJSON_GetObjectItemCaseSensitive(obj, camel) != NULL)
+        return fail(r, SL_EINVAL, what, "given twice (by its snake_case and lowerCamel names)");
+    return SL_OK;
+}
+
 static int uint_field(struct sl__json_req *r, const cJSON *v, uint64_t max, const char *what,
                       uint64_t *out)
 {
@@ -119,12 +132,14 @@ static int descriptor_array(struct sl__json_req *r, const cJSON *root, const cJS
 
 static int start(struct sl__json_req *r, struct sl__json_arena *arena, const char *body, size_t len)
 {
+    const char *why = NULL;
+
     memset(&r->req, 0, sizeof(r->req));
     r->error[0] = '\0';
     r->arena = arena;
-    r->root = sl__json_parse_in(arena, body, len);
+    r->root = sl__json_parse_in(arena, body, len, &why);
     if (r->root == NULL)
-        return fail(r, SL_EPARSE, "body", "not valid JSON");
+        return fail(r, SL_EPARSE, "body", why);
     if (!cJSON_IsObject(r->root))
         return fail(r, SL_EINVAL, "body", "expected a JSON object");
     return SL_OK;
@@ -150,24 +165,38 @@ static int parse_unit(const cJSON *v, int64_t *ns)
     return SL_OK;
 }
 
-static int parse_override(struct sl__json_req *r, const cJSON *v, size_t i)
+/* A limit override {"requests_per_unit", "unit"} for descriptor i (`what`
+ * names it in errors): limits that descriptor instead of the rules, as an
+ * epoch-aligned fixed window of requests_per_unit per unit, as
+ * envoyproxy/ratelimit does. */
+static int parse_override(struct sl__json_req *r, const cJSON *v, size_t i, const char *what)
 {
     struct sl__envoy_override *o = &r->overrides[i];
+    struct sl_limit *l = &r->override_limits[i];
     const cJSON *rpu = field(v, "requests_per_unit", "requestsPerUnit");
     const cJSON *unit = field(v, "unit", NULL);
-    char what[48];
     uint64_t n = 0;
     int rc;
 
-    snprintf(what, sizeof(what), "descriptors[%zu].limit", i);
     if (!cJSON_IsObject(v))
-        return fail(r, SL_EINVAL, what, "expected an object");
+        return fail(r, SL_EINVAL, what, "expected an object {\"requests_per_unit\", \"unit\"}");
+    if ((rc = named_once(r, v, "requests_per_unit", "requestsPerUnit", what)) != SL_OK)
+        return rc;
     if (rpu != NULL && (rc = uint_field(r, rpu, UINT32_MAX, what, &n)) != SL_OK)
         return rc;
     if (unit != NULL && parse_unit(unit, &o->unit_ns) != SL_OK)
         return fail(r, SL_EINVAL, what, "unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR");
+    if (n == 0 || o->unit_ns == 0)
+        return fail(r, SL_EINVAL, what,
+                    "needs requests_per_unit >= 1 and a unit (SECOND ... YEAR)");
     o->requests_per_unit = (uint32_t)n;
     o->set = true;
+    sl_limit_init(l);
+    l->algo = SL_ALGO_FIXED_WINDOW;
+    l->requests = n;
+    l->period_ns = o->unit_ns;
+    sl_limit_finish(l);
+    r->descs[i].limit = l;
     return SL_OK;
 }
 
@@ -179,12 +208,12 @@ static int parse_envoy_entries(struct sl__json_req *r, const cJSON *d, size_t i)
     char what[64];
 
     snprintf(what, sizeof(what), "descriptors[%zu].entries", i);
-    if (a == NULL)
-        return fail(r, SL_EINVAL, what, "missing");
+    r->descs[i].entries = r->entries[i];
+    r->descs[i].n_entries = 0;
+    if (a == NULL || cJSON_IsNull(a))
+        return SL_OK; /* no entries: matches no rule, answered OK (as Envoy's service does) */
     if (!cJSON_IsArray(a))
         return fail(r, SL_EINVAL, what, "expected an array");
-    if (cJSON_GetArraySize(a) == 0)
-        return fail(r, SL_EINVAL, what, "must not be empty");
     if (cJSON_GetArraySize(a) > SL_MAX_ENTRIES)
         return fail(r, SL_ETOOBIG, what, "too many (at most 16)");
     cJSON_ArrayForEach(e, a)
@@ -218,9 +247,11 @@ static int parse_envoy_descriptor(struct sl__json_req *r, const cJSON *d, size_t
     snprintf(what, sizeof(what), "descriptors[%zu]", i);
     if (!cJSON_IsObject(d))
         return fail(r, SL_EINVAL, what, "expected an object");
-    if ((rc = parse_envoy_entries(r, d, i)) != SL_OK)
+    if ((rc = parse_envoy_entries(r, d, i)) != SL_OK ||
+        (rc = named_once(r, d, "hits_addend", "hitsAddend", what)) != SL_OK)
         return rc;
     r->descs[i].hits = -1;
+    r->descs[i].limit = NULL;
     if (hits != NULL && !cJSON_IsNull(hits)) {
         snprintf(what, sizeof(what), "descriptors[%zu].hits_addend", i);
         /* UInt64Value; a descriptor's cost is int64 in the library. */
@@ -228,8 +259,9 @@ static int parse_envoy_descriptor(struct sl__json_req *r, const cJSON *d, size_t
             return rc;
         r->descs[i].hits = (int64_t)n;
     }
+    snprintf(what, sizeof(what), "descriptors[%zu].limit", i);
     if (limit != NULL && !cJSON_IsNull(limit))
-        return parse_override(r, limit, i);
+        return parse_override(r, limit, i, what);
     return SL_OK;
 }
 
@@ -244,6 +276,8 @@ int sl__json_parse_envoy(struct sl__json_req *r, struct sl__json_arena *arena, c
     memset(r->overrides, 0, sizeof(r->overrides));
     if ((rc = start(r, arena, body, len)) != SL_OK || (rc = parse_domain(r, r->root)) != SL_OK ||
         (rc = descriptor_array(r, r->root, &descs, &n)) != SL_OK)
+        return rc;
+    if ((rc = named_once(r, r->root, "hits_addend", "hitsAddend", "hits_addend")) != SL_OK)
         return rc;
     hits = field(r->root, "hits_addend", "hitsAddend");
     if (hits != NULL && (rc = uint_field(r, hits, UINT32_MAX, "hits_addend", &h)) != SL_OK)
@@ -289,6 +323,31 @@ static int parse_native_descriptor(struct sl__json_req *r, const cJSON *d, size_
     r->descs[i].entries = r->entries[i];
     r->descs[i].n_entries = j;
     r->descs[i].hits = -1;
+    r->descs[i].limit = NULL;
+    return SL_OK;
+}
+
+/* "overrides": [null | {"requests_per_unit", "unit"}, ...], one per
+ * descriptor: Envoy's per-descriptor limit override on the native body. */
+static int parse_native_overrides(struct sl__json_req *r, size_t n)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(r->root, "overrides"), *v;
+    char what[48];
+    size_t i = 0;
+    int rc;
+
+    if (a == NULL || cJSON_IsNull(a))
+        return SL_OK;
+    if (!cJSON_IsArray(a) || (size_t)cJSON_GetArraySize(a) > n)
+        return fail(r, SL_EINVAL, "overrides",
+                    "expected an array with at most one item per descriptor");
+    cJSON_ArrayForEach(v, a)
+    {
+        snprintf(what, sizeof(what), "overrides[%zu]", i);
+        if (!cJSON_IsNull(v) && (rc = parse_override(r, v, i, what)) != SL_OK)
+            return rc;
+        i++;
+    }
     return SL_OK;
 }
 
@@ -313,7 +372,7 @@ int sl__json_parse_check(struct sl__json_req *r, struct sl__json_arena *arena, c
         if ((rc = parse_native_descriptor(r, d, i++)) != SL_OK)
             return rc;
     }
-    return SL_OK;
+    return parse_native_overrides(r, n);
 }
 
 void sl__json_req_release(struct sl__json_req *r)

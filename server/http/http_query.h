@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_query.h - URL query strings for the GET endpoints (internal):
  * "domain=api&user=alice&path=%2Fx" into decoded name/value pairs, in order.

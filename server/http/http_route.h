@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * http_route.h - how a room serves HTTP endpoints (internal): a table of
  * (method, path, handler) rows. The router (http_api.c) walks every table

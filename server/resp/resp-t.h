@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp-t.h - the types the RESP protocol files share (internal): the
  * per-connection state, an asynchronous operation in flight, and one row of
@@ -35,8 +37,10 @@ struct sl__resp_op {
 };
 
 struct sl__resp_state {
-    uint64_t id;   /* CLIENT ID */
-    char name[64]; /* CLIENT SETNAME (truncated), "" when unset */
+    uint64_t id;               /* CLIENT ID */
+    bool admin;                /* AUTH with the admin token succeeded on this connection */
+    struct sl__resp_resume rs; /* where a partial command stopped */
+    char name[64];             /* CLIENT SETNAME (truncated), "" when unset */
 };
 
 /* A command handler: reply into `out` or start an operation that fills a
@@ -50,6 +54,7 @@ struct sl__resp_command {
     int arity;        /* argc including the name; -N: at least N */
     sl__resp_fn fn;
     const char *flags; /* for COMMAND: "fast", "write", ... */
+    bool privileged;   /* changes state for the operator: needs the admin privilege */
 };
 
 #endif /* SL_SERVER_RESP_T_H */

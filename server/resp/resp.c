@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp.c - the RESP2 protocol: sniffing, the loop over pipelined commands,
  * and dispatch through the command table (valkey's command table, not a
@@ -14,34 +16,36 @@
 
 #include "config-t.h"
 #include "conn.h"
+#include "privilege.h"
 #include "proto.h"
 #include "resp.h"
 #include "resp_write.h"
+#include "server-t.h"
 #include "worker-t.h"
 #include "xalloc.h"
 
 /* Sorted by nothing in particular: the table is short and lookups compare
  * the length first. */
 const struct sl__resp_command sl__resp_commands[] = {
-    {"CL.THROTTLE", -1, sl__resp_throttle, "write fast"},
-    {"SL.CHECK", -5, sl__resp_check, "write fast"},
-    {"SL.CHECKM", -6, sl__resp_checkm, "write fast"},
-    {"SL.ACQUIRE", -4, sl__resp_acquire, "write fast"},
-    {"SL.RELEASE", 2, sl__resp_release, "write fast"},
-    {"SL.PEEK", -4, sl__resp_peek, "readonly fast"},
-    {"SL.RESET", -4, sl__resp_reset, "write"},
-    {"SL.DEBUG", -2, sl__resp_debug, "admin"},
-    {"PING", -1, sl__resp_ping, "fast"},
-    {"ECHO", 2, sl__resp_echo, "fast"},
-    {"HELLO", -1, sl__resp_hello, "fast"},
-    {"AUTH", -2, sl__resp_auth, "fast"},
-    {"CLIENT", -2, sl__resp_client, "fast"},
-    {"SELECT", 2, sl__resp_select, "fast"},
-    {"COMMAND", -1, sl__resp_command, "loading"},
-    {"INFO", -1, sl__resp_info, "loading"},
-    {"CONFIG", -2, sl__resp_config, "admin"},
-    {"QUIT", -1, sl__resp_quit, "fast"},
-    {NULL, 0, NULL, NULL},
+    {"CL.THROTTLE", -1, sl__resp_throttle, "write fast", false},
+    {"SL.CHECK", -5, sl__resp_check, "write fast", false},
+    {"SL.CHECKM", -6, sl__resp_checkm, "write fast", false},
+    {"SL.ACQUIRE", -4, sl__resp_acquire, "write fast", false},
+    {"SL.RELEASE", 2, sl__resp_release, "write fast", false},
+    {"SL.PEEK", -4, sl__resp_peek, "readonly fast", false},
+    {"SL.RESET", -4, sl__resp_reset, "write", true},
+    {"SL.DEBUG", -2, sl__resp_debug, "admin", true},
+    {"PING", -1, sl__resp_ping, "fast", false},
+    {"ECHO", 2, sl__resp_echo, "fast", false},
+    {"HELLO", -1, sl__resp_hello, "fast", false},
+    {"AUTH", -2, sl__resp_auth, "fast", false},
+    {"CLIENT", -2, sl__resp_client, "fast", false},
+    {"SELECT", 2, sl__resp_select, "fast", false},
+    {"COMMAND", -1, sl__resp_command, "loading", false},
+    {"INFO", -1, sl__resp_info, "loading", false},
+    {"CONFIG", -2, sl__resp_config, "admin", false},
+    {"QUIT", -1, sl__resp_quit, "fast", false},
+    {NULL, 0, NULL, NULL, false},
 };
 
 size_t sl__resp_ncommands(void)
@@ -105,6 +109,11 @@ static int dispatch(struct sl__conn *c, struct sl__resp_state *st)
     } else if ((k->arity > 0 && cmd.argc != (size_t)k->arity) ||
                (k->arity < 0 && cmd.argc < (size_t)-k->arity)) {
         sl__resp_w_error(reply, "ERR wrong number of arguments for '%s' command", k->name);
+    } else if (k->privileged && !sl__admin_allowed(&c->w->srv->cfg, c->ls, st->admin)) {
+        sl__resp_w_error(reply,
+                         "NOPERM %s needs the admin privilege: a listener that serves the admin "
+                         "endpoints and AUTH with the admin token (docs/protocol.md)",
+                         k->name);
     } else {
         r = k->fn(c, st, &cmd, reply);
     }
@@ -119,7 +128,12 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
     size_t off = 0;
 
     while (off < len) {
-        ssize_t n = sl__resp_parse(buf + off, len - off, c->ls->max_frame_bytes, &cmd);
+        if (off > 0 && sl__conn_out_full(c))
+            break; /* the peer reads too slowly: the rest waits for it */
+        size_t scanned = st->rs.scanned;
+        ssize_t n =
+            sl__resp_parse_resume(buf + off, len - off, c->ls->max_frame_bytes, &cmd, &st->rs);
+        sl__conn_scanned(c, st->rs.scanned - scanned);
         if (n == -2)
             break;
         if (n < 0) {
@@ -164,6 +178,10 @@ static int on_open(struct sl__conn *c)
 
 static void on_close(struct sl__conn *c)
 {
+    struct sl__resp_state *st = c->proto_state;
+
+    if (st != NULL)
+        sl__resp_resume_free(&st->rs);
     free(c->proto_state);
     c->proto_state = NULL;
 }

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp.h - what the RESP protocol files share (internal): the command table
  * and the handlers it lists. Types in resp-t.h.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp_conn.c - the connection commands that Redis clients send on connect
  * or for housekeeping: PING, ECHO, HELLO, AUTH, CLIENT, SELECT, COMMAND,
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "privilege.h"
 #include "resp.h"
 #include "resp_write.h"
 #include "server-t.h"
@@ -42,6 +45,28 @@ static void set_name(struct sl__resp_state *st, struct sl_str name)
     st->name[n] = '\0';
 }
 
+/* AUTH TOKEN or AUTH USER TOKEN (any user name): the admin token gives the
+ * connection the admin privilege (privilege.h); nothing else is a password
+ * here, so anything else is refused as Redis refuses a wrong password. */
+static int auth(struct sl__conn *c, struct sl__resp_state *st, struct sl_str secret,
+                struct sl__buf *out)
+{
+    const struct sl__config *cfg = &c->w->srv->cfg;
+
+    if (cfg->admin_token == NULL) {
+        sl__resp_w_error(out, "ERR AUTH <password> called without any password configured for "
+                              "the default user. Are you sure your configuration is correct?");
+        return -1;
+    }
+    if (!sl__admin_token_equal(cfg, secret.p, secret.len)) {
+        st->admin = false;
+        sl__resp_w_error(out, "WRONGPASS invalid username-password pair or user is disabled.");
+        return -1;
+    }
+    st->admin = true;
+    return 0;
+}
+
 /* HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only. */
 int sl__resp_hello(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
                    struct sl__buf *out)
@@ -54,7 +79,10 @@ int sl__resp_hello(struct sl__conn *c, struct sl__resp_state *st, const struct s
     }
     while (i < cmd->argc) {
         if (sl__resp_eq(cmd->argv[i], "AUTH") && i + 2 < cmd->argc) {
-            i += 3; /* no users: any credentials are accepted, as Redis with nopass */
+            /* no users: the password is the admin token, or nothing */
+            if (c->w->srv->cfg.admin_token != NULL && auth(c, st, cmd->argv[i + 2], out) != 0)
+                return 0;
+            i += 3;
         } else if (sl__resp_eq(cmd->argv[i], "SETNAME") && i + 1 < cmd->argc) {
             set_name(st, cmd->argv[i + 1]);
             i += 2;
@@ -85,8 +113,12 @@ int sl__resp_hello(struct sl__conn *c, struct sl__resp_state *st, const struct s
 int sl__resp_auth(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
                   struct sl__buf *out)
 {
-    sl__resp_w_error(out, "ERR AUTH <password> called without any password configured for the "
-                          "default user. Are you sure your configuration is correct?");
+    if (cmd->argc > 3) {
+        sl__resp_w_error(out, "ERR syntax error");
+        return 0;
+    }
+    if (auth(c, st, cmd->argv[cmd->argc - 1], out) == 0)
+        sl__resp_w_simple(out, "OK");
     return 0;
 }
 

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp_sl.c - the decision commands over RESP: CL.THROTTLE (redis-cell's
  * command and exact reply), SL.CHECK / SL.CHECKM / SL.ACQUIRE / SL.PEEK /
@@ -46,6 +48,7 @@ static int parse_i64(struct sl_str s, int64_t *out)
 
 static _Thread_local struct sl_entry entries[SL_MAX_DESCRIPTORS * SL_MAX_ENTRIES];
 static _Thread_local struct sl_descriptor descs[SL_MAX_DESCRIPTORS];
+static _Thread_local struct sl_limit override_limit; /* SL.CHECK's LIMIT clause */
 
 /* ------------------------------------------------------------ replies */
 
@@ -63,9 +66,13 @@ static void w_status(struct sl__buf *b, const struct sl_status *s)
     sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
 }
 
-static void w_decision(struct sl__buf *b, const struct sl_result *res, bool lease)
+/* [verdict, delay_ms, statuses, (lease,) (policy)]: the failure policy
+ * that answered is one more element, only when one did (docs/protocol.md):
+ * a reply decided with the store's state is what it always was. */
+static void w_decision(struct sl__buf *b, const struct sl_result *res, bool lease,
+                       const char *policy)
 {
-    sl__resp_w_array(b, lease ? 4 : 3);
+    sl__resp_w_array(b, (lease ? 4 : 3) + (policy != NULL));
     sl__resp_w_cstr(b, sl_verdict_name(res->verdict));
     sl__resp_w_int(b, res->verdict == SL_DELAY ? sl_ns_to_ms_ceil(res->delay_ns) : 0);
     sl__resp_w_array(b, res->n_statuses);
@@ -73,6 +80,8 @@ static void w_decision(struct sl__buf *b, const struct sl_result *res, bool leas
         w_status(b, &res->statuses[i]);
     if (lease)
         sl__resp_w_cstr(b, res->lease);
+    if (policy != NULL)
+        sl__resp_w_cstr(b, policy);
 }
 
 int64_t sl__resp_cell_seconds(int64_t ns)
@@ -132,7 +141,7 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
     } else if (op->kind == SL__RESP_OP_THROTTLE) {
         w_throttle(b, res);
     } else {
-        w_decision(b, res, op->kind == SL__RESP_OP_ACQUIRE);
+        w_decision(b, res, op->kind == SL__RESP_OP_ACQUIRE, sl__decide_policy(d));
     }
     sl__conn_slot_fill(op->c, op->slot, b->p, b->len);
 }
@@ -185,7 +194,7 @@ int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struc
 {
     int64_t v[4] = {0, 0, 0, 1}; /* max_burst, count, period, quantity */
     struct sl_match *m = c->w->matches;
-    struct sl_descriptor d = {NULL, 0, -1};
+    struct sl_descriptor d = {NULL, 0, -1, NULL};
     struct sl_request req;
     struct sl__resp_op *op;
     struct sl_str key = cmd->argv[1];
@@ -279,6 +288,7 @@ static int parse_descriptors(const struct sl__resp_cmd *cmd, size_t from, bool c
         descs[nd].entries = &entries[ne];
         descs[nd].n_entries = (size_t)pairs;
         descs[nd].hits = -1;
+        descs[nd].limit = NULL;
         for (int64_t k = 0; k < pairs; k++, ne++, i += 2) {
             entries[ne].key = cmd->argv[i];
             entries[ne].value = cmd->argv[i + 1];
@@ -290,12 +300,55 @@ static int parse_descriptors(const struct sl__resp_cmd *cmd, size_t from, bool c
     return 0;
 }
 
+/* SL.CHECK domain hits LIMIT requests_per_unit unit key value ...: the one
+ * descriptor brings its own limit (Envoy's override: a fixed window of
+ * requests_per_unit per SECOND, MINUTE, HOUR, DAY, MONTH or YEAR). Key and
+ * value come in pairs, so the clause is told apart by the odd count of
+ * arguments after hits. Returns the index the pairs start at, or 0 with an
+ * error written. */
+static size_t parse_limit_clause(const struct sl__resp_cmd *cmd, size_t at, struct sl__buf *out)
+{
+    static const struct {
+        const char *name;
+        int64_t ns;
+    } units[] = {{"SECOND", SL_NS_PER_S},
+                 {"MINUTE", 60 * SL_NS_PER_S},
+                 {"HOUR", 3600 * SL_NS_PER_S},
+                 {"DAY", 86400 * SL_NS_PER_S},
+                 {"MONTH", 30 * 86400 * SL_NS_PER_S},
+                 {"YEAR", 365 * 86400 * SL_NS_PER_S}};
+    int64_t n;
+
+    if (cmd->argc < at + 5 || !sl__resp_eq(cmd->argv[at], "LIMIT") ||
+        parse_i64(cmd->argv[at + 1], &n) != 0 || n < 1 || n > UINT32_MAX) {
+        sl__resp_w_error(out, "ERR usage: SL.CHECK domain hits [LIMIT requests_per_unit unit] "
+                              "key value [key value ...]");
+        return 0;
+    }
+    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+        if (sl__resp_eq(cmd->argv[at + 2], units[u].name)) {
+            sl_limit_init(&override_limit);
+            override_limit.algo = SL_ALGO_FIXED_WINDOW;
+            override_limit.requests = (uint64_t)n;
+            override_limit.period_ns = units[u].ns;
+            sl_limit_finish(&override_limit);
+            return at + 3;
+        }
+    }
+    sl__resp_w_error(out, "ERR LIMIT unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR");
+    return 0;
+}
+
 /* Build the request of an SL.* command: domain at argv[1]; hits at argv[2]
- * when `with_hits`, else `hits`; descriptors after. */
+ * when `with_hits`, else `hits`; descriptors after (SL.CHECK: after an
+ * optional LIMIT clause). */
 static int build_request(struct sl__conn *c, const struct sl__resp_cmd *cmd, bool with_hits,
                          bool counted, uint64_t hits, struct sl_request *req, struct sl__buf *out)
 {
     int64_t h = (int64_t)hits;
+    size_t at = with_hits ? 3 : 2;
+    bool limit = with_hits && !counted && (cmd->argc - at) % 2 == 1 && cmd->argc > at &&
+                 sl__resp_eq(cmd->argv[at], "LIMIT");
 
     memset(req, 0, sizeof(*req));
     req->domain = cmd->argv[1];
@@ -304,7 +357,12 @@ static int build_request(struct sl__conn *c, const struct sl__resp_cmd *cmd, boo
         return -1;
     }
     req->hits = (uint64_t)h;
-    return parse_descriptors(cmd, with_hits ? 3 : 2, counted, req, out);
+    if (limit && (at = parse_limit_clause(cmd, at, out)) == 0)
+        return -1;
+    if (parse_descriptors(cmd, at, counted, req, out) != 0)
+        return -1;
+    descs[0].limit = limit ? &override_limit : NULL;
+    return 0;
 }
 
 static int run_rules(struct sl__conn *c, const struct sl__resp_cmd *cmd, struct sl__buf *out,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp_write.c - RESP2 reply encoding. Integers are formatted by hand (the
  * hot path writes five of them per CL.THROTTLE); error lines are cleaned of

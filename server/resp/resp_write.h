@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * resp_write.h - RESP2 reply encoding into a growable buffer (internal).
  * Each function appends one complete value (or an array header); none can

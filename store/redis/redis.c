@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis.c - the Redis store's operations (see redis.h) and its life: each
  * check, peek, reset or release is resolved (rules, when given), looked up
@@ -35,7 +37,8 @@ static enum sl__redis_policy policy_for(const struct sl__rstore *st, struct sl_s
 }
 
 /* Ad hoc limits (no rules snapshot, e.g. CL.THROTTLE's, which its caller
- * reuses) are copied into the slot so the reply reports stable ones. */
+ * reuses, or a request's own limit override) are copied into the slot so
+ * the reply reports stable ones. */
 static int own_limits(struct sl__rreq *q)
 {
     size_t n = 0;
@@ -54,6 +57,16 @@ static int own_limits(struct sl__rreq *q)
         p->slots[s].l = &q->own[k];
     }
     return SL_OK;
+}
+
+/* Does a descriptor bring its own limit (Envoy's override)? The request's
+ * memory is the caller's for the start call only. */
+static bool brings_limits(const struct sl_request *req)
+{
+    for (size_t i = 0; req->descriptors != NULL && i < req->n_descriptors; i++)
+        if (req->descriptors[i].limit != NULL)
+            return true;
+    return false;
 }
 
 /* Take a slot and fill it for the call; the caller sends it. */
@@ -102,7 +115,7 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     struct sl__redis_plan *p = &st->plan;
     uint64_t hash[SL__REDIS_MAX_ITEMS];
     enum sl__redis_policy pol = policy_for(st, req->domain);
-    bool peek = kind != SL__RQ_CHECK || fin->deny_all;
+    bool peek = kind != SL__RQ_CHECK || fin->rv.deny_all;
     struct sl__rreq *q;
     struct sl__rconn *c;
     unsigned slot;
@@ -145,7 +158,7 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     q->fan_group = group;
     if (st->olc != NULL)
         memcpy(q->item_hash, hash, sizeof(hash[0]) * p->n_items);
-    rc = rules == NULL ? own_limits(q) : SL_OK;
+    rc = rules == NULL || brings_limits(req) ? own_limits(q) : SL_OK;
     /* A cross-slot check's group keeps its request: a refund is built from it. */
     if (rc == SL_OK &&
         (pol == SL__POLICY_LOCAL || fin->quota_any || (fan != NULL && kind == SL__RQ_CHECK)))
@@ -187,18 +200,16 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
     memset(&fin, 0, sizeof(fin));
     if (q->rules == NULL)
         return start(of(s), kind, req, q->m, q->n, NULL, &fin, cb, arg);
-    rc = sl__rules_resolve(q->rules, req, m, fin.banned, &fin.deny_all);
+    rc = sl__rules_resolve(q->rules, req, m, &fin.rv);
     if (rc != SL_OK)
         return rc;
     fin.now_ns = req->now_ns;
-    fin.deny_all = fin.deny_all && kind != SL__RQ_RESET;
-    for (size_t i = 0; kind == SL__RQ_CHECK && !fin.deny_all && i < req->n_descriptors; i++) {
+    fin.rv.deny_all = fin.rv.deny_all && kind != SL__RQ_RESET;
+    for (size_t i = 0; kind == SL__RQ_CHECK && !fin.rv.deny_all && i < req->n_descriptors; i++) {
         fin.quota[i] = m[i].quota_mode;
         fin.quota_any = fin.quota_any || (m[i].quota_mode && m[i].n_limits > 0);
     }
-    for (size_t i = 0; i < req->n_descriptors; i++)
-        fin.active = fin.active || fin.banned[i] != NULL;
-    fin.active = fin.active && kind != SL__RQ_RESET;
+    fin.active = kind != SL__RQ_RESET; /* rule-based: the report needs the resolution */
     return start(of(s), kind, req, m, req->n_descriptors, q->rules, &fin, cb, arg);
 }
 
@@ -266,6 +277,7 @@ static void store_free(struct sl__store *s)
 
     st->closing = true;
     sl__rconn_close_all(st); /* pending calls come back NULL: slots freed */
+    sl__rsentinel_close(st);
     sl__rroute_close(st);
     for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
         uv_close((uv_handle_t *)&st->reqs[i].timer, on_req_closed);
@@ -277,6 +289,9 @@ static void store_free(struct sl__store *s)
     free(st->olc);
     sl__rfan_free_all(st);
     free(st->map);
+    if (st->pub_ready)
+        sl__rhealth_close(st);
+    sl__rshared_free(st->own_shared);
     free(st);
 }
 
@@ -286,7 +301,7 @@ static const struct sl__store_ops redis_ops = {
     .peek = peek,
     .reset = reset,
     .release = release,
-    .ready = sl__store_redis_ready,
+    .health = sl__rhealth_get,
     .free = store_free,
 };
 
@@ -299,11 +314,21 @@ static int validate_config(const struct sl__redis_config *c)
         c->connections == 0 || c->connections > 64 || c->max_in_flight == 0 ||
         c->breaker_failures == 0 || c->opts.prefix[0] == '\0')
         return SL_EINVAL;
+    if ((c->sentinels[0] != '\0') != (c->master_name[0] != '\0') ||
+        (c->sentinels[0] != '\0' && c->cluster))
+        return SL_EINVAL; /* Sentinel needs both, and is not for a cluster */
     return SL_OK;
 }
 
 int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
                         struct sl__store **out)
+{
+    return sl__store_redis_new_logged(loop, c, local, NULL, NULL, NULL, out);
+}
+
+int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
+                               sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+                               struct sl__store **out)
 {
     struct sl__rstore *st;
     int rc = validate_config(c);
@@ -320,12 +345,21 @@ int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_li
     st->cfg.opts.engine = c->engine == SL__ENGINE_AUTO ? SL__ENGINE_SCRIPT : c->engine;
     atomic_store_explicit(&st->ctr.engine, (int)st->cfg.opts.engine, memory_order_relaxed);
     st->local = local;
+    st->log = log;
+    st->log_arg = log_arg;
+    st->shared = shared;
+    if (shared == NULL)
+        st->own_shared = st->shared = sl__rshared_new();
     st->reqs = calloc(c->max_in_flight, sizeof(*st->reqs));
-    if (st->reqs == NULL || sl__olc_init(st) != SL_OK) {
+    if (st->reqs == NULL || st->shared == NULL || sl__olc_init(st) != SL_OK ||
+        sl__rhealth_init(st) != SL_OK) {
+        sl__rshared_free(st->own_shared);
+        free(st->olc);
         free(st->reqs);
         free(st);
         return SL_ENOMEM;
     }
+    st->pub_ready = true;
     for (unsigned i = c->max_in_flight; i-- > 0;) {
         struct sl__rreq *q = &st->reqs[i];
         q->st = st;
@@ -338,6 +372,8 @@ int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_li
     rc = sl__rroute_init(st);
     if (rc == SL_OK)
         rc = sl__rfan_init(st);
+    if (rc == SL_OK)
+        rc = sl__rsentinel_init(st); /* before the connections: they wait for a master */
     if (rc == SL_OK)
         rc = sl__rconn_init_all(st);
     if (rc != SL_OK) {
@@ -381,6 +417,7 @@ void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *ou
     out->cross_slot = LOAD(cross_slot);
     out->refunds = LOAD(refunds);
     out->refund_failures = LOAD(refund_failures);
+    out->master_switches = LOAD(master_switches);
     out->nodes_known = LOAD(nodes_known);
     out->conns_ready = LOAD(conns_ready);
     out->breaker = (enum sl__breaker)LOAD(breaker);

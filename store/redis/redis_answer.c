@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_answer.c - the Redis store's answers that do not come from a
  * script reply: the failure policies (allow, deny, or the memory store
@@ -14,9 +16,10 @@
 
 #include "redis_int.h"
 
-/* allow / deny for every descriptor, reported on its first limit; what
- * Redis holds is unknown, so remaining is 0; a denial's retry is the time
- * the breaker waits before probing again. */
+/* allow / deny for every descriptor, reported on its first limit. What
+ * Redis holds is unknown: under allow, remaining is the whole quota
+ * (nothing was counted); under deny 0, and a denial's retry is the time the
+ * breaker waits before probing again. */
 static void fixed_answer(const struct sl__rstore *st, const struct sl__redis_plan *p, bool deny,
                          struct sl_result *res)
 {
@@ -30,6 +33,7 @@ static void fixed_answer(const struct sl__rstore *st, const struct sl__redis_pla
             continue;
         s->limit = p->slots[p->first[i]].l;
         s->d.quota = sl_limit_quota(s->limit);
+        s->d.remaining = deny ? 0 : s->d.quota;
         if (deny) {
             s->d.verdict = SL_DENY;
             s->d.retry_after_ns = st->cfg.breaker_open_ms * SL_NS_PER_MS;
@@ -88,21 +92,21 @@ static int local_from_slot(struct sl__rstore *st, const struct sl__rreq *q, stru
 {
     static __thread struct sl__rebuilt r; /* 40 KiB: not on the stack */
 
-    sl__ranswer_rebuild(q, q->kind == SL__RQ_PEEK || q->fin.deny_all, &r);
+    sl__ranswer_rebuild(q, q->kind == SL__RQ_PEEK || q->fin.rv.deny_all, &r);
     return sl_limiter_check_matched(st->local, r.m, r.req.n_descriptors, &r.req, res);
 }
 
 /* Every answer to a caller goes through here: what the rules resolution
  * took out (deny-all limits) is reported as sl_limiter_check reports it. */
 void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
-                         struct sl_result *res)
+                         struct sl_result *res, enum sl__store_by by)
 {
     for (size_t i = 0; err == SL_OK && fin != NULL && fin->rechecked && i < res->n_statuses; i++)
         if (fin->was_denied[i])
             res->statuses[i] = fin->saved[i];
     if (err == SL_OK && res != NULL && fin != NULL && fin->active)
-        sl__rules_finish(fin->banned, fin->deny_all, fin->now_ns, res);
-    cb(arg, err, err == SL_OK ? res : NULL);
+        sl__rules_finish(&fin->rv, fin->now_ns, res);
+    cb(arg, err, err == SL_OK ? res : NULL, err == SL_OK ? by : SL__BY_STATE);
 }
 
 /* Answer by policy; `m` non-NULL: the caller's matches (nothing sent yet),
@@ -115,6 +119,7 @@ void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
     struct sl_result res;
     int rc = SL_OK;
 
+    sl__revent_policy(st, pol); /* the log: rate-limited, never a line per answer */
     if (pol == SL__POLICY_LOCAL) {
         SL__CNT(st, policy_local, 1);
         rc = m != NULL ? local_decide(st, m, p->n_desc, req, peek, &res)
@@ -124,7 +129,10 @@ void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
         SL__CNT(st, policy_deny, pol == SL__POLICY_DENY);
         fixed_answer(st, p, pol == SL__POLICY_DENY, &res);
     }
-    sl__ranswer_deliver(fin, cb, arg, rc, &res);
+    sl__ranswer_deliver(fin, cb, arg, rc, &res,
+                        pol == SL__POLICY_LOCAL   ? SL__BY_LOCAL
+                        : pol == SL__POLICY_ALLOW ? SL__BY_ALLOW
+                                                  : SL__BY_DENY);
 }
 
 /* --------------------------------------------------- over-limit cache */
@@ -140,33 +148,45 @@ static bool cacheable(const struct sl_limit *l)
 bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, const uint64_t *hash,
                      int64_t now_ns, const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
 {
+    const struct sl__olc_slot *hit[SL__REDIS_MAX_ITEMS];
+    bool denied[SL_MAX_DESCRIPTORS] = {false}, any = false;
     struct sl_result res;
 
-    for (size_t k = 0; st->olc != NULL && k < p->n_items; k++) {
-        const struct sl__olc_slot *hit;
-        if (!cacheable(p->item_l[k]) || p->item_cost[k] == 0)
-            continue;
-        hit = sl__olc_find(st, hash[k], now_ns, p->item_cost[k]);
-        if (hit == NULL)
-            continue;
-        memset(&res, 0, sizeof(res));
-        res.verdict = SL_DENY;
-        res.n_statuses = p->n_desc;
-        for (size_t s = 0; s < p->n_slots; s++) {
-            struct sl_status *stt = &res.statuses[p->slots[s].desc];
-            if (p->slots[s].item != k || stt->limit != NULL)
-                continue;
-            stt->limit = p->slots[s].l;
-            stt->d.verdict = SL_DENY;
-            stt->d.quota = sl_limit_quota(stt->limit);
-            stt->d.retry_after_ns = hit->until_ns - now_ns;
-            stt->d.reset_ns = hit->reset_at_ns > now_ns ? hit->reset_at_ns - now_ns : 0;
-        }
-        SL__CNT(st, olc_hits, 1);
-        sl__ranswer_deliver(fin, cb, arg, SL_OK, &res);
-        return true;
+    if (st->olc == NULL)
+        return false;
+    for (size_t k = 0; k < p->n_items; k++) {
+        hit[k] = NULL;
+        if (cacheable(p->item_l[k]) && p->item_cost[k] > 0)
+            hit[k] = sl__olc_find(st, hash[k], now_ns, p->item_cost[k]);
+        any = any || hit[k] != NULL;
     }
-    return false;
+    if (!any)
+        return false;
+    for (size_t s = 0; s < p->n_slots; s++)
+        denied[p->slots[s].desc] = denied[p->slots[s].desc] || hit[p->slots[s].item] != NULL;
+    /* Answered here only when every descriptor that has limits is known to
+     * be denied: each is then reported by its cached denial. Otherwise the
+     * others' statuses (and their counting) need Redis: the call goes out. */
+    for (size_t i = 0; i < p->n_desc; i++)
+        if (p->count[i] > 0 && !denied[i])
+            return false;
+    memset(&res, 0, sizeof(res));
+    res.verdict = SL_DENY;
+    res.n_statuses = p->n_desc;
+    for (size_t s = 0; s < p->n_slots; s++) {
+        const struct sl__olc_slot *h = hit[p->slots[s].item];
+        struct sl_status *stt = &res.statuses[p->slots[s].desc];
+        if (h == NULL || stt->limit != NULL)
+            continue;
+        stt->limit = p->slots[s].l;
+        stt->d.verdict = SL_DENY;
+        stt->d.quota = sl_limit_quota(stt->limit);
+        stt->d.retry_after_ns = h->until_ns - now_ns;
+        stt->d.reset_ns = h->reset_at_ns > now_ns ? h->reset_at_ns - now_ns : 0;
+    }
+    SL__CNT(st, olc_hits, 1);
+    sl__ranswer_deliver(fin, cb, arg, SL_OK, &res, SL__BY_STATE);
+    return true;
 }
 
 void sl__ranswer_olc_learn(struct sl__rstore *st, const struct sl__rreq *q,

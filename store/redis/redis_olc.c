@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_olc.c - the over-limit cache of the Redis store: a key that Redis
  * denied until T, for a cost c, is denied locally until T for every cost

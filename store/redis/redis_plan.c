@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_plan.c - build the call for one check, in the engine of the store's
  * connections (module, Function or script), and read its reply (see
@@ -207,6 +209,33 @@ static bool put_escaped(struct sl__redis_cmd *c, const char *p, size_t len)
     return true;
 }
 
+/* A share_threshold rule's pattern, when the first entry of a match's
+ * counter key (as lib/rules/match.c writes it: 'd' domain, then 'k' key
+ * and 'v' value - or 'p' the rule's pattern for share_threshold - each
+ * with a 16-bit length) is one: the hash tag is then made of the pattern,
+ * so that every request value the rule shares one counter for lands on the
+ * same key. False for every other match (the tag takes the request's first
+ * entry), including ad hoc ones whose key is not in that format. */
+static bool shared_pattern(const struct sl_match *m, struct sl_str *v)
+{
+    size_t at = 0, n = 0;
+    char tags[3];
+    struct sl_str f[3];
+
+    while (n < 3 && at + 3 <= m->key_len) {
+        size_t len = (size_t)(unsigned char)m->key[at + 1] << 8 | (unsigned char)m->key[at + 2];
+        if (at + 3 + len > m->key_len)
+            return false;
+        tags[n] = m->key[at];
+        f[n++] = (struct sl_str){m->key + at + 3, len};
+        at += 3 + len;
+    }
+    if (n < 3 || tags[0] != 'd' || tags[1] != 'k' || tags[2] != 'p')
+        return false;
+    *v = f[2];
+    return true;
+}
+
 /* "<prefix>:v1:{<tag>}:<key>:" in the arena; returns its start or NULL. */
 static const char *key_base(const struct sl__redis_opts *o, const struct sl_request *req, size_t i,
                             const struct sl_match *m, struct sl__redis_cmd *c)
@@ -218,8 +247,10 @@ static const char *key_base(const struct sl__redis_opts *o, const struct sl_requ
     if (ok && req->descriptors != NULL && i < req->n_descriptors &&
         req->descriptors[i].n_entries > 0) {
         const struct sl_entry *e = &req->descriptors[i].entries[0];
+        struct sl_str v = e->value;
+        shared_pattern(m, &v);
         ok = arena_put(c, "/", 1) && put_escaped(c, e->key.p, e->key.len) && arena_put(c, "=", 1) &&
-             put_escaped(c, e->value.p, e->value.len);
+             put_escaped(c, v.p, v.len);
     }
     ok = ok && arena_put(c, "}:", 2) && put_escaped(c, m->key, m->key_len) && arena_put(c, ":", 1);
     return ok ? c->arena + start : NULL;

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_slot.c - Redis Cluster key slots: CRC16-XMODEM of the key, or of its
  * hash tag, modulo 16384, exactly as the Redis Cluster specification's

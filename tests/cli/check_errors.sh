@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # check_errors.sh SLUICE DIR - `sluice check` exits 0 on valid files, and on
 # broken ones exits 1 printing every error with file:line:col.
 set -u

@@ -1,4 +1,6 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # rules_db.sh SLUICE DIR - `sluice rules add|ls|rm --db FILE`: validated
 # adds with positions, refusal of an existing id without --replace,
 # persistence, database rules overriding file rules in simulate, clear

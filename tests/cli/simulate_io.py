@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """simulate_io.py SLUICE WORKDIR - `sluice simulate` input and output: bad
 lines are named on stderr and skipped (exit 1), output is deterministic,
 nginx combined logs give descriptors [remote_address], [path] and

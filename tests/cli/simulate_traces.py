@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """simulate_traces.py SLUICE TRACE_REF WORKDIR - `sluice simulate` must
 reproduce, line for line, the decisions that sl_algo_decide() gives on the
 same limits and trace (written by trace_ref), for every algorithm but

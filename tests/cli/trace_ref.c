@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * trace_ref.c - the expected side of the simulate end-to-end test: for each
  * algorithm but concurrency, one limit and one pseudo-random trace of

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """conftest.py - start the real sluiced for integration tests.
 
 The `sluiced` fixture is a factory: each call writes a temporary config and
@@ -121,8 +123,14 @@ log:
         s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
         return s
 
+    def admin_client(self, **kw):
+        """A client holding the admin privilege: AUTH with the token sluiced
+        created beside its configuration (no test here configures one)."""
+        token = (self.config_path.parent / "admin.token").read_text().split()[0]
+        return self.client(password=token, **kw)
+
     def advance(self, ms):
-        return self.client().execute_command("SL.DEBUG", "CLOCK", "ADVANCE", ms)
+        return self.admin_client().execute_command("SL.DEBUG", "CLOCK", "ADVANCE", ms)
 
     def log_text(self):
         if not self.log.closed:

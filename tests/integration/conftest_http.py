@@ -1,11 +1,21 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """conftest_http.py - start the real sluiced with HTTP/1.1 enabled.
 
 The `http_sluiced` fixture is a factory like conftest's `sluiced`: each call
-writes a config whose listener speaks [resp, http1], starts $SLUICED on a
+writes a config whose listener speaks [resp, http1] (or the protocols
+given), starts $SLUICED on a
 free 127.0.0.1 port (with --test-clock unless told otherwise), waits until
 GET /healthz answers, and kills it by PID when the test ends. If the binary
 does not speak HTTP (http1 not in its protocol table), the test fails:
 nothing is skipped.
+
+The admin endpoints always need a token: unless the test configures one,
+sluiced creates admin.token beside its configuration (or rules database),
+and the fixture reads it into `admin_headers`. A request made without
+explicit headers carries them; a test that gives its own headers gets
+those instead. A body carries Content-Type: application/json unless the
+headers name another.
 """
 import http.client
 import json
@@ -23,11 +33,14 @@ from conftest import DEFAULT_RULES, START_MS, free_port
 class HttpSluiced:
     """One running sluiced with an HTTP listener."""
 
-    def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False):
+    def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False,
+                 workers=2, protocols="resp, http1"):
+        self.dir = tmp_path
         self.port = free_port()
         # admin=True adds a second listener with `admin: true` (self.admin_port)
         self.admin_port = free_port() if admin else None
-        self.admin_headers = {}  # a test that sets admin.token puts it here
+        self.token = None  # the token sluiced created (admin.token beside the config)
+        self.admin_headers = {}  # the created token's, or what a test that sets admin.token puts
         admin_listener = (
             f"""  - address: 127.0.0.1
     port: {self.admin_port}
@@ -40,8 +53,8 @@ class HttpSluiced:
             f"""listeners:
   - address: 127.0.0.1
     port: {self.port}
-    protocols: [resp, http1]
-{admin_listener}workers: 2
+    protocols: [{protocols}]
+{admin_listener}workers: {workers}
 rules:
   files: [rules.yaml]
   watch: false
@@ -72,11 +85,18 @@ log:
             try:
                 status, _, _ = self.request("GET", "/healthz")
                 if status == 200:
+                    self._read_token()
                     return
             except (OSError, http.client.HTTPException):
                 pass
             time.sleep(0.02)
         raise RuntimeError("sluiced did not answer GET /healthz:\n" + self.log_text())
+
+    def _read_token(self):
+        path = self.dir / "admin.token"  # beside the config and the database alike
+        if path.exists():
+            self.token = path.read_text().split()[0]
+            self.admin_headers = {"Authorization": f"Bearer {self.token}"}
 
     def conn(self, port=None):
         return http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=5)
@@ -87,7 +107,10 @@ log:
         try:
             if isinstance(body, (dict, list)):
                 body = json.dumps(body)
-            c.request(method, path, body=body, headers=headers or {})
+            headers = dict(self.admin_headers if headers is None else headers)
+            if body is not None and not any(k.lower() == "content-type" for k in headers):
+                headers["Content-Type"] = "application/json"
+            c.request(method, path, body=body, headers=headers)
             r = c.getresponse()
             return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
         finally:
@@ -111,10 +134,11 @@ log:
 def http_sluiced(tmp_path):
     started = []
 
-    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False):
+    def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False,
+              workers=2, protocols="resp, http1"):
         d = tmp_path / f"h{len(started)}"
         d.mkdir()
-        s = HttpSluiced(d, rules, test_clock, extra, database, admin)
+        s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers, protocols)
         started.append(s)
         return s
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_admin.py - the operator endpoints over HTTP: the rules
 database (list, add, replace, delete; applied at once, invalid rules
 refused with every diagnostic) and the effective configuration.

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_api.py - sluiced's HTTP endpoints with a real HTTP client
 (http.client): the native check, Envoy's /json, /v1/auth for nginx, keys,
 acquire/release, metrics, health and the test clock. Times come from the
@@ -80,8 +82,8 @@ def test_envoy_json(http_sluiced):
     status, _, body = s.json("POST", "/json", envoy("bob", hits_addend=0))  # 0 means 1
     assert status == 200
     assert body == {"overallCode": "OK", "statuses": [{
-        "code": "OK",
-        "currentLimit": {"name": "api.user", "requestsPerUnit": 3, "unit": "MINUTE"},
+        "code": "OK",  # an unnamed rule: no made-up name in Envoy's API
+        "currentLimit": {"name": "", "requestsPerUnit": 3, "unit": "MINUTE"},
         "limitRemaining": 2, "durationUntilReset": f"{RESET_S}s"}]}
     # A per-descriptor hits addend of 0 is a peek.
     status, _, body = s.json("POST", "/json", envoy("bob", desc={"hitsAddend": "0"}))

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_auth_delay.py - GET /v1/auth holds a DELAY decision's answer
 for the delay (up to http.max_delay) without blocking its worker; a delay
 above the maximum is answered 403 with Retry-After.

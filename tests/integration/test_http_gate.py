@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_gate.py - who may call the admin endpoints.
 
 Without an admin listener, loopback listeners serve them; with a listener

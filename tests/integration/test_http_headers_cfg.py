@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_headers_cfg.py - http.headers selects the rate-limit header
 families sent on check answers; a bad family name refuses to start."""
 import subprocess

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_killswitch.py - kill switches through the admin API.
 
 PUT /v1/killswitch {"domain": D or "*", "mode": "shadow"|"off"|"enforce"}

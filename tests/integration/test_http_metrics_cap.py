@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_metrics_cap.py - request-derived metric labels are capped.
 
 A rule with Envoy's `detailed_metric: true` labels its decisions with the

@@ -1,9 +1,16 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_nginx.py - nginx (Debian's, started on loopback by the test) in
 front of a tiny upstream, asking sluiced through auth_request against
 GET /v1/auth, as docs/integrations.md describes. auth_request only
 understands 2xx, 401 and 403: nginx maps sluiced's 403 to a 429 and copies
 the rate-limit headers with auth_request_set / add_header ... always. A
 client sees 200s from the upstream, then 429 with Retry-After and RateLimit.
+
+The client's X-User reaches sluiced as the header X-Sluice-Entry-user, the
+descriptor's shape (entries=user) being fixed in the query: a value such as
+`carol&x` or `carol&domain=jobs` is limited like any other user, and the
+client's own X-Sluice-Entry-* headers never get through.
 """
 import http.client
 import os
@@ -62,9 +69,11 @@ http {{
 
         location = /_sluice {{
             internal;
-            proxy_pass http://sluice/v1/auth?domain=api&user=$http_x_user;
+            proxy_pass http://sluice/v1/auth?domain=api&entries=user;
             proxy_pass_request_body off;
+            proxy_pass_request_headers off;
             proxy_set_header Content-Length "";
+            proxy_set_header X-Sluice-Entry-user $http_x_user;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }}
@@ -120,9 +129,10 @@ def nginx(tmp_path):
         log.close()
 
 
-def get(port, user):
+def get(port, user, **more):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    c.request("GET", "/anything", headers={"X-User": user})
+    headers = {"X-User": user} if user is not None else {}
+    c.request("GET", "/anything", headers={**headers, **more})
     r = c.getresponse()
     out = r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
     c.close()
@@ -147,3 +157,24 @@ def test_nginx_auth_request(http_sluiced, nginx):
     assert b'"rate limited"' in body
     # Another user is not affected.
     assert get(port, "bob")[0] == 200
+
+
+def test_nginx_values_cannot_reshape_the_descriptor(http_sluiced, nginx):
+    """The attack on the old snippet: X-User: carol&x became a second entry,
+    no rule matched, carol was never limited (200 x 8)."""
+    s = http_sluiced()
+    port = nginx(s.port)
+    for user in ("carol&x", "dave&domain=jobs", "erin%26x&user=y"):
+        for _ in range(3):
+            status, h, _ = get(port, user)
+            assert status == 200 and h["ratelimit-policy"] == '"api.user";q=3;w=60', (user, h)
+        assert get(port, user)[0] == 429, user
+    # the client's own entry headers do not reach sluiced
+    for _ in range(3):
+        assert get(port, "frank", **{"X-Sluice-Entry-user": "other",
+                                     "X-Sluice-Entry-path": "/x"})[0] == 200
+    assert get(port, "frank")[0] == 429
+    # no X-User at all: the empty user, still one entry, still limited
+    for _ in range(3):
+        assert get(port, None)[0] == 200
+    assert get(port, None)[0] == 429

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_http_proto.py - HTTP/1.1 framing in sluiced: keep-alive, pipelined
 answers in order, 404/405, limits (413, 431), malformed requests (400 and
 close), Expect: 100-continue, slow clients timed out, and RESP still sniffed

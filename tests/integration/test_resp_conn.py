@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """The connection side of RESP: what redis-py and redis-cli send on
 connect, pipelining (replies in request order), inline commands, QUIT, and
 hostile bytes on one connection while another keeps being served."""

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """The daemon's life: reload on SIGHUP and on a file change, a broken rules
 file keeping the old rules (and saying file:line:col), `sluiced -t`, and
 SIGTERM exiting 0 after in-flight replies are flushed."""

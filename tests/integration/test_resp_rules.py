@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """SL.* commands against rules: check, several descriptors all-or-nothing,
 peek, reset, acquire/release, the test clock moving a window, and argument
 errors answered without closing the connection."""
@@ -79,7 +81,7 @@ def test_peek_consumes_nothing_and_reset_restores(sluiced):
              for _ in range(3)]
     assert peeks == [1, 1, 1]
     _, _, [(_, _, quota, remaining, _, _)] = decision(
-        c.execute_command("SL.RESET", "api", "user", "erin"))
+        s.admin_client().execute_command("SL.RESET", "api", "user", "erin"))
     assert remaining == quota == 3
     assert decision(c.execute_command("SL.CHECK", "api", 3, "user", "erin"))[0] == "allow"
 

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """CL.THROTTLE against the real sluiced with redis-py and redis-cli: the
 redis-cell README example, redis-cell's own reference trace, a burst then a
 denial, the test clock reopening the bucket, and redis-cell's errors."""

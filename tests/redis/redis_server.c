@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_server.c - start and stop a real redis-server for the tests (see
  * redis_server.h). Loopback only, no RDB/AOF unless asked, killed by PID.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * redis_server.h - a real redis-server for the tests: started on a free
  * loopback port with no persistence (or with the AOF in a directory of the

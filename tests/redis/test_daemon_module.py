@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """test_daemon_module.py - a fleet where some sluiced use the Redis module
 and others the scripts, end to end: they count one limit.
 

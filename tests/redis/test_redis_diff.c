@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_redis_diff.c - the differential test of the Redis store: every algorithm's
  * reference traces and random traces (whole-us times, costs below 2^31,

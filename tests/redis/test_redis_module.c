@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_redis_module.c - the Redis module (redis-module/, sluice-redis.so)
  * inside real redis-server processes ($SL_REDIS_MODULE names the built

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_redis_rules.c - the Redis store resolving requests with a rules
  * snapshot itself (sl__store_req.rules) decides as sl_limiter_check does

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_redis_shared.c - two nodes (two Redis stores, each with its own
  * memory fallback and over-limit cache, as two sluiced processes have)

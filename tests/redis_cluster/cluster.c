@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * cluster.c - start, form, watch and stop a real Redis Cluster for the
  * tests (see cluster.h). Loopback only, no persistence, killed by PID.

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * cluster.h - a real Redis Cluster for the tests: N redis-server processes
  * started with --cluster-enabled on free loopback ports (client and bus

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_cluster_map.c - the pure routing layer (store/redis/redis_cluster.c): slot
  * maps from canned CLUSTER SLOTS replies (well-formed, "?" and empty hosts,

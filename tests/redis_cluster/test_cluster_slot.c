@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_cluster_slot.c - key slots (store/redis/redis_slot.c) against a real
  * 3-master Redis Cluster: CLUSTER KEYSLOT agrees with sl__redis_keyslot on
@@ -130,7 +132,7 @@ static void test_store_keys_of_a_descriptor_share_a_slot(void **state)
     struct sl__redis_opts o;
     struct sl_limit l[3];
     struct sl_entry e[2] = {{{"user", 4}, {"alice{x}", 8}}, {{"path", 4}, {"/a", 2}}};
-    struct sl_descriptor d = {e, 2, -1};
+    struct sl_descriptor d = {e, 2, -1, NULL};
     struct sl_request req;
     struct sl_match m;
     (void)state;

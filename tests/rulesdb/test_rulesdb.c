@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_rulesdb.c - the SQLite rules database: validated add, replace, list,
  * delete, persistence across reopen, precedence over file rules when
@@ -64,7 +66,7 @@ static int count_rows(void *arg, const struct sl_rulesdb_row *row)
 static uint64_t acme_limit(sl_rules *r)
 {
     struct sl_entry e = {{"customer", 8}, {"acme", 4}};
-    struct sl_descriptor d = {&e, 1, -1};
+    struct sl_descriptor d = {&e, 1, -1, NULL};
     struct sl_request req = {.domain = {"api", 3}, .descriptors = &d, .n_descriptors = 1};
     struct sl_match m;
 

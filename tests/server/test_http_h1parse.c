@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_http_h1parse.c - framing of one HTTP/1.1 request: complete and
  * incomplete heads and bodies, pipelined requests taken one at a time,
@@ -135,13 +137,82 @@ static void test_malformed(void **s)
     (void)s;
 }
 
+/* What a proxy in front may read otherwise is refused, each with a 400
+ * that says why: the framing has one reading or none. */
+static void test_one_reading_only(void **s)
+{
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"POST / HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n", "colon"},
+        {"POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "0\r\n\r\n",
+         "appears twice"},
+        {"POST / HTTP/1.1\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n", "obs-fold"},
+        {"POST / HTTP/1.1\r\nX-A: b\r\n\tc\r\n\r\n", "obs-fold"},
+        {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+         "other than chunked"},
+        {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
+         "0\r\n\r\n",
+         "both Content-Length and Transfer-Encoding"},
+        {"POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\nhello", "Content-Length"},
+        {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "appears twice"},
+        {"GET / HTTP/1.1\r\nOrigin: a\r\norigin: b\r\n\r\n", "appears twice"},
+        {"GET / HTTP/1.1\nHost: a\n\n", "CRLF"},
+        {"GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", "CRLF"},
+        {"GET / HTTP/1.1\r\nX: a\rb\r\n\r\n", "CRLF"},
+        {"GET / HTTP/1.1\r\nX: a\001b\r\n\r\n", "control bytes"},
+        {"get / HTTP/1.1\r\n\r\n", "capitals"},
+        {"Get / HTTP/1.1\r\n\r\n", "capitals"},
+        {"GET / HTTP/2.0\r\n\r\n", "HTTP version"},
+        {"GET / HTTP/1.2\r\n\r\n", "HTTP version"},
+        {"GET / http/1.1\r\n\r\n", "HTTP version"},
+        {"GET /\r\n\r\n", "request line"},
+        {"GET  / HTTP/1.1\r\n\r\n", "request line"},
+        {"GET / HTTP/1.1 \r\n\r\n", "HTTP version"},
+        {"GET /a b HTTP/1.1\r\n\r\n", "HTTP version"},
+        {"GET /\x7f HTTP/1.1\r\n\r\n", "request target"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (parse(bad[i].text) != -1 || st.status != 400 || strstr(st.why, bad[i].why) == NULL)
+            fail_msg("case %zu: %s -> %d %s", i, bad[i].text, st.status, st.why ? st.why : "");
+    }
+    /* what stays accepted: HTTP/1.0, tabs and obs-text in values, OWS trimmed */
+    assert_true(parse("GET / HTTP/1.0\r\nX-A:\t v\xe9\tw \r\n\r\n") > 0);
+    (void)s;
+}
+
+static void test_header_lookup(void **s)
+{
+    struct sl_str v, n;
+    size_t at = 0, count = 0;
+
+    assert_true(parse("GET / HTTP/1.1\r\nHost: a:1\r\nX-Sluice-Entry-user:  c&x \r\n"
+                      "x-sluice-entry-path:/p\r\n\r\n") > 0);
+    assert_true(sl__h1_header(&req, "HOST", &v));
+    assert_str(v, "a:1");
+    assert_true(sl__h1_header(&req, "x-sluice-entry-user", &v));
+    assert_str(v, "c&x");
+    assert_false(sl__h1_header(&req, "origin", &v));
+    assert_int_equal(v.len, 0);
+    while ((at = sl__h1_header_next(&req, at, &n, &v)) != 0)
+        count++;
+    assert_int_equal(count, 3);
+    assert_str(n, "x-sluice-entry-path");
+    assert_str(v, "/p");
+    assert_true(parse("GET / HTTP/1.1\r\n\r\n") > 0);
+    assert_int_equal(sl__h1_header_next(&req, 0, &n, &v), 0);
+    (void)s;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_with_query),   cmocka_unit_test(test_post_body_and_pipelining),
         cmocka_unit_test(test_incomplete),       cmocka_unit_test(test_chunked),
         cmocka_unit_test(test_keep_alive_rules), cmocka_unit_test(test_limits),
-        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_malformed),        cmocka_unit_test(test_one_reading_only),
+        cmocka_unit_test(test_header_lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

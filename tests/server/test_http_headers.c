@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_http_headers.c - the rate-limit headers written for a decision:
  * exact IETF draft-10 syntax, the X- family, Retry-After rounding and
@@ -14,7 +16,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "http_headers.h"
+#include "headers.h"
 
 #define NOW_NS (INT64_C(1700000000) * SL_NS_PER_S + 250 * SL_NS_PER_MS)
 

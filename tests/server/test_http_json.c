@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_http_json.c - the JSON bodies: Envoy RateLimitRequest parsing (both
  * field spellings, hits_addend rules, overrides), the native check body,
@@ -98,6 +100,24 @@ struct bad_case {
     const char *error_part;
 };
 
+/* Envoy's service answers a descriptor without entries (none, or an empty
+ * list) OK: it parses, with no entries, and matches no rule. */
+static void test_envoy_descriptor_without_entries(void **st)
+{
+    static const char *const bodies[] = {
+        "{\"domain\":\"d\",\"descriptors\":[{}]}",
+        "{\"domain\":\"d\",\"descriptors\":[{\"entries\":[]}]}",
+        "{\"domain\":\"d\",\"descriptors\":[{\"entries\":null}]}",
+    };
+    for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        assert_int_equal(envoy(bodies[i]), SL_OK);
+        assert_int_equal(req.req.n_descriptors, 1);
+        assert_int_equal(req.req.descriptors[0].n_entries, 0);
+        sl__json_req_release(&req);
+    }
+    (void)st;
+}
+
 static void run_bad(int (*parse)(const char *), const struct bad_case *c, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -121,9 +141,6 @@ static void test_envoy_errors(void **st)
         {"{\"domain\":\"d\",\"descriptors\":{}}", SL_EINVAL, "descriptors: expected an array"},
         {"{\"domain\":\"d\",\"descriptors\":[]}", SL_EINVAL, "descriptors: must not be empty"},
         {"{\"domain\":\"d\",\"descriptors\":[7]}", SL_EINVAL, "descriptors[0]: expected an object"},
-        {"{\"domain\":\"d\",\"descriptors\":[{}]}", SL_EINVAL, "descriptors[0].entries: missing"},
-        {"{\"domain\":\"d\",\"descriptors\":[{\"entries\":[]}]}", SL_EINVAL,
-         "descriptors[0].entries: must not be empty"},
         {"{\"domain\":\"d\",\"descriptors\":[{\"entries\":[{\"value\":\"v\"}]}]}", SL_EINVAL,
          "descriptors[0].entries[0]: key must be"},
         {"{\"domain\":\"d\",\"descriptors\":[{\"entries\":[{\"key\":\"k\",\"value\":1}]}]}",
@@ -285,6 +302,54 @@ static void test_native_errors(void **st)
     (void)st;
 }
 
+/* A body is one JSON value, read one way: nothing after it, no repeated
+ * member name anywhere (cJSON would take the first, other readers the
+ * last), no proto3 field given by both of its names. */
+static void test_one_reading_only(void **st)
+{
+    static const struct bad_case envoy_cases[] = {
+        {"{\"domain\":\"d\",\"descriptors\":[{}]}garbage", SL_EPARSE,
+         "something follows the value"},
+        {"{\"domain\":\"d\",\"descriptors\":[{}]} {}", SL_EPARSE, "something follows"},
+        {"{\"domain\":\"d\",\"domain\":\"e\",\"descriptors\":[{}]}", SL_EPARSE,
+         "repeats a member name"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"entries\":[{\"key\":\"k\",\"key\":\"j\"}]}]}",
+         SL_EPARSE, "repeats a member name"},
+        {"{\"domain\":\"d\",\"hits_addend\":1,\"hitsAddend\":9,\"descriptors\":[{}]}", SL_EINVAL,
+         "hits_addend: given twice"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"hits_addend\":1,\"hitsAddend\":0}]}", SL_EINVAL,
+         "descriptors[0]: given twice"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"limit\":{\"unit\":\"SECOND\","
+         "\"requests_per_unit\":1,\"requestsPerUnit\":5}}]}",
+         SL_EINVAL, "descriptors[0].limit: given twice"},
+    };
+    static const struct bad_case native_cases[] = {
+        {"{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\",\"u\":\"b\"}]}", SL_EPARSE,
+         "repeats a member name"},
+        {"{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]}\n{}", SL_EPARSE,
+         "something follows the value"},
+    };
+    char big[8192];
+    size_t len =
+        (size_t)snprintf(big, sizeof(big), "{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]");
+
+    run_bad(envoy, envoy_cases, sizeof(envoy_cases) / sizeof(envoy_cases[0]));
+    run_bad(native, native_cases, sizeof(native_cases) / sizeof(native_cases[0]));
+    /* trailing whitespace is fine */
+    assert_int_equal(native("{\"domain\":\"d\",\"descriptors\":[{\"u\":\"a\"}]} \r\n\t"), SL_OK);
+    sl__json_req_release(&req);
+    /* many members (checked by sorting): unique is fine, one repeat is not */
+    for (int i = 0; i < 200; i++)
+        len += (size_t)snprintf(big + len, sizeof(big) - len, ",\"x%d\":%d", i, i);
+    snprintf(big + len, sizeof(big) - len, "}");
+    assert_int_equal(native(big), SL_OK);
+    sl__json_req_release(&req);
+    snprintf(big + len, sizeof(big) - len, ",\"x7\":0}");
+    assert_int_equal(native(big), SL_EPARSE);
+    assert_non_null(strstr(req.error, "repeats a member name"));
+    (void)st;
+}
+
 /* ---------------------------------------------------------- answers */
 
 static struct sl_limit lim;
@@ -298,6 +363,7 @@ static void one_status(struct sl_result *r, enum sl_verdict v, const char *name,
     lim.requests = requests;
     lim.period_ns = period_ns;
     lim.name = name;
+    lim.named = true; /* as a rule with `name:` (Envoy's API reports only those) */
     r->verdict = v;
     r->n_statuses = 1;
     r->statuses[0].limit = &lim;
@@ -415,6 +481,58 @@ static void test_build_check_and_message(void **st)
     (void)st;
 }
 
+/* on_unmatched: deny - a denial without a limit, said as such in both APIs. */
+static void test_build_unmatched(void **st)
+{
+    struct sl_result r;
+    char buf[1024], msg[256];
+    size_t len;
+
+    one_status(&r, SL_DENY, "api.user", 100, 60 * SL_NS_PER_S);
+    r.statuses[0].d.verdict = SL_ALLOW; /* peeked: it would have allowed */
+    r.statuses[0].d.remaining = 7;
+    r.n_statuses = 2;
+    r.statuses[1].d.verdict = SL_DENY;
+    r.statuses[1].d.retry_after_ns = -1;
+    r.statuses[1].unmatched = true;
+    sl__json_deny_message(&r, msg, sizeof(msg));
+    assert_string_equal(msg, "descriptors[1] matches no rule, and its domain denies what no rule "
+                             "matches (on_unmatched: deny)");
+    assert_int_equal(sl__json_build_check(&r, buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, ",{\"decision\":\"deny\",\"limit\":null,\"unmatched\":true}]"));
+    assert_int_equal(sl__json_build_envoy(&r, buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, "{\"overallCode\":\"OVER_LIMIT\",\"statuses\":[{\"code\":\"OK\""));
+    assert_non_null(strstr(buf, ",{\"code\":\"OVER_LIMIT\"}]}"));
+    (void)st;
+}
+
+/* An answer a failure policy made says which one; the store's own answers
+ * carry no policy field, and Envoy's answer never does. */
+static void test_build_check_policy(void **st)
+{
+    struct sl_result r;
+    char buf[1024];
+    size_t len;
+
+    one_status(&r, SL_ALLOW, "api.user", 100, 60 * SL_NS_PER_S);
+    r.statuses[0].d.remaining = 100;
+    assert_int_equal(sl__json_build_check_by(&r, "allow", buf, sizeof(buf), &len), SL_OK);
+    assert_string_equal(buf, "{\"decision\":\"allow\",\"delay_ms\":0,\"statuses\":[{\"decision\":"
+                             "\"allow\",\"limit\":\"api.user\",\"quota\":100,\"remaining\":100,"
+                             "\"reset_ms\":0,\"retry_after_ms\":0}],\"policy\":\"allow\"}");
+    assert_int_equal(len, strlen(buf));
+    assert_int_equal(sl__json_build_envoy(&r, buf, sizeof(buf), &len), SL_OK);
+    assert_null(strstr(buf, "policy"));
+    assert_int_equal(sl__json_build_check_by(&r, "local", buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, "],\"policy\":\"local\"}"));
+    one_status(&r, SL_DENY, "api.user", 100, 60 * SL_NS_PER_S);
+    assert_int_equal(sl__json_build_check_by(&r, "deny", buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, "],\"policy\":\"deny\",\"message\":"));
+    assert_int_equal(sl__json_build_check_by(&r, NULL, buf, sizeof(buf), &len), SL_OK);
+    assert_null(strstr(buf, "policy"));
+    (void)st;
+}
+
 static void test_build_error(void **st)
 {
     char buf[64];
@@ -432,13 +550,17 @@ int main(void)
         cmocka_unit_test_teardown(test_envoy_snake_case, teardown),
         cmocka_unit_test_teardown(test_envoy_camel_case_strings_and_default_hits, teardown),
         cmocka_unit_test_teardown(test_envoy_errors, teardown),
+        cmocka_unit_test_teardown(test_envoy_descriptor_without_entries, teardown),
         cmocka_unit_test_teardown(test_caps, teardown),
         cmocka_unit_test_teardown(test_arena_spill_and_no_arena, teardown),
         cmocka_unit_test_teardown(test_native_ok, teardown),
         cmocka_unit_test_teardown(test_native_errors, teardown),
+        cmocka_unit_test_teardown(test_one_reading_only, teardown),
         cmocka_unit_test(test_envoy_units),
         cmocka_unit_test(test_build_envoy),
         cmocka_unit_test(test_build_check_and_message),
+        cmocka_unit_test(test_build_unmatched),
+        cmocka_unit_test(test_build_check_policy),
         cmocka_unit_test(test_build_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_http_query.c - query strings of the GET endpoints: order kept,
  * percent and '+' decoding, empty pieces, names without values, and the

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_metrics.c - the metrics registry: per-worker counts summed at
  * scrape, the series cap and its overflow (per worker and across workers),

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_resp_parse.c - the RESP request parser: whole commands, every split
  * point of a command (need more, never a wrong parse), pipelined commands,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_server_slots.c - reply slots keep pipelined replies in request order
  * when answers arrive out of order (as a remote store's would): a real

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_algo_concurrency.c - reference traces for concurrency (nginx
  * limit_conn, Stripe's concurrent request limiter): acquire, release,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_algo_fixed_window.c - reference traces for fixed_window: epoch-aligned
  * windows (a boundary at a round epoch time, times far from 0 and before

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_algo_gcra.c - gcra against redis-cell's CL.THROTTLE: its README
  * example and the sequence of its unit test (brandur/redis-cell,

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_algo_leaky_bucket.c - leaky_bucket against nginx limit_req: burst=5
  * with and without nodelay, burst=12 delay=8 (all at 5 r/s), the bucket

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_algo_refund.c - sl__state_refund (lib/internal/sluice_state.h), the
  * give-back a Redis Cluster check uses when another slot denied: after an

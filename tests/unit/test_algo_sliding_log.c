@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_algo_sliding_log.c - reference traces for sliding_log, including the
  * documented sequences of rolling-rate-limiter (src/index.test.ts), which

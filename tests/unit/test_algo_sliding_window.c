@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_algo_sliding_window.c - reference traces for sliding_window:
  * Cloudflare's worked example (42 in the previous minute, 18 in the current

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_diff_buckets.c - differential tests: token_bucket (plain and warm-up),
  * gcra and leaky_bucket against slow reference models written here, on

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_diff_windows.c - differential tests: fixed_window, sliding_window,
  * sliding_log and concurrency against a slow, obviously correct model on

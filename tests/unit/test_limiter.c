@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_limiter.c - sl_limiter_check_matched and sl_limiter_release over
  * hand-built matches: all-or-nothing across limits and descriptors (no
@@ -227,7 +229,7 @@ static void test_caps_and_errors(void **st)
     struct sl_limit l = limit_of(SL_ALGO_GCRA, 10, MIN);
     struct sl_limit cc = limit_of(SL_ALGO_CONCURRENCY, 10, 0);
     struct sl_entry entries[SL_MAX_ENTRIES + 1];
-    struct sl_descriptor desc = {entries, SL_MAX_ENTRIES + 1, -1};
+    struct sl_descriptor desc = {entries, SL_MAX_ENTRIES + 1, -1, NULL};
     struct sl_request req;
     struct sl_result res;
     sl_limiter *lim = limiter(SL_ON_FULL_EVICT, 1 << 20);
@@ -285,7 +287,7 @@ static void test_peek_and_costs(void **st)
 {
     struct sl_limit l = limit_of(SL_ALGO_FIXED_WINDOW, 5, MIN);
     struct sl_match m[2];
-    struct sl_descriptor d[2] = {{NULL, 0, 3}, {NULL, 0, -1}};
+    struct sl_descriptor d[2] = {{NULL, 0, 3, NULL}, {NULL, 0, -1, NULL}};
     struct sl_request req;
     struct sl_result res;
     struct sl_table_stats s;

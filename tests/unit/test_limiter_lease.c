@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_limiter_lease.c - lease tokens (lib/lease.c): sealing round-trips,
  * depends on the secret, hides the entry's fingerprint (which would be an

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_rules_check.c - sl_limiter_check over rules: replaces, unlimited,
- * shadow_mode, quota_mode and several limits on one descriptor, decided by
- * the real limiter with a deterministic clock.
+ * shadow_mode, quota_mode, several limits on one descriptor and a domain's
+ * on_unmatched, decided by the real limiter with a deterministic clock.
  *
  * The algorithms' own traces are tested in test_algo_*.c.
  */
@@ -203,6 +205,129 @@ static void zero_requests_denies_everything(void **st)
     assert_non_null(res.statuses[0].limit);
 }
 
+/* ------------------------------------------------------------ on_unmatched */
+
+static const char unmatched_text[] = "domain: u\n"
+                                     "on_unmatched: deny\n"
+                                     "descriptors:\n"
+                                     "  - key: user\n"
+                                     "    rate_limit: {unit: minute, requests_per_unit: 3}\n"
+                                     "    descriptors:\n"
+                                     "      - key: path\n"
+                                     "        rate_limit: {unit: minute, requests_per_unit: 1}\n"
+                                     "  - key: free\n"
+                                     "    rate_limit: {unlimited: true}\n"
+                                     "  - key: group\n"
+                                     "    descriptors:\n"
+                                     "      - key: member\n"
+                                     "        rate_limit: {unit: minute, requests_per_unit: 5}\n";
+
+static sl_rules *build(const char *file, const char *db)
+{
+    sl_rules_builder *b = sl_rules_builder_new();
+    sl_rules *r = NULL;
+
+    assert_int_equal(sl_rules_builder_add_yaml(b, file, strlen(file), "u.yaml", SL_SRC_FILE),
+                     SL_OK);
+    if (db != NULL)
+        assert_int_equal(sl_rules_builder_add_yaml(b, db, strlen(db), "db:row", SL_SRC_DB), SL_OK);
+    assert_int_equal(sl_rules_build(b, &r), SL_OK);
+    sl_rules_builder_free(b);
+    return r;
+}
+
+/* Check one request of domain u: descriptors separated by "|", each a
+ * list of "key=value" entries separated by "&" ("" is no entry). */
+static enum sl_verdict check_u(struct fx *f, const sl_rules *r, int64_t t, const char *spec,
+                               struct sl_result *res)
+{
+    static char buf[256];
+    struct sl_entry e[8][4];
+    struct sl_descriptor d[8];
+    struct sl_request req = {.domain = {"u", 1}, .hits = 1, .now_ns = t, .descriptors = d};
+    char *desc, *save_d, *ent, *save_e;
+
+    snprintf(buf, sizeof(buf), "%s", spec);
+    for (desc = strtok_r(buf, "|", &save_d); desc != NULL; desc = strtok_r(NULL, "|", &save_d)) {
+        size_t i = req.n_descriptors++, n = 0;
+        for (ent = strtok_r(desc, "&", &save_e); ent != NULL; ent = strtok_r(NULL, "&", &save_e)) {
+            char *eq = strchr(ent, '=');
+            if (eq == NULL)
+                continue; /* "-": a descriptor without entries */
+            e[i][n].key = (struct sl_str){ent, (size_t)(eq - ent)};
+            e[i][n].value = (struct sl_str){eq + 1, strlen(eq + 1)};
+            n++;
+        }
+        d[i] = (struct sl_descriptor){.entries = e[i], .n_entries = n, .hits = -1};
+    }
+    assert_int_equal(sl_limiter_check(f->lim, r, &req, res), SL_OK);
+    return res->verdict;
+}
+
+/* What a client gets for shaping its descriptor until no rule matches:
+ * nothing under on_unmatched: deny, and nothing of the request counted. */
+static void unmatched_descriptors_are_denied(void **st)
+{
+    struct fx *f = *st;
+    struct sl_result res;
+    sl_rules *r = build(unmatched_text, NULL);
+
+    assert_int_equal(check_u(f, r, T0, "user=carol", &res), SL_ALLOW);
+    assert_int_equal(res.statuses[0].d.remaining, 2);
+    assert_false(res.statuses[0].unmatched);
+    /* an extra entry: no rule has that shape */
+    assert_int_equal(check_u(f, r, T0 + 1, "user=carol&x=", &res), SL_DENY);
+    assert_true(res.statuses[0].unmatched);
+    assert_null(res.statuses[0].limit);
+    assert_int_equal(res.statuses[0].d.retry_after_ns, -1);
+    /* one unmatched descriptor denies the request; the others only peek */
+    assert_int_equal(check_u(f, r, T0 + 2, "user=carol|nope=1", &res), SL_DENY);
+    assert_int_equal(res.n_statuses, 2);
+    assert_false(res.statuses[0].unmatched);
+    assert_int_equal(res.statuses[0].d.verdict, SL_ALLOW);
+    assert_int_equal(res.statuses[0].d.remaining, 2); /* not consumed */
+    assert_true(res.statuses[1].unmatched);
+    assert_int_equal(check_u(f, r, T0 + 3, "user=carol", &res), SL_ALLOW);
+    assert_int_equal(res.statuses[0].d.remaining, 1);
+    /* matched: unlimited, nested; unmatched: a rule without limits, no entries */
+    assert_int_equal(check_u(f, r, T0 + 4, "free=x", &res), SL_ALLOW);
+    assert_int_equal(check_u(f, r, T0 + 5, "group=g&member=m", &res), SL_ALLOW);
+    assert_int_equal(check_u(f, r, T0 + 6, "group=g", &res), SL_DENY);
+    assert_true(res.statuses[0].unmatched);
+    assert_int_equal(check_u(f, r, T0 + 7, "-", &res), SL_DENY);
+    assert_true(res.statuses[0].unmatched);
+    /* a domain without on_unmatched lets them through, as Envoy does */
+    assert_int_equal(check(f, T0 + 8, (const char *[]){"nope"}, 1, &res), SL_ALLOW);
+    assert_false(res.statuses[0].unmatched);
+    assert_null(res.statuses[0].limit);
+    sl_rules_unref(r);
+}
+
+/* The last text that states on_unmatched wins (database rows after files);
+ * a value other than allow or deny is refused where it is written. */
+static void unmatched_merges_and_validates(void **st)
+{
+    struct fx *f = *st;
+    struct sl_result res;
+    sl_rules *r = build(unmatched_text, "domain: u\non_unmatched: allow\n");
+    sl_rules_builder *b = sl_rules_builder_new();
+    static const char bad[] = "domain: u\non_unmatched: maybe\n";
+
+    assert_int_equal(check_u(f, r, T0, "nope=1", &res), SL_ALLOW);
+    sl_rules_unref(r);
+    r = build("domain: u\ndescriptors:\n  - key: user\n"
+              "    rate_limit: {unit: minute, requests_per_unit: 3}\n",
+              "domain: u\non_unmatched: deny\n");
+    assert_int_equal(check_u(f, r, T0, "nope=1", &res), SL_DENY);
+    assert_int_equal(check_u(f, r, T0, "user=u", &res), SL_ALLOW);
+    sl_rules_unref(r);
+    assert_int_equal(sl_rules_builder_add_yaml(b, bad, strlen(bad), "bad.yaml", SL_SRC_FILE),
+                     SL_EPARSE);
+    assert_int_equal(sl_rules_builder_ndiags(b), 1);
+    assert_non_null(strstr(sl_rules_builder_diag(b, 0), "bad.yaml:2:15: on_unmatched must be"));
+    sl_rules_builder_free(b);
+}
+
 static void errors(void **st)
 {
     struct fx *f = *st;
@@ -227,6 +352,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(several_limits_on_one_descriptor, setup, teardown),
         cmocka_unit_test_setup_teardown(zero_requests_denies_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(unmatched_descriptors_are_denied, setup, teardown),
+        cmocka_unit_test_setup_teardown(unmatched_merges_and_validates, setup, teardown),
         cmocka_unit_test_setup_teardown(errors, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

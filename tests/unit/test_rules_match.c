@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_rules_match.c - descriptor matching as envoyproxy/ratelimit does it
  * (exact > wildcard > key-only, same depth, nested), counter keys, the

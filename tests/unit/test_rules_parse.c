@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_rules_parse.c - the rules compiler on valid and broken YAML: an
  * Envoy file loads unchanged, every validation error is reported with its

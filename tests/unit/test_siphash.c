@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_siphash.c - lib/util/siphash.c against the reference test vectors of
  * SipHash-2-4 (github.com/veorq/SipHash vectors.h, commit f26d35e9): key

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_table.c - the keyed state table: lookup and creation, peek, reset,
  * expiry (amortised and by sweep), the memory cap, drained-first and CLOCK

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_table_batch.c - sl_table_check_batch gives exactly what the same
  * checks through sl_table_check give, in the same order: two tables with

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_thr_rules_swap.c - snapshots swapped while other threads check: each
  * reader always sees one whole snapshot (both descriptors of a request
@@ -50,7 +52,7 @@ static void *reader(void *arg)
 {
     sl_rules_reader *rd = sl_rules_reader_new(slot);
     struct sl_entry e[2] = {{{"x", 1}, {"1", 1}}, {{"y", 1}, {"1", 1}}};
-    struct sl_descriptor d[2] = {{&e[0], 1, -1}, {&e[1], 1, -1}};
+    struct sl_descriptor d[2] = {{&e[0], 1, -1, NULL}, {&e[1], 1, -1, NULL}};
     struct sl_request req = {.domain = {"s", 1}, .descriptors = d, .n_descriptors = 2, .hits = 0};
     char first[32] = "";
     struct sl_result res;

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * test_thr_table.c - the table and the limiter under threads (also run under
  * ThreadSanitizer by `make test-sanitize`): several threads hammering one key

@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- sluice.lua (00_prelude.lua) - every Sluice algorithm as one atomic Redis
 -- script, written in parts store/redis/lua/NN_*.lua that the build
 -- concatenates in name order into two texts that differ only by their

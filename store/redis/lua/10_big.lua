@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 10_big.lua - exact non-negative big integers (base 2^24 limbs) for the
 -- few products that pass 2^53: the warm-up token bucket's waits and large
 -- sliding windows. Only what those need; no negative numbers, no speed.

@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 20_buckets.lua - token_bucket (plain), gcra and leaky_bucket: one
 -- bucket of reduced units (00_prelude.lua says how they map to C's). It
 -- does not do the warm-up bucket (25_warmup.lua).

@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 25_warmup.lua - token_bucket with warmup: Guava SmoothWarmingUp in C's
 -- own units (lib/algo/token_bucket.c) with exact big integers. It does
 -- not do the plain bucket (20_buckets.lua).

@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 30_fixed_window.lua - fixed windows aligned to the epoch
 -- (lib/algo/fixed_window.c), in whole microseconds.
 

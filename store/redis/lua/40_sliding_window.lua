@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 40_sliding_window.lua - Cloudflare's sliding window counter
 -- (lib/algo/sliding_window.c): plain numbers while products stay below
 -- 2^52, big integers beyond.

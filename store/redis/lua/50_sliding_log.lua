@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 50_sliding_log.lua - the exact sliding log (lib/algo/sliding_log.c),
 -- kept as runs of (time, count) instead of a ring of timestamps.
 

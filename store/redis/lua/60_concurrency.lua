@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 60_concurrency.lua - in-flight slots with leases (lib/algo/concurrency.c);
 -- lease ids exact beyond 2^53 as (base us, offset) pairs.
 

@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 70_refund.lua - giving back what an allowed check consumed : on
 -- Redis Cluster a check whose descriptors span slots is one call per slot;
 -- when one slot denies, the others' calls, already committed, are undone

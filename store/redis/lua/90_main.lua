@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 -- 90_main.lua - the entry point: dispatch to the algorithms, load and
 -- store states (SET with PX: expiry with the state), the all-or-nothing
 -- check of every item (lib/limiter.c's rules), peeks, resets, refunds and

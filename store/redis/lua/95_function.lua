@@ -1,3 +1,5 @@
+-- SPDX-License-Identifier: BSD-2-Clause
+-- Copyright (c) The Sluice authors
 
 -- 95_function.lua - the tail of the Redis Functions library (FUNCTION LOAD,
 -- then FCALL per call): the library's chunk runs once, when it is loaded,

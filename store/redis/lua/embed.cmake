@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 # embed.cmake - join the script's parts and write them as C arrays in OUT
 # (cmake -P). IN: the body's parts, joined by '|', in order; EVAL_TAIL and
 # FN_TAIL: the tails of the EVALSHA script and of the Redis Functions

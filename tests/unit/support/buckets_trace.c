@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * buckets_trace.c - runner for the bucket algorithms' reference traces (see
  * buckets_trace.h). Uses only the public bare-algorithm API, so the traces

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * buckets_trace.h - table-driven reference traces for the bucket algorithm
  * tests (token_bucket, gcra, leaky_bucket): a row is (time, cost) ->

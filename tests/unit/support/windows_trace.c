@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * windows_trace.c - runs the reference-trace tables of windows_trace.h.
  *

@@ -1,3 +1,5 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
  * windows_trace.h - table-driven reference traces for the algorithm tests:
  * a row is (time, cost) -> (verdict, remaining, retry_after, reset), run in

@@ -1,5 +1,9 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
- * http_headers.h - the rate-limit response headers of a decision (internal).
+ * headers.h - the rate-limit response headers of a decision (internal), for
+ * every protocol that answers over HTTP: the HTTP API, Envoy's answers
+ * (response_headers_to_add), the proxy.
  *
  * From one struct sl_result this writes, as "Name: value\r\n" lines:
  *   RateLimit-Policy: "name";q=100;w=60      (IETF draft-ietf-httpapi-
@@ -12,8 +16,8 @@
  * Ownership: everything is borrowed for the call; output goes into the
  * caller's buffer. No allocation, no clock (the caller passes now_ns).
  */
-#ifndef SL_SERVER_HTTP_HEADERS_H
-#define SL_SERVER_HTTP_HEADERS_H
+#ifndef SL_SERVER_HEADERS_H
+#define SL_SERVER_HEADERS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -47,4 +51,4 @@ const struct sl_status *sl__hdr_primary(const struct sl_result *res);
 int sl__hdr_write(const struct sl_result *res, int64_t now_ns, unsigned families, char *buf,
                   size_t cap, size_t *len);
 
-#endif /* SL_SERVER_HTTP_HEADERS_H */
+#endif /* SL_SERVER_HEADERS_H */

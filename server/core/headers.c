@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
 /*
- * http_headers.c - writes the rate-limit headers of a decision.
+ * headers.c - writes the rate-limit headers of a decision (headers.h).
  *
  * Seconds on the wire are always rounded up, so a client that waits what it
  * is told never comes back early. It does not look at the request or the
@@ -9,7 +11,7 @@
 
 #include "sluice_sat.h"
 #include "buf.h"
-#include "http_headers.h"
+#include "headers.h"
 
 /* Structured-field integers have at most 15 digits (RFC 8941 3.3.1). */
 #define SF_INT_MAX INT64_C(999999999999999)

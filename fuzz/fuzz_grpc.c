@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * fuzz_grpc.c - libFuzzer driver for gRPC over HTTP/2 and its messages:
+ * the input is what a client sends after the preface, fed to one session
+ * (h2.c) as the connection would, under small caps; every call completed
+ * is decoded as a RateLimitRequest and answered (or refused). The input
+ * is also decoded as a RateLimitRequest by itself. Memory errors are the
+ * sanitizers' to find; the session must never consume more than it was
+ * given.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc_codec.h"
+#include "h2.h"
+
+#define CHECK(c) ((c) ? (void)0 : abort())
+
+static struct sl__h2 *session;
+static struct sl__grpc_rls_req req;
+static uint8_t wire[1 << 17];
+
+static void on_send(void *owner, const uint8_t *buf, size_t len)
+{
+}
+
+static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *call)
+{
+    struct sl__envoy_answer a = {.overall = SL__ENVOY_OK};
+    uint8_t out[256];
+    size_t len = 0;
+    int rc = sl__grpc_rls_decode(&req, call->msg, call->len);
+
+    a.n = rc == SL_OK ? req.req.n_descriptors : 0;
+    sl__grpc_rls_release(&req);
+    if (rc == SL_OK && sl__grpc_rls_encode(&a, out, sizeof(out), &len) == SL_OK)
+        sl__h2_reply(session, s, out, len);
+    else
+        sl__h2_fail(session, s, SL__GRPC_INTERNAL, "refused");
+    sl__h2_release(session, s);
+}
+
+static const struct sl__h2_ops ops = {on_send, on_call};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct sl__h2_limits lim = {8, 4096, 4096};
+    size_t len = 24 + (size < sizeof(wire) - 24 ? size : sizeof(wire) - 24), off = 0, n;
+
+    sl__grpc_rls_release((sl__grpc_rls_decode(&req, data, size), &req));
+    memcpy(wire, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+    memcpy(wire + 24, data, len - 24);
+    session = sl__h2_new(&lim, &ops, NULL);
+    CHECK(session != NULL);
+    while (off < len && (n = sl__h2_feed(session, wire + off, len - off)) > 0) {
+        CHECK(n <= len - off);
+        off += n;
+        sl__h2_flush(session);
+    }
+    sl__h2_free(session);
+    return 0;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * grpc_config.c - the `grpc:` configuration section (config.h): its keys
+ * with their defaults and meanings, checked once the file is read. It
+ * does not apply them (grpc.c hands them to each HTTP/2 session).
+ */
+#include <stdio.h>
+
+#include "grpc.h"
+#include "keytab.h"
+
+#define F(member) SL__KF(struct sl__grpc_config, member)
+
+static const struct sl__key keys[] = {
+    {"grpc.max_concurrent_streams", SL__K_UINT, F(max_concurrent_streams), "100",
+     "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: calls in flight per connection", .min = 1,
+     .max = 65536},
+    {"grpc.max_message_bytes", SL__K_SIZE, F(max_message_bytes), "64KiB",
+     "largest request message; a larger one is answered RESOURCE_EXHAUSTED"},
+    {"grpc.max_header_list_bytes", SL__K_SIZE, F(max_header_list_bytes), "16KiB",
+     "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; a larger list is answered RESOURCE_EXHAUSTED"},
+};
+
+static int check(void *cfg, const struct sl__config *c, char *err, size_t errlen)
+{
+    const struct sl__grpc_config *g = cfg;
+    const char *path = c->path != NULL ? c->path : "(config)";
+
+    if (g->max_message_bytes > (16u << 20)) {
+        snprintf(err, errlen, "%s: grpc.max_message_bytes must be at most 16MiB", path);
+        return SL_EINVAL;
+    }
+    if (g->max_header_list_bytes < 1024 || g->max_header_list_bytes > (1u << 20)) {
+        snprintf(err, errlen, "%s: grpc.max_header_list_bytes must be 1KiB..1MiB", path);
+        return SL_EINVAL;
+    }
+    return SL_OK;
+}
+
+const struct sl__config_section sl__grpc_config_section = {
+    .name = "grpc",
+    .size = sizeof(struct sl__grpc_config),
+    .keys = keys,
+    .n_keys = sizeof(keys) / sizeof(keys[0]),
+    .check = check,
+};

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * h2-t.h - the types of gRPC over HTTP/2 as sluiced's h2 layer speaks it
+ * (internal): the limits a session enforces, the calls it hands up and
+ * gRPC's status codes. Prototypes in h2.h.
+ */
+#ifndef SL_SERVER_H2_T_H
+#define SL_SERVER_H2_T_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice.h"
+
+/* gRPC status codes (grpc/status.h's numbers). */
+enum sl__grpc_status {
+    SL__GRPC_OK = 0,
+    SL__GRPC_CANCELLED = 1,
+    SL__GRPC_UNKNOWN = 2,
+    SL__GRPC_INVALID_ARGUMENT = 3,
+    SL__GRPC_DEADLINE_EXCEEDED = 4,
+    SL__GRPC_NOT_FOUND = 5,
+    SL__GRPC_RESOURCE_EXHAUSTED = 8,
+    SL__GRPC_UNIMPLEMENTED = 12,
+    SL__GRPC_INTERNAL = 13,
+    SL__GRPC_UNAVAILABLE = 14,
+};
+
+struct sl__h2_limits {
+    uint32_t max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS */
+    size_t max_message_bytes;        /* one request message, without its 5-byte prefix */
+    size_t max_header_list_bytes;    /* SETTINGS_MAX_HEADER_LIST_SIZE, counted as RFC 9113 does */
+};
+
+/* Bytes of per-call state a stream keeps for its owner (the room's
+ * operation lives there, so starting a call allocates nothing). */
+#define SL__H2_OWNER_BYTES 512
+
+/* One unary call, handed to the owner when its request is complete. Borrowed
+ * for the duration of the ops->call() only. */
+struct sl__h2_call {
+    struct sl_str path; /* ":path", e.g. "/grpc.health.v1.Health/Check" */
+    const uint8_t *msg; /* the request message, without its prefix */
+    size_t len;         /* its bytes (may be 0: an all-default message) */
+    int64_t timeout_ns; /* grpc-timeout, -1 when absent */
+};
+
+struct sl__h2;
+struct sl__h2_stream;
+
+/* What a session asks of its owner. */
+struct sl__h2_ops {
+    /* Bytes to send to the peer, in order (copied by the callee). */
+    void (*send)(void *owner, const uint8_t *buf, size_t len);
+    /* A whole unary call arrived on `s`: answer it with sl__h2_reply() or
+     * sl__h2_fail() and give it back with sl__h2_release(), now or later.
+     * Until then the stream is kept, even if the peer resets it (an answer
+     * is then dropped). */
+    void (*call)(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *call);
+};
+
+#endif /* SL_SERVER_H2_T_H */

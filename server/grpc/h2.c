@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * h2.c - one HTTP/2 server session on nghttp2, bytes in and bytes out
+ * (h2.h): the preface and whole-frame feeding, SETTINGS, the budget of
+ * frames that cost the server without a call, GOAWAY, and output.
+ *
+ * Input is handed to nghttp2 in whole frames only, so an incomplete frame
+ * stays in the connection's buffer where the core's read timeout and frame
+ * cap see it; a frame whose header announces more than the maximum frame
+ * size is handed over at once for nghttp2 to refuse (FRAME_SIZE_ERROR).
+ * It does not parse headers or messages (h2_stream.c) and does no I/O.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "h2_int.h"
+
+#define PREFACE_LEN 24
+#define FRAME_HDR   9
+#define MAX_FRAME   16384 /* SETTINGS_MAX_FRAME_SIZE: nghttp2's default, never raised */
+#define FLOOD_BURST 1000  /* frames without a call accepted at once ... */
+#define FLOOD_PER_S 1000  /* ... and per second after that */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sl__h2_terminate(struct sl__h2 *h, uint32_t error)
+{
+    if (!h->fatal)
+        nghttp2_session_terminate_session(h->ng, error);
+    h->fatal = true;
+}
+
+/* One frame that costs without a call: false once the budget is spent
+ * (the session is then ended with ENHANCE_YOUR_CALM). */
+static bool spend(struct sl__h2 *h)
+{
+    int64_t now = mono_ms();
+
+    h->budget += (now - h->budget_ms) * FLOOD_PER_S / 1000;
+    if (h->budget > FLOOD_BURST)
+        h->budget = FLOOD_BURST;
+    h->budget_ms = now;
+    if (h->budget <= 0) {
+        sl__h2_terminate(h, NGHTTP2_ENHANCE_YOUR_CALM);
+        return false;
+    }
+    h->budget--;
+    return true;
+}
+
+static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+{
+    struct sl__h2 *h = ud;
+    bool ack = f->hd.flags & NGHTTP2_FLAG_ACK;
+
+    switch (f->hd.type) {
+    case NGHTTP2_SETTINGS:
+    case NGHTTP2_PING:
+        if (!ack)
+            spend(h);
+        break;
+    case NGHTTP2_RST_STREAM:
+    case NGHTTP2_PRIORITY:
+        spend(h);
+        break;
+    case NGHTTP2_DATA:
+        if (f->hd.length == 0 && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM) && !spend(h))
+            break;
+        sl__h2_stream_frame(h, f);
+        break;
+    case NGHTTP2_HEADERS:
+        sl__h2_stream_frame(h, f);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static int on_invalid_frame(nghttp2_session *ng, const nghttp2_frame *f, int error, void *ud)
+{
+    spend(ud); /* refused frames cost too */
+    return 0;
+}
+
+static int make_callbacks(nghttp2_session_callbacks **cb)
+{
+    if (nghttp2_session_callbacks_new(cb) != 0)
+        return -1;
+    nghttp2_session_callbacks_set_on_frame_recv_callback(*cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(*cb, on_invalid_frame);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(*cb, sl__h2_on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(*cb, sl__h2_on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(*cb, sl__h2_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(*cb, sl__h2_on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(*cb, sl__h2_on_frame_send);
+    return 0;
+}
+
+/* Options: floods are this file's budget (nghttp2's own reset limit would
+ * answer INTERNAL_ERROR), closed streams are not kept. */
+static int make_options(nghttp2_option **opt)
+{
+    if (nghttp2_option_new(opt) != 0)
+        return -1;
+    nghttp2_option_set_no_closed_streams(*opt, 1);
+    nghttp2_option_set_stream_reset_rate_limit(*opt, UINT32_MAX, UINT32_MAX);
+    nghttp2_option_set_max_outbound_ack(*opt, FLOOD_BURST);
+    return 0;
+}
+
+static int send_settings(struct sl__h2 *h)
+{
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, h->lim.max_concurrent_streams},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)h->lim.max_header_list_bytes},
+        {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+    };
+    return nghttp2_submit_settings(h->ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0]));
+}
+
+struct sl__h2 *sl__h2_new(const struct sl__h2_limits *lim, const struct sl__h2_ops *ops,
+                          void *owner)
+{
+    struct sl__h2 *h = calloc(1, sizeof(*h));
+    nghttp2_session_callbacks *cb = NULL;
+    nghttp2_option *opt = NULL;
+    int rc = -1;
+
+    if (h == NULL)
+        return NULL;
+    h->lim = *lim;
+    h->ops = ops;
+    h->owner = owner;
+    h->budget = FLOOD_BURST;
+    h->budget_ms = mono_ms();
+    sl__h2_mem_init(&h->pool, &h->mem);
+    if (make_callbacks(&cb) == 0 && make_options(&opt) == 0 &&
+        nghttp2_session_server_new3(&h->ng, cb, h, opt, &h->mem) == 0)
+        rc = send_settings(h);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_option_del(opt);
+    if (rc != 0) {
+        sl__h2_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void sl__h2_free(struct sl__h2 *h)
+{
+    if (h == NULL)
+        return;
+    nghttp2_session_del(h->ng);
+    sl__h2_streams_free(h);
+    sl__h2_mem_destroy(&h->pool);
+    free(h);
+}
+
+/* Bytes of buf[0..len) that form whole frames, or all of them once a
+ * frame announces more than MAX_FRAME (for nghttp2 to refuse). */
+static size_t whole_frames(const uint8_t *buf, size_t len)
+{
+    size_t off = 0;
+
+    while (len - off >= FRAME_HDR) {
+        size_t flen = (size_t)buf[off] << 16 | (size_t)buf[off + 1] << 8 | buf[off + 2];
+        if (flen > MAX_FRAME)
+            return len;
+        if (len - off < FRAME_HDR + flen)
+            break;
+        off += FRAME_HDR + flen;
+    }
+    return off;
+}
+
+size_t sl__h2_feed(struct sl__h2 *h, const uint8_t *buf, size_t len)
+{
+    size_t start = 0, n;
+    ssize_t rv;
+
+    if (h->fatal)
+        return len; /* nothing more is read; the GOAWAY goes out */
+    if (!h->preface_fed) {
+        if (len < PREFACE_LEN)
+            return 0;
+        start = PREFACE_LEN;
+    }
+    n = start + whole_frames(buf + start, len - start);
+    if (n == 0)
+        return 0;
+    rv = nghttp2_session_mem_recv(h->ng, buf, n);
+    if (rv < 0) {
+        sl__h2_terminate(h, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
+                            : rv == NGHTTP2_ERR_NOMEM ? NGHTTP2_INTERNAL_ERROR
+                                                      : NGHTTP2_PROTOCOL_ERROR);
+        return len;
+    }
+    h->preface_fed = h->preface_fed || (size_t)rv >= PREFACE_LEN;
+    return (size_t)rv; /* all of it: nghttp2 pauses only when a callback asks */
+}
+
+void sl__h2_flush(struct sl__h2 *h)
+{
+    const uint8_t *data;
+    ssize_t n;
+
+    while ((n = nghttp2_session_mem_send(h->ng, &data)) > 0)
+        h->ops->send(h->owner, data, (size_t)n);
+    if (n < 0)
+        h->fatal = true; /* out of memory in nghttp2: nothing more can be said */
+}
+
+bool sl__h2_done(const struct sl__h2 *h)
+{
+    if (h->fatal)
+        return !nghttp2_session_want_write(h->ng);
+    return !nghttp2_session_want_read(h->ng) && !nghttp2_session_want_write(h->ng);
+}
+
+bool sl__h2_partial(const struct sl__h2 *h)
+{
+    return h->n_partial > 0;
+}
+
+void sl__h2_goaway(struct sl__h2 *h)
+{
+    if (h->goaway || h->fatal)
+        return;
+    h->goaway = true;
+    nghttp2_submit_goaway(h->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->ng),
+                          NGHTTP2_NO_ERROR, NULL, 0);
+}
+
+uint64_t sl__h2_heap_allocs(const struct sl__h2 *h)
+{
+    return h->pool.heap_allocs;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * h2.h - gRPC over HTTP/2 (cleartext, prior knowledge) on nghttp2, as a
+ * pure byte-in, byte-out session (internal): it frames and unframes gRPC
+ * calls and enforces the protocol's limits; it knows nothing of sockets,
+ * event loops, rate limiting or protobuf. Types in h2-t.h.
+ *
+ * What a session does by itself:
+ *  - SETTINGS: MAX_CONCURRENT_STREAMS and MAX_HEADER_LIST_SIZE from its
+ *    limits; PING answered; flow control and window updates (nghttp2's);
+ *  - a request that is not a gRPC call (method not POST: HTTP 405;
+ *    content-type not application/grpc: HTTP 415), a header list above the
+ *    limit (RESOURCE_EXHAUSTED), a message above the limit
+ *    (RESOURCE_EXHAUSTED, the rest of the stream reset with NO_ERROR), a
+ *    compressed message (UNIMPLEMENTED), a second message or none
+ *    (INTERNAL) are answered without the owner;
+ *  - protocol errors end the connection with GOAWAY carrying the last
+ *    stream id and the error (nghttp2's); floods of frames that cost the
+ *    server without a call (SETTINGS, PING, RST_STREAM, PRIORITY, empty
+ *    DATA) beyond a budget of 1000 at once and 1000 a second end it with
+ *    GOAWAY ENHANCE_YOUR_CALM; more streams than the limit are refused.
+ *
+ * Ownership: the session owns its streams; a stream handed to ops->call()
+ * stays valid until the owner answers it. Memory: nghttp2 allocates from
+ * the session's own pool (h2_mem.h), streams are recycled, so a warm
+ * session's calls allocate nothing from the general heap. Threads: one
+ * session belongs to one thread.
+ */
+#ifndef SL_SERVER_H2_H
+#define SL_SERVER_H2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "h2-t.h"
+
+/* A session that has received nothing yet; NULL when out of memory. */
+struct sl__h2 *sl__h2_new(const struct sl__h2_limits *lim, const struct sl__h2_ops *ops,
+                          void *owner);
+/* Free the session. No stream may be waiting for its owner's answer. */
+void sl__h2_free(struct sl__h2 *h);
+
+/*
+ * Take the bytes the peer sent, buf[0..len), starting with the 24-byte
+ * client preface: returns how many were consumed (whole frames only; the
+ * rest is offered again with more bytes behind it). A frame whose header
+ * says it is larger than allowed is consumed at once (and refused). Calls
+ * ops->call() for every call completed. Output waits for sl__h2_flush().
+ */
+size_t sl__h2_feed(struct sl__h2 *h, const uint8_t *buf, size_t len);
+
+/* Hand everything the session has to say to ops->send(), in one call. */
+void sl__h2_flush(struct sl__h2 *h);
+
+/* The session is over (GOAWAY sent and no stream left, or a fatal error):
+ * once flushed, close the connection. */
+bool sl__h2_done(const struct sl__h2 *h);
+
+/* A stream holds part of a request (headers without the end of the
+ * message): the connection's read timeout should run. */
+bool sl__h2_partial(const struct sl__h2 *h);
+
+/* Graceful end: GOAWAY NO_ERROR with the last stream id received; streams
+ * up to it are still served. Idempotent. */
+void sl__h2_goaway(struct sl__h2 *h);
+
+/* Answer the call on `s` with a serialized message (copied) and grpc-status
+ * 0; or with a gRPC error and a message (Trailers-Only). Nothing is sent
+ * if the peer has reset the stream or it was answered already. */
+void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len);
+void sl__h2_fail(struct sl__h2 *h, struct sl__h2_stream *s, enum sl__grpc_status code,
+                 const char *message);
+/* The owner is done with `s` (its owner area is no longer used): the
+ * stream is the session's again. Every call handed over ends with this. */
+void sl__h2_release(struct sl__h2 *h, struct sl__h2_stream *s);
+
+/* The owner's per-call bytes in `s` (SL__H2_OWNER_BYTES, 16-byte aligned). */
+void *sl__h2_owner_area(struct sl__h2_stream *s);
+
+/* Blocks the session's pool took from the heap since it was made (tests). */
+uint64_t sl__h2_heap_allocs(const struct sl__h2 *h);
+
+#endif /* SL_SERVER_H2_H */

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * h2_int.h - what h2.c (the session) and h2_stream.c (one call's stream)
+ * share; nothing else includes it. The public face is h2.h.
+ */
+#ifndef SL_SERVER_H2_INT_H
+#define SL_SERVER_H2_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "h2.h"
+#include "h2_mem.h"
+
+#define SL__H2_PATH_MAX 128 /* longer paths name no method of ours */
+
+struct sl__h2_stream {
+    _Alignas(16) unsigned char owner[SL__H2_OWNER_BYTES];
+    struct sl__h2 *h;
+    struct sl__h2_stream *next_free; /* on h->free_streams */
+    struct sl__h2_stream *next_all;  /* every stream object of the session */
+    int32_t id;
+    bool open;     /* nghttp2 has not closed it */
+    bool busy;     /* handed to the owner and not answered yet */
+    bool answered; /* an answer was submitted: further input is ignored */
+    bool ended;    /* the peer sent END_STREAM */
+    bool partial;  /* counted in h->n_partial */
+    bool post;     /* :method POST */
+    bool grpc;     /* content-type application/grpc[+proto|;...] */
+    bool path_long;
+    size_t header_bytes; /* as RFC 9113 counts a header list */
+    int64_t timeout_ns;  /* grpc-timeout, -1 none */
+    uint16_t path_len;
+    char path[SL__H2_PATH_MAX];
+    uint8_t *in; /* the request message with its 5-byte prefix */
+    size_t in_len, in_cap;
+    uint8_t *out; /* the reply message with its prefix */
+    size_t out_len, out_cap, out_sent;
+};
+
+struct sl__h2 {
+    nghttp2_session *ng;
+    struct sl__h2_mem pool;
+    nghttp2_mem mem;
+    struct sl__h2_limits lim;
+    const struct sl__h2_ops *ops;
+    void *owner;
+    bool preface_fed;   /* the 24-byte client preface went to nghttp2 */
+    bool goaway;        /* a graceful GOAWAY was submitted */
+    bool fatal;         /* the session ended on an error */
+    uint32_t n_streams; /* stream objects in use */
+    uint32_t n_partial; /* streams with an incomplete request */
+    struct sl__h2_stream *free_streams;
+    struct sl__h2_stream *all_streams;
+    int64_t budget;    /* frames without a call the peer may still send now */
+    int64_t budget_ms; /* when it was last refilled (CLOCK_MONOTONIC) */
+};
+
+/* End the session with GOAWAY `error` (nghttp2's error codes). */
+void sl__h2_terminate(struct sl__h2 *h, uint32_t error);
+
+/* The nghttp2 callbacks of one stream's life (h2_stream.c). */
+int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud);
+int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                     void *ud);
+int sl__h2_on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
+                   void *ud);
+int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void *ud);
+int sl__h2_on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud);
+/* A HEADERS or DATA frame of a request was received in full. */
+void sl__h2_stream_frame(struct sl__h2 *h, const nghttp2_frame *f);
+
+/* Free every stream object (the session is being freed). */
+void sl__h2_streams_free(struct sl__h2 *h);
+
+#endif /* SL_SERVER_H2_INT_H */

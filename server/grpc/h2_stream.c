@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * h2_stream.c - one gRPC call on an HTTP/2 stream (h2.h): its headers
+ * (:method, :path, content-type, grpc-timeout, the header list's size),
+ * its message (the 5-byte prefix, the size cap, exactly one message), the
+ * refusals the session makes without its owner, and the answers: a
+ * message with grpc-status 0 in the trailers, or Trailers-Only.
+ *
+ * Stream objects are recycled with their buffers, so a warm session
+ * allocates none per call. It does not decode protobuf (the owner does).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "h2_int.h"
+
+#define PREFIX      5
+#define KEEP_BUFFER (64u << 10) /* a recycled stream keeps buffers up to this */
+
+#define NV(name, value)                                                                            \
+    {                                                                                              \
+        (uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, sizeof(value) - 1,                \
+            NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE                           \
+    }
+
+static const nghttp2_nv reply_headers[] = {NV(":status", "200"),
+                                           NV("content-type", "application/grpc")};
+static const nghttp2_nv ok_trailers[] = {NV("grpc-status", "0")};
+
+/* ------------------------------------------------------------ objects */
+
+static void set_partial(struct sl__h2_stream *s, bool partial)
+{
+    if (s->partial == partial)
+        return;
+    if (partial)
+        s->h->n_partial++;
+    else
+        s->h->n_partial--;
+    s->partial = partial;
+}
+
+static struct sl__h2_stream *stream_get(struct sl__h2 *h)
+{
+    struct sl__h2_stream *s = h->free_streams;
+
+    if (s != NULL) {
+        h->free_streams = s->next_free;
+    } else {
+        s = calloc(1, sizeof(*s));
+        if (s == NULL)
+            return NULL;
+        s->next_all = h->all_streams;
+        h->all_streams = s;
+    }
+    h->n_streams++;
+    return s;
+}
+
+static void stream_put(struct sl__h2_stream *s)
+{
+    struct sl__h2 *h = s->h;
+
+    set_partial(s, false);
+    if (s->in_cap > KEEP_BUFFER) {
+        free(s->in);
+        s->in = NULL;
+        s->in_cap = 0;
+    }
+    if (s->out_cap > KEEP_BUFFER) {
+        free(s->out);
+        s->out = NULL;
+        s->out_cap = 0;
+    }
+    s->next_free = h->free_streams;
+    h->free_streams = s;
+    h->n_streams--;
+}
+
+void sl__h2_streams_free(struct sl__h2 *h)
+{
+    struct sl__h2_stream *s = h->all_streams, *next;
+
+    for (; s != NULL; s = next) {
+        next = s->next_all;
+        free(s->in);
+        free(s->out);
+        free(s);
+    }
+    h->all_streams = h->free_streams = NULL;
+}
+
+void *sl__h2_owner_area(struct sl__h2_stream *s)
+{
+    return s->owner;
+}
+
+/* Grow *buf to hold `need` bytes. false when out of memory. */
+static bool reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+    size_t c = *cap ? *cap : 256;
+    uint8_t *p;
+
+    if (need <= *cap)
+        return true;
+    while (c < need)
+        c *= 2;
+    p = realloc(*buf, c);
+    if (p == NULL)
+        return false;
+    *buf = p;
+    *cap = c;
+    return true;
+}
+
+/* ------------------------------------------------------------ answers */
+
+/* Write `message` percent-encoded as grpc-message wants it into out. */
+static size_t pct_encode(const char *message, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+
+    for (const unsigned char *p = (const unsigned char *)message; *p && n + 4 < cap; p++) {
+        if (*p >= 0x20 && *p <= 0x7e && *p != '%') {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    return n;
+}
+
+/* The session answered `s` before its end: stop the peer sending the rest
+ * once our END_STREAM is out (on_frame_send). */
+static void answered(struct sl__h2_stream *s)
+{
+    s->answered = true;
+    set_partial(s, false);
+}
+
+static void trailers_only(struct sl__h2_stream *s, enum sl__grpc_status code, const char *message)
+{
+    char status[12], text[512];
+    int sn = snprintf(status, sizeof(status), "%d", (int)code);
+    size_t tn = pct_encode(message, text, sizeof(text));
+    nghttp2_nv nv[] = {
+        NV(":status", "200"),
+        NV("content-type", "application/grpc"),
+        {(uint8_t *)"grpc-status", (uint8_t *)status, 11, (size_t)sn, NGHTTP2_NV_FLAG_NO_COPY_NAME},
+        {(uint8_t *)"grpc-message", (uint8_t *)text, 12, tn, NGHTTP2_NV_FLAG_NO_COPY_NAME},
+    };
+
+    answered(s);
+    nghttp2_submit_response(s->h->ng, s->id, nv, tn > 0 ? 4 : 3, NULL);
+}
+
+static void http_refuse(struct sl__h2_stream *s, int status)
+{
+    static const nghttp2_nv nv405[] = {NV(":status", "405")};
+    static const nghttp2_nv nv415[] = {NV(":status", "415")};
+
+    answered(s);
+    nghttp2_submit_response(s->h->ng, s->id, status == 405 ? nv405 : nv415, 1, NULL);
+}
+
+static ssize_t read_reply(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
+                          uint32_t *flags, nghttp2_data_source *src, void *ud)
+{
+    struct sl__h2_stream *s = src->ptr;
+    size_t n = s->out_len - s->out_sent;
+
+    if (n > length)
+        n = length;
+    memcpy(buf, s->out + s->out_sent, n);
+    s->out_sent += n;
+    if (s->out_sent == s->out_len) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        if (nghttp2_submit_trailer(ng, id, ok_trailers, 1) != 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return (ssize_t)n;
+}
+
+/* Whether the owner's answer still has a stream to go to. */
+static bool still_open(const struct sl__h2_stream *s)
+{
+    return s->open && !s->answered;
+}
+
+void sl__h2_release(struct sl__h2 *h, struct sl__h2_stream *s)
+{
+    s->busy = false;
+    if (!s->open)
+        stream_put(s);
+}
+
+void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
+{
+    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_reply};
+
+    if (!still_open(s))
+        return;
+    if (len > UINT32_MAX || !reserve(&s->out, &s->out_cap, PREFIX + len)) {
+        trailers_only(s, SL__GRPC_INTERNAL, "reply too large");
+        return;
+    }
+    s->out[0] = 0;
+    s->out[1] = (uint8_t)(len >> 24);
+    s->out[2] = (uint8_t)(len >> 16);
+    s->out[3] = (uint8_t)(len >> 8);
+    s->out[4] = (uint8_t)len;
+    memcpy(s->out + PREFIX, msg, len);
+    s->out_len = PREFIX + len;
+    s->out_sent = 0;
+    answered(s);
+    nghttp2_submit_response(h->ng, s->id, reply_headers, 2, &prd);
+}
+
+void sl__h2_fail(struct sl__h2 *h, struct sl__h2_stream *s, enum sl__grpc_status code,
+                 const char *message)
+{
+    if (still_open(s))
+        trailers_only(s, code, message);
+}
+
+int sl__h2_on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+{
+    struct sl__h2_stream *s;
+
+    if (f->hd.type != NGHTTP2_HEADERS || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    s = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    if (s != NULL && !s->ended) /* answered early: the rest of the request is not wanted */
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+    return 0;
+}
+
+/* ------------------------------------------------------------ requests */
+
+int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+{
+    struct sl__h2 *h = ud;
+    struct sl__h2_stream *s;
+
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    /* Streams the peer reset while their answer is being decided still
+     * count, so resets cannot make room for more work than the limit. */
+    if (h->n_streams >= 2 * h->lim.max_concurrent_streams || (s = stream_get(h)) == NULL) {
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
+    s->h = h;
+    s->id = f->hd.stream_id;
+    s->open = true;
+    s->busy = s->answered = s->ended = s->partial = s->post = s->grpc = s->path_long = false;
+    s->header_bytes = 0;
+    s->timeout_ns = -1;
+    s->path_len = 0;
+    s->in_len = s->out_len = s->out_sent = 0;
+    set_partial(s, true);
+    nghttp2_session_set_stream_user_data(ng, s->id, s);
+    return 0;
+}
+
+/* grpc-timeout: up to 8 digits and a unit (H, M, S, m, u, n), in ns
+ * (saturated); -1 when malformed. */
+static int64_t parse_timeout(const uint8_t *v, size_t len)
+{
+    static const struct {
+        char unit;
+        int64_t ns;
+    } units[] = {{'H', 3600 * SL_NS_PER_S},
+                 {'M', 60 * SL_NS_PER_S},
+                 {'S', SL_NS_PER_S},
+                 {'m', SL_NS_PER_MS},
+                 {'u', 1000},
+                 {'n', 1}};
+    int64_t n = 0;
+
+    if (len < 2 || len > 9)
+        return -1;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        n = n * 10 + (v[i] - '0');
+    }
+    for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+        if (v[len - 1] == units[u].unit)
+            return n > INT64_MAX / units[u].ns ? INT64_MAX : n * units[u].ns;
+    return -1;
+}
+
+static bool is(const uint8_t *name, size_t len, const char *want)
+{
+    return len == strlen(want) && memcmp(name, want, len) == 0;
+}
+
+static bool grpc_content_type(const uint8_t *v, size_t len)
+{
+    return len >= 16 && memcmp(v, "application/grpc", 16) == 0 &&
+           (len == 16 || v[16] == '+' || v[16] == ';');
+}
+
+int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
+                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
+{
+    struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+
+    if (s == NULL || s->answered || f->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    s->header_bytes += namelen + valuelen + 32;
+    if (f->headers.cat != NGHTTP2_HCAT_REQUEST || s->header_bytes > s->h->lim.max_header_list_bytes)
+        return 0; /* trailers from a client are ignored; a list too long is refused at its end */
+    if (is(name, namelen, ":method")) {
+        s->post = is(value, valuelen, "POST");
+    } else if (is(name, namelen, ":path")) {
+        s->path_long = valuelen > sizeof(s->path);
+        s->path_len = s->path_long ? 0 : (uint16_t)valuelen;
+        memcpy(s->path, value, s->path_len);
+    } else if (is(name, namelen, "content-type")) {
+        s->grpc = grpc_content_type(value, valuelen);
+    } else if (is(name, namelen, "grpc-timeout")) {
+        s->timeout_ns = parse_timeout(value, valuelen);
+    }
+    return 0;
+}
+
+/* The request's headers are complete: refuse what is not a gRPC call. */
+static void end_of_headers(struct sl__h2_stream *s)
+{
+    char why[96];
+
+    if (s->header_bytes > s->h->lim.max_header_list_bytes) {
+        snprintf(why, sizeof(why), "header list above %zu bytes (grpc.max_header_list_bytes)",
+                 s->h->lim.max_header_list_bytes);
+        trailers_only(s, SL__GRPC_RESOURCE_EXHAUSTED, why);
+    } else if (!s->post) {
+        http_refuse(s, 405);
+    } else if (!s->grpc) {
+        http_refuse(s, 415);
+    }
+}
+
+/* What is wrong with the bytes of the message received so far, or NULL. */
+static const char *check_message(struct sl__h2_stream *s, char *why, size_t cap,
+                                 enum sl__grpc_status *code)
+{
+    size_t len;
+
+    if (s->in_len < PREFIX)
+        return NULL;
+    len = (size_t)s->in[1] << 24 | (size_t)s->in[2] << 16 | (size_t)s->in[3] << 8 | s->in[4];
+    *code = SL__GRPC_INTERNAL;
+    if (s->in[0] == 1) {
+        *code = SL__GRPC_UNIMPLEMENTED;
+        return "compressed messages are not supported (grpc-encoding: identity)";
+    }
+    if (s->in[0] != 0)
+        return "malformed message prefix";
+    if (len > s->h->lim.max_message_bytes) {
+        *code = SL__GRPC_RESOURCE_EXHAUSTED;
+        snprintf(why, cap, "message of %zu bytes above %zu (grpc.max_message_bytes)", len,
+                 s->h->lim.max_message_bytes);
+        return why;
+    }
+    if (s->in_len > PREFIX + len)
+        return "more than one request message in a unary call";
+    return NULL;
+}
+
+int sl__h2_on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
+                   void *ud)
+{
+    struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(ng, id);
+    enum sl__grpc_status code;
+    const char *bad;
+    char why[128];
+    size_t take;
+
+    if (s == NULL || s->answered)
+        return 0;
+    /* Never buffer more than one message's prefix and bytes plus one. */
+    take = len;
+    if (s->in_len + take > PREFIX + s->h->lim.max_message_bytes + 1)
+        take = PREFIX + s->h->lim.max_message_bytes + 1 - s->in_len;
+    if (!reserve(&s->in, &s->in_cap, s->in_len + take)) {
+        trailers_only(s, SL__GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return 0;
+    }
+    memcpy(s->in + s->in_len, data, take);
+    s->in_len += take;
+    if ((bad = check_message(s, why, sizeof(why), &code)) != NULL)
+        trailers_only(s, code, bad);
+    return 0;
+}
+
+/* The peer ended the stream: hand the call over, or refuse it. */
+static void complete(struct sl__h2_stream *s)
+{
+    struct sl__h2_call call;
+    size_t len =
+        s->in_len >= PREFIX
+            ? ((size_t)s->in[1] << 24 | (size_t)s->in[2] << 16 | (size_t)s->in[3] << 8 | s->in[4])
+            : 0;
+
+    if (s->in_len < PREFIX || s->in_len != PREFIX + len) {
+        trailers_only(s, SL__GRPC_INTERNAL,
+                      s->in_len == 0 ? "no request message" : "incomplete request message");
+        return;
+    }
+    call.path = (struct sl_str){s->path_long ? "" : s->path, s->path_len};
+    call.msg = s->in + PREFIX;
+    call.len = len;
+    call.timeout_ns = s->timeout_ns;
+    set_partial(s, false);
+    s->busy = true;
+    s->h->ops->call(s->h->owner, s, &call);
+}
+
+void sl__h2_stream_frame(struct sl__h2 *h, const nghttp2_frame *f)
+{
+    struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(h->ng, f->hd.stream_id);
+
+    if (s == NULL)
+        return;
+    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST && !s->answered)
+        end_of_headers(s);
+    if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return;
+    s->ended = true;
+    if (!s->answered)
+        complete(s);
+}
+
+int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void *ud)
+{
+    struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(ng, id);
+
+    if (s == NULL)
+        return 0;
+    s->open = false;
+    set_partial(s, false);
+    if (!s->busy)
+        stream_put(s);
+    return 0;
+}

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * proxy-t.h - the types of the proxy room (internal): its configuration
+ * (routes and their upstreams), the per-worker state (upstream servers'
+ * health and keep-alive pools), an upstream connection, and the exchange
+ * (one client connection's request in flight and its response).
+ *
+ * Ownership: the configuration belongs to the server's configuration and
+ * is read-only once workers run. Everything else belongs to one worker
+ * and is touched only on its loop thread: an exchange is the client
+ * connection's proto_state (freed with it); an upstream connection is
+ * owned by its pool while idle and by the exchange using it otherwise.
+ */
+#ifndef SL_PROXY_T_H
+#define SL_PROXY_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <uv.h>
+
+#include "conn-t.h"
+#include "proxy_chunk.h"
+#include "proxy_limit-t.h"
+#include "proxy_parse.h"
+
+#define SL__PROXY_MAX_SERVERS 32 /* per upstream: a bitmask of those tried */
+#define SL__PROXY_MAX_ROUTES  256
+#define SL__PROXY_MAX_METHODS 16
+
+/* ------------------------------------------------------------ configuration */
+
+struct sl__proxy_server {
+    char name[72];                /* "host:port" as configured ([v6]:port) */
+    struct sockaddr_storage addr; /* numeric address and port */
+};
+
+struct sl__proxy_upstream {
+    struct sl__proxy_server servers[SL__PROXY_MAX_SERVERS];
+    unsigned n_servers;
+    unsigned max_fails;      /* failures within fail_timeout that take a server out */
+    int64_t fail_timeout_ms; /* that window, and how long it stays out */
+    unsigned keepalive;      /* idle connections kept per server and worker */
+};
+
+/* Unset per-route values take the section's (proxy.*) in the check. */
+#define SL__PROXY_UNSET_MS   (-1)
+#define SL__PROXY_UNSET_SIZE SIZE_MAX
+#define SL__PROXY_UNSET_U    UINT32_MAX
+
+struct sl__proxy_route {
+    char *name;        /* for the access log; "#N" by default */
+    char *host;        /* exact Host (port ignored, case-insensitive); NULL any */
+    char *path_prefix; /* matched on the raw target; "/" by default */
+    char *methods[SL__PROXY_MAX_METHODS];
+    size_t n_methods; /* 0: any method */
+    struct sl__proxy_upstream up;
+    int64_t connect_timeout_ms;  /* to open a connection to a server */
+    int64_t read_timeout_ms;     /* between two reads of the response */
+    int64_t send_timeout_ms;     /* between two writes that make progress */
+    size_t max_body_bytes;       /* request body; 0 unlimited */
+    struct sl__proxy_limits lim; /* what limits its requests (proxy_limit_config.c) */
+    size_t line, col;            /* where it was configured, for messages */
+};
+
+/* The `proxy:` section (proxy_config.c). */
+struct sl__proxy_config {
+    int64_t connect_timeout_ms, read_timeout_ms, send_timeout_ms;
+    size_t max_body_bytes;
+    unsigned max_fails;
+    int64_t fail_timeout_ms;
+    unsigned keepalive;
+    int64_t keepalive_timeout_ms; /* an idle upstream connection is closed after this */
+    char *via;                    /* the pseudonym in Via headers */
+    /* the routes' limits: defaults, and where the client's address comes from */
+    int64_t max_delay_ms;
+    uint32_t max_queue;
+    unsigned deny_status;
+    unsigned deny_body; /* enum sl__proxy_deny_body */
+    char *deny_text;
+    unsigned client_header; /* enum sl__proxy_client_header */
+    struct sl__proxy_cidr *trusted;
+    size_t n_trusted;
+    struct sl__proxy_route *routes;
+    size_t n_routes;
+};
+
+/* ------------------------------------------------------------ per worker */
+
+struct sl__proxy_up;
+struct sl__proxy_x;
+struct sl__proxy_greq;     /* the gate's state of one request (proxy_gate.c) */
+struct sl__proxy_gscratch; /* the gate's per-worker scratch (proxy_gate.c) */
+
+/* Requests of one route held for their delay, in the order they leave. */
+struct sl__proxy_queue {
+    struct sl__proxy_greq *head, *tail;
+    uint32_t n;
+};
+
+/* The gate's state on one worker (proxy_gate.c). */
+struct sl__proxy_gate_w {
+    uv_timer_t timer;               /* the next departure from a queue */
+    struct sl__proxy_queue *queues; /* one per route */
+    size_t n_queued;                /* over every route */
+    size_t n_busy;                  /* store calls (decisions, releases) not answered yet */
+    struct sl__proxy_greq *free;    /* per-request states, reused */
+    struct sl__proxy_gscratch *scratch;
+};
+
+/* One configured server of one route, as one worker sees it. */
+struct sl__proxy_peer {
+    const struct sl__proxy_server *srv;
+    const struct sl__proxy_upstream *up; /* the upstream it belongs to */
+    unsigned fails;                      /* failures in the current window */
+    int64_t window_ms;                   /* loop time the window started */
+    int64_t down_until_ms;               /* skipped until then (loop time) */
+    struct sl__proxy_up *idle;           /* idle keep-alive connections */
+    unsigned n_idle;
+};
+
+struct sl__proxy_worker {
+    uv_loop_t *loop;
+    const struct sl__proxy_config *cfg;
+    struct sl__proxy_peer *peers; /* route r's servers from peer_base[r] */
+    size_t *peer_base;
+    unsigned *rr;               /* round-robin position per route */
+    uv_timer_t tick;            /* timeouts of exchanges and idle upstreams */
+    struct sl__proxy_x *active; /* exchanges in flight */
+    size_t n_ups;               /* open upstream connections */
+    size_t n_xs;                /* client connections with an exchange */
+    bool stopping;
+    bool tick_closed;
+    bool log_wanted;        /* log.access is on: keep referer and user agent */
+    struct sl__buf scratch; /* heads written to a client (copied at once), reused */
+    struct sl__proxy_gate_w gate;
+    unsigned closing; /* handles being closed before the state is freed */
+};
+
+/* ------------------------------------------------------------ upstream connection */
+
+struct sl__proxy_up {
+    uv_tcp_t tcp; /* tcp.data points back here */
+    uv_connect_t creq;
+    uv_write_t wreq;
+    struct sl__proxy_worker *pw;
+    struct sl__proxy_peer *peer;
+    struct sl__proxy_x *x; /* the exchange using it; NULL while idle */
+    struct sl__buf in;     /* read, not yet handled */
+    struct sl__buf out, inflight;
+    int64_t idle_since_ms;
+    unsigned requests; /* served over this connection */
+    bool connected, writing, reading, closing;
+    struct sl__proxy_up *next; /* the peer's idle list */
+};
+
+/* ------------------------------------------------------------ exchange */
+
+enum sl__proxy_phase {
+    SL__PX_IDLE,       /* waiting for a request head */
+    SL__PX_HELD,       /* the gate holds the request (proxy_gate.h) */
+    SL__PX_CONNECTING, /* an upstream connection is being opened */
+    SL__PX_FORWARD,    /* request and response under way */
+    SL__PX_TUNNEL,     /* after 101: bytes both ways */
+    SL__PX_DONE,       /* answered; waiting for the client side to finish */
+};
+
+/* How a body is framed on one side. */
+enum sl__proxy_framing {
+    SL__PF_NONE,    /* no body */
+    SL__PF_LENGTH,  /* `left` bytes */
+    SL__PF_CHUNKED, /* chunked coding */
+    SL__PF_CLOSE,   /* until the connection closes (responses only) */
+};
+
+/* What the access log and the gate's completion learn of an exchange. */
+struct sl__proxy_acc {
+    char client[48]; /* peer address */
+    char method[16];
+    char target[512]; /* truncated */
+    char referer[256];
+    char agent[256];
+    int minor;
+    int status;           /* sent to the client; 0 none (the client went away: 499) */
+    uint64_t bytes_in;    /* request body bytes from the client */
+    uint64_t bytes_out;   /* response body bytes to the client */
+    int64_t start_ns;     /* CLOCK_REALTIME of the head */
+    int64_t t0_ms;        /* loop time of the head */
+    int64_t up_start_ms;  /* loop time forwarding started, -1 never */
+    int64_t up_head_ms;   /* loop time the response head arrived, -1 never */
+    const char *upstream; /* server name, or NULL */
+    const char *decision; /* the limits' verdict (static): "allow", "deny", ...; NULL none */
+};
+
+struct sl__proxy_x {
+    struct sl__conn *c; /* NULL once the client connection is gone */
+    struct sl__proxy_worker *pw;
+    const struct sl__proxy_route *route;
+    unsigned route_i;
+    enum sl__proxy_phase phase;
+    struct sl__proxy_up *up;
+    struct sl__proxy_peer *peer;
+    uint32_t tried; /* servers of the route tried for this request */
+    unsigned tries;
+    bool reused;    /* the upstream connection came from the pool */
+    bool timed_out; /* a try timed out (504 rather than 502 if none is left) */
+    bool close_now; /* close the client connection when on_read returns */
+
+    /* the request */
+    bool head_method, keep_alive, upgrade, expect_100, idempotent;
+    enum sl__proxy_framing req_framing; /* as received */
+    uint64_t req_left;                  /* LENGTH: body bytes still to come */
+    struct sl__proxy_chunk req_chunk;
+    bool req_done; /* the whole request has been taken from the client */
+    bool req_sent; /* ... and handed to the upstream socket */
+    bool continue_sent;
+    bool client_held;    /* reading the client is held for upstream back-pressure */
+    struct sl__buf head; /* the rewritten request head, kept for a retry */
+
+    /* the response */
+    bool resp_started;   /* a byte of the final response went to the client */
+    bool resp_head_done; /* the final response head has been read */
+    bool resp_done;
+    bool resp_chunked_out; /* re-chunked to the client */
+    bool close_after;      /* close the client connection after the response */
+    bool up_reusable;      /* the upstream connection may go back to the pool */
+    enum sl__proxy_framing resp_framing;
+    uint64_t resp_left;
+    struct sl__proxy_chunk resp_chunk;
+    bool up_paused; /* upstream reads stopped for client back-pressure */
+
+    /* timeouts (loop ms) */
+    int64_t phase_ms;  /* the current phase started */
+    int64_t up_io_ms;  /* last progress with the upstream */
+    int64_t client_ms; /* last progress with the client */
+
+    struct sl__proxy_acc acc;
+    struct sl__proxy_greq *gate; /* the gate's own state for this request (proxy_gate.h) */
+    struct sl_str resp_hdrs;     /* header lines the gate adds to the response */
+    struct sl__proxy_head h;     /* scratch: the head being parsed */
+
+    struct sl__proxy_x *prev, *next; /* the worker's active list */
+    bool in_active;
+};
+
+#endif /* SL_PROXY_T_H */

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * proxy_gate.c - the gate of the proxy's traffic path (proxy_gate.h).
+ *
+ * A request whose route has rate_limits gets its descriptors (proxy_descr.c)
+ * from its client's address (proxy_addr.c) and head, and is decided as an
+ * acquire on the one decision path (server/core/decide.h), which applies
+ * the kill switches and shadow mode, calls the store and counts the
+ * metrics. What comes back is acted on here:
+ *  - allowed: forwarded, the rate-limit headers kept for the response;
+ *  - denied: answered with deny_status (proxy_deny.c);
+ *  - delayed: held in its route's queue until its delay is over, then
+ *    forwarded; requests leave a queue in the order they entered it (a
+ *    request never leaves before the one queued before it), so a delay
+ *    above max_delay, or a full queue (max_queue), is a denial instead;
+ *  - a store error: 503 (table full), 431 (a descriptor over the caps) or
+ *    500; a remote store that cannot answer in time answers by its
+ *    domain's failure policy itself, so nothing waits longer than that.
+ * A concurrency lease in the result is given back (sl__decide_release)
+ * when the exchange ends, whichever way: response handed to the client,
+ * local answer, client or upstream gone.
+ *
+ * Per request the gate keeps a state from a per-worker pool (no
+ * allocation once warm). A state outlives its exchange while the store
+ * has not answered (the decision path holds its op): the late answer then
+ * only gives back the lease it carries. One timer per worker serves every
+ * route's queue. The gate never blocks the loop and never reads the clock
+ * but the loop's (the decision's time is the decision path's).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "decide.h"
+#include "headers.h"
+#include "log.h"
+#include "proxy_deny.h"
+#include "proxy_descr.h"
+#include "proxy_gate.h"
+#include "proxy_int.h"
+#include "worker-t.h"
+#include "xalloc.h"
+
+#define HDRS_MAX 1024 /* rate-limit headers kept for an allowed response */
+
+enum gstate {
+    G_DECIDING,  /* the decision path has the op */
+    G_QUEUED,    /* held in its route's queue */
+    G_ADMITTED,  /* forwarded (or answered): waiting for the exchange's end */
+    G_RELEASING, /* giving its lease back */
+};
+
+struct sl__proxy_greq {
+    struct sl__decide_op op; /* first: the decision path's part */
+    struct sl__worker *w;
+    struct sl__proxy_worker *pw;
+    struct sl__proxy_x *x; /* NULL once its exchange has ended */
+    enum gstate state;
+    bool sync;                      /* inside sl__proxy_gate: it acts on the verdict */
+    enum sl__proxy_verdict verdict; /* what the decision came to */
+    int64_t delay_ms;               /* HOLD: the delay decided */
+    int64_t due_ms;                 /* queued: loop time to leave */
+    unsigned route_i;
+    struct sl__proxy_greq *next, *prev; /* its queue, or the free list */
+    char hdrs[HDRS_MAX];                /* for an allowed response */
+    char lease[SL_LEASE_MAX];           /* "" none */
+};
+
+struct sl__proxy_gscratch {
+    struct sl__proxy_descr descr;
+    struct sl_result edited;      /* a delay turned into a denial */
+    struct sl__buf answer;        /* a local answer's headers and body */
+    struct sl__proxy_local local; /* that answer, pointing into `answer` */
+};
+
+static void on_decided(struct sl__decide_op *op, int err, const struct sl_result *res);
+
+/* ------------------------------------------------------------ the pool */
+
+static struct sl__proxy_greq *take(struct sl__proxy_worker *pw)
+{
+    struct sl__proxy_greq *g = pw->gate.free;
+
+    if (g != NULL)
+        pw->gate.free = g->next;
+    else
+        g = sl__xzalloc(sizeof(*g));
+    g->pw = pw;
+    g->next = g->prev = NULL;
+    g->lease[0] = '\0';
+    return g;
+}
+
+static void put(struct sl__proxy_greq *g)
+{
+    struct sl__proxy_worker *pw = g->pw;
+
+    g->x = NULL;
+    g->next = pw->gate.free;
+    pw->gate.free = g;
+}
+
+/* ------------------------------------------------------------ ending */
+
+static void on_released(struct sl__decide_op *op, int err, const struct sl_result *res)
+{
+    struct sl__proxy_greq *g = (struct sl__proxy_greq *)(void *)op;
+    struct sl__proxy_worker *pw = g->pw;
+
+    (void)res;
+    if (err != SL_OK && err != SL_ENOENT)
+        sl__dbg("proxy: a concurrency lease was not given back: %s", sl_strerror(err));
+    pw->gate.n_busy--;
+    put(g);
+    sl__proxy_worker_maybe_free(pw);
+}
+
+/* The exchange is over: give the lease back, then the state. */
+static void finish(struct sl__proxy_greq *g)
+{
+    if (g->lease[0] == '\0') {
+        put(g);
+        return;
+    }
+    g->state = G_RELEASING;
+    g->pw->gate.n_busy++;
+    memset(&g->op, 0, sizeof(g->op));
+    sl__decide_release(g->w, &g->op, g->lease, strlen(g->lease), on_released);
+}
+
+/* ------------------------------------------------------------ queues */
+
+static void on_due(uv_timer_t *t);
+
+/* Arm the timer for the earliest head of any queue. */
+static void arm(struct sl__proxy_worker *pw)
+{
+    int64_t due = INT64_MAX, now = (int64_t)uv_now(pw->loop);
+
+    for (size_t r = 0; pw->gate.n_queued > 0 && r < pw->cfg->n_routes; r++)
+        if (pw->gate.queues[r].head != NULL && pw->gate.queues[r].head->due_ms < due)
+            due = pw->gate.queues[r].head->due_ms;
+    if (due == INT64_MAX) {
+        uv_timer_stop(&pw->gate.timer);
+        return;
+    }
+    uv_timer_start(&pw->gate.timer, on_due, due > now ? (uint64_t)(due - now) : 0, 0);
+}
+
+static void enqueue(struct sl__proxy_greq *g)
+{
+    struct sl__proxy_worker *pw = g->pw;
+    struct sl__proxy_queue *q = &pw->gate.queues[g->route_i];
+
+    /* The loop's clock is cached and whole ms: brought up to date and one
+     * ms added, the request never leaves before its delay is over. */
+    uv_update_time(pw->loop);
+    g->due_ms = (int64_t)uv_now(pw->loop) + g->delay_ms + 1;
+    if (q->tail != NULL && q->tail->due_ms > g->due_ms)
+        g->due_ms = q->tail->due_ms; /* never before the one queued before it */
+    g->state = G_QUEUED;
+    g->prev = q->tail;
+    g->next = NULL;
+    if (q->tail != NULL)
+        q->tail->next = g;
+    else
+        q->head = g;
+    q->tail = g;
+    q->n++;
+    if (pw->gate.n_queued++ == 0 || q->head == g)
+        arm(pw);
+}
+
+static void dequeue(struct sl__proxy_greq *g)
+{
+    struct sl__proxy_worker *pw = g->pw;
+    struct sl__proxy_queue *q = &pw->gate.queues[g->route_i];
+
+    if (g->prev != NULL)
+        g->prev->next = g->next;
+    else
+        q->head = g->next;
+    if (g->next != NULL)
+        g->next->prev = g->prev;
+    else
+        q->tail = g->prev;
+    g->next = g->prev = NULL;
+    q->n--;
+    pw->gate.n_queued--;
+    g->state = G_ADMITTED;
+}
+
+static void on_due(uv_timer_t *t)
+{
+    struct sl__proxy_worker *pw = t->data;
+    int64_t now = (int64_t)uv_now(pw->loop);
+
+    for (size_t r = 0; pw->gate.n_queued > 0 && r < pw->cfg->n_routes; r++) {
+        struct sl__proxy_greq *g;
+        while ((g = pw->gate.queues[r].head) != NULL && g->due_ms <= now) {
+            struct sl__proxy_x *x = g->x;
+            dequeue(g);
+            if (sl__proxy_client_left(x))
+                sl__proxy_client_gone(x);
+            else
+                sl__proxy_gate_resume(x, SL__PROXY_FORWARD);
+        }
+    }
+    arm(pw);
+}
+
+/* ------------------------------------------------------------ judging */
+
+static const struct sl__proxy_limits *limits_of(const struct sl__proxy_greq *g)
+{
+    return &g->pw->cfg->routes[g->route_i].lim;
+}
+
+/* A delay past max_delay or a full queue: a denial whose retry is the
+ * delay (the limiter admitted and counted the request). */
+static const struct sl_result *as_denial(struct sl_result *ed, const struct sl_result *res)
+{
+    *ed = *res;
+    ed->verdict = SL_DENY;
+    for (size_t i = 0; i < ed->n_statuses; i++) {
+        struct sl_decision *d = &ed->statuses[i].d;
+        if (d->verdict == SL_DELAY) {
+            d->verdict = SL_DENY;
+            d->retry_after_ns = d->delay_ns;
+        }
+    }
+    return ed;
+}
+
+static bool shadow_denied(const struct sl_result *res)
+{
+    for (size_t i = 0; i < res->n_statuses; i++)
+        if (res->statuses[i].shadow_denied)
+            return true;
+    return false;
+}
+
+/* An error of the store: the client is answered, never let through. */
+static enum sl__proxy_verdict store_error(struct sl__proxy_gscratch *s, int err)
+{
+    static const struct {
+        int err, status;
+        const char *why;
+    } errs[] = {
+        {SL_EFULL, 503, "the limiter's state table is full; retry later"},
+        {SL_ETOOBIG, 431, "a header used for rate limiting is too long"},
+    };
+    const char *why = "the rate limiter failed";
+    int status = 500;
+    char body[160];
+
+    for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+        if (errs[i].err == err) {
+            status = errs[i].status;
+            why = errs[i].why;
+        }
+    s->answer.len = 0;
+    sl__buf_append(&s->answer, body, sl__proxy_error_body(body, sizeof(body), why));
+    s->local = (struct sl__proxy_local){
+        .status = status, .type = "application/json", .body = {s->answer.p, s->answer.len}};
+    return SL__PROXY_ANSWERED;
+}
+
+/* Keep the rate-limit headers of an admitted request for its response. */
+static void keep_headers(struct sl__proxy_greq *g, const struct sl_result *res)
+{
+    unsigned fam = limits_of(g)->headers & (SL__HDR_IETF | SL__HDR_X);
+    size_t len = 0;
+
+    if (fam == 0 || sl__hdr_write(res, g->op.now_ns, fam, g->hdrs, sizeof(g->hdrs), &len) != SL_OK)
+        len = 0;
+    g->x->resp_hdrs = (struct sl_str){g->hdrs, len};
+}
+
+/* What the decision means for the request: the verdict, and for
+ * ANSWERED the answer in the scratch. */
+static enum sl__proxy_verdict judge(struct sl__proxy_greq *g, int err, const struct sl_result *res)
+{
+    const struct sl__proxy_limits *lim = limits_of(g);
+    struct sl__proxy_gscratch *s = g->pw->gate.scratch;
+    struct sl__proxy_x *x = g->x;
+
+    if (err != SL_OK) {
+        x->acc.decision = "error";
+        return store_error(s, err);
+    }
+    if (res->lease[0] != '\0')
+        memcpy(g->lease, res->lease, strlen(res->lease) + 1);
+    if (res->verdict == SL_DELAY) {
+        g->delay_ms = sl_ns_to_ms_ceil(res->delay_ns);
+        if (g->delay_ms > lim->max_delay_ms || g->pw->gate.queues[g->route_i].n >= lim->max_queue)
+            res = as_denial(&s->edited, res);
+    }
+    if (res->verdict == SL_DENY) {
+        x->acc.decision = "deny";
+        sl__proxy_deny(lim, res, g->op.now_ns, &s->answer, &s->local);
+        return SL__PROXY_ANSWERED;
+    }
+    keep_headers(g, res);
+    if (res->verdict == SL_DELAY) {
+        x->acc.decision = "delay";
+        return SL__PROXY_HOLD;
+    }
+    x->acc.decision = shadow_denied(res) ? "shadow" : "allow";
+    return SL__PROXY_FORWARD;
+}
+
+/* Act on the verdict for a request the gate holds (the store answered
+ * after sl__proxy_gate returned). */
+static void act(struct sl__proxy_greq *g)
+{
+    struct sl__proxy_x *x = g->x;
+
+    if (g->verdict != SL__PROXY_ANSWERED && sl__proxy_client_left(x)) {
+        sl__proxy_client_gone(x);
+        return;
+    }
+    switch (g->verdict) {
+    case SL__PROXY_FORWARD:
+        g->state = G_ADMITTED;
+        sl__proxy_gate_resume(x, SL__PROXY_FORWARD);
+        break;
+    case SL__PROXY_ANSWERED:
+        g->state = G_ADMITTED;
+        sl__proxy_answer_local(x, &g->pw->gate.scratch->local); /* gate_done follows */
+        break;
+    case SL__PROXY_HOLD:
+        enqueue(g);
+        break;
+    }
+}
+
+static void on_decided(struct sl__decide_op *op, int err, const struct sl_result *res)
+{
+    struct sl__proxy_greq *g = (struct sl__proxy_greq *)(void *)op;
+    struct sl__proxy_worker *pw = g->pw;
+
+    pw->gate.n_busy--;
+    if (g->x == NULL) { /* the exchange ended first: only give the lease back */
+        if (err == SL_OK && res->lease[0] != '\0')
+            memcpy(g->lease, res->lease, strlen(res->lease) + 1);
+        finish(g);
+        sl__proxy_worker_maybe_free(pw);
+        return;
+    }
+    g->verdict = judge(g, err, res);
+    g->state = G_ADMITTED;
+    if (!g->sync)
+        act(g);
+}
+
+/* ------------------------------------------------------------ the gate */
+
+static struct sl__proxy_ip client_of(const struct sl__proxy_x *x)
+{
+    const struct sl__proxy_config *pc = x->pw->cfg;
+    struct sl__proxy_ip peer, client;
+
+    if (!sl__proxy_ip_parse(x->acc.client, strlen(x->acc.client), &peer))
+        return peer; /* family 0: remote_address actions drop their descriptors */
+    sl__proxy_client_ip(&peer, &x->h, (enum sl__proxy_client_header)pc->client_header, pc->trusted,
+                        pc->n_trusted, &client);
+    return client;
+}
+
+enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x)
+{
+    const struct sl__proxy_limits *lim = &x->route->lim;
+    struct sl__proxy_worker *pw = x->pw;
+    struct sl__proxy_ip client = {0};
+    struct sl_request req = {.hits = 1};
+    struct sl__proxy_greq *g;
+    enum sl__proxy_verdict v;
+
+    if (lim->n_rls == 0)
+        return SL__PROXY_FORWARD;
+    if (pw->gate.scratch == NULL)
+        pw->gate.scratch = sl__xzalloc(sizeof(*pw->gate.scratch));
+    if (lim->uses_address)
+        client = client_of(x);
+    req.n_descriptors = sl__proxy_descr_build(lim, &x->h, &client, &pw->gate.scratch->descr);
+    if (req.n_descriptors == 0)
+        return SL__PROXY_FORWARD; /* nothing to decide (e.g. its headers are absent) */
+    req.domain = (struct sl_str){lim->domain, strlen(lim->domain)};
+    req.descriptors = pw->gate.scratch->descr.d;
+    g = take(pw);
+    g->w = x->c->w;
+    g->x = x;
+    g->route_i = x->route_i;
+    g->state = G_DECIDING;
+    g->sync = true;
+    x->gate = g;
+    pw->gate.n_busy++;
+    memset(&g->op, 0, sizeof(g->op));
+    sl__decide(g->w, &g->op, SL__DECIDE_ACQUIRE, &req, on_decided);
+    g->sync = false;
+    if (g->state == G_DECIDING)
+        return SL__PROXY_HOLD; /* the store answers later (on_decided acts) */
+    v = g->verdict;
+    if (v == SL__PROXY_ANSWERED)
+        sl__proxy_answer_local(x, &pw->gate.scratch->local); /* gate_done: g is gone */
+    else if (v == SL__PROXY_HOLD)
+        enqueue(g);
+    return v;
+}
+
+void sl__proxy_gate_done(struct sl__proxy_x *x)
+{
+    struct sl__proxy_greq *g = x->gate;
+
+    if (g == NULL)
+        return;
+    x->gate = NULL;
+    x->resp_hdrs = (struct sl_str){NULL, 0};
+    g->x = NULL;
+    if (g->state == G_DECIDING)
+        return; /* on_decided gives the lease back */
+    if (g->state == G_QUEUED)
+        dequeue(g);
+    finish(g);
+}
+
+/* ------------------------------------------------------------ the worker */
+
+void sl__proxy_gate_worker_init(struct sl__proxy_worker *pw)
+{
+    pw->gate.queues = sl__xzalloc((pw->cfg->n_routes + 1) * sizeof(*pw->gate.queues));
+    uv_timer_init(pw->loop, &pw->gate.timer);
+    pw->gate.timer.data = pw;
+}
+
+bool sl__proxy_gate_worker_busy(const struct sl__proxy_worker *pw)
+{
+    return pw->gate.n_busy > 0;
+}
+
+void sl__proxy_gate_worker_close(struct sl__proxy_worker *pw, uv_close_cb cb)
+{
+    pw->closing++;
+    uv_close((uv_handle_t *)&pw->gate.timer, cb);
+}
+
+void sl__proxy_gate_worker_free(struct sl__proxy_worker *pw)
+{
+    struct sl__proxy_greq *g;
+
+    while ((g = pw->gate.free) != NULL) {
+        pw->gate.free = g->next;
+        free(g);
+    }
+    if (pw->gate.scratch != NULL)
+        sl__buf_free(&pw->gate.scratch->answer);
+    free(pw->gate.scratch);
+    free(pw->gate.queues);
+}

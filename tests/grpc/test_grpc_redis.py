@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
+"""test_grpc_redis.py - gRPC with the Redis store when Redis stops
+answering (a redis-server started here and frozen with SIGSTOP, killed by
+PID at the end): every call is answered by its domain's failure policy
+within a generous bound of the store timeout, the health check says
+NOT_SERVING exactly while /readyz says 503; a decision not made within
+grpc-timeout is answered DEADLINE_EXCEEDED by the server itself; and on
+SIGTERM the server sends GOAWAY with the last stream id, then completes the
+streams in flight before it closes.
+"""
+import signal
+import subprocess
+import time
+
+import hyperframe.frame as hf
+import pytest
+import redis
+
+from grpc_client import RawH2, channel, health_pb2, health_stub, request, rls_stub
+from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
+
+RULES = """\
+domain: open
+descriptors:
+  - key: k
+    rate_limit: {unit: minute, requests_per_unit: 1000000}
+---
+domain: closed
+descriptors:
+  - key: k
+    rate_limit: {unit: minute, requests_per_unit: 1000000}
+"""
+
+
+def wait_until(pred, seconds=10.0, step=0.02):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+@pytest.fixture
+def rds():
+    from conftest import free_port
+    port = free_port()
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--logfile", "/dev/null"])
+    client = redis.Redis(port=port)
+
+    def up():
+        try:
+            return client.ping()
+        except redis.ConnectionError:
+            return False
+    assert wait_until(up), "redis-server did not start"
+    proc.port = port
+    yield proc
+    proc.send_signal(signal.SIGCONT)
+    proc.kill()
+    proc.wait()
+
+
+def start(grpc_sluiced, rds, timeout):
+    # http.readyz: store - not ready while Redis does not decide (the default,
+    # decisions, stays ready while the local policy answers)
+    s = grpc_sluiced(rules=RULES, extra=f"""store:
+  type: redis
+  redis:
+    port: {rds.port}
+    timeout: {timeout}
+    failure_policy: local
+    policies: {{open: allow, closed: deny}}
+http:
+  readyz: store
+""")
+    assert wait_until(lambda: s.request("GET", "/readyz")[0] == 200)
+    return s
+
+
+def serving(check):
+    return check(health_pb2.HealthCheckRequest(), timeout=5).status
+
+
+def test_outage_answered_by_policy_within_timeout(grpc_sluiced, rds):
+    s = start(grpc_sluiced, rds, "20ms")
+    with channel(s.port) as ch:
+        rl, check = rls_stub(ch), health_stub(ch)
+        # Redis decides (the first calls of a loaded machine may still take
+        # longer than 20 ms and get the policy's answer)
+        assert wait_until(lambda: rl(request("closed", [("k", "v")]), timeout=5).overall_code == 1)
+        assert serving(check) == health_pb2.HealthCheckResponse.SERVING
+        rds.send_signal(signal.SIGSTOP)
+        took = []
+        for i in range(20):
+            for domain, want in (("open", 1), ("closed", 2)):
+                t0 = time.monotonic()
+                assert rl(request(domain, [("k", f"v{i}")]), timeout=5).overall_code == want
+                took.append(time.monotonic() - t0)
+        assert max(took) <= 1.0  # the 20 ms store timeout, with room for a loaded machine
+        # NOT_SERVING exactly while /readyz says 503
+        assert wait_until(lambda: serving(check) == health_pb2.HealthCheckResponse.NOT_SERVING)
+        assert s.request("GET", "/readyz")[0] == 503
+        rds.send_signal(signal.SIGCONT)
+        assert wait_until(lambda: serving(check) == health_pb2.HealthCheckResponse.SERVING)
+        assert s.request("GET", "/readyz")[0] == 200
+
+
+def test_deadline_exceeded_by_the_server(grpc_sluiced, rds):
+    s = start(grpc_sluiced, rds, "3s")
+    rds.send_signal(signal.SIGSTOP)
+    h = RawH2(s.port)
+    h.call(1, request("open", [("k", "d")]).SerializeToString(), extra=[("grpc-timeout", "200m")])
+    _, _, trailers = h.answer(1, timeout=10)
+    # The store would have answered OK (policy allow) after 3 s; the server
+    # itself ended the call at its deadline.
+    assert trailers["grpc-status"] == "4", trailers
+    h.call(3, request("open", [("k", "e")]).SerializeToString(), extra=[("grpc-timeout", "0n")])
+    assert h.answer(3)[2]["grpc-status"] == "4"
+    rds.send_signal(signal.SIGCONT)
+    h.call(5, request("open", [("k", "f")]).SerializeToString(), extra=[("grpc-timeout", "5S")])
+    assert h.answer(5, timeout=10)[2]["grpc-status"] == "0"
+
+
+def test_goaway_on_sigterm_completes_streams_in_flight(grpc_sluiced, rds):
+    s = start(grpc_sluiced, rds, "1s")
+    h = RawH2(s.port)
+    h.call(1, request("open", [("k", "warm")]).SerializeToString())
+    assert h.answer(1)[2]["grpc-status"] == "0"
+    rds.send_signal(signal.SIGSTOP)
+    for sid in range(3, 23, 2):  # 10 calls waiting on the frozen store
+        h.call(sid, request("open", [("k", f"w{sid}")]).SerializeToString())
+    time.sleep(0.2)  # let them reach the server
+    s.proc.send_signal(signal.SIGTERM)
+    g = h.goaway()
+    assert g.error_code == 0 and g.last_stream_id == 21
+    assert not any(isinstance(f, hf.HeadersFrame) and f.stream_id > 1 for f in h.frames)
+    for sid in range(3, 23, 2):  # answered by policy when the store times out
+        head, data, trailers = h.answer(sid, timeout=10)
+        assert trailers["grpc-status"] == "0" and data
+    assert h.closed()
+    assert s.proc.wait(10) == 0

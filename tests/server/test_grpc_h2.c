@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * test_grpc_h2.c - the gRPC room's pure layers without a socket: the
+ * protobuf codec (RateLimitRequest into the decision path's request with
+ * Envoy's hits_addend rules and overrides, refusals with /json's words,
+ * RateLimitResponse from an Envoy answer) and the HTTP/2 session driven by
+ * an in-process nghttp2 client: calls answered with grpc-status in the
+ * trailers, caps answered RESOURCE_EXHAUSTED, and a warm session whose
+ * calls take nothing from the general heap (malloc, calloc and realloc
+ * counted through the linker's --wrap while the server side runs).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <nghttp2/nghttp2.h>
+
+#include "envoy/service/ratelimit/v3/rls.pb-c.h"
+#include "grpc_codec.h"
+#include "h2.h"
+
+/* ------------------------------------------------------------ counting the heap */
+
+static bool counting;
+static unsigned long heap_calls;
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+
+void *__wrap_malloc(size_t n)
+{
+    heap_calls += counting;
+    return __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t m)
+{
+    heap_calls += counting;
+    return __real_calloc(n, m);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    heap_calls += counting;
+    return __real_realloc(p, n);
+}
+
+/* ------------------------------------------------------------ codec */
+
+typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor Desc;
+typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor__Entry Entry;
+
+/* A RateLimitRequest with n descriptors of one entry each, packed. */
+static size_t pack_request(const char *domain, size_t n, uint32_t hits, uint8_t *out)
+{
+    Envoy__Service__Ratelimit__V3__RateLimitRequest m =
+        ENVOY__SERVICE__RATELIMIT__V3__RATE_LIMIT_REQUEST__INIT;
+    static Desc d[40];
+    static Desc *dp[40];
+    static Entry e[40];
+    static Entry *ep[40];
+    static Google__Protobuf__UInt64Value h = GOOGLE__PROTOBUF__UINT64_VALUE__INIT;
+    static Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor__RateLimitOverride o =
+        ENVOY__EXTENSIONS__COMMON__RATELIMIT__V3__RATE_LIMIT_DESCRIPTOR__RATE_LIMIT_OVERRIDE__INIT;
+
+    for (size_t i = 0; i < n; i++) {
+        envoy__extensions__common__ratelimit__v3__rate_limit_descriptor__init(&d[i]);
+        envoy__extensions__common__ratelimit__v3__rate_limit_descriptor__entry__init(&e[i]);
+        e[i].key = "user";
+        e[i].value = "u1";
+        ep[i] = &e[i];
+        d[i].n_entries = 1;
+        d[i].entries = &ep[i];
+        dp[i] = &d[i];
+    }
+    if (n >= 2) { /* the second: its own cost 0 (a peek) and a limit override */
+        h.value = 0;
+        d[1].hits_addend = &h;
+        o.requests_per_unit = 7;
+        o.unit = ENVOY__TYPE__V3__RATE_LIMIT_UNIT__MINUTE;
+        d[1].limit = &o;
+    }
+    m.domain = (char *)domain;
+    m.n_descriptors = n;
+    m.descriptors = dp;
+    m.hits_addend = hits;
+    return envoy__service__ratelimit__v3__rate_limit_request__pack(&m, out);
+}
+
+static void test_decode_request(void **state)
+{
+    static struct sl__grpc_rls_req r;
+    uint8_t buf[4096];
+    size_t len = pack_request("api", 3, 0, buf);
+
+    assert_int_equal(sl__grpc_rls_decode(&r, buf, len), SL_OK);
+    assert_int_equal(r.req.domain.len, 3);
+    assert_memory_equal(r.req.domain.p, "api", 3);
+    assert_int_equal(r.req.hits, 1); /* 0 means 1 */
+    assert_int_equal(r.req.n_descriptors, 3);
+    assert_int_equal(r.descs[0].hits, -1); /* absent: the request's */
+    assert_int_equal(r.descs[1].hits, 0);  /* its own: a peek */
+    assert_true(r.overrides[1].set);
+    assert_int_equal(r.overrides[1].requests_per_unit, 7);
+    assert_int_equal(r.overrides[1].unit_ns, 60 * SL_NS_PER_S);
+    assert_false(r.overrides[0].set);
+    assert_memory_equal(r.descs[2].entries[0].value.p, "u1", 2);
+    sl__grpc_rls_release(&r);
+
+    len = pack_request("api", 1, 9, buf);
+    assert_int_equal(sl__grpc_rls_decode(&r, buf, len), SL_OK);
+    assert_int_equal(r.req.hits, 9);
+    sl__grpc_rls_release(&r);
+}
+
+static void test_decode_refusals(void **state)
+{
+    static struct sl__grpc_rls_req r;
+    uint8_t buf[8192];
+    size_t len;
+
+    len = pack_request("api", 33, 0, buf);
+    assert_int_equal(sl__grpc_rls_decode(&r, buf, len), SL_ETOOBIG);
+    assert_string_equal(r.error, "descriptors: too many (at most 32)");
+    sl__grpc_rls_release(&r);
+    len = pack_request("", 1, 0, buf);
+    assert_int_equal(sl__grpc_rls_decode(&r, buf, len), SL_EINVAL);
+    assert_string_equal(r.error, "domain: must not be empty");
+    sl__grpc_rls_release(&r);
+    len = pack_request("api", 0, 0, buf);
+    assert_int_equal(sl__grpc_rls_decode(&r, buf, len), SL_EINVAL);
+    assert_string_equal(r.error, "descriptors: must not be empty");
+    sl__grpc_rls_release(&r);
+    assert_int_equal(sl__grpc_rls_decode(&r, (const uint8_t *)"\x0a\xff\x01", 3), SL_EPARSE);
+    sl__grpc_rls_release(&r);
+}
+
+static void test_encode_answer(void **state)
+{
+    struct sl__envoy_answer a = {.overall = SL__ENVOY_OVER_LIMIT, .n = 2};
+    Envoy__Service__Ratelimit__V3__RateLimitResponse *m;
+    uint8_t buf[1024];
+    size_t len = 0;
+
+    a.st[0] = (struct sl__envoy_status){SL__ENVOY_OK, false, NULL, 0, 0, 0, 0};
+    a.st[1] = (struct sl__envoy_status){SL__ENVOY_OVER_LIMIT, true, "api.user", 3, 2, 0, 42};
+    assert_int_equal(sl__grpc_rls_encode(&a, buf, sizeof(buf), &len), SL_OK);
+    m = envoy__service__ratelimit__v3__rate_limit_response__unpack(NULL, len, buf);
+    assert_non_null(m);
+    assert_int_equal(m->overall_code, 2);
+    assert_int_equal(m->n_statuses, 2);
+    assert_null(m->statuses[0]->current_limit);
+    assert_string_equal(m->statuses[1]->current_limit->name, "api.user");
+    assert_int_equal(m->statuses[1]->current_limit->requests_per_unit, 3);
+    assert_int_equal(m->statuses[1]->current_limit->unit, 2);
+    assert_int_equal(m->statuses[1]->duration_until_reset->seconds, 42);
+    envoy__service__ratelimit__v3__rate_limit_response__free_unpacked(m, NULL);
+    assert_int_equal(sl__grpc_rls_encode(&a, buf, 8, &len), SL_ETOOBIG);
+}
+
+/* ------------------------------------------------------------ HTTP/2 */
+
+struct pair {
+    struct sl__h2 *server;
+    nghttp2_session *client;
+    uint8_t to_server[1 << 16];
+    size_t to_server_len;
+    int grpc_status[1024]; /* by stream id / 2, -1 until the trailers */
+    size_t answers;
+    size_t data_bytes;
+};
+
+static struct sl__grpc_rls_req call_req;
+static uint8_t answer[1024];
+
+static void on_send(void *owner, const uint8_t *buf, size_t len)
+{
+    struct pair *p = owner;
+    assert_int_equal(nghttp2_session_mem_recv(p->client, buf, len), (ssize_t)len);
+}
+
+/* The server's owner: decode the request and answer a fixed decision. */
+static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *c)
+{
+    struct pair *p = owner;
+    struct sl__envoy_answer a = {.overall = SL__ENVOY_OK, .n = 1};
+    size_t len;
+
+    assert_int_equal(sl__grpc_rls_decode(&call_req, c->msg, c->len), SL_OK);
+    a.st[0] = (struct sl__envoy_status){SL__ENVOY_OK, true, "api.user", 3, 2, 2, 60};
+    assert_int_equal(sl__grpc_rls_encode(&a, answer, sizeof(answer), &len), SL_OK);
+    sl__grpc_rls_release(&call_req);
+    sl__h2_reply(p->server, s, answer, len);
+    sl__h2_release(p->server, s);
+}
+
+static const struct sl__h2_ops ops = {on_send, on_call};
+
+static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nl,
+                     const uint8_t *value, size_t vl, uint8_t flags, void *ud)
+{
+    struct pair *p = ud;
+    if (nl == 11 && memcmp(name, "grpc-status", 11) == 0)
+        p->grpc_status[f->hd.stream_id / 2] = atoi((const char *)value);
+    return 0;
+}
+
+static int on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *d, size_t len,
+                   void *ud)
+{
+    ((struct pair *)ud)->data_bytes += len;
+    return 0;
+}
+
+static int on_close(nghttp2_session *ng, int32_t id, uint32_t err, void *ud)
+{
+    ((struct pair *)ud)->answers++;
+    return 0;
+}
+
+static struct pair *pair_new(size_t max_message)
+{
+    struct pair *p = calloc(1, sizeof(*p));
+    struct sl__h2_limits lim = {100, max_message, 16384};
+    nghttp2_session_callbacks *cb;
+
+    memset(p->grpc_status, -1, sizeof(p->grpc_status));
+    p->server = sl__h2_new(&lim, &ops, p);
+    assert_non_null(p->server);
+    nghttp2_session_callbacks_new(&cb);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
+    assert_int_equal(nghttp2_session_client_new(&p->client, cb, p), 0);
+    nghttp2_session_callbacks_del(cb);
+    nghttp2_submit_settings(p->client, NGHTTP2_FLAG_NONE, NULL, 0);
+    return p;
+}
+
+static void pair_free(struct pair *p)
+{
+    nghttp2_session_del(p->client);
+    sl__h2_free(p->server);
+    free(p);
+}
+
+/* Move bytes both ways until neither side has anything to say. */
+static void exchange(struct pair *p)
+{
+    const uint8_t *data;
+    ssize_t n;
+    bool moved = true;
+
+    while (moved) {
+        moved = false;
+        while ((n = nghttp2_session_mem_send(p->client, &data)) > 0) {
+            assert_true(p->to_server_len + (size_t)n <= sizeof(p->to_server));
+            memcpy(p->to_server + p->to_server_len, data, (size_t)n);
+            p->to_server_len += (size_t)n;
+            moved = true;
+        }
+        counting = true;
+        size_t used = sl__h2_feed(p->server, p->to_server, p->to_server_len);
+        sl__h2_flush(p->server);
+        counting = false;
+        memmove(p->to_server, p->to_server + used, p->to_server_len - used);
+        p->to_server_len -= used;
+        moved = moved || used > 0;
+    }
+}
+
+static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *fl,
+                         nghttp2_data_source *src, void *ud)
+{
+    struct sl_str *b = src->ptr;
+    size_t n = b->len < len ? b->len : len;
+
+    memcpy(buf, b->p, n);
+    b->p += n;
+    b->len -= n;
+    if (b->len == 0)
+        *fl |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+#define NV(n, v)                                                                                   \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, 0                            \
+    }
+
+/* Submit one call whose framed message is body[0..len). */
+static void submit(struct pair *p, struct sl_str *body)
+{
+    nghttp2_nv nv[] = {NV(":method", "POST"), NV(":scheme", "http"),
+                       NV(":path", "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"),
+                       NV(":authority", "t"), NV("content-type", "application/grpc")};
+    nghttp2_data_provider prd = {.source.ptr = body, .read_callback = read_body};
+
+    assert_true(nghttp2_submit_request(p->client, NULL, nv, 5, &prd, NULL) > 0);
+}
+
+static size_t framed_request(uint8_t *out)
+{
+    size_t len = pack_request("api", 1, 0, out + 5);
+
+    out[0] = 0;
+    out[1] = out[2] = 0;
+    out[3] = (uint8_t)(len >> 8);
+    out[4] = (uint8_t)len;
+    return len + 5;
+}
+
+static void test_warm_session_allocates_nothing(void **state)
+{
+    struct pair *p = pair_new(65536);
+    static uint8_t msg[256];
+    static struct sl_str bodies[400];
+    size_t len = framed_request(msg);
+    unsigned long before;
+    uint64_t pool_before;
+
+    for (size_t i = 0; i < 400; i++) {
+        bodies[i] = (struct sl_str){(const char *)msg, len};
+        submit(p, &bodies[i]);
+        if (i % 50 == 49)
+            exchange(p); /* 50 calls in flight at a time */
+        if (i == 199) {  /* warm: every pool and buffer at its working size */
+            before = heap_calls;
+            pool_before = sl__h2_heap_allocs(p->server);
+        }
+    }
+    exchange(p);
+    assert_int_equal(p->answers, 400);
+    for (int sid = 1; sid < 800; sid += 2)
+        assert_int_equal(p->grpc_status[sid / 2], 0);
+    assert_int_equal(heap_calls - before, 0);
+    assert_int_equal(sl__h2_heap_allocs(p->server), pool_before);
+    pair_free(p);
+}
+
+static void test_message_above_cap(void **state)
+{
+    struct pair *p = pair_new(16);
+    static uint8_t msg[256];
+    struct sl_str body = {(const char *)msg, framed_request(msg)};
+
+    submit(p, &body);
+    exchange(p);
+    assert_int_equal(p->grpc_status[0], 8); /* RESOURCE_EXHAUSTED */
+    assert_int_equal(p->data_bytes, 0);
+    pair_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_request),
+        cmocka_unit_test(test_decode_refusals),
+        cmocka_unit_test(test_encode_answer),
+        cmocka_unit_test(test_warm_session_allocates_nothing),
+        cmocka_unit_test(test_message_above_cap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
