@@ -145,6 +145,15 @@ static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     return true;
 }
 
+/* Out of quota: the current window has recorded `requests` already. */
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    struct fw_view v;
+
+    view(st, l, now_ns, &v);
+    return v.cur >= l->requests;
+}
+
 const struct sl__algo_ops sl__algo_fixed_window = {
     .name = "fixed_window",
     .state_size = state_size,
@@ -153,6 +162,7 @@ const struct sl__algo_ops sl__algo_fixed_window = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
     .refund = refund,
 };

@@ -78,6 +78,11 @@ static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     return true;
 }
 
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    return sl__backlog_denying(st, l, now_ns, dvt_of(l));
+}
+
 const struct sl__algo_ops sl__algo_gcra = {
     .name = "gcra",
     .state_size = state_size,
@@ -86,6 +91,7 @@ const struct sl__algo_ops sl__algo_gcra = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
     .refund = refund,
 };

@@ -101,6 +101,11 @@ static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     return true;
 }
 
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    return sl__backlog_denying(st, l, now_ns, capacity_of(l));
+}
+
 const struct sl__algo_ops sl__algo_leaky_bucket = {
     .name = "leaky_bucket",
     .state_size = state_size,
@@ -109,6 +114,7 @@ const struct sl__algo_ops sl__algo_leaky_bucket = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
     .refund = refund,
 };

@@ -233,6 +233,15 @@ static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     return true;
 }
 
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    const struct sl__warm_state *s = st;
+
+    if (is_warm(l)) /* warm_check: remaining 0 until the next free time */
+        return s->next_free_ns > sl__max64(now_ns, s->last_ns);
+    return sl__backlog_denying(st, l, now_ns, capacity_of(l));
+}
+
 const struct sl__algo_ops sl__algo_token_bucket = {
     .name = "token_bucket",
     .state_size = state_size,
@@ -241,6 +250,7 @@ const struct sl__algo_ops sl__algo_token_bucket = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
     .refund = refund,
 };

@@ -84,6 +84,7 @@ struct sl__config {
     char *rules_db;         /* SQLite rules database, NULL: none */
     bool rules_shadow_mode; /* global shadow mode: the "*" kill switch in shadow at start */
     bool rules_watch;
+    bool rules_allow_empty; /* a rules file may hold no rules, a domain no descriptors */
     int64_t rules_debounce_ms;
 
     size_t store_max_bytes; /* hard cap of the state table */

@@ -45,6 +45,7 @@
 #include "http_query.h"
 #include "http_route.h"
 #include "metrics.h"
+#include "server.h"
 #include "stores.h"
 #include "server-t.h"
 #include "worker-t.h"
@@ -572,7 +573,6 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
 {
     struct sl__metrics *m = get_metrics(c);
     struct sl__metrics_gauges g = {0};
-    struct sl_table_stats ts;
     size_t cap, len = 0;
     char *buf;
 
@@ -580,16 +580,8 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
         respond_error(c, -1, r->keep_alive, 503, "metrics unavailable");
         return;
     }
-    sl_table_stats(sl_limiter_table(c->w->srv->lim), &ts);
-    g.table_entries = ts.entries;
-    g.table_bytes = ts.bytes;
-    g.table_max_bytes = c->w->srv->cfg.store_max_bytes;
-    g.table_evictions = ts.evictions;
-    g.table_full_denials = ts.full_denials;
-    g.reloads = atomic_load(&c->w->srv->reloads);
-    g.reload_failures = atomic_load(&c->w->srv->reload_failures);
+    sl__server_gauges(c->w->srv, &g);
     g.connections = -1; /* the registry's own count, kept by the core */
-    g.buffer_bytes = (uint64_t)atomic_load(&c->w->srv->buffer_bytes);
     cap = sl__metrics_render_bound(m) + SL__METRICS_STORE_MAX;
     buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
     if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK) {
