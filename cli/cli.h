@@ -26,6 +26,17 @@ extern const struct sl__cli_cmd sl__cmd_check;
 extern const struct sl__cli_cmd sl__cmd_simulate;
 extern const struct sl__cli_cmd sl__cmd_rules;
 
+/* A usage error of `cmd`: "sluice CMD: WHAT" on stderr, saying what is
+ * wrong, then a blank line and the command's help. Returns 2, the usage
+ * exit status. */
+int sl__cli_usage(const struct sl__cli_cmd *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The usage error for what getopt_long() returned on a bad option (`c`
+ * '?' for an unknown option, ':' for one missing its value; the option
+ * string must start with ':' and opterr be 0). Returns 2. */
+int sl__cli_bad_option(const struct sl__cli_cmd *cmd, int c, char **argv);
+
 /* Read a whole file ("-" is stdin) into a NUL-terminated malloc'd buffer.
  * 0, or -1 with a message on stderr. */
 int sl__cli_read_file(const char *path, char **out, size_t *len);

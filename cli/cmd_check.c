@@ -4,36 +4,36 @@
  * cmd_check.c - `sluice check FILE...`: validate rules files together (as
  * the daemon would load them) and print every problem as
  * file:line:col: message. Exit 0 when valid, 1 otherwise (docs/contracts.md §Interfaces).
+ * `sluice check -c sluice.yaml`: the daemon's configuration and every rules
+ * file it names, through the very check `sluiced -t` makes (check.h), so
+ * both print the same messages.
  *
- * It does not consult the rules database.
+ * Without -c it does not consult the rules database.
  */
 #include <string.h>
 
+#include "check.h"
 #include "cli.h"
 
 static void help(FILE *out)
 {
-    fprintf(out, "usage: sluice check FILE...\n\n"
+    fprintf(out, "usage: sluice check FILE...\n"
+                 "       sluice check -c sluice.yaml\n\n"
                  "Validate rules files (YAML) as sluiced would load them together. Prints\n"
                  "every problem as FILE:LINE:COL: message on stderr and exits 1; exits 0\n"
-                 "and prints a one-line summary when all files are valid.\n");
+                 "and prints a one-line summary when all files are valid.\n\n"
+                 "  -c, --config FILE  check sluiced's configuration instead: every key, every\n"
+                 "                     rules file it names and its rules database, with the\n"
+                 "                     messages of sluiced -t (which it runs the same code as);\n"
+                 "                     nothing is written\n");
 }
 
-static int run(int argc, char **argv)
+static int check_files(int argc, char **argv)
 {
-    sl_rules_builder *b;
+    sl_rules_builder *b = sl_rules_builder_new();
     sl_rules *r = NULL;
     int unreadable, rc;
 
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        help(stdout);
-        return 0;
-    }
-    if (argc < 2 || (argv[1][0] == '-' && argv[1][1] != '\0')) {
-        help(stderr);
-        return 2;
-    }
-    b = sl_rules_builder_new();
     if (b == NULL)
         return 1;
     unreadable = sl__cli_add_files(b, argv + 1, (size_t)argc - 1);
@@ -48,9 +48,51 @@ static int run(int argc, char **argv)
     return rc == SL_OK ? 0 : 1;
 }
 
+static int check_config(const char *path)
+{
+    int rc = sl__check_config(path, stderr);
+
+    if (rc == 0)
+        printf("ok: configuration %s and its rules are valid\n", path);
+    else
+        fprintf(stderr, "sluice: configuration %s is NOT valid\n", path);
+    return rc == 0 ? 0 : 1;
+}
+
+static int run(int argc, char **argv)
+{
+    const char *config = NULL;
+    int files = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            help(stdout);
+            return 0;
+        }
+        if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
+            if (i + 1 == argc)
+                return sl__cli_usage(&sl__cmd_check, "missing FILE after %s", a);
+            config = argv[++i];
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return sl__cli_usage(&sl__cmd_check, "unknown option %s", a);
+        } else {
+            argv[++files] = argv[i]; /* the rules files, packed after argv[0] */
+        }
+    }
+    if (config != NULL && files > 0)
+        return sl__cli_usage(&sl__cmd_check, "give either -c FILE or rules files, not both");
+    if (config != NULL)
+        return check_config(config);
+    if (files == 0)
+        return sl__cli_usage(&sl__cmd_check, "missing FILE (a rules file, or -c sluice.yaml)");
+    return check_files(files + 1, argv);
+}
+
 const struct sl__cli_cmd sl__cmd_check = {
     .name = "check",
-    .summary = "validate rules files; every error as file:line:col",
+    .summary =
+        "validate rules files, or sluiced's configuration (-c); every error as file:line:col",
     .run = run,
     .help = help,
 };

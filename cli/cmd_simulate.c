@@ -34,26 +34,26 @@ struct opts {
 
 static void help(FILE *out)
 {
-    fprintf(
-        out,
-        "usage: sluice simulate -r FILE [-r FILE]... [--db FILE] [--summary]\n"
-        "                       [--log-format json|combined] [--domain D] [INPUT]\n\n"
-        "Replay requests through rules with the library's limiter; the time comes from\n"
-        "the input only. INPUT (default stdin) holds one request per line:\n"
-        "  {\"t_ms\": 1700000000000, \"domain\": \"api\", \"descriptors\": "
-        "[{\"user\": \"u1\"}], \"hits\": 1}\n"
-        "and each gets one line out:\n"
-        "  {\"t_ms\":..,\"decision\":\"allow|delay|deny\",\"delay_ms\":..,\"statuses\":[{\n"
-        "   \"decision\",\"limit\",\"quota\",\"remaining\",\"reset_ms\",\"retry_after_ms\"}]}\n\n"
-        "  -r, --rules FILE     rules file (repeatable)\n"
-        "      --db FILE        also load the rules database (its rules win)\n"
-        "      --summary        print per limit how many were allowed, delayed, denied\n"
-        "                       instead of one line per request\n"
-        "      --log-format F   json (default) or combined: nginx's access log, giving\n"
-        "                       descriptors [{remote_address}] and [{path}]\n"
-        "      --domain D       domain of combined-log requests (default nginx)\n\n"
-        "A bad input line is reported on stderr with its number and skipped; the exit\n"
-        "status is then 1. Concurrency limits never release (no release events).\n");
+    fprintf(out,
+            "usage: sluice simulate -r FILE [-r FILE]... [--db FILE] [--summary]\n"
+            "                       [--log-format json|combined] [--domain D] [INPUT]\n\n"
+            "Replay requests through rules with the library's limiter; the time comes from\n"
+            "the input only. INPUT (default stdin) holds one request per line:\n"
+            "  {\"t_ms\": 1700000000000, \"domain\": \"api\", \"descriptors\": "
+            "[{\"user\": \"u1\"}], \"hits\": 1}\n"
+            "and each gets one line out:\n"
+            "  {\"t_ms\":..,\"decision\":\"allow|delay|deny\",\"delay_ms\":..,\"statuses\":[{\n"
+            "   \"decision\",\"limit\",\"quota\",\"remaining\",\"reset_ms\",\"retry_after_ms\",\n"
+            "   \"shadow_denied\"}]}\n\n"
+            "  -r, --rules FILE     rules file (repeatable)\n"
+            "      --db FILE        also load the rules database (its rules win)\n"
+            "      --summary        print per limit how many were allowed, delayed, denied\n"
+            "                       instead of one line per request\n"
+            "      --log-format F   json (default) or combined: nginx's access log, giving\n"
+            "                       descriptors [{remote_address}] and [{path}]\n"
+            "      --domain D       domain of combined-log requests (default nginx)\n\n"
+            "A bad input line is reported on stderr with its number and skipped; the exit\n"
+            "status is then 1. Concurrency limits never release (no release events).\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -74,7 +74,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         return 1;
     o->domain = "nginx";
     optind = 1;
-    while ((c = getopt_long(argc, argv, "r:h", longs, NULL)) != -1) {
+    opterr = 0; /* our own words for a bad option (sl__cli_bad_option) */
+    while ((c = getopt_long(argc, argv, ":r:h", longs, NULL)) != -1) {
         if (c == 'r')
             o->files[o->n_files++] = optarg;
         else if (c == 'd')
@@ -85,14 +86,22 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->domain = optarg;
         else if (c == 'f' && (strcmp(optarg, "combined") == 0 || strcmp(optarg, "json") == 0))
             o->combined = strcmp(optarg, "combined") == 0;
+        else if (c == 'f')
+            return sl__cli_usage(&sl__cmd_simulate, "--log-format is json or combined (got '%s')",
+                                 optarg);
         else if (c == 'h')
             return -1;
         else
-            return 2;
+            return sl__cli_bad_option(&sl__cmd_simulate, c, argv);
     }
     if (optind < argc)
         o->input = argv[optind++];
-    return (o->n_files == 0 && o->db == NULL) || optind < argc ? 2 : 0;
+    if (o->n_files == 0 && o->db == NULL)
+        return sl__cli_usage(&sl__cmd_simulate, "missing -r FILE (the rules; or --db FILE)");
+    if (optind < argc)
+        return sl__cli_usage(&sl__cmd_simulate, "unexpected argument '%s' (one INPUT at most)",
+                             argv[optind]);
+    return 0;
 }
 
 static sl_rules *load(const struct opts *o)
@@ -234,10 +243,11 @@ static int run(int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     sl_rules *rules = NULL;
 
-    if (rc != 0) {
-        help(rc < 0 ? stdout : stderr);
+    if (rc != 0) { /* -1: --help; 2: a usage error, already said */
+        if (rc < 0)
+            help(stdout);
         free(o.files);
-        return rc < 0 ? 0 : 2;
+        return rc < 0 ? 0 : rc;
     }
     rules = load(&o);
     r.lim = rules ? new_limiter() : NULL;

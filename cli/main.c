@@ -4,7 +4,7 @@
  * main.c - the `sluice` command line: a table of subcommands, `--help` and
  * `sluice help COMMAND`. Each subcommand lives in its own cmd_*.c.
  *
- * It does not talk to a running sluiced.
+ * Only `sluice rules --server` talks to a running sluiced (its admin API).
  */
 #include <string.h>
 
@@ -64,7 +64,10 @@ int main(int argc, char **argv)
     }
     cmd = find(argv[1]);
     if (cmd == NULL) {
-        fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[1]);
+        if (argv[1][0] == '-')
+            fprintf(stderr, "sluice: unknown option %s (options follow a command)\n\n", argv[1]);
+        else
+            fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[1]);
         usage(stderr);
         return 2;
     }

@@ -7,7 +7,8 @@
  *
  * A request's descriptor is counted under the limit reported for it (the
  * denying limit, else the one with the lowest remaining, contracts §Decisions); descriptors
- * that no limit applies to are counted under "(none)".
+ * that no limit applies to are counted under "(none)". A status a shadow
+ * limit would have denied says so (shadow_denied) and counts as allowed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ static cJSON *status_json(const struct sl_status *st)
     }
     cJSON_AddNumberToObject(o, "reset_ms", (double)sl_ns_to_ms_ceil(st->d.reset_ns));
     cJSON_AddNumberToObject(o, "retry_after_ms", (double)sl_ns_to_ms_ceil(st->d.retry_after_ns));
+    cJSON_AddBoolToObject(o, "shadow_denied", st->shadow_denied);
     return o;
 }
 

@@ -1,16 +1,51 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * util.c - file reading and diagnostics printing for the `sluice`
- * subcommands. Nothing here decides or parses rules itself.
+ * util.c - usage errors, file reading and diagnostics printing for the
+ * `sluice` subcommands. Nothing here decides or parses rules itself.
  */
 #include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 #define FILE_MAX (64 << 20) /* rules files and rule texts: 64 MiB at most */
+
+int sl__cli_usage(const struct sl__cli_cmd *cmd, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "sluice %s: ", cmd->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n\n");
+    cmd->help(stderr);
+    return 2;
+}
+
+int sl__cli_bad_option(const struct sl__cli_cmd *cmd, int c, char **argv)
+{
+    char shortopt[3] = {'-', (char)optopt, '\0'};
+    /* The word the user typed: getopt_long has stepped past it. A long
+     * option is named as typed (--db, not the -d it maps to), without an
+     * "=value"; a short one by its letter (it may sit in a cluster). */
+    const char *word = optind > 0 ? argv[optind - 1] : NULL;
+    bool is_long = word != NULL && strncmp(word, "--", 2) == 0;
+    const char *opt = is_long || optopt == 0 ? word : shortopt;
+    int n = opt != NULL ? (int)strcspn(opt, "=") : 0;
+
+    if (opt == NULL)
+        opt = "?";
+    if (c == ':')
+        return sl__cli_usage(cmd, "%.*s needs a value", n, opt);
+    if (is_long && optopt != 0) /* a known long option given "=value" */
+        return sl__cli_usage(cmd, "%.*s takes no value", n, opt);
+    return sl__cli_usage(cmd, "unknown option %.*s", n, opt);
+}
 
 int sl__cli_read_file(const char *path, char **out, size_t *len)
 {

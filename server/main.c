@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "clock.h"
 #include "config.h"
 #include "log.h"
@@ -41,12 +42,22 @@ static int parse_ms(const char *s, int64_t *out)
     return 0;
 }
 
+/* A start refused for the configuration: each error is a log line
+ * (config.invalid), in the format the file asks for when it got that far,
+ * so that a log shipper sees why the service did not start. */
+static void log_config_errors(const struct sl__config *cfg, char *err)
+{
+    sl__log_set_format(cfg->log_format);
+    for (char *line = strtok(err, "\n"); line != NULL; line = strtok(NULL, "\n"))
+        sl__err("config.invalid", "%s", line);
+}
+
 int main(int argc, char **argv)
 {
     struct sl__config cfg;
     const char *path = NULL;
     bool test = false;
-    char err[512];
+    char err[SL__CONFIG_ERR_MAX];
     int done = -1; /* the exit code once the command line alone has answered */
 
     sl__config_init(&cfg);
@@ -79,29 +90,30 @@ int main(int argc, char **argv)
         sl__config_free(&cfg);
         return done;
     }
+    if (test) { /* the check sluice check -c makes too: nothing started, nothing written */
+        int r = sl__check_config(path, stderr);
+        fprintf(stderr, "sluiced: configuration %s %s\n", path ? path : "(defaults)",
+                r == 0 ? "is valid" : "is NOT valid");
+        sl__config_free(&cfg);
+        return r;
+    }
     if (path != NULL && sl__config_load(&cfg, path, err, sizeof(err)) != 0) {
-        fprintf(stderr, "%s\n", err);
+        log_config_errors(&cfg, err);
         sl__config_free(&cfg);
         return 1;
     }
     if (path == NULL)
         sl__config_finish(&cfg);
     sl__log_set_level(cfg.log_level);
-    if (sl__token_load(&cfg, !test, err, sizeof(err)) != SL_OK) {
-        fprintf(stderr, "%s\n", err);
+    sl__log_set_format(cfg.log_format);
+    if (sl__token_load(&cfg, true, err, sizeof(err)) != SL_OK) {
+        sl__err("admin.token_failed", "%s", err);
         sl__config_free(&cfg);
         return 1;
     }
-    if (test) {
-        int r = sl__server_test_config(&cfg);
-        fprintf(stderr, "sluiced: configuration %s %s\n", path ? path : "(defaults)",
-                r == 0 ? "is valid" : "is NOT valid");
-        sl__config_free(&cfg);
-        return r;
-    }
     if (cfg.test_clock) {
         sl__clock_set_test(cfg.test_clock_start_ms);
-        sl__warn("test clock frozen at %lld ms: for tests only",
+        sl__warn("server.test_clock", "test clock frozen at %lld ms: for tests only",
                  (long long)cfg.test_clock_start_ms);
     }
     return sl__server_run(&cfg);

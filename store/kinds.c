@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kind.h"
+#include "store_log.h"
 
 static const struct sl__store_kind *const kinds[] = {
     &sl__store_kind_memory,
@@ -90,6 +91,7 @@ void sl__store_config_set_log(struct sl__store_config *c, sl__store_log_fn fn, v
 {
     c->log = fn;
     c->log_arg = arg;
+    sl__store_log_sink(fn, arg); /* for the rules subscriber (store_log.h) */
 }
 
 static int set_type(struct sl__store_config *c, const char *value, char *err, size_t errlen)

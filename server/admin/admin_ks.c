@@ -61,7 +61,8 @@ void sl__admin_ks_set(struct sl__conn *c, const struct sl__h1_req *r)
         sl__admin_send_error(c, -1, r->keep_alive, 400, "domain must be 1 to 128 bytes, or \"*\"");
     } else {
         cJSON *ok = cJSON_CreateObject();
-        sl__info("killswitch: domain '%s' is now %s", d->valuestring, sl__ks_mode_name(mode));
+        sl__info("killswitch.changed", "killswitch: domain '%s' is now %s", d->valuestring,
+                 sl__ks_mode_name(mode));
         cJSON_AddStringToObject(ok, "domain", d->valuestring);
         cJSON_AddStringToObject(ok, "mode", sl__ks_mode_name(mode));
         sl__admin_send_json(c, -1, r->keep_alive, 200, ok);

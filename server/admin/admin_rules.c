@@ -133,7 +133,8 @@ static void publish(struct job *j, cJSON *ok)
     r = sl__server_rules_publish(j->srv, j->id, j->yaml);
     cJSON_AddBoolToObject(ok, "published", r == SL_OK);
     if (r != SL_OK)
-        sl__warn("rules sync: rule %s changed here only: the store did not take it (%s)", j->id,
+        sl__warn("rules.publish_failed",
+                 "rules sync: rule %s changed here only: the store did not take it (%s)", j->id,
                  sl_strerror(r));
 }
 

@@ -46,6 +46,12 @@ enum sl__log_level {
     SL__LOG_DEBUG = 3,
 };
 
+/* log.format: how sluiced's own log lines (stderr) are written (log.h). */
+enum sl__log_format {
+    SL__LOG_TEXT = 0, /* "TIME LEVEL EVENT message" */
+    SL__LOG_JSON = 1, /* one JSON object per line, for log shippers */
+};
+
 /* log.access: one line per proxied request on stdout, in this format. */
 enum sl__log_access {
     SL__ACCESS_OFF = 0,
@@ -105,6 +111,7 @@ struct sl__config {
     int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
 
     enum sl__log_level log_level;
+    enum sl__log_format log_format;
     enum sl__log_access log_access;
 
     /* The bearer token every admin request needs: admin.token, or read from

@@ -29,6 +29,7 @@ static const char *const level_names[] = {"error", "warn", "info", "debug", NULL
 static const char *const on_full_names[] = {"evict", "deny", NULL};
 static const char *const style_names[] = {"ratelimit", "ietf", NULL};
 static const char *const access_names[] = {"off", "combined", "json", NULL};
+static const char *const format_names[] = {"text", "json", NULL};
 static const char *const readyz_names[] = {"decisions", "store", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
@@ -75,6 +76,8 @@ static const struct sl__key keys[] = {
      "on SIGTERM, how long in-flight replies may take"},
     {"log.level", SL__K_CHOICE, F(log_level), "info", "error | warn | info | debug",
      .choices = level_names},
+    {"log.format", SL__K_CHOICE, F(log_format), "text",
+     "text | json: sluiced's log lines on stderr, each naming its event", .choices = format_names},
     {"log.access", SL__K_CHOICE, F(log_access), "off",
      "off | combined | json: one line per proxied request on stdout", .choices = access_names},
     {"admin.token", SL__K_STR, F(admin_token), NULL,
@@ -188,24 +191,104 @@ static char *resolve(const struct sl__config *c, const char *p)
     return out;
 }
 
+/* Where a value was written in the file, so that a check made once the
+ * whole file is read can point at it. */
+struct mark {
+    char path[128]; /* dotted, as the key table's */
+    size_t line, col;
+};
+#define MAX_MARKS 256
+
+/* The document being read and its errors: every one is kept (up to
+ * SL__CONFIG_MAX_ERRORS, then only counted), so that one run shows them
+ * all. */
 struct sl__config_ctx {
     struct sl__config *c;
     yaml_document_t *doc;
-    char *err;
-    size_t errlen;
+    char *err;     /* the lines so far, '\n'-separated */
+    size_t errlen; /* its capacity */
+    size_t used;
+    unsigned n_errors; /* all of them, written or not */
+    struct mark *marks;
+    size_t n_marks;
 };
 
 #define fail sl__config_fail
 
+/* Append one "file:line:col: message" line, if it is among the first
+ * SL__CONFIG_MAX_ERRORS and fits whole (room is kept for the last line
+ * saying how many more there were). */
+static void add_error(struct sl__config_ctx *x, size_t line, size_t col, const char *fmt,
+                      va_list ap)
+{
+    const size_t tail = 64;
+    size_t room = x->errlen > x->used + tail ? x->errlen - x->used - tail : 0;
+    char *p = x->err + x->used;
+    int k, m;
+
+    if (x->n_errors++ >= SL__CONFIG_MAX_ERRORS || room < 2)
+        return;
+    if (x->used > 0) {
+        *p++ = '\n';
+        room--;
+    }
+    k = snprintf(p, room, "%s:%zu:%zu: ", x->c->path ? x->c->path : "(config)", line, col);
+    m = k >= 0 && (size_t)k < room ? vsnprintf(p + k, room - (size_t)k, fmt, ap) : -1;
+    if (m < 0 || (size_t)k + (size_t)m >= room) { /* does not fit whole: left out */
+        x->err[x->used] = '\0';
+        return;
+    }
+    x->used = (size_t)(p - x->err) + (size_t)k + (size_t)m;
+}
+
 int sl__config_fail(struct sl__config_ctx *x, const yaml_node_t *n, const char *fmt, ...)
 {
     va_list ap;
-    int k = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->c->path ? x->c->path : "(config)",
-                     n->start_mark.line + 1, n->start_mark.column + 1);
-    if (k < 0 || (size_t)k >= x->errlen)
-        return SL_EINVAL;
+
     va_start(ap, fmt);
-    vsnprintf(x->err + k, x->errlen - (size_t)k, fmt, ap);
+    add_error(x, n->start_mark.line + 1, n->start_mark.column + 1, fmt, ap);
+    va_end(ap);
+    return SL_EINVAL;
+}
+
+int sl__config_fail_at(struct sl__config_ctx *x, size_t line, size_t col, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    add_error(x, line, col, fmt, ap);
+    va_end(ap);
+    return SL_EINVAL;
+}
+
+static void mark(struct sl__config_ctx *x, const char *path, const yaml_node_t *v)
+{
+    struct mark *m;
+
+    if (x->n_marks == MAX_MARKS || strlen(path) >= sizeof(m->path))
+        return;
+    m = &x->marks[x->n_marks++];
+    memcpy(m->path, path, strlen(path) + 1);
+    m->line = v->start_mark.line + 1;
+    m->col = v->start_mark.column + 1;
+}
+
+int sl__config_fail_key(struct sl__config_ctx *x, const char *path, const char *fmt, ...)
+{
+    const struct mark *best = NULL;
+    size_t best_len = 0;
+    va_list ap;
+
+    for (size_t i = 0; i < x->n_marks; i++) {
+        size_t n = strlen(x->marks[i].path);
+        if (n > best_len && strncmp(path, x->marks[i].path, n) == 0 &&
+            (path[n] == '\0' || path[n] == '.')) {
+            best = &x->marks[i];
+            best_len = n;
+        }
+    }
+    va_start(ap, fmt);
+    add_error(x, best ? best->line : 1, best ? best->col : 1, fmt, ap);
     va_end(ap);
     return SL_EINVAL;
 }
@@ -285,9 +368,13 @@ static bool is_section(const char *path)
 
 static int load_protocols(struct sl__config_ctx *x, struct sl__listener *l, yaml_node_t *v)
 {
+    int r = 0;
+
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(x, v, "protocols must be a list, e.g. [resp]");
     l->protos = 0;
+    if (v->data.sequence.items.start == v->data.sequence.items.top)
+        return fail(x, v, "a listener needs at least one protocol");
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
          it++) {
         yaml_node_t *n = yaml_document_get_node(x->doc, *it);
@@ -296,19 +383,19 @@ static int load_protocols(struct sl__config_ctx *x, struct sl__listener *l, yaml
         if (p == NULL) {
             char names[128];
             sl__proto_names(sl__proto_all(), names, sizeof(names));
-            return fail(x, n, "unknown protocol '%s'; this build speaks %s", s ? s : "?", names);
+            r = fail(x, n, "unknown protocol '%s'; this build speaks %s", s ? s : "?", names);
+            continue;
         }
         l->protos |= sl__proto_bit(p);
     }
-    if (l->protos == 0)
-        return fail(x, v, "a listener needs at least one protocol");
-    return 0;
+    return r;
 }
 
 static int load_listener(struct sl__config_ctx *x, yaml_node_t *m)
 {
     struct sl__listener *l;
     uint64_t port;
+    int r = 0;
 
     if (m->type != YAML_MAPPING_NODE)
         return fail(x, m, "a listener is a mapping: {address, port, protocols}");
@@ -324,36 +411,41 @@ static int load_listener(struct sl__config_ctx *x, yaml_node_t *m)
         const char *ks = scalar(k), *vs = scalar(v);
         if (ks && strcmp(ks, "address") == 0) {
             if (vs == NULL || strlen(vs) >= sizeof(l->address))
-                return fail(x, v, "address must be a numeric IP address");
-            memcpy(l->address, vs, strlen(vs) + 1);
+                r = fail(x, v, "address must be a numeric IP address");
+            else
+                memcpy(l->address, vs, strlen(vs) + 1);
         } else if (ks && strcmp(ks, "port") == 0) {
             if (sl__keytab_parse_u64(vs, 65535, &port) != 0)
-                return fail(x, v, "port must be 0..65535 (0: any free port)");
-            l->port = (uint16_t)port;
+                r = fail(x, v, "port must be 0..65535 (0: any free port)");
+            else
+                l->port = (uint16_t)port;
         } else if (ks && strcmp(ks, "protocols") == 0) {
             if (load_protocols(x, l, v) != 0)
-                return SL_EINVAL;
+                r = SL_EINVAL;
         } else if (ks && strcmp(ks, "admin") == 0) {
             if (vs == NULL || (strcmp(vs, "true") != 0 && strcmp(vs, "false") != 0))
-                return fail(x, v, "admin must be true or false");
-            l->admin = vs[0] == 't';
+                r = fail(x, v, "admin must be true or false");
+            else
+                l->admin = vs[0] == 't';
         } else {
-            return fail(x, k, "unknown listener key '%s' (address, port, protocols, admin)",
-                        ks ? ks : "?");
+            r = fail(x, k, "unknown listener key '%s' (address, port, protocols, admin)",
+                     ks ? ks : "?");
         }
     }
-    return 0;
+    return r;
 }
 
 static int load_seq(struct sl__config_ctx *x, yaml_node_t *v, const char *what,
                     int (*one)(struct sl__config_ctx *, yaml_node_t *))
 {
+    int r = 0;
+
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(x, v, "%s must be a list", what);
     for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++)
         if (one(x, yaml_document_get_node(x->doc, *it)) != 0)
-            return SL_EINVAL;
-    return 0;
+            r = SL_EINVAL; /* and on to the next item: every error in one run */
+    return r;
 }
 
 static int load_rules_file(struct sl__config_ctx *x, yaml_node_t *n)
@@ -373,6 +465,7 @@ static int load_rules_file(struct sl__config_ctx *x, yaml_node_t *n)
 static int load_headers(struct sl__config_ctx *x, yaml_node_t *v)
 {
     unsigned mask = 0, bits;
+    int r = 0;
 
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(x, v, "http.headers must be a list, e.g. [ietf, x-ratelimit, retry-after]");
@@ -380,15 +473,17 @@ static int load_headers(struct sl__config_ctx *x, yaml_node_t *v)
          it++) {
         yaml_node_t *n = yaml_document_get_node(x->doc, *it);
         const char *s = scalar(n);
-        if (s == NULL || sl__hdr_family_parse(s, strlen(s), &bits) != SL_OK)
-            return fail(x, n,
-                        "http.headers: unknown family '%s' (ietf, x-ratelimit, retry-after, "
-                        "all, none)",
-                        s ? s : "?");
+        if (s == NULL || sl__hdr_family_parse(s, strlen(s), &bits) != SL_OK) {
+            r = fail(x, n,
+                     "http.headers: unknown family '%s' (ietf, x-ratelimit, retry-after, "
+                     "all, none)",
+                     s ? s : "?");
+            continue;
+        }
         mask |= bits;
     }
     x->c->http_headers = mask;
-    return 0;
+    return r;
 }
 
 /* admin.hosts: names a Host header may carry for the admin endpoints,
@@ -456,8 +551,13 @@ static int load_room(struct sl__config_ctx *x, const char *path, yaml_node_t *k,
     return 0;
 }
 
+/* Every key of the mapping `m` under `prefix`: a key in error is reported
+ * and the walk goes on with the next, so that one run shows every error.
+ * 0, or SL_EINVAL when any was reported. */
 static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix)
 {
+    int failed = 0;
+
     if (m->type != YAML_MAPPING_NODE)
         return fail(x, m, "expected a mapping%s%s", *prefix ? " under " : "", prefix);
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
@@ -467,14 +567,17 @@ static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix
         char path[128];
         int r;
 
-        if (ks == NULL)
-            return fail(x, k, "keys are plain words");
-        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", ks);
-        r = load_room(x, path, k, v);
-        if (r == 0)
+        if (ks == NULL) {
+            failed = fail(x, k, "keys are plain words");
             continue;
-        if (r < 0)
-            return r;
+        }
+        snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "." : "", ks);
+        mark(x, path, v);
+        r = load_room(x, path, k, v);
+        if (r <= 0) {
+            failed = r < 0 ? SL_EINVAL : failed;
+            continue;
+        }
         if (strcmp(path, "listeners") == 0)
             r = load_seq(x, v, "listeners", load_listener);
         else if (strcmp(path, "rules.files") == 0)
@@ -488,9 +591,9 @@ static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix
         else
             r = set_scalar(x, path, k, v);
         if (r != 0)
-            return r;
+            failed = SL_EINVAL;
     }
-    return 0;
+    return failed;
 }
 
 static bool is_loopback(const char *a)
@@ -517,15 +620,54 @@ void sl__config_finish(struct sl__config *c)
     }
 }
 
+/* The checks of the file as a whole (the store's, each room's, the admin
+ * token's keys; the token itself is token.c's), each error at the place in the file it is about. */
+static void check_whole(struct sl__config_ctx *x)
+{
+    struct sl__config *c = x->c;
+    char msg[512];
+
+    if (sl__store_config_check(c->store, msg, sizeof(msg)) != SL_OK) {
+        /* the store's message starts with the key it is about */
+        char key[128];
+        size_t n = strcspn(msg, ": ");
+        snprintf(key, sizeof(key), "%.*s", (int)(n < sizeof(key) ? n : 0), msg);
+        sl__config_fail_key(x, key, "%s", msg);
+    }
+    for (size_t i = 0; sl__config_sections[i] != NULL; i++)
+        if (sl__config_sections[i]->check != NULL)
+            sl__config_sections[i]->check(c->rooms[i], c, x);
+    if (c->admin_token != NULL && c->admin_token_file != NULL)
+        sl__config_fail_key(x, "admin.token_file", "set admin.token or admin.token_file, not both");
+    if (c->admin_token != NULL && c->admin_token[0] == '\0')
+        sl__config_fail_key(x, "admin.token", "admin.token must not be empty");
+}
+
+/* Close the list of errors: how many did not fit. */
+static void finish_errors(struct sl__config_ctx *x)
+{
+    unsigned shown = 0;
+
+    for (size_t i = 0; i < x->used; i++)
+        shown += x->err[i] == '\n';
+    shown += x->used > 0;
+    if (x->n_errors > shown && x->errlen > x->used)
+        snprintf(x->err + x->used, x->errlen - x->used, "%s%s: ... and %u more errors",
+                 x->used > 0 ? "\n" : "", x->c->path, x->n_errors - shown);
+}
+
 int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen)
 {
+    struct sl__config_ctx x = {.c = c, .err = err, .errlen = errlen};
     yaml_parser_t parser;
     yaml_document_t doc;
+    yaml_node_t *root;
     FILE *f;
-    int r = SL_OK;
 
     free(c->path);
     c->path = sl__xstrndup(path, strlen(path));
+    if (errlen > 0)
+        err[0] = '\0';
     f = fopen(path, "rb");
     if (f == NULL) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -540,29 +682,20 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
         fclose(f);
         return SL_EPARSE;
     }
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root != NULL) {
-        struct sl__config_ctx x = {c, &doc, err, errlen};
-        r = load_map(&x, root, "");
-    }
+    x.doc = &doc;
+    x.marks = sl__xzalloc(MAX_MARKS * sizeof(*x.marks));
+    root = yaml_document_get_root_node(&doc);
+    if (root != NULL)
+        load_map(&x, root, "");
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     fclose(f);
+    x.doc = NULL;
     sl__config_finish(c);
-    if (r == SL_OK)
-        r = sl__store_config_check(c->store, err, errlen);
-    for (size_t i = 0; r == SL_OK && sl__config_sections[i] != NULL; i++)
-        if (sl__config_sections[i]->check != NULL)
-            r = sl__config_sections[i]->check(c->rooms[i], c, err, errlen);
-    if (r == SL_OK && c->admin_token != NULL && c->admin_token_file != NULL) {
-        snprintf(err, errlen, "%s: set admin.token or admin.token_file, not both", path);
-        r = SL_EINVAL;
-    }
-    if (r == SL_OK && c->admin_token != NULL && c->admin_token[0] == '\0') {
-        snprintf(err, errlen, "%s: admin.token must not be empty", path);
-        r = SL_EINVAL;
-    }
-    return r;
+    check_whole(&x);
+    finish_errors(&x);
+    free(x.marks);
+    return x.n_errors > 0 ? SL_EINVAL : SL_OK;
 }
 
 void sl__config_help(FILE *f)

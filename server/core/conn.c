@@ -227,7 +227,7 @@ static void on_written(uv_write_t *req, int status)
     c->writing = false;
     c->inflight.len = 0;
     if (status < 0) {
-        sl__dbg("conn: write failed: %s", uv_strerror(status));
+        sl__dbg("conn.write_failed", "conn: write failed: %s", uv_strerror(status));
         sl__conn_abort(c);
         return;
     }
@@ -472,7 +472,7 @@ static bool sniff(struct sl__conn *c)
     if (r == -2)
         return c->in.len < 64 || (sl__conn_abort(c), false);
     if (r != 1) {
-        sl__dbg("conn: no protocol accepts the first bytes; closing");
+        sl__dbg("conn.unknown_protocol", "conn: no protocol accepts the first bytes; closing");
         sl__conn_abort(c);
         return false;
     }
@@ -512,7 +512,8 @@ static void process(struct sl__conn *c)
         account(c);
     }
     if (c->in.len >= c->ls->max_frame_bytes) {
-        sl__dbg("conn: frame above %zu bytes; closing", c->ls->max_frame_bytes);
+        sl__dbg("conn.frame_too_large", "conn: frame above %zu bytes; closing",
+                c->ls->max_frame_bytes);
         count(c, SL__CONN_EV_CLOSED_FRAME, 1);
         sl__conn_abort(c);
         return;
@@ -539,7 +540,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == UV_ENOBUFS) { /* on_alloc: a large frame past the buffer budget */
         static struct sl__lograte rl;
-        sl__log_rate(&rl, SL__LOG_WARN,
+        sl__log_rate(&rl, SL__LOG_WARN, "conn.buffer_budget",
+                     &SL__LOG_STR("limit", "server.max_buffer_bytes"), 1,
                      "conn: server.max_buffer_bytes (%zu) reached; closing a connection with a "
                      "large frame",
                      c->w->srv->cfg.max_buffer_bytes);
@@ -618,7 +620,8 @@ void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_str
         return;
     }
     if (n > w->srv->cfg.max_connections) {
-        sl__log_rate(&rl_max, SL__LOG_WARN,
+        sl__log_rate(&rl_max, SL__LOG_WARN, "conn.refused",
+                     &SL__LOG_STR("limit", "server.max_connections"), 1,
                      "conn: %u connections open, server.max_connections is %u; refusing one", n - 1,
                      w->srv->cfg.max_connections);
         count(c, SL__CONN_EV_REFUSED_MAX, 1);
@@ -626,7 +629,8 @@ void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_str
         return;
     }
     if (!take_ip_slot(c)) {
-        sl__log_rate(&rl_ip, SL__LOG_WARN,
+        sl__log_rate(&rl_ip, SL__LOG_WARN, "conn.refused",
+                     &SL__LOG_STR("limit", "server.max_connections_per_ip"), 1,
                      "conn: server.max_connections_per_ip (%u) reached for a client; refusing one",
                      w->srv->cfg.max_conns_per_ip);
         count(c, SL__CONN_EV_REFUSED_PER_IP, 1);
@@ -648,7 +652,7 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
     if (cfg->write_timeout_ms > 0 && c->stalled_since_ms >= 0 &&
         now - c->stalled_since_ms > cfg->write_timeout_ms) {
         /* the peer does not read its replies: drop them and free the buffers */
-        sl__dbg("conn: replies unread for %lld ms; closing",
+        sl__dbg("conn.write_timeout", "conn: replies unread for %lld ms; closing",
                 (long long)(now - c->stalled_since_ms));
         count(c, SL__CONN_EV_CLOSED_WRITE, 1);
         sl__conn_abort(c);
@@ -660,19 +664,21 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
         shrink_output(c);
     if (cfg->header_timeout_ms > 0 && !c->got_bytes &&
         now - c->accepted_ms > cfg->header_timeout_ms) {
-        sl__dbg("conn: nothing sent in %lld ms; closing", (long long)(now - c->accepted_ms));
+        sl__dbg("conn.header_timeout", "conn: nothing sent in %lld ms; closing",
+                (long long)(now - c->accepted_ms));
         count(c, SL__CONN_EV_CLOSED_HEADER, 1);
         sl__conn_abort(c);
     } else if (cfg->read_timeout_ms > 0 && c->partial_since_ms >= 0 &&
                !(c->flags & SL__CONN_BUSY) && now - c->partial_since_ms > cfg->read_timeout_ms) {
-        sl__dbg("conn: incomplete request for %lld ms; closing",
+        sl__dbg("conn.read_timeout", "conn: incomplete request for %lld ms; closing",
                 (long long)(now - c->partial_since_ms));
         count(c, SL__CONN_EV_CLOSED_READ, 1);
         sl__conn_abort(c);
     } else if (cfg->idle_timeout_ms > 0 && now - c->last_read_ms > cfg->idle_timeout_ms &&
                c->slot_n == 0 && c->pins == 0 &&
                !(c->flags & (SL__CONN_BUSY | SL__CONN_DRAINING))) {
-        sl__dbg("conn: idle for %lld ms; closing", (long long)(now - c->last_read_ms));
+        sl__dbg("conn.idle_timeout", "conn: idle for %lld ms; closing",
+                (long long)(now - c->last_read_ms));
         count(c, SL__CONN_EV_CLOSED_IDLE, 1);
         sl__conn_drain(c);
     }

@@ -34,6 +34,39 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * SL_NS_PER_S + ts.tv_nsec;
 }
 
+/*
+ * Key inspection answers what a request of cost 1 would get now, so that a
+ * blocked client reads "deny" (the peek it is made of costs nothing, and
+ * nothing is ever denied). From the peek's state, the same for every store:
+ * a limit with nothing remaining would deny it ("remaining" counts the
+ * requests of cost 1 that would pass), and waiting until the limit is
+ * whole again (its reset) is sure to be enough, so that is its retry (the
+ * exact wait for a fixed window, an upper bound for the others). A shadow
+ * limit would only have denied. Nothing is consumed: the state is the
+ * peek's. A delay a shaping limit would impose is not foreseen (allow).
+ */
+static const struct sl_result *as_cost_one(const struct sl_result *res, struct sl_result *out)
+{
+    *out = *res;
+    for (size_t i = 0; i < out->n_statuses && i < SL_MAX_DESCRIPTORS; i++) {
+        struct sl_status *st = &out->statuses[i];
+        if (st->limit == NULL || st->d.verdict == SL_DENY || st->d.remaining >= 1)
+            continue;
+        if (st->limit->shadow) {
+            st->shadow_denied = true;
+            continue;
+        }
+        st->d.verdict = SL_DENY;
+        st->d.retry_after_ns = st->d.reset_ns;
+    }
+    out->verdict = SL_ALLOW;
+    out->delay_ns = 0;
+    for (size_t i = 0; i < out->n_statuses && i < SL_MAX_DESCRIPTORS; i++)
+        if (out->statuses[i].limit != NULL && out->statuses[i].d.verdict == SL_DENY)
+            out->verdict = SL_DENY;
+    return out;
+}
+
 /* The store's callback: kill switch "shadow", metrics, then the protocol.
  * The labels are taken first: the protocol's callback may end the op. */
 static void on_store(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
@@ -43,6 +76,8 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
     struct sl__metrics *m = op->w->srv->metrics;
 
     op->labels = NULL;
+    if (err == SL_OK && op->kind == SL__DECIDE_INSPECT)
+        res = as_cost_one(res, &edited);
     op->by = (uint8_t)by;
     if (err == SL_OK && op->shadow)
         res = sl__ks_unenforce(res, &edited);

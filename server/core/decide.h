@@ -47,7 +47,8 @@ enum sl__decide_kind {
     SL__DECIDE_CHECK,   /* consume req->hits (cost 0 peeks, as a check of cost 0 does) */
     SL__DECIDE_ACQUIRE, /* a check whose result carries a concurrency lease */
     SL__DECIDE_PEEK,    /* report the state, consume nothing */
-    SL__DECIDE_INSPECT, /* admin key inspection: a peek without kill switch or counting */
+    SL__DECIDE_INSPECT, /* admin key inspection: a peek without kill switch or counting,
+                           each decision what a request of cost 1 would get now */
     SL__DECIDE_RESET,   /* admin reset: forget the state, report the fresh one */
     SL__DECIDE_RELEASE, /* free the slots of a lease (sl__decide_release) */
 };

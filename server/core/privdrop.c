@@ -25,30 +25,35 @@ int sl__drop_privileges(const char *user)
 
     if (geteuid() != 0) {
         if (user != NULL)
-            sl__warn("server.user is %s, but sluiced does not run as root: it stays uid %u", user,
+            sl__warn("server.user_ignored",
+                     "server.user is %s, but sluiced does not run as root: it stays uid %u", user,
                      (unsigned)geteuid());
         return SL_OK;
     }
     if (user == NULL) {
-        sl__warn("RUNNING AS ROOT: set server.user (e.g. sluice) so that sluiced gives up root "
+        sl__warn("server.running_as_root",
+                 "RUNNING AS ROOT: set server.user (e.g. sluice) so that sluiced gives up root "
                  "once its listeners are bound");
         return SL_OK;
     }
     errno = 0;
     pw = getpwnam(user);
     if (pw == NULL) {
-        sl__err("server.user: no user '%s'%s%s", user, errno ? ": " : "",
+        sl__err("server.user_failed", "server.user: no user '%s'%s%s", user, errno ? ": " : "",
                 errno ? strerror(errno) : "");
         return SL_EINVAL;
     }
     if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
-        sl__err("server.user: cannot switch to %s: %s", user, strerror(errno));
+        sl__err("server.user_failed", "server.user: cannot switch to %s: %s", user,
+                strerror(errno));
         return SL_EINVAL;
     }
     if (setuid(0) == 0) { /* must fail now, or root was not given up */
-        sl__err("server.user: root could be taken back after switching to %s; stopping", user);
+        sl__err("server.user_failed",
+                "server.user: root could be taken back after switching to %s; stopping", user);
         return SL_EINVAL;
     }
-    sl__info("running as %s (uid %u, gid %u)", user, (unsigned)pw->pw_uid, (unsigned)pw->pw_gid);
+    sl__info("server.user_switched", "running as %s (uid %u, gid %u)", user, (unsigned)pw->pw_uid,
+             (unsigned)pw->pw_gid);
     return SL_OK;
 }

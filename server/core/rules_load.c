@@ -13,13 +13,19 @@
  * failure: its domains go, with a warning, as envoyproxy/ratelimit forgets
  * a deleted file.
  *
+ * A check (sl__rules_check) goes the same way, printing instead of logging
+ * and creating nothing.
+ *
  * Also the size of one rules text, for the admin API's cap. It does not
  * watch files (watch.c), read them (rules_read.c: consistently) or parse
  * YAML (the library does).
  */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "rules_load.h"
@@ -27,21 +33,48 @@
 #include "rulesdb.h"
 #include "sluice_int.h"
 
-/* Add the database's rules after the files' (database rules win at the same
- * descriptor). A database that does not exist yet is created empty. */
-static int load_db(const char *path, sl_rules_builder *b)
+static void report(const struct sl__rules_load *how, enum sl__log_level lvl, const char *event,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* One problem: a line on the check's stream, or a logged `event`. */
+static void report(const struct sl__rules_load *how, enum sl__log_level lvl, const char *event,
+                   const char *fmt, ...)
 {
+    char line[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (how->out != NULL)
+        fprintf(how->out, "%s\n", line);
+    else
+        sl__log_event(lvl, event, "%s", line);
+}
+
+/* Add the database's rules after the files' (database rules win at the same
+ * descriptor). A database that does not exist yet is created empty, or
+ * taken as empty by a check. */
+static int load_db(const struct sl__rules_load *how, const char *path, sl_rules_builder *b)
+{
+    bool create = how->out == NULL;
     char err[256];
     sl_rulesdb *db = NULL;
-    int r = sl_rulesdb_open(path, true, &db, err, sizeof(err));
+    int r;
 
+    if (!create && access(path, F_OK) != 0 && errno == ENOENT)
+        return SL_OK;
+    r = sl_rulesdb_open(path, create, &db, err, sizeof(err));
+    if (r == SL_ENOENT && !create)
+        return SL_OK; /* an empty file: the daemon gives it its schema */
     if (r != SL_OK) {
-        sl__err("%s: rules database: %s", path, err);
+        report(how, SL__LOG_ERROR, "rules.database_failed", "%s: rules database: %s", path, err);
         return r;
     }
     r = sl_rulesdb_load(db, b);
     if (r != SL_OK && r != SL_EPARSE)
-        sl__err("%s: rules database: %s", path, sl_rulesdb_errmsg(db));
+        report(how, SL__LOG_ERROR, "rules.database_failed", "%s: rules database: %s", path,
+               sl_rulesdb_errmsg(db));
     sl_rulesdb_close(db);
     return r == SL_EPARSE ? SL_OK : r; /* SL_EPARSE: diagnostics are in the builder */
 }
@@ -60,9 +93,10 @@ static int load_file(const struct sl__config *cfg, const struct sl__rules_load *
     int r = sl__rules_read(path, &opt, &text, &len);
 
     if (r == SL__RULES_READ_GONE) {
-        sl__warn("rules: %s is gone (absent for longer than rules.debounce): its domains are "
-                 "no longer served",
-                 path);
+        report(how, SL__LOG_WARN, "rules.file_gone",
+               "rules: %s is gone (absent for longer than rules.debounce): its domains are "
+               "no longer served",
+               path);
         return SL_OK;
     }
     if (r == SL__RULES_READ_STOPPED)
@@ -75,7 +109,8 @@ static int load_file(const struct sl__config *cfg, const struct sl__rules_load *
     if (sl_rules_builder_ndiags(b) > ndiags || sl__rules_builder_domains(b, NULL, 0) > before)
         return SL_OK;
     if (cfg->rules_allow_empty) {
-        sl__warn("rules: %s holds no rules (allowed by rules.allow_empty)", path);
+        report(how, SL__LOG_WARN, "rules.file_empty",
+               "rules: %s holds no rules (allowed by rules.allow_empty)", path);
         return SL_OK;
     }
     sl__rules_builder_diag(b, path, 1, 1,
@@ -88,15 +123,16 @@ static int load_file(const struct sl__config *cfg, const struct sl__rules_load *
 /* A snapshot with a domain of no descriptor is refused (unless allowed):
  * a file cut off after its `domain:` line would otherwise lift every limit
  * of that domain. */
-static int check_census(const struct sl__config *cfg, const sl_rules *r,
-                        struct sl__rules_census *cs)
+static int check_census(const struct sl__config *cfg, const struct sl__rules_load *how,
+                        const sl_rules *r, struct sl__rules_census *cs)
 {
     sl__rules_census(r, cs);
     if (cs->empty_domain == NULL || cfg->rules_allow_empty)
         return SL_OK;
-    sl__err("%s: domain '%.200s' has no descriptors (truncated?); give it its descriptors, or "
-            "set rules.allow_empty: true if that is meant",
-            cs->empty_origin, cs->empty_domain);
+    report(how, SL__LOG_ERROR, "rules.domain_empty",
+           "%s: domain '%.200s' has no descriptors (truncated?); give it its descriptors, or "
+           "set rules.allow_empty: true if that is meant",
+           cs->empty_origin, cs->empty_domain);
     return SL_EPARSE;
 }
 
@@ -109,20 +145,29 @@ static int load(const struct sl__config *cfg, const struct sl__rules_load *how, 
     *out = NULL;
     if (b == NULL)
         return SL_ENOMEM;
-    for (size_t i = 0; i < cfg->n_rules_files && r == SL_OK; i++)
-        r = load_file(cfg, how, cfg->rules_files[i], b);
-    if (r == SL_OK && cfg->rules_db != NULL)
-        r = load_db(cfg->rules_db, b);
+    /* every file, then the database, even after a failure: the other
+     * files' problems are worth seeing too (unless the server stops) */
+    for (size_t i = 0; i < cfg->n_rules_files && r != SL__RULES_STOPPED; i++) {
+        int rf = load_file(cfg, how, cfg->rules_files[i], b);
+        r = r == SL_OK ? rf : rf == SL__RULES_STOPPED ? rf : r;
+    }
+    if (r != SL__RULES_STOPPED && cfg->rules_db != NULL) {
+        int rd = load_db(how, cfg->rules_db, b);
+        r = r == SL_OK ? rd : r;
+    }
+    if (r != SL__RULES_STOPPED) {
+        for (size_t i = 0; i < sl_rules_builder_ndiags(b); i++)
+            report(how, SL__LOG_ERROR, "rules.invalid", "%s", sl_rules_builder_diag(b, i));
+    }
     if (r == SL_OK) {
         r = sl_rules_build(b, out);
-        for (size_t i = 0; i < sl_rules_builder_ndiags(b); i++)
-            sl__err("%s", sl_rules_builder_diag(b, i));
         if (r != SL_OK && sl_rules_builder_ndiags(b) == 0)
-            sl__err("rules: build failed: %s", sl_strerror(r));
+            report(how, SL__LOG_ERROR, "rules.build_failed", "rules: build failed: %s",
+                   sl_strerror(r));
     }
     sl_rules_builder_free(b);
     if (r == SL_OK)
-        r = check_census(cfg, *out, cs);
+        r = check_census(cfg, how, *out, cs);
     if (r != SL_OK) {
         sl_rules_unref(*out);
         *out = NULL;
@@ -137,6 +182,17 @@ int sl__rules_load(const struct sl__config *cfg, const struct sl__rules_load *ho
     return load(cfg, how, out, &cs);
 }
 
+int sl__rules_check(const struct sl__config *cfg, FILE *out)
+{
+    struct sl__rules_load how = {.reload = false, .stop = NULL, .out = out};
+    struct sl__rules_census cs;
+    sl_rules *r = NULL;
+    int err = load(cfg, &how, &r, &cs);
+
+    sl_rules_unref(r);
+    return err;
+}
+
 int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const char *why,
                      const atomic_bool *stop)
 {
@@ -146,16 +202,20 @@ int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const ch
     int err = load(cfg, &how, &r, &cs);
 
     if (err == SL__RULES_STOPPED) {
-        sl__info("rules: reload on %s abandoned: the server is stopping", why);
+        sl__log_fields(SL__LOG_INFO, "rules.reload_abandoned", &SL__LOG_STR("trigger", why), 1,
+                       "rules: reload on %s abandoned: the server is stopping", why);
         return err;
     }
     if (err != SL_OK) {
-        sl__err("rules: reload on %s failed; the previous rules keep serving", why);
+        sl__log_fields(SL__LOG_ERROR, "rules.reload_failed", &SL__LOG_STR("trigger", why), 1,
+                       "rules: reload on %s failed; the previous rules keep serving", why);
         return err;
     }
     sl_rules_slot_publish(slot, r);
-    sl__info("rules: reloaded on %s: %zu domains, %zu descriptors (%zu files%s)", why, cs.domains,
-             cs.descriptors, cfg->n_rules_files, cfg->rules_db ? " and the database" : "");
+    sl__log_fields(SL__LOG_INFO, "rules.reloaded", &SL__LOG_STR("trigger", why), 1,
+                   "rules: reloaded on %s: %zu domains, %zu descriptors (%zu files%s)", why,
+                   cs.domains, cs.descriptors, cfg->n_rules_files,
+                   cfg->rules_db ? " and the database" : "");
     return SL_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "config-t.h"
 #include "sluice.h"
@@ -20,10 +21,14 @@
 /* How a load goes: at start (every listed file must be there) or on a
  * reload (a listed file deleted, and still absent after rules.debounce,
  * no longer contributes: its domains go). `stop`, when set, ends any wait
- * for a file to hold still (the server is stopping); may be NULL. */
+ * for a file to hold still (the server is stopping); may be NULL. `out`,
+ * when set, makes it a check (sluiced -t, sluice check -c): each problem a
+ * plain line on `out` instead of a logged event, and nothing created (a
+ * rules database that does not exist yet is taken as empty). */
 struct sl__rules_load {
     bool reload;
     const atomic_bool *stop;
+    FILE *out;
 };
 
 /*
@@ -35,6 +40,13 @@ struct sl__rules_load {
  * loops: reads files, may wait up to the debounce for one to hold still.
  */
 int sl__rules_load(const struct sl__config *cfg, const struct sl__rules_load *how, sl_rules **out);
+
+/*
+ * Check what sl__rules_load() would build, as `sluiced -t` does: every
+ * problem printed on `out`, one line each ("file:line:col: message"),
+ * nothing built and nothing written. 0 when the rules would load.
+ */
+int sl__rules_check(const struct sl__config *cfg, FILE *out);
 
 /*
  * Reload into `slot`: on success the new snapshot is published and serves

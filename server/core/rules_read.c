@@ -126,7 +126,7 @@ static int read_once(const char *path, char **text, size_t *len, struct version 
     if (fd < 0 && errno == ENOENT)
         return SL_ENOENT;
     if (fd < 0 || fstat(fd, &before) != 0) {
-        sl__err("%s:1:1: cannot open rules file: %s", path, strerror(errno));
+        sl__err("rules.unreadable", "%s:1:1: cannot open rules file: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return SL_EINVAL;
@@ -136,9 +136,10 @@ static int read_once(const char *path, char **text, size_t *len, struct version 
         rc = SL_EINVAL;
     close(fd);
     if (rc == SL_ETOOBIG)
-        sl__err("%s:1:1: rules file larger than %u bytes", path, SL__RULES_FILE_MAX);
+        sl__err("rules.unreadable", "%s:1:1: rules file larger than %u bytes", path,
+                SL__RULES_FILE_MAX);
     else if (rc != SL_OK)
-        sl__err("%s:1:1: cannot read rules file: %s", path, strerror(errno));
+        sl__err("rules.unreadable", "%s:1:1: cannot read rules file: %s", path, strerror(errno));
     if (rc != SL_OK)
         return rc;
     version_of(&before, &a);
@@ -178,7 +179,8 @@ int sl__rules_read(const char *path, struct sl__rules_read *opt, char **text, si
         opt->reads++;
         if (rc == SL_ENOENT) {
             if (!opt->absent_may_be_gone) {
-                sl__err("%s:1:1: cannot open rules file: %s", path, strerror(ENOENT));
+                sl__err("rules.unreadable", "%s:1:1: cannot open rules file: %s", path,
+                        strerror(ENOENT));
                 return SL_EINVAL;
             }
             if (waited_absent)
@@ -208,9 +210,10 @@ int sl__rules_read(const char *path, struct sl__rules_read *opt, char **text, si
         *text = NULL;
         if (moved && !wait_ms(CHANGED_PAUSE_MS, opt->stop))
             return SL__RULES_READ_STOPPED;
-        sl__dbg("rules: %s changed while it was read or right after; reading it again", path);
+        sl__dbg("rules.reread",
+                "rules: %s changed while it was read or right after; reading it again", path);
     }
-    sl__err("%s:1:1: the rules file kept changing over %u reads; not loaded", path,
-            SL__RULES_READ_TRIES);
+    sl__err("rules.unsettled", "%s:1:1: the rules file kept changing over %u reads; not loaded",
+            path, SL__RULES_READ_TRIES);
     return SL_EINVAL;
 }

@@ -39,7 +39,7 @@ static int draw_secret(uint8_t *secret, size_t len)
     while (got < len) {
         ssize_t n = getrandom(secret + got, len - got, 0);
         if (n < 0 && errno != EINTR) {
-            sl__err("getrandom: %s", strerror(errno));
+            sl__err("server.random_failed", "getrandom: %s", strerror(errno));
             return SL_EINVAL;
         }
         if (n > 0)
@@ -61,7 +61,7 @@ static int make_limiter(struct sl__server *srv)
     if (r == SL_OK)
         r = sl_limiter_new(&lc, &srv->lim);
     if (r != SL_OK)
-        sl__err("state table: %s", sl_strerror(r));
+        sl__err("server.table_failed", "state table: %s", sl_strerror(r));
     return r;
 }
 
@@ -79,7 +79,8 @@ static int make_registries(struct sl__server *srv)
     if (r == SL_OK)
         r = sl__metrics_new(&mc, &srv->metrics);
     if (r != SL_OK) {
-        sl__err("metrics: %s (metrics.max_series must be 1..16777216)", sl_strerror(r));
+        sl__err("server.metrics_failed", "metrics: %s (metrics.max_series must be 1..16777216)",
+                sl_strerror(r));
         return r;
     }
     if (srv->cfg.max_conns_per_ip > 0) {
@@ -144,7 +145,8 @@ static void start_reload(struct sl__server *srv, const char *why)
     if (uv_queue_work(srv->loop, &srv->reload_work, reload_work, reload_done) != 0) {
         srv->reload_running = false; /* not reached: the loop is alive */
         atomic_fetch_add(&srv->reload_failures, 1);
-        sl__err("rules: reload on %s could not be queued; the previous rules keep serving", why);
+        sl__err("rules.reload_failed",
+                "rules: reload on %s could not be queued; the previous rules keep serving", why);
     }
 }
 
@@ -158,10 +160,12 @@ void sl__server_request_reload(struct sl__server *srv, const char *why)
     } else if (!srv->reload_pending) {
         srv->reload_pending = true;
         srv->pending_why = why;
-        sl__dbg("rules: reload on %s asked while one runs: it runs next", why);
+        sl__dbg("rules.reload_queued", "rules: reload on %s asked while one runs: it runs next",
+                why);
     } else {
         atomic_fetch_add(&srv->reloads_coalesced, 1);
-        sl__dbg("rules: reload on %s asked while one runs and one waits: that one serves it", why);
+        sl__dbg("rules.reload_coalesced",
+                "rules: reload on %s asked while one runs and one waits: that one serves it", why);
     }
 }
 
@@ -202,7 +206,7 @@ static int make_sockets(struct sl__server *srv)
                          : sl__listen_socket_shared(srv->cfg.listeners[l].address, &port, err,
                                                     sizeof(err));
             if (fd < 0) {
-                sl__err("listen: %s", err);
+                sl__err("server.listen_failed", "listen: %s", err);
                 return SL_EINVAL;
             }
             srv->workers[i].lfd[l] = fd;
@@ -217,7 +221,7 @@ static void on_stop_signal(uv_signal_t *s, int signum)
 {
     struct sl__server *srv = s->data;
 
-    sl__info("%s: stopping (no new connections; in-flight replies flushed)",
+    sl__info("server.stopping", "%s: stopping (no new connections; in-flight replies flushed)",
              signum == SIGTERM ? "SIGTERM" : "SIGINT");
     /* A reload in flight ends any wait for a file to hold still (and then
      * publishes nothing); one queued or asked meanwhile never starts. */
@@ -265,7 +269,8 @@ static int start_rules_sync(struct sl__server *srv)
     if (!sl__store_rules_shared(srv->cfg.store))
         return SL_OK;
     if (srv->cfg.rules_db == NULL) {
-        sl__err("the store shares rules across nodes: that needs rules.database (where the "
+        sl__err("rules.sync_needs_database",
+                "the store shares rules across nodes: that needs rules.database (where the "
                 "rules are kept)");
         return SL_EINVAL;
     }
@@ -279,10 +284,14 @@ static void print_ports(const struct sl__server *srv)
         const struct sl__listener *ls = &srv->cfg.listeners[l];
         char names[128];
         sl__proto_names(ls->protos, names, sizeof(names));
-        sl__info("listening on %s:%u (%s), %u workers", ls->address, srv->ports[l], names,
-                 srv->n_workers);
+        struct sl__log_field f[] = {
+            SL__LOG_STR("address", ls->address), SL__LOG_INT("port", srv->ports[l]),
+            SL__LOG_STR("protocols", names), SL__LOG_INT("workers", srv->n_workers)};
+        sl__log_fields(SL__LOG_INFO, "server.listening", f, 4,
+                       "listening on %s:%u (%s), %u workers", ls->address, srv->ports[l], names,
+                       srv->n_workers);
     }
-    sl__info("ready");
+    sl__info("server.ready", "ready");
     sd_notify(0, "READY=1"); /* Type=notify under systemd; nothing without $NOTIFY_SOCKET */
 }
 
@@ -295,7 +304,8 @@ static int start(struct sl__server *srv)
     if (make_limiter(srv) != SL_OK)
         return 1;
     if (sl__rules_load(&srv->cfg, &how, &rules) != SL_OK) {
-        sl__err("rules: cannot start without valid rules (fix the lines above)");
+        sl__err("rules.start_failed",
+                "rules: cannot start without valid rules (fix the lines above)");
         return 1;
     }
     srv->rules = sl_rules_slot_new(rules);
@@ -311,7 +321,7 @@ static int start(struct sl__server *srv)
     for (unsigned i = 0; i < srv->n_workers; i++) {
         r = sl__worker_init(&srv->workers[i], srv, i);
         if (r != SL_OK) {
-            sl__err("worker %u: %s", i, sl_strerror(r));
+            sl__err("worker.init_failed", "worker %u: %s", i, sl_strerror(r));
             return 1;
         }
     }
@@ -354,27 +364,6 @@ int sl__server_run(struct sl__config *cfg)
     free(srv->workers);
     sl__config_free(&srv->cfg);
     free(srv);
-    sl__info("stopped");
-    return 0;
-}
-
-int sl__server_test_config(const struct sl__config *cfg)
-{
-    struct sl__rules_load how = {.reload = false, .stop = NULL};
-    sl_rules *rules = NULL;
-    char err[256];
-
-    for (size_t l = 0; l < cfg->n_listeners; l++) {
-        uint16_t port = 0; /* test the address only: the port may be in use */
-        int fd = sl__listen_socket(cfg->listeners[l].address, &port, err, sizeof(err));
-        if (fd < 0) {
-            sl__err("listen: %s", err);
-            return 1;
-        }
-        close(fd);
-    }
-    if (sl__rules_load(cfg, &how, &rules) != SL_OK)
-        return 1;
-    sl_rules_unref(rules);
+    sl__info("server.stopped", "stopped");
     return 0;
 }

@@ -18,10 +18,6 @@
  */
 int sl__server_run(struct sl__config *cfg);
 
-/* Check `cfg` as `sluiced -t` does: the rules build and the listeners'
- * addresses parse. 0 when it would start. */
-int sl__server_test_config(const struct sl__config *cfg);
-
 /* Ask for a reload of the rules (SIGHUP, a file change, rules from other
  * nodes; `why`, a static string, names it in the log). Main thread only;
  * returns at once. The reload runs on libuv's work queue, so the main loop

@@ -64,13 +64,14 @@ size_t sl__metrics_render_store(const struct sl__server *srv, char *buf, size_t 
     return n;
 }
 
-static void store_log(void *arg, enum sl__store_level level, const char *line)
+static void store_log(void *arg, enum sl__store_level level, const char *event, const char *line)
 {
     static const enum sl__log_level levels[] = {SL__LOG_ERROR, SL__LOG_WARN, SL__LOG_INFO,
                                                 SL__LOG_DEBUG};
 
     (void)arg;
-    sl__log(levels[(unsigned)level <= SL__SLOG_DEBUG ? level : SL__SLOG_DEBUG], "%s", line);
+    sl__log_event(levels[(unsigned)level <= SL__SLOG_DEBUG ? level : SL__SLOG_DEBUG], event, "%s",
+                  line);
 }
 
 void sl__server_stores_log_to_server(struct sl__server *srv)

@@ -59,7 +59,8 @@ static int check_token(const char *t, size_t n, const char *where, char *err, si
         }
     }
     if (n < SHORT_TOKEN)
-        sl__warn("%s: the admin token has fewer than %d characters: it can be guessed", where,
+        sl__warn("admin.token_short",
+                 "%s: the admin token has fewer than %d characters: it can be guessed", where,
                  SHORT_TOKEN);
     return SL_OK;
 }
@@ -84,7 +85,8 @@ static int read_token(struct sl__config *c, const char *path, char *err, size_t 
         return SL_EINVAL;
     }
     if (st.st_mode & 077)
-        sl__warn("%s: the admin token file can be read by others (mode %03o): chmod 600 it", path,
+        sl__warn("admin.token_readable",
+                 "%s: the admin token file can be read by others (mode %03o): chmod 600 it", path,
                  (unsigned)(st.st_mode & 0777));
     while (len < sizeof(buf) - 1 && (got = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
         if (got < 0 && errno == EINTR)
@@ -196,7 +198,8 @@ int sl__token_load(struct sl__config *c, bool create, char *err, size_t errlen)
     }
     r = read_token(c, path, err, errlen);
     if (r == SL_ENOENT && !create) {
-        sl__info("admin token: %s does not exist yet; the first start creates it", path);
+        sl__info("admin.token_missing",
+                 "admin token: %s does not exist yet; the first start creates it", path);
         return SL_OK;
     }
     if (r == SL_ENOENT) {
@@ -210,7 +213,7 @@ int sl__token_load(struct sl__config *c, bool create, char *err, size_t errlen)
     if (r != SL_OK)
         return SL_EINVAL;
     abs = realpath(path, NULL);
-    sl__info("admin token: %s %s (send it as Authorization: Bearer TOKEN)",
+    sl__info("admin.token_loaded", "admin token: %s %s (send it as Authorization: Bearer TOKEN)",
              created ? "created in" : "read from", abs != NULL ? abs : path);
     free(abs);
     return SL_OK;

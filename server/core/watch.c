@@ -48,7 +48,7 @@ static void on_event(uv_fs_event_t *h, const char *filename, int events, int sta
 
     if (status < 0 || filename == NULL || !is_rules_file(srv, filename))
         return;
-    sl__dbg("watch: %s changed", filename);
+    sl__dbg("rules.file_changed", "watch: %s changed", filename);
     /* the first event of a burst arms the timer; later ones ride along */
     if (!uv_is_active((uv_handle_t *)&srv->debounce))
         uv_timer_start(&srv->debounce, on_debounce, (uint64_t)srv->cfg.rules_debounce_ms, 0);
@@ -67,7 +67,7 @@ static void watch_path(struct sl__server *srv, const char *path)
     uv_fs_event_init(srv->loop, h);
     h->data = srv;
     if (uv_fs_event_start(h, on_event, path, 0) != 0) {
-        sl__warn("watch: cannot watch %s; reload it with SIGHUP", path);
+        sl__warn("rules.watch_failed", "watch: cannot watch %s; reload it with SIGHUP", path);
         uv_close((uv_handle_t *)h, NULL);
         return;
     }

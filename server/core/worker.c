@@ -30,7 +30,7 @@ static void on_connection(uv_stream_t *server, int status)
     struct sl__worker *w = server->loop->data;
 
     if (status < 0) {
-        sl__warn("worker %u: accept: %s", w->id, uv_strerror(status));
+        sl__warn("conn.accept_failed", "worker %u: accept: %s", w->id, uv_strerror(status));
         return;
     }
     sl__conn_accept(w, server->data, server);
@@ -109,8 +109,8 @@ int sl__worker_init(struct sl__worker *w, struct sl__server *srv, unsigned id)
         if (r == 0)
             r = uv_listen((uv_stream_t *)&w->lsock[i], 1024, on_connection);
         if (r != 0) {
-            sl__err("worker %u: listen on %s:%u: %s", id, srv->cfg.listeners[i].address,
-                    srv->ports[i], uv_strerror(r));
+            sl__err("worker.listen_failed", "worker %u: listen on %s:%u: %s", id,
+                    srv->cfg.listeners[i].address, srv->ports[i], uv_strerror(r));
             return SL_EINVAL;
         }
     }

@@ -13,7 +13,7 @@
 
 static void oom(size_t n)
 {
-    sl__err("out of memory allocating %zu bytes; aborting", n);
+    sl__err("server.out_of_memory", "out of memory allocating %zu bytes; aborting", n);
     abort();
 }
 

@@ -22,20 +22,18 @@ static const struct sl__key keys[] = {
      "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; a larger list is answered RESOURCE_EXHAUSTED"},
 };
 
-static int check(void *cfg, const struct sl__config *c, char *err, size_t errlen)
+static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x)
 {
     const struct sl__grpc_config *g = cfg;
-    const char *path = c->path != NULL ? c->path : "(config)";
+    int r = SL_OK;
 
-    if (g->max_message_bytes > (16u << 20)) {
-        snprintf(err, errlen, "%s: grpc.max_message_bytes must be at most 16MiB", path);
-        return SL_EINVAL;
-    }
-    if (g->max_header_list_bytes < 1024 || g->max_header_list_bytes > (1u << 20)) {
-        snprintf(err, errlen, "%s: grpc.max_header_list_bytes must be 1KiB..1MiB", path);
-        return SL_EINVAL;
-    }
-    return SL_OK;
+    if (g->max_message_bytes > (16u << 20))
+        r = sl__config_fail_key(x, "grpc.max_message_bytes",
+                                "grpc.max_message_bytes must be at most 16MiB");
+    if (g->max_header_list_bytes < 1024 || g->max_header_list_bytes > (1u << 20))
+        r = sl__config_fail_key(x, "grpc.max_header_list_bytes",
+                                "grpc.max_header_list_bytes must be 1KiB..1MiB");
+    return r;
 }
 
 const struct sl__config_section sl__grpc_config_section = {

@@ -175,7 +175,7 @@ static bool refuse(struct sl__conn *c, const struct sl__h1_req *r, int status, c
 {
     static const char www[] = "WWW-Authenticate: Bearer realm=\"sluiced\"\r\n";
 
-    sl__dbg("admin gate: %d for %.*s", status, (int)r->path.len, r->path.p);
+    sl__dbg("admin.refused", "admin gate: %d for %.*s", status, (int)r->path.len, r->path.p);
     sl__h1_respond(c, -1, r->keep_alive, status, status == 401 ? www : NULL,
                    status == 401 ? sizeof(www) - 1 : 0, body, strlen(body));
     return false;

@@ -107,7 +107,10 @@ static void check_status(struct sl__wr *b, const struct sl_status *s)
     sl__wr_i64(b, sl_ns_to_ms_ceil(s->d.reset_ns));
     sl__wr_puts(b, ",\"retry_after_ms\":");
     sl__wr_i64(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
-    sl__wr_puts(b, "}");
+    /* a shadow limit (or the shadow kill switch) would have denied: the
+     * native answer says so; Envoy's answers, like envoyproxy/ratelimit's,
+     * do not */
+    sl__wr_puts(b, s->shadow_denied ? ",\"shadow_denied\":true}" : ",\"shadow_denied\":false}");
 }
 
 int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, size_t *len)

@@ -96,7 +96,8 @@ void sl__proxy_finish(struct sl__proxy_x *x)
 
 void sl__proxy_abort(struct sl__proxy_x *x, const char *why)
 {
-    sl__dbg("proxy: %s %s: %s; closing the client connection", x->acc.method, x->acc.target, why);
+    sl__dbg("proxy.aborted", "proxy: %s %s: %s; closing the client connection", x->acc.method,
+            x->acc.target, why);
     x->up_reusable = false;
     x->close_after = true;
     sl__proxy_finish(x);
@@ -142,8 +143,8 @@ bool sl__proxy_client_left(const struct sl__proxy_x *x)
 
 void sl__proxy_client_gone(struct sl__proxy_x *x)
 {
-    sl__dbg("proxy: %s %s: the client closed its connection; giving up", x->acc.method,
-            x->acc.target);
+    sl__dbg("proxy.client_gone", "proxy: %s %s: the client closed its connection; giving up",
+            x->acc.method, x->acc.target);
     x->acc.status = 0;
     x->up_reusable = false;
     x->close_after = true;
@@ -242,7 +243,8 @@ void sl__proxy_retry(struct sl__proxy_x *x, bool count_failure, bool timed_out)
 void sl__proxy_on_connect(struct sl__proxy_x *x, int status)
 {
     if (status < 0) {
-        sl__dbg("proxy: connect to %s: %s", x->acc.upstream, uv_strerror(status));
+        sl__dbg("proxy.connect_failed", "proxy: connect to %s: %s", x->acc.upstream,
+                uv_strerror(status));
         sl__proxy_retry(x, true, false);
         return;
     }
@@ -413,7 +415,7 @@ static ssize_t refuse(struct sl__proxy_x *x, const struct sl__proxy_err *e)
     x->pw->scratch.len = 0;
     sl__proxy_local_head(&x->pw->scratch, e->status, true, e->why);
     sl__conn_write(x->c, x->pw->scratch.p, x->pw->scratch.len);
-    sl__dbg("proxy: refused a request (%d %s); closing", e->status, e->why);
+    sl__dbg("proxy.refused", "proxy: refused a request (%d %s); closing", e->status, e->why);
     x->phase = SL__PX_DONE;
     return -1;
 }
@@ -601,7 +603,7 @@ void sl__proxy_x_tick(struct sl__proxy_x *x, int64_t now)
     switch (x->phase) {
     case SL__PX_CONNECTING:
         if (now - x->phase_ms >= r->connect_timeout_ms) {
-            sl__dbg("proxy: connect to %s timed out", x->acc.upstream);
+            sl__dbg("proxy.connect_timeout", "proxy: connect to %s timed out", x->acc.upstream);
             sl__proxy_retry(x, true, true);
         }
         break;

@@ -122,6 +122,7 @@ static int load_servers(struct sl__config_ctx *x, struct sl__proxy_upstream *up,
 {
     yaml_document_t *doc = sl__config_doc(x);
     const char *why;
+    int r = 0;
 
     if (v->type != YAML_SEQUENCE_NODE)
         return sl__config_fail(x, v, "servers must be a list, e.g. [127.0.0.1:8080]");
@@ -129,19 +130,23 @@ static int load_servers(struct sl__config_ctx *x, struct sl__proxy_upstream *up,
          it++) {
         yaml_node_t *n = yaml_document_get_node(doc, *it);
         const char *s = sl__config_scalar(n);
-        if (s == NULL)
-            return sl__config_fail(x, n, "a server is host:port");
+        if (s == NULL) {
+            r = sl__config_fail(x, n, "a server is host:port");
+            continue;
+        }
         if (up->n_servers == SL__PROXY_MAX_SERVERS)
             return sl__config_fail(x, n, "at most %d servers per upstream", SL__PROXY_MAX_SERVERS);
         struct sl__proxy_server *srv = &up->servers[up->n_servers];
-        if ((why = parse_server(s, srv)) != NULL)
-            return sl__config_fail(x, n, "%s (got '%s')", why, s);
+        if ((why = parse_server(s, srv)) != NULL) {
+            r = sl__config_fail(x, n, "%s (got '%s')", why, s);
+            continue;
+        }
         snprintf(srv->name, sizeof(srv->name), "%s", s);
         up->n_servers++;
     }
-    if (up->n_servers == 0)
+    if (r == 0 && up->n_servers == 0)
         return sl__config_fail(x, v, "an upstream needs at least one server");
-    return 0;
+    return r;
 }
 
 /* ------------------------------------------------------------ routes */
@@ -164,6 +169,8 @@ static int set_key(struct sl__config_ctx *x, const struct sl__key *table, size_t
 static int load_upstream(struct sl__config_ctx *x, struct sl__proxy_upstream *up, yaml_node_t *m)
 {
     yaml_document_t *doc = sl__config_doc(x);
+    bool has_servers = false;
+    int failed = 0;
 
     if (m->type != YAML_MAPPING_NODE)
         return sl__config_fail(x, m, "upstream is a mapping: {servers: [host:port, ...]}");
@@ -172,24 +179,27 @@ static int load_upstream(struct sl__config_ctx *x, struct sl__proxy_upstream *up
         yaml_node_t *v = yaml_document_get_node(doc, p->value);
         const char *ks = sl__config_scalar(k);
         int r;
-        if (ks != NULL && strcmp(ks, "servers") == 0)
+        if (ks != NULL && strcmp(ks, "servers") == 0) {
             r = load_servers(x, up, v);
-        else if ((r = set_key(x, up_keys, NUP_KEYS, up, k, v)) == 1)
-            return sl__config_fail(x, k,
-                                   "unknown upstream key '%s' (servers, max_fails, fail_timeout, "
-                                   "keepalive)",
-                                   ks ? ks : "?");
+            has_servers = true;
+        } else if ((r = set_key(x, up_keys, NUP_KEYS, up, k, v)) == 1) {
+            r = sl__config_fail(x, k,
+                                "unknown upstream key '%s' (servers, max_fails, fail_timeout, "
+                                "keepalive)",
+                                ks ? ks : "?");
+        }
         if (r != 0)
-            return -1;
+            failed = -1; /* and on: every error in one run */
     }
-    if (up->n_servers == 0)
+    if (!has_servers)
         return sl__config_fail(x, m, "an upstream needs servers: [host:port, ...]");
-    return 0;
+    return failed;
 }
 
 static int load_methods(struct sl__config_ctx *x, struct sl__proxy_route *r, yaml_node_t *v)
 {
     yaml_document_t *doc = sl__config_doc(x);
+    int rc = 0;
 
     if (v->type != YAML_SEQUENCE_NODE)
         return sl__config_fail(x, v, "methods must be a list, e.g. [GET, POST]");
@@ -198,13 +208,15 @@ static int load_methods(struct sl__config_ctx *x, struct sl__proxy_route *r, yam
         yaml_node_t *n = yaml_document_get_node(doc, *it);
         const char *s = sl__config_scalar(n);
         if (s == NULL || *s == '\0' || strlen(s) > 15 ||
-            strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ-") != strlen(s))
-            return sl__config_fail(x, n, "a method is an upper-case word like GET");
+            strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ-") != strlen(s)) {
+            rc = sl__config_fail(x, n, "a method is an upper-case word like GET");
+            continue;
+        }
         if (r->n_methods == SL__PROXY_MAX_METHODS)
             return sl__config_fail(x, n, "at most %d methods", SL__PROXY_MAX_METHODS);
         r->methods[r->n_methods++] = sl__xstrndup(s, strlen(s));
     }
-    return 0;
+    return rc;
 }
 
 static void route_init(struct sl__proxy_route *r, const yaml_node_t *m)
@@ -223,6 +235,7 @@ static int load_route(struct sl__config_ctx *x, struct sl__proxy_route *r, yaml_
 {
     yaml_document_t *doc = sl__config_doc(x);
     bool has_up = false;
+    int failed = 0;
 
     if (m->type != YAML_MAPPING_NODE)
         return sl__config_fail(x, m, "a route is a mapping: {path_prefix, upstream: {servers}}");
@@ -238,21 +251,21 @@ static int load_route(struct sl__config_ctx *x, struct sl__proxy_route *r, yaml_
             rc = load_methods(x, r, v);
         } else if ((rc = set_key(x, route_keys, NROUTE_KEYS, r, k, v)) == 1 &&
                    (ks == NULL || (rc = sl__proxy_limit_key(x, &r->lim, ks, v)) == 1)) {
-            return sl__config_fail(x, k,
-                                   "unknown route key '%s' (name, host, path_prefix, methods, "
-                                   "upstream, connect_timeout, read_timeout, send_timeout, "
-                                   "max_body_bytes, domain, rate_limits, max_delay, max_queue, "
-                                   "deny_status, deny_body, deny_text, headers)",
-                                   ks ? ks : "?");
+            rc = sl__config_fail(x, k,
+                                 "unknown route key '%s' (name, host, path_prefix, methods, "
+                                 "upstream, connect_timeout, read_timeout, send_timeout, "
+                                 "max_body_bytes, domain, rate_limits, max_delay, max_queue, "
+                                 "deny_status, deny_body, deny_text, headers)",
+                                 ks ? ks : "?");
         }
         if (rc != 0)
-            return -1;
+            failed = -1; /* and on: every error in one run */
     }
     if (!has_up)
-        return sl__config_fail(x, m, "a route needs an upstream: {servers: [host:port]}");
+        failed = sl__config_fail(x, m, "a route needs an upstream: {servers: [host:port]}");
     if (r->path_prefix != NULL && r->path_prefix[0] != '/')
-        return sl__config_fail(x, m, "path_prefix must start with '/'");
-    return 0;
+        failed = sl__config_fail(x, m, "path_prefix must start with '/'");
+    return failed;
 }
 
 static void route_free(struct sl__proxy_route *r)
@@ -266,6 +279,7 @@ static void route_free(struct sl__proxy_route *r)
 static int load_routes(struct sl__proxy_config *pc, struct sl__config_ctx *x, yaml_node_t *v)
 {
     yaml_document_t *doc = sl__config_doc(x);
+    int failed = 0;
 
     if (v->type != YAML_SEQUENCE_NODE)
         return sl__config_fail(x, v, "proxy.routes must be a list of routes");
@@ -278,9 +292,9 @@ static int load_routes(struct sl__proxy_config *pc, struct sl__config_ctx *x, ya
         struct sl__proxy_route *r = &pc->routes[pc->n_routes++];
         route_init(r, m);
         if (load_route(x, r, m) != 0)
-            return -1;
+            failed = -1; /* and on to the next route */
     }
-    return 0;
+    return failed;
 }
 
 static int load(void *cfg, struct sl__config_ctx *x, const char *path, yaml_node_t *v)
@@ -321,44 +335,38 @@ static void complete_route(const struct sl__proxy_config *pc, struct sl__proxy_r
         r->path_prefix = sl__xstrndup("/", 1);
 }
 
-static int check(void *cfg, const struct sl__config *c, char *err, size_t errlen)
+static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x)
 {
     struct sl__proxy_config *pc = cfg;
     unsigned proxy = sl__proto_bit(&sl__proto_proxy);
     const struct sl__proto *h1 = sl__proto_find("http1", 5);
     unsigned http1 = h1 != NULL ? sl__proto_bit(h1) : 0;
-    const char *file = c->path ? c->path : "(config)";
     const char *why;
+    int r = SL_OK;
 
     for (size_t i = 0; i < pc->n_routes; i++) {
-        struct sl__proxy_route *r = &pc->routes[i];
-        complete_route(pc, r, i);
-        if (sl__proxy_limit_complete(pc, c->http_headers, &r->lim, &why) != SL_OK) {
-            snprintf(err, errlen, "%s:%zu:%zu: route '%s': %s", file, r->line, r->col, r->name,
-                     why);
-            return SL_EINVAL;
-        }
+        struct sl__proxy_route *rt = &pc->routes[i];
+        complete_route(pc, rt, i);
+        if (sl__proxy_limit_complete(pc, c->http_headers, &rt->lim, &why) != SL_OK)
+            r = sl__config_fail_at(x, rt->line, rt->col, "route '%s': %s", rt->name, why);
     }
     for (size_t i = 0; i < c->n_listeners; i++) {
         const struct sl__listener *l = &c->listeners[i];
         if (!(l->protos & proxy))
             continue;
-        if (l->protos & http1) {
-            snprintf(err, errlen,
-                     "%s: listener %s:%u: protocols [proxy] and [http1] cannot share a listener "
-                     "(both would claim every HTTP request); give each its own port",
-                     file, l->address, l->port);
-            return SL_EINVAL;
-        }
-        if (pc->n_routes == 0) {
-            snprintf(err, errlen,
-                     "%s: listener %s:%u speaks proxy but proxy.routes is empty: add a route "
-                     "with an upstream",
-                     file, l->address, l->port);
-            return SL_EINVAL;
-        }
+        if (l->protos & http1)
+            r = sl__config_fail_key(
+                x, "listeners",
+                "listener %s:%u: protocols [proxy] and [http1] cannot share a listener "
+                "(both would claim every HTTP request); give each its own port",
+                l->address, l->port);
+        if (pc->n_routes == 0)
+            r = sl__config_fail_key(x, "proxy.routes",
+                                    "listener %s:%u speaks proxy but proxy.routes is empty: add a "
+                                    "route with an upstream",
+                                    l->address, l->port);
     }
-    return SL_OK;
+    return r;
 }
 
 static void destroy(void *cfg)

@@ -110,7 +110,8 @@ static void on_released(struct sl__decide_op *op, int err, const struct sl_resul
 
     (void)res;
     if (err != SL_OK && err != SL_ENOENT)
-        sl__dbg("proxy: a concurrency lease was not given back: %s", sl_strerror(err));
+        sl__dbg("proxy.lease_release_failed", "proxy: a concurrency lease was not given back: %s",
+                sl_strerror(err));
     pw->gate.n_busy--;
     put(g);
     sl__proxy_worker_maybe_free(pw);

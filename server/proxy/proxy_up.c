@@ -190,7 +190,8 @@ struct sl__proxy_up *sl__proxy_up_connect(struct sl__proxy_worker *pw, struct sl
     up->creq.data = up;
     r = uv_tcp_connect(&up->creq, &up->tcp, (const struct sockaddr *)&peer->srv->addr, on_connect);
     if (r != 0) {
-        sl__dbg("proxy: connect to %s: %s", peer->srv->name, uv_strerror(r));
+        sl__dbg("proxy.connect_failed", "proxy: connect to %s: %s", peer->srv->name,
+                uv_strerror(r));
         sl__proxy_up_close(up);
         return NULL;
     }

@@ -52,9 +52,12 @@ static _Thread_local struct sl_limit override_limit; /* SL.CHECK's LIMIT clause 
 
 /* ------------------------------------------------------------ replies */
 
+/* One status: six elements, then a seventh added later so that the first
+ * six keep their positions: 1 when a shadow limit (or the shadow kill
+ * switch) would have denied (docs/protocol.md). */
 static void w_status(struct sl__buf *b, const struct sl_status *s)
 {
-    sl__resp_w_array(b, 6);
+    sl__resp_w_array(b, 7);
     sl__resp_w_cstr(b, sl_verdict_name(s->d.verdict));
     if (s->limit && s->limit->name)
         sl__resp_w_cstr(b, s->limit->name);
@@ -64,6 +67,7 @@ static void w_status(struct sl__buf *b, const struct sl_status *s)
     sl__resp_w_int(b, s->d.remaining);
     sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.reset_ns));
     sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
+    sl__resp_w_int(b, s->shadow_denied);
 }
 
 /* [verdict, delay_ms, statuses, (lease,) (policy)]: the failure policy

@@ -162,11 +162,13 @@ enum sl__store_level {
 /*
  * How a store tells the operator what changed: a node lost or back, a
  * circuit breaker opened or closed, decisions falling back to a failure
- * policy. One call is one line (no newline). The stores of one process
- * say each event once, and rate-limit what repeats: never a line per
- * request. Any thread.
+ * policy. One call is one line (no newline) of one event: a fixed
+ * "store.what" name an operator can grep and alert on, listed in
+ * docs/operations.md. The stores of one process say each event once, and
+ * rate-limit what repeats: never a line per request. Any thread.
  */
-typedef void (*sl__store_log_fn)(void *arg, enum sl__store_level level, const char *line);
+typedef void (*sl__store_log_fn)(void *arg, enum sl__store_level level, const char *event,
+                                 const char *line);
 
 /* The server's log, given once before any store or rules subscriber is
  * made from `c` (without it, stores write their lines to stderr). */

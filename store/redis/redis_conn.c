@@ -37,6 +37,7 @@
  * never blocks: every wait is a libuv timer. Its handles are unreferenced
  * so that they never keep a stopping worker's loop alive.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,7 +227,7 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
         return;
     if (r->type == REDIS_REPLY_ERROR) {
         if (sl__revent_once(c->st, "auth refused")) /* once: it repeats at every reconnection */
-            sl__rlog(c->st, SL__SLOG_ERROR,
+            sl__rlog(c->st, SL__SLOG_ERROR, "store.auth_refused",
                      "redis AUTH refused (check store.redis.user/password): %s", r->str);
         drop(c, "AUTH refused");
     }
@@ -248,7 +249,7 @@ static void on_role(redisAsyncContext *ac, void *reply, void *priv)
     sl__rnode_addr(c->st, c->node, addr, sizeof(addr));
     snprintf(key, sizeof(key), "not master %s", addr);
     if (sl__revent_once(c->st, key))
-        sl__rlog(c->st, SL__SLOG_WARN,
+        sl__rlog(c->st, SL__SLOG_WARN, "store.master_not_master",
                  "redis %s, named master '%s' by Sentinel, is not a master (yet): asking again",
                  addr, c->st->cfg.master_name);
     drop(c, "not a master");

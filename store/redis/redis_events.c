@@ -77,7 +77,8 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void sl__rlog(struct sl__rstore *st, enum sl__store_level level, const char *fmt, ...)
+void sl__rlog_line(struct sl__rstore *st, enum sl__store_level level, const char *event,
+                   const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -86,9 +87,9 @@ void sl__rlog(struct sl__rstore *st, enum sl__store_level level, const char *fmt
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     if (st->log != NULL)
-        st->log(st->log_arg, level, line);
+        st->log(st->log_arg, level, event, line);
     else
-        fprintf(stderr, "sluiced: %s\n", line);
+        fprintf(stderr, "sluiced: %s %s\n", event, line);
 }
 
 /* The entry for `key` (added, with no store seeing it bad, when new), or
@@ -181,15 +182,15 @@ void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, c
         sl__rnode_addr(st, node, st->ev_addr[node], sizeof(st->ev_addr[node]));
         snprintf(key, sizeof(key), "reached %s", st->ev_addr[node]);
         if (sl__revent_once(st, key))
-            sl__rlog(st, SL__SLOG_INFO, "redis %s%s connected", st->ev_addr[node],
-                     role(st, rb, sizeof(rb)));
+            sl__rlog(st, SL__SLOG_INFO, "store.node_connected", "redis %s%s connected",
+                     st->ev_addr[node], role(st, rb, sizeof(rb)));
     }
     if (down && !(*ev & SL__EV_DOWN)) {
         *ev |= SL__EV_DOWN;
         sl__rnode_addr(st, node, st->ev_addr[node], sizeof(st->ev_addr[node]));
         snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
         if (edge(st->shared, key, true, &lasted))
-            sl__rlog(st, SL__SLOG_WARN,
+            sl__rlog(st, SL__SLOG_WARN, "store.node_unreachable",
                      "redis %s%s unreachable: %s; its checks are answered by the failure "
                      "policy until it is back",
                      st->ev_addr[node], role(st, rb, sizeof(rb)),
@@ -198,7 +199,7 @@ void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, c
         *ev &= (uint8_t)~SL__EV_DOWN;
         snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
         if (edge(st->shared, key, false, &lasted))
-            sl__rlog(st, SL__SLOG_INFO,
+            sl__rlog(st, SL__SLOG_INFO, "store.node_back",
                      "redis %s%s reachable again after %lld.%03lld s: decisions by Redis",
                      st->ev_addr[node], role(st, rb, sizeof(rb)), (long long)(lasted / 1000),
                      (long long)(lasted % 1000));
@@ -223,12 +224,12 @@ void sl__revent_breaker(struct sl__rstore *st, unsigned node, bool open)
     if (!edge(st->shared, key, open, &lasted))
         return;
     if (open)
-        sl__rlog(st, SL__SLOG_WARN,
+        sl__rlog(st, SL__SLOG_WARN, "store.breaker_open",
                  "circuit breaker open for redis %s after %u consecutive failures: nothing is "
                  "sent to it for %lld ms at a time, the failure policy answers",
                  addr, st->cfg.breaker_failures, (long long)st->cfg.breaker_open_ms);
     else
-        sl__rlog(st, SL__SLOG_INFO,
+        sl__rlog(st, SL__SLOG_INFO, "store.breaker_closed",
                  "circuit breaker closed after %lld.%03lld s: redis %s answers again",
                  (long long)(lasted / 1000), (long long)(lasted % 1000), addr);
 }
@@ -258,11 +259,12 @@ void sl__revent_master(struct sl__rstore *st, const char *addr, const char *via)
         snprintf(sh->master, sizeof(sh->master), "%s", addr);
     uv_mutex_unlock(&sh->lock);
     if (changed && was[0] == '\0')
-        sl__rlog(st, SL__SLOG_INFO, "redis master '%s' is %s (from sentinel %s)",
-                 st->cfg.master_name, addr, via);
+        sl__rlog(st, SL__SLOG_INFO, "store.master_found",
+                 "redis master '%s' is %s (from sentinel %s)", st->cfg.master_name, addr, via);
     else if (changed)
-        sl__rlog(st, SL__SLOG_WARN, "redis master '%s' is now %s, was %s (from sentinel %s)",
-                 st->cfg.master_name, addr, was, via);
+        sl__rlog(st, SL__SLOG_WARN, "store.master_changed",
+                 "redis master '%s' is now %s, was %s (from sentinel %s)", st->cfg.master_name,
+                 addr, was, via);
 }
 
 static const char *const policy_names[] = {"allow", "deny", "local"};
@@ -280,12 +282,12 @@ void sl__revent_policy(struct sl__rstore *st, enum sl__redis_policy pol)
         return; /* counted; the next line says how many */
     n = atomic_exchange(&sh->policy_n[p], 0);
     if (now - at >= 2 * SL__REVENT_POLICY_MS) /* none in the last period: a new episode */
-        sl__rlog(st, SL__SLOG_WARN,
+        sl__rlog(st, SL__SLOG_WARN, "store.policy_answering",
                  "decisions falling back to the failure policy '%s': Redis cannot answer them "
                  "(next line in %d s if this goes on)",
                  policy_names[p], SL__REVENT_POLICY_MS / 1000);
     else
-        sl__rlog(st, SL__SLOG_WARN,
+        sl__rlog(st, SL__SLOG_WARN, "store.policy_answered",
                  "%llu decisions answered by the failure policy '%s' in the last %lld s",
                  (unsigned long long)n, policy_names[p], (long long)((now - at) / 1000));
 }

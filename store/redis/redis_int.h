@@ -372,9 +372,12 @@ void sl__rconn_retarget(struct sl__rstore *st);
 /* A node's "host:port" as the log and health view write it ("[v6]:port"). */
 void sl__rnode_addr(const struct sl__rstore *st, unsigned node, char *out, size_t cap);
 
-/* redis_events.c: what the operator sees in the log (once per process). */
-void sl__rlog(struct sl__rstore *st, enum sl__store_level level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* redis_events.c: what the operator sees in the log (once per process):
+ * sl__rlog(st, SL__SLOG_WARN, "store.what", "message %s", ...), the event a
+ * string literal listed in docs/operations.md. */
+void sl__rlog_line(struct sl__rstore *st, enum sl__store_level level, const char *event,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#define sl__rlog(st, level, event, ...) sl__rlog_line((st), (level), "" event "", __VA_ARGS__)
 /* The node's state may have changed (publish() saw it): log the edges. */
 void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, const char *why);
 /* Its circuit breaker opened (or closed). */

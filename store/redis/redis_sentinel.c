@@ -212,7 +212,7 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv)
         sentinel_addr(se, se->at, at, sizeof(at));
         snprintf(key, sizeof(key), "sentinel unknown %s", se->st->cfg.master_name);
         if (sl__revent_once(se->st, key))
-            sl__rlog(se->st, SL__SLOG_ERROR,
+            sl__rlog(se->st, SL__SLOG_ERROR, "store.sentinel_no_master",
                      "sentinel %s does not name a master '%s'%s%s (check "
                      "store.redis.master_name)",
                      at, se->st->cfg.master_name, r->type == REDIS_REPLY_ERROR ? ": " : "",
@@ -359,8 +359,8 @@ static void sub_event(struct sl__rsentinel *se, bool lost, const char *why)
     if (!lost) { /* subscribed: this sentinel answers (again) */
         snprintf(key, sizeof(key), "following %s via %s", se->st->cfg.master_name, at);
         if (sl__revent_once(se->st, key))
-            sl__rlog(se->st, SL__SLOG_INFO, "following master '%s' through sentinel %s",
-                     se->st->cfg.master_name, at);
+            sl__rlog(se->st, SL__SLOG_INFO, "store.sentinel_following",
+                     "following master '%s' through sentinel %s", se->st->cfg.master_name, at);
     }
     if (lost == !!(se->bad & bit))
         return;
@@ -369,13 +369,13 @@ static void sub_event(struct sl__rsentinel *se, bool lost, const char *why)
     if (!sl__revent_edge(se->st, key, lost))
         return;
     if (lost)
-        sl__rlog(se->st, SL__SLOG_WARN,
+        sl__rlog(se->st, SL__SLOG_WARN, "store.sentinel_unreachable",
                  "sentinel %s unreachable (%s): trying the other sentinels; a failover of '%s' "
                  "is noticed only once one answers",
                  at, why != NULL && why[0] != '\0' ? why : "connection lost",
                  se->st->cfg.master_name);
     else
-        sl__rlog(se->st, SL__SLOG_INFO, "sentinel %s reachable again", at);
+        sl__rlog(se->st, SL__SLOG_INFO, "store.sentinel_back", "sentinel %s reachable again", at);
 }
 
 /* The subscriber is lost: the next sentinel, after the backoff. */

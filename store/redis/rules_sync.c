@@ -22,6 +22,7 @@
 #include "rules_sync.h"
 #include "rulesdb.h"
 #include "sluice.h"
+#include "store_log.h"
 
 #define MAX_HOPS 5 /* redirections followed for one command */
 
@@ -291,8 +292,8 @@ static int apply_one(sl_rulesdb *db, struct sl__rsync_known *k, const redisReply
         rc = sl_rulesdb_put(db, id, v->str + i + 2, v->len - i - 2, true, NULL);
         *changed += rc == SL_OK;
         if (rc == SL_EPARSE) /* will not validate here: do not retry it every pull */
-            fprintf(stderr, "sluiced: rules sync: rule %s from Redis does not validate: kept out\n",
-                    id);
+            sl__store_log(SL__SLOG_WARN, "store.rule_invalid",
+                          "rules sync: rule %s from Redis does not validate here: kept out", id);
     }
     if (rc == SL_OK || rc == SL_EPARSE)
         kv->version = ver;
@@ -321,7 +322,7 @@ int sl__rsync_pull(const struct sl__rsync_config *c, const char *db_path, struct
         return SL_EINVAL;
     }
     if (r->elements > 0 && (rc = sl_rulesdb_open(db_path, true, &db, err, sizeof(err))) != SL_OK) {
-        fprintf(stderr, "sluiced: rules sync: %s\n", err);
+        sl__store_log(SL__SLOG_ERROR, "store.rules_database_failed", "rules sync: %s", err);
         freeReplyObject(r);
         return rc;
     }

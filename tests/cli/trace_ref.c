@@ -129,7 +129,7 @@ static void run_case(struct algo_case *c, FILE *in, FILE *exp, int64_t *t_ms)
         fprintf(exp,
                 "{\"t_ms\": %lld, \"decision\": \"%s\", \"delay_ms\": %lld, \"statuses\": "
                 "[{\"decision\": \"%s\", \"limit\": \"%s\", \"quota\": %lld, \"remaining\": %lld, "
-                "\"reset_ms\": %lld, \"retry_after_ms\": %lld}]}\n",
+                "\"reset_ms\": %lld, \"retry_after_ms\": %lld, \"shadow_denied\": false}]}\n",
                 (long long)*t_ms, sl_verdict_name(d.verdict),
                 (long long)(d.verdict == SL_DELAY ? sl_ns_to_ms_ceil(d.delay_ns) : 0),
                 sl_verdict_name(d.verdict), c->name, (long long)d.quota, (long long)d.remaining,

@@ -7,7 +7,8 @@ request on a twin key in the same state (same rule, same history). What it
 shows: a burst then OVER_LIMIT with limit_remaining and
 duration_until_reset; several descriptors with one denying; request and
 per-descriptor hits_addend (0 peeks); an unknown domain answered OK; shadow
-mode (the kill switch and a rule's shadow_mode); refusals with /json's
+mode (the kill switch and a rule's shadow_mode), whose denials add no
+field to Envoy's message; refusals with /json's
 words; and the Envoy-parity behaviours both share (limit override, response
 headers, unlimited, empty entries).
 """
@@ -16,7 +17,7 @@ import json
 import grpc
 import pytest
 
-from grpc_client import as_json, channel, request, rls_pb2, rls_stub, to_json
+from grpc_client import RLS, as_json, channel, request, rls_pb2, rls_stub, to_json
 from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
 
 RULES = """\
@@ -136,6 +137,31 @@ def test_shadow_mode_rule_and_kill_switch(s, rl):
     assert g["overallCode"] == "OK" and j["overallCode"] == "OK"
     s.json("PUT", "/v1/killswitch", {"domain": "api", "mode": "enforce"})
     assert rl(request("api", [("user", "k")]), timeout=5).overall_code == 2
+
+
+def test_a_shadow_denial_adds_no_field(s):
+    """The native answers say shadow_denied; Envoy's message does not: the
+    bytes of a shadow denial hold only RateLimitResponse's own fields."""
+    ch = channel(s.port)
+    raw = ch.unary_unary(RLS, request_serializer=rls_pb2.RateLimitRequest.SerializeToString,
+                         response_deserializer=None)
+    try:
+        answers = [raw(request("api", [("trial", "shadowed")]), timeout=5) for _ in range(3)]
+        status, _, body = s.json("PUT", "/v1/killswitch", {"domain": "api", "mode": "shadow"})
+        assert status == 200, body
+        answers += [raw(request("api", [("user", "ks")]), timeout=5) for _ in range(4)]
+    finally:
+        ch.close()
+    _, _, native = s.json("POST", "/v1/check", {"domain": "api",
+                                                 "descriptors": [{"trial": "shadowed"}]})
+    assert native["statuses"][0]["shadow_denied"] is True, native  # there was one to say
+    for b in answers:
+        m = rls_pb2.RateLimitResponse.FromString(b)
+        assert m.overall_code == 1
+        known = rls_pb2.RateLimitResponse.FromString(b)
+        known.DiscardUnknownFields()
+        assert len(known.SerializeToString()) == len(b), b  # nothing unknown to Envoy
+        assert {f.name for f, _ in m.ListFields()} <= {"overall_code", "statuses"}
 
 
 def test_refusals_say_what_json_says(s, rl):

@@ -80,7 +80,7 @@ proxy:
         self.proc = subprocess.Popen([os.environ["SLUICED"], "-c", str(self.config), *args],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
-        while "info ready" not in self.log_text():
+        while "info server.ready " not in self.log_text():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("sluiced did not start:\n" + self.log_text())
             time.sleep(0.02)

@@ -35,7 +35,8 @@ def test_check_allows_then_denies_with_headers_and_body(http_sluiced):
     assert body["decision"] == "deny"
     st = body["statuses"][0]
     assert st == {"decision": "deny", "limit": "api.user", "quota": 3, "remaining": 0,
-                  "reset_ms": RESET_S * 1000, "retry_after_ms": RESET_S * 1000}
+                  "reset_ms": RESET_S * 1000, "retry_after_ms": RESET_S * 1000,
+                  "shadow_denied": False}
     assert body["message"] == f"rate limit 'api.user' exceeded: 3 per 1m; retry in {RESET_S} s"
     # Once the window is over, the same client passes again.
     s.advance(RESET_S * 1000)

@@ -106,7 +106,7 @@ def test_unmatched_descriptors_are_denied_on_every_protocol(http_sluiced):
     # RESP: a denial whose limit is nil and which can never be retried
     r = redis.Redis(host="127.0.0.1", port=s.port, socket_timeout=5)
     reply = r.execute_command("SL.CHECK", "api", 1, "user", "carol", "x", "")
-    assert reply[0] == b"deny" and reply[2] == [[b"deny", None, 0, 0, 0, -1]], reply
+    assert reply[0] == b"deny" and reply[2] == [[b"deny", None, 0, 0, 0, -1, 0]], reply
     # nothing of it was counted: carol has her whole quota
     status, _, answer = s.json("POST", "/v1/check",
                                {"domain": "api", "descriptors": [{"user": "carol"}]})

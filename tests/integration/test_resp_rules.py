@@ -24,12 +24,13 @@ def test_check_counts_then_denies(sluiced):
     s = sluiced()
     c = s.client()
     for i in range(3):
-        verdict, delay, [(v, name, quota, remaining, reset_ms, retry_ms)] = decision(
+        verdict, delay, [(v, name, quota, remaining, reset_ms, retry_ms, shadow)] = decision(
             c.execute_command("SL.CHECK", "api", 1, "user", "alice"))
         assert (verdict, delay, v, quota, remaining, retry_ms) == ("allow", 0, "allow", 3, 2 - i, 0)
         assert reset_ms == window_left_ms(START_MS)
         assert name  # every status names its limit
-    verdict, _, [(v, _, _, remaining, _, retry_ms)] = decision(
+        assert shadow == 0  # no shadow limit here
+    verdict, _, [(v, _, _, remaining, _, retry_ms, _)] = decision(
         c.execute_command("SL.CHECK", "api", 1, "user", "alice"))
     assert (verdict, v, remaining, retry_ms) == ("deny", "deny", 0, window_left_ms(START_MS))
     # another user has their own counter
@@ -45,7 +46,7 @@ def test_test_clock_moves_the_window(sluiced):
     s.advance(window_left_ms(START_MS) - 1)
     assert decision(c.execute_command("SL.CHECK", "api", 1, "user", "carol"))[0] == "deny"
     s.advance(1)  # the next epoch-aligned minute starts
-    verdict, _, [(_, _, _, remaining, reset_ms, _)] = decision(
+    verdict, _, [(_, _, _, remaining, reset_ms, _, _)] = decision(
         c.execute_command("SL.CHECK", "api", 1, "user", "carol"))
     assert (verdict, remaining, reset_ms) == ("allow", 2, 60_000)
 
@@ -68,7 +69,7 @@ def test_checkm_is_all_or_nothing(sluiced):
     assert verdict == "deny"
     assert [st[0] for st in statuses] == ["deny", "allow"]
     # nothing was taken from the path bucket by the denied request
-    _, _, [(_, _, quota, remaining, _, _)] = decision(
+    _, _, [(_, _, quota, remaining, _, _, _)] = decision(
         c.execute_command("SL.PEEK", "api", "path", "/x"))
     assert remaining == quota == 5
 
@@ -80,7 +81,7 @@ def test_peek_consumes_nothing_and_reset_restores(sluiced):
     peeks = [decision(c.execute_command("SL.PEEK", "api", "user", "erin"))[2][0][3]
              for _ in range(3)]
     assert peeks == [1, 1, 1]
-    _, _, [(_, _, quota, remaining, _, _)] = decision(
+    _, _, [(_, _, quota, remaining, _, _, _)] = decision(
         s.admin_client().execute_command("SL.RESET", "api", "user", "erin"))
     assert remaining == quota == 3
     assert decision(c.execute_command("SL.CHECK", "api", 3, "user", "erin"))[0] == "allow"

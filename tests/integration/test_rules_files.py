@@ -63,7 +63,7 @@ def test_emptied_or_truncated_file_is_refused(http_sluiced, text):
     (s.dir / "rules.yaml").write_text(text)
     reload_and_wait(s, "sluice_reload_failures_total")
     log = s.log_text()
-    assert "error rules: reload on SIGHUP failed; the previous rules keep serving" in log
+    assert "error rules.reload_failed rules: reload on SIGHUP failed; the previous rules keep serving" in log
     assert ("holds no rules (empty or truncated?)" in log
             or "domain 'api' has no descriptors (truncated?)" in log), log[-2000:]
     assert metrics(s)["sluice_reloads_total"] == 0
@@ -103,7 +103,7 @@ def test_deleted_file_removes_its_domains(http_sluiced):
     os.remove(s.dir / "jobs.yaml")
     reload_and_wait(s, "sluice_reloads_total")
     log = s.log_text()
-    assert "warn rules: " in log and "jobs.yaml is gone (absent for longer than rules.debounce)" \
+    assert "warn rules.file_gone rules: " in log and "jobs.yaml is gone (absent for longer than rules.debounce)" \
         in log, log[-2000:]
     assert metrics(s)["sluice_reload_failures_total"] == 0
     assert check(s, "jobs", "tenant", "t") == (200, None)  # its domain is gone

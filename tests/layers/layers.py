@@ -7,8 +7,10 @@ Sluice's layers, bottom up: the public header (include/), libsluice (lib/),
 configuration tables (conf/) and the rules database (rulesdb/), the stores
 (store/), the server core (server/core/), the protocol rooms (server/http,
 server/resp, ... each a directory under server/), the admin room (over
-http), and the registration (server/*.c). The CLI (cli/) sits on lib and
-rulesdb. ALLOWED below says, for each directory, which directories' headers
+http), the configuration check (server/check: sluiced -t, on the core and
+linked with the registration), and the registration (server/*.c). The CLI
+(cli/) sits on lib and rulesdb, and of the daemon on server/check alone
+(`sluice check -c` runs sluiced's own check). ALLOWED below says, for each directory, which directories' headers
 its files may include; a file may always include headers of its own
 directory tree. Every `#include "..."` of every C file is resolved against
 the directories that hold a header of that name; an include that resolves
@@ -34,9 +36,10 @@ ALLOWED = {
     "server/admin": ["include", "conf", "rulesdb", "server/core", "server/http"],
     "server/grpc": ["include", "conf", "server/core"],
     "server/proxy": ["include", "lib/internal", "conf", "server/core", "server/http"],
+    "server/check": ["include", "conf", "server/core"],
     "server": ["include", "conf", "server/core", "server/http", "server/resp", "server/admin",
-               "server/grpc", "server/proxy"],
-    "cli": ["include", "rulesdb"],
+               "server/grpc", "server/proxy", "server/check"],
+    "cli": ["include", "rulesdb", "server/check"],
     "redis-module": ["include", "lib/internal"],
 }
 CHECKED = list(ALLOWED)

@@ -12,6 +12,9 @@ RESP. What it shows:
     no longer says "ready" (it says "degraded": the local policy answers),
     and after SIGCONT the daemon is ready and uses Redis again;
   - Redis killed and restarted: sluiced keeps answering, reconnects;
+  - a refused AUTH is one log line with its event (store.auth_refused);
+  - `sluice rules add|rm --server` on one node of a fleet with rules sync
+    reaches the other node, which serves the change (polled);
   - a key denied until T costs no Redis command until T (over-limit cache),
     and a check costs exactly one call (INFO commandstats: EVALSHA, FCALL
     or the module's SLUICE.CHECK, whichever the daemon detected);
@@ -24,6 +27,7 @@ knows the Redis store (server/core/config.c calls sl__redis_config_set). It does
 not compare decisions field by field with the memory store (the C tests
 do) and does not test the HTTP or gRPC protocols.
 """
+import json
 import os
 import signal
 import subprocess
@@ -33,7 +37,7 @@ import time
 import pytest
 import redis
 
-from sluiced_proc import SluicedProc, free_port, wait_until
+from sluiced_proc import SLUICED, SluicedProc, free_port, wait_until
 
 TIMEOUT_MS = 20
 MODULE = os.environ.get("SL_REDIS_MODULE")
@@ -77,13 +81,14 @@ ADMITTED = {"tb": 40, "warm": 1, "gcra": 16, "leaky": 21, "fw": 50, "sw": 50,
 
 
 class Redis:
-    def __init__(self, port=None):
+    def __init__(self, port=None, password=None):
         self.port = port or free_port()
         module = ["--loadmodule", MODULE] if MODULE else []
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", "/dev/null"] + module)
-        self.client = redis.Redis(port=self.port)
+             "--appendonly", "no", "--logfile", "/dev/null"] + module
+            + (["--requirepass", password] if password else []))
+        self.client = redis.Redis(port=self.port, password=password)
         assert wait_until(self._up), "redis-server did not start"
 
     def _up(self):
@@ -221,3 +226,93 @@ def test_kill_and_restart(rds, nodes, tmp_path):
         assert s.proc.poll() is None  # never crashed
     finally:
         restarted.stop()
+
+
+def test_a_refused_auth_is_a_logged_event(tmp_path):
+    locked = Redis(password="the-right-password")
+    (tmp_path / "rules.yaml").write_text(RULES)
+    cfg = tmp_path / "sluice.yaml"
+    cfg.write_text(f"""listeners:
+  - {{address: 127.0.0.1, port: {free_port()}, protocols: [resp]}}
+workers: 2
+rules:
+  files: [rules.yaml]
+store:
+  type: redis
+  redis:
+    port: {locked.port}
+    password: not-the-password
+    timeout: {TIMEOUT_MS}ms
+    failure_policy: local
+log: {{level: warn, format: json}}
+""")
+    log = tmp_path / "sluiced.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([SLUICED, "-c", str(cfg)], stderr=err)
+    try:
+        def lines():
+            return [json.loads(ln) for ln in log.read_text().splitlines()]
+
+        def said():
+            return any(o["event"] == "store.auth_refused" for o in lines())
+        assert wait_until(said, 10), log.read_text()
+        time.sleep(0.5)  # reconnections meanwhile: still one line
+        refused = [o for o in lines() if o["event"] == "store.auth_refused"]
+        assert len(refused) == 1, refused  # once, not at every reconnection
+        assert refused[0]["level"] == "error" and "store.redis.user/password" in refused[0]["msg"]
+        assert proc.poll() is None  # it keeps serving by its failure policy
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=10)
+        locked.stop()
+
+
+FLEET_RULE = """\
+domain: fleet
+descriptors:
+  - key: user
+    rate_limit: {unit: hour, requests_per_unit: 2}
+"""
+
+
+def test_sluice_rules_server_reaches_the_fleet(rds, tmp_path):
+    nodes = []
+    for name in ("a", "b"):
+        d = tmp_path / name
+        d.mkdir()
+        store = f"""  type: redis
+  redis:
+    port: {rds.port}
+    rules_sync: true
+    timeout: 200ms
+    failure_policy: local
+"""
+        nodes.append(SluicedProc(d, name, store, RULES, rules_extra=f"\n  database: {d}/r.db"))
+    a, b = nodes
+    try:
+        token = a.tmp / "a.token"  # the one A created at its first start
+        rule = tmp_path / "fleet.yaml"
+        rule.write_text(FLEET_RULE)
+        cli = [os.environ["SLUICE_CLI"], "rules"]
+        server = ["--server", f"http://127.0.0.1:{a.http}", "--token-file", str(token)]
+        r = subprocess.run(cli + ["add"] + server + ["--id", "fleet-users", str(rule)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert "published to the other nodes" in r.stdout, r.stdout
+
+        def b_enforces():  # two an hour: a fresh user's third check is denied
+            user = f"u{time.monotonic_ns()}"
+            return [b.check("fleet", "user", user) for _ in range(3)] == ["allow", "allow", "deny"]
+        assert wait_until(b_enforces, 30, 0.2), "node B never served the rule added on A"
+
+        r = subprocess.run(cli + ["rm"] + server + ["fleet-users"], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+
+        def b_dropped():
+            user = f"u{time.monotonic_ns()}"
+            return [b.check("fleet", "user", user) for _ in range(3)] == ["allow"] * 3
+        assert wait_until(b_dropped, 30, 0.2), "node B still serves the rule removed on A"
+    finally:
+        for s in nodes:
+            s.stop()

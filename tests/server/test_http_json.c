@@ -456,7 +456,8 @@ static void test_build_check_and_message(void **st)
     assert_int_equal(sl__json_build_check(&r, buf, sizeof(buf), &len), SL_OK);
     assert_string_equal(buf, "{\"decision\":\"deny\",\"delay_ms\":0,\"statuses\":[{\"decision\":"
                              "\"deny\",\"limit\":\"api.user\",\"quota\":100,\"remaining\":0,"
-                             "\"reset_ms\":30000,\"retry_after_ms\":11500}],\"message\":"
+                             "\"reset_ms\":30000,\"retry_after_ms\":11500,\"shadow_denied\":"
+                             "false}],\"message\":"
                              "\"rate limit 'api.user' exceeded: 100 per 1m; retry in 12 s\"}");
 
     r.statuses[0].d.retry_after_ns = -1;
@@ -519,7 +520,8 @@ static void test_build_check_policy(void **st)
     assert_int_equal(sl__json_build_check_by(&r, "allow", buf, sizeof(buf), &len), SL_OK);
     assert_string_equal(buf, "{\"decision\":\"allow\",\"delay_ms\":0,\"statuses\":[{\"decision\":"
                              "\"allow\",\"limit\":\"api.user\",\"quota\":100,\"remaining\":100,"
-                             "\"reset_ms\":0,\"retry_after_ms\":0}],\"policy\":\"allow\"}");
+                             "\"reset_ms\":0,\"retry_after_ms\":0,\"shadow_denied\":false}],"
+                             "\"policy\":\"allow\"}");
     assert_int_equal(len, strlen(buf));
     assert_int_equal(sl__json_build_envoy(&r, buf, sizeof(buf), &len), SL_OK);
     assert_null(strstr(buf, "policy"));
