@@ -201,6 +201,32 @@ void sl_algo_decide(void *state, const struct sl_limit *l, int64_t now_ns, uint6
         ops->commit(state, l, now_ns, cost, d);
 }
 
+/* ------------------------------------------------ sluice_state.h's steps */
+
+void sl__state_check(const void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
+                     struct sl_decision *d)
+{
+    sl__algo_ops(l->algo)->check(st, l, now_ns, cost, d);
+}
+
+void sl__state_commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
+                      struct sl_decision *d)
+{
+    sl__algo_ops(l->algo)->commit(st, l, now_ns, cost, d);
+}
+
+int64_t sl__state_whole_at(const void *st, const struct sl_limit *l)
+{
+    return sl__algo_ops(l->algo)->whole_at(st, l);
+}
+
+bool sl__state_refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
+
+    return ops->refund != NULL && ops->refund(st, l, now_ns, cost);
+}
+
 int sl_algo_release(void *state, const struct sl_limit *l, int64_t now_ns, uint64_t lease)
 {
     const struct sl__algo_ops *ops = sl__algo_ops(l->algo);

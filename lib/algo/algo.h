@@ -21,6 +21,7 @@
 #include <stdbool.h>
 
 #include "sluice.h"
+#include "sluice_state.h"
 
 /* States of at most this many bytes live inline in a table entry; larger
  * ones (sliding_log's ring, concurrency's slots) out of line. */
@@ -55,6 +56,9 @@ struct sl__algo_ops {
     bool (*denying)(const void *st, const struct sl_limit *l, int64_t now_ns);
     /* concurrency only (NULL elsewhere): free slot `lease`. */
     int (*release)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease);
+    /* Give back an admitted `cost` recorded at `now` (sl__state_refund in
+     * lib/internal/sluice_state.h); false when this state is not refunded. */
+    bool (*refund)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost);
 };
 
 extern const struct sl__algo_ops sl__algo_token_bucket;

@@ -25,13 +25,7 @@
 
 #include "sluice.h"
 #include "sluice_sat.h"
-
-/* 24 bytes: the last time recorded and the backlog then. */
-struct sl__backlog {
-    int64_t last_ns;
-    uint64_t lo;
-    uint64_t hi;
-};
+#include "sluice_state.h" /* struct sl__backlog: the last time recorded and the backlog then */
 
 /* v / by, rounded up if `up`; a 64-bit division when v fits (the usual
  * case: a 128-bit division is several times slower). */
@@ -161,6 +155,18 @@ static inline void sl__backlog_commit(struct sl__backlog *b, const struct sl_lim
         sl__backlog_check(b, l, now_ns, cost, capacity, &after);
         sl__backlog_refresh(d, &after);
     }
+}
+
+/* Lower the backlog by `cost` requests, not below 0; the time is kept (a
+ * refund, see sluice_state.h). */
+static inline void sl__backlog_refund(struct sl__backlog *b, const struct sl_limit *l,
+                                      uint64_t cost)
+{
+    unsigned __int128 v = sl__backlog_get(b), back = sl__backlog_requests(l, cost);
+
+    v = back >= v ? 0 : v - back;
+    b->lo = (uint64_t)v;
+    b->hi = (uint64_t)(v >> 64);
 }
 
 /* Out of quota at `now`: not even one request fits the capacity (exactly

@@ -7,11 +7,10 @@
  * release(lease) frees them; a lease not released within lease_ns frees
  * itself (so a crashed client cannot leak slots).
  *
- * State: a 24-byte header and up to `requests` leases of 24 bytes each
- * (id, expiry, slots), kept in the order they were taken, which is also
- * the order of their expiries (the clock is clamped so it never goes back
- * and lease_ns is fixed for a limit). `requests` is capped at
- * SL__CONC_MAX (10,000), i.e. at most 240 KB for one key.
+ * State (struct sl__cc_state, lib/internal/sluice_state.h): a 24-byte header and up to `requests`
+ * leases of 24 bytes each (id, expiry, slots), kept in the order they were taken, which is also the
+ * order of their expiries (the clock is clamped so it never goes back and lease_ns is fixed for a
+ * limit). `requests` is capped at SL__CONC_MAX (10,000), i.e. at most 240 KB for one key.
  *
  * Lease ids are unique within one state: a counter seeded from the time the
  * state was created, never 0, so a lease held on an earlier incarnation of a
@@ -30,19 +29,6 @@
 /* Cap on `requests` for concurrency: bounds a key's state to 240 KB. */
 #define SL__CONC_MAX 10000u
 
-struct cc_lease {
-    uint64_t id;
-    int64_t expires_ns; /* the slots are free from this time on */
-    uint64_t slots;
-};
-
-struct cc_state {
-    uint64_t next_id; /* the id the next lease gets; never 0 */
-    int64_t last_ns;  /* last time an operation changed the state */
-    uint64_t n;       /* leases in use in `leases` (some may have expired) */
-    struct cc_lease leases[];
-};
-
 /* The state seen at `now`: clamped time, first unexpired lease, slots held. */
 struct cc_view {
     int64_t t_ns;
@@ -50,7 +36,7 @@ struct cc_view {
     uint64_t held;
 };
 
-static void view(const struct cc_state *s, int64_t now_ns, struct cc_view *v)
+static void view(const struct sl__cc_state *s, int64_t now_ns, struct cc_view *v)
 {
     v->t_ns = sl__max64(now_ns, s->last_ns);
     v->first = 0;
@@ -62,7 +48,7 @@ static void view(const struct cc_state *s, int64_t now_ns, struct cc_view *v)
 }
 
 /* Until every held lease has expired; 0 when none is held. */
-static int64_t reset_ns(const struct cc_state *s, const struct cc_view *v)
+static int64_t reset_ns(const struct sl__cc_state *s, const struct cc_view *v)
 {
     if (v->first == s->n)
         return 0;
@@ -71,8 +57,8 @@ static int64_t reset_ns(const struct cc_state *s, const struct cc_view *v)
 
 /* Until enough leases expire that `cost` slots are free (no release
  * assumed, so an upper bound); cost <= requests. */
-static int64_t retry_ns(const struct cc_state *s, const struct sl_limit *l, const struct cc_view *v,
-                        uint64_t cost)
+static int64_t retry_ns(const struct sl__cc_state *s, const struct sl_limit *l,
+                        const struct cc_view *v, uint64_t cost)
 {
     uint64_t must_free = v->held - (l->requests - cost), freed = 0;
 
@@ -86,7 +72,7 @@ static int64_t retry_ns(const struct cc_state *s, const struct sl_limit *l, cons
 
 static size_t state_size(const struct sl_limit *l)
 {
-    return sizeof(struct cc_state) + sizeof(struct cc_lease) * (size_t)l->requests;
+    return sizeof(struct sl__cc_state) + sizeof(struct sl__cc_lease) * (size_t)l->requests;
 }
 
 static int validate(const struct sl_limit *l, const char **why)
@@ -105,7 +91,7 @@ static int validate(const struct sl_limit *l, const char **why)
 
 static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
-    struct cc_state *s = st;
+    struct sl__cc_state *s = st;
 
     (void)l;
     s->next_id = now_ns > 0 ? (uint64_t)now_ns : 1;
@@ -119,7 +105,7 @@ static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                   struct sl_decision *d)
 {
-    const struct cc_state *s = st;
+    const struct sl__cc_state *s = st;
     struct cc_view v;
     uint64_t free_n;
 
@@ -140,11 +126,11 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
 }
 
 /* Drops the expired leases at the front and moves the clock to `t_ns`. */
-static void compact(struct cc_state *s, const struct cc_view *v)
+static void compact(struct sl__cc_state *s, const struct cc_view *v)
 {
     if (v->first > 0) {
         memmove(s->leases, s->leases + v->first,
-                sizeof(struct cc_lease) * (size_t)(s->n - v->first));
+                sizeof(struct sl__cc_lease) * (size_t)(s->n - v->first));
         s->n -= v->first;
     }
     s->last_ns = v->t_ns;
@@ -155,9 +141,9 @@ static void compact(struct cc_state *s, const struct cc_view *v)
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    struct cc_state *s = st;
+    struct sl__cc_state *s = st;
     struct cc_view v;
-    struct cc_lease *ls;
+    struct sl__cc_lease *ls;
 
     if (d->verdict == SL_DENY)
         return;
@@ -177,7 +163,7 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
  * released already, or expired). */
 static int release(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease)
 {
-    struct cc_state *s = st;
+    struct sl__cc_state *s = st;
     struct cc_view v;
 
     (void)l;
@@ -186,7 +172,7 @@ static int release(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     for (uint64_t i = 0; i < s->n; i++) {
         if (s->leases[i].id == lease && lease != 0) {
             memmove(s->leases + i, s->leases + i + 1,
-                    sizeof(struct cc_lease) * (size_t)(s->n - i - 1));
+                    sizeof(struct sl__cc_lease) * (size_t)(s->n - i - 1));
             s->n--;
             return SL_OK;
         }
@@ -197,7 +183,7 @@ static int release(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 /* Whole once the newest lease has expired (or nothing is held). */
 static int64_t whole_at(const void *st, const struct sl_limit *l)
 {
-    const struct cc_state *s = st;
+    const struct sl__cc_state *s = st;
 
     (void)l;
     return s->n == 0 ? INT64_MIN : s->leases[s->n - 1].expires_ns;
@@ -223,4 +209,5 @@ const struct sl__algo_ops sl__algo_concurrency = {
     .whole_at = whole_at,
     .denying = denying,
     .release = release,
+    .refund = NULL, /* slots are released, not refunded */
 };

@@ -6,9 +6,9 @@
  * the Unix epoch (window index = floor(now / period)), the count starting
  * from zero in every window.
  *
- * State (16 bytes, stored inline): the time of the last recorded request and
- * the count of the window that time falls in; the window index is derived
- * from that time, so no separate field is needed.
+ * State (struct sl__fw_state, lib/internal/sluice_state.h; 16 bytes, inline): the time of the last
+ * recorded request and the count of the window that time falls in; the window index is derived from
+ * that time, so no separate field is needed.
  *
  * Deliberately does not: smooth the boundary (a client may spend the whole
  * quota at the end of one window and again at the start of the next; that
@@ -20,12 +20,8 @@
 #include "algo/algo.h"
 #include "sluice_sat.h"
 
-struct fw_state {
-    int64_t last_ns; /* time of the last recorded request; INT64_MIN: none */
-    uint64_t count;  /* requests recorded in last_ns's window */
-};
-
-_Static_assert(sizeof(struct fw_state) <= SL__STATE_INLINE, "fixed_window state must be inline");
+_Static_assert(sizeof(struct sl__fw_state) <= SL__STATE_INLINE,
+               "fixed_window state must be inline");
 
 /* floor(a / b) for b > 0, also for negative a (times before 1970). */
 static int64_t floor_div(int64_t a, int64_t b)
@@ -44,7 +40,7 @@ struct fw_view {
     int64_t to_end_ns;
 };
 
-static void view(const struct fw_state *s, const struct sl_limit *l, int64_t now_ns,
+static void view(const struct sl__fw_state *s, const struct sl_limit *l, int64_t now_ns,
                  struct fw_view *v)
 {
     int64_t w;
@@ -59,7 +55,7 @@ static void view(const struct fw_state *s, const struct sl_limit *l, int64_t now
 static size_t state_size(const struct sl_limit *l)
 {
     (void)l;
-    return sizeof(struct fw_state);
+    return sizeof(struct sl__fw_state);
 }
 
 static int validate(const struct sl_limit *l, const char **why)
@@ -72,7 +68,7 @@ static int validate(const struct sl_limit *l, const char **why)
 /* A fresh key has recorded nothing; `now` is not needed. */
 static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
-    struct fw_state *s = st;
+    struct sl__fw_state *s = st;
 
     (void)l;
     (void)now_ns;
@@ -111,7 +107,7 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    struct fw_state *s = st;
+    struct sl__fw_state *s = st;
     struct fw_view v;
     struct sl_decision after;
 
@@ -129,13 +125,24 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 /* Whole once the last recorded request's window is over. */
 static int64_t whole_at(const void *st, const struct sl_limit *l)
 {
-    const struct fw_state *s = st;
+    const struct sl__fw_state *s = st;
     __int128 end;
 
     if (s->count == 0)
         return INT64_MIN;
     end = (__int128)floor_div(s->last_ns, l->period_ns) * l->period_ns + l->period_ns;
     return end > INT64_MAX ? INT64_MAX : (int64_t)end;
+}
+
+/* Subtract `cost` from the window `now` falls in, if the state still counts
+ * that window (once it is over, nothing is left to give back). */
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    struct sl__fw_state *s = st;
+
+    if (s->count > 0 && floor_div(s->last_ns, l->period_ns) == floor_div(now_ns, l->period_ns))
+        s->count = s->count > cost ? s->count - cost : 0;
+    return true;
 }
 
 /* Out of quota: the current window has recorded `requests` already. */
@@ -157,4 +164,5 @@ const struct sl__algo_ops sl__algo_fixed_window = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .refund = refund,
 };

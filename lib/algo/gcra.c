@@ -71,6 +71,13 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return sl__backlog_whole_at(st, l);
 }
 
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    (void)now_ns;
+    sl__backlog_refund(st, l, cost);
+    return true;
+}
+
 static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
 {
     return sl__backlog_denying(st, l, now_ns, dvt_of(l));
@@ -86,4 +93,5 @@ const struct sl__algo_ops sl__algo_gcra = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .refund = refund,
 };

@@ -94,6 +94,13 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return sl__backlog_whole_at(st, l);
 }
 
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    (void)now_ns;
+    sl__backlog_refund(st, l, cost);
+    return true;
+}
+
 static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
 {
     return sl__backlog_denying(st, l, now_ns, capacity_of(l));
@@ -109,4 +116,5 @@ const struct sl__algo_ops sl__algo_leaky_bucket = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .refund = refund,
 };

@@ -9,13 +9,12 @@
  * of cost c logs c entries at the same time; min_interval spaces requests,
  * not the entries of one request.
  *
- * State: an 8-byte header and a ring of `requests` timestamps (8 bytes
- * each), oldest first. The ring keeps the newest `requests` entries only:
- * when count_rejected logs more, the oldest are overwritten. That loses no
- * decision: a window holding more than `requests` entries is full either
- * way, and every wait depends only on the newest `requests` entries.
- * `requests` must be <= l->log_cap (SL_LOG_CAP_DEFAULT 10,000) so one key
- * costs at most 8 + 8 * log_cap bytes.
+ * State (struct sl__sg_state, lib/internal/sluice_state.h): an 8-byte header and a ring of
+ * `requests` timestamps (8 bytes each), oldest first. The ring keeps the newest `requests` entries
+ * only: when count_rejected logs more, the oldest are overwritten. That loses no decision: a window
+ * holding more than `requests` entries is full either way, and every wait depends only on the
+ * newest `requests` entries. `requests` must be <= l->log_cap (SL_LOG_CAP_DEFAULT 10,000) so one
+ * key costs at most 8 + 8 * log_cap bytes.
  *
  * Deliberately does not: approximate (use sliding_window for O(1) memory),
  * read a clock, allocate, or use floating point.
@@ -25,13 +24,7 @@
 #include "algo/algo.h"
 #include "sluice_sat.h"
 
-struct sg_state {
-    uint32_t head;  /* ring index of the oldest entry */
-    uint32_t len;   /* entries in the ring, <= requests */
-    int64_t ring[]; /* `requests` timestamps, ns, non-decreasing from head */
-};
-
-static int64_t entry(const struct sg_state *s, const struct sl_limit *l, uint64_t i)
+static int64_t entry(const struct sl__sg_state *s, const struct sl_limit *l, uint64_t i)
 {
     return s->ring[(s->head + i) % l->requests];
 }
@@ -49,7 +42,7 @@ static bool is_live(int64_t e_ns, int64_t t_ns, const struct sl_limit *l)
     return (__int128)e_ns + l->period_ns > t_ns;
 }
 
-static void view(const struct sg_state *s, const struct sl_limit *l, int64_t now_ns,
+static void view(const struct sl__sg_state *s, const struct sl_limit *l, int64_t now_ns,
                  struct sg_view *v)
 {
     uint64_t lo = 0, hi = s->len;
@@ -68,7 +61,7 @@ static void view(const struct sg_state *s, const struct sl_limit *l, int64_t now
 
 /* The newest live request blocks others for min(min_interval, period) after
  * it: once it leaves the window no entry is left to space from. */
-static int64_t spacing_wait_ns(const struct sg_state *s, const struct sl_limit *l,
+static int64_t spacing_wait_ns(const struct sl__sg_state *s, const struct sl_limit *l,
                                const struct sg_view *v)
 {
     __int128 until;
@@ -80,7 +73,8 @@ static int64_t spacing_wait_ns(const struct sg_state *s, const struct sl_limit *
 }
 
 /* Until the newest entry has left the window; 0 with none live. */
-static int64_t reset_ns(const struct sg_state *s, const struct sl_limit *l, const struct sg_view *v)
+static int64_t reset_ns(const struct sl__sg_state *s, const struct sl_limit *l,
+                        const struct sg_view *v)
 {
     if (v->live == 0)
         return 0;
@@ -89,7 +83,7 @@ static int64_t reset_ns(const struct sg_state *s, const struct sl_limit *l, cons
 
 static size_t state_size(const struct sl_limit *l)
 {
-    return sizeof(struct sg_state) + sizeof(int64_t) * (size_t)l->requests;
+    return sizeof(struct sl__sg_state) + sizeof(int64_t) * (size_t)l->requests;
 }
 
 static int validate(const struct sl_limit *l, const char **why)
@@ -104,7 +98,7 @@ static int validate(const struct sl_limit *l, const char **why)
 
 static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
-    struct sg_state *s = st;
+    struct sl__sg_state *s = st;
 
     (void)l;
     (void)now_ns;
@@ -119,7 +113,7 @@ static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                   struct sl_decision *d)
 {
-    const struct sg_state *s = st;
+    const struct sl__sg_state *s = st;
     struct sg_view v;
     uint64_t free_n, wait_n;
     int64_t spacing;
@@ -164,7 +158,7 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    struct sg_state *s = st;
+    struct sl__sg_state *s = st;
     struct sg_view v;
     struct sl_decision after;
     uint64_t n = cost < l->requests ? cost : l->requests;
@@ -191,13 +185,34 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 
 static int64_t whole_at(const void *st, const struct sl_limit *l)
 {
-    const struct sg_state *s = st;
+    const struct sl__sg_state *s = st;
     __int128 end;
 
     if (s->len == 0)
         return INT64_MIN;
     end = (__int128)entry(s, l, s->len - 1) + l->period_ns;
     return end > INT64_MAX ? INT64_MAX : (int64_t)end;
+}
+
+/* Remove min(cost, requests) entries logged at or after `now` (the check
+ * logged them at `now`, or at the newest entry's time when the caller's
+ * clock was behind it), the oldest of those first; the ring is compacted in
+ * place, oldest entry back at `head`. */
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    struct sl__sg_state *s = st;
+    uint64_t take = cost < l->requests ? cost : l->requests, kept = 0;
+
+    for (uint64_t i = 0; i < s->len; i++) {
+        int64_t e = entry(s, l, i);
+        if (take > 0 && e >= now_ns) {
+            take--;
+            continue;
+        }
+        s->ring[(s->head + kept++) % l->requests] = e;
+    }
+    s->len = (uint32_t)kept;
+    return true;
 }
 
 /* Out of quota: a peek leaves no request (the general answer; this
@@ -220,4 +235,5 @@ const struct sl__algo_ops sl__algo_sliding_log = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .refund = refund,
 };

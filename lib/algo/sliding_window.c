@@ -38,13 +38,9 @@
 
 #include "algo/algo.h"
 #include "sluice_sat.h"
+#include "sluice_state.h"
 
-struct sw_state {
-    int64_t last_ns; /* time of the last recorded request; INT64_MIN: none */
-    uint64_t c[];    /* N + 1 counts: c[0] last_ns's sub-window, c[j] j before it */
-};
-
-_Static_assert(sizeof(struct sw_state) + 2 * sizeof(uint64_t) <= SL__STATE_INLINE,
+_Static_assert(sizeof(struct sl__sw_state) + 2 * sizeof(uint64_t) <= SL__STATE_INLINE,
                "sliding_window's state with one bucket must be inline");
 
 typedef unsigned __int128 u128;
@@ -66,7 +62,7 @@ static unsigned n_buckets(const struct sl_limit *l)
  * time in the current sub-window, how many sub-windows the counts move by
  * (capped at N + 1: all gone), and the sums the decision needs. */
 struct sw_view {
-    const struct sw_state *s;
+    const struct sl__sw_state *s;
     unsigned n;         /* N */
     int64_t sub_ns;     /* S */
     int64_t t_ns;       /* clamped now */
@@ -84,7 +80,7 @@ static uint64_t count(const struct sw_view *v, unsigned j)
     return j < v->shift ? 0 : v->s->c[j - v->shift];
 }
 
-static void view(const struct sw_state *s, const struct sl_limit *l, int64_t now_ns,
+static void view(const struct sl__sw_state *s, const struct sl_limit *l, int64_t now_ns,
                  struct sw_view *v)
 {
     __int128 moved;
@@ -201,7 +197,7 @@ static int64_t retry_ns(const struct sw_view *v, const struct sl_limit *l, uint6
 
 static size_t state_size(const struct sl_limit *l)
 {
-    return sizeof(struct sw_state) + (n_buckets(l) + 1) * sizeof(uint64_t);
+    return sizeof(struct sl__sw_state) + (n_buckets(l) + 1) * sizeof(uint64_t);
 }
 
 static int validate(const struct sl_limit *l, const char **why)
@@ -220,7 +216,7 @@ static int validate(const struct sl_limit *l, const char **why)
 
 static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
-    struct sw_state *s = st;
+    struct sl__sw_state *s = st;
 
     (void)now_ns;
     s->last_ns = INT64_MIN;
@@ -257,7 +253,7 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    struct sw_state *s = st;
+    struct sl__sw_state *s = st;
     struct sw_view v;
     struct sl_decision after;
 
@@ -280,7 +276,7 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 
 static int64_t whole_at(const void *st, const struct sl_limit *l)
 {
-    const struct sw_state *s = st;
+    const struct sl__sw_state *s = st;
     unsigned n = n_buckets(l);
     int64_t sub = l->period_ns / n;
 
@@ -301,6 +297,23 @@ static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
     return d.remaining == 0;
 }
 
+/* Take back `cost` recorded at now_ns (a cross-slot denial's other
+ * slots): from the sub-window now_ns fell in, if it is still counted. */
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    struct sl__sw_state *s = st;
+    unsigned n = n_buckets(l);
+    int64_t sub = l->period_ns / n;
+    __int128 d;
+
+    if (s->last_ns == INT64_MIN)
+        return true;
+    d = (__int128)floor_div(s->last_ns, sub) - floor_div(now_ns, sub);
+    if (d >= 0 && d <= n)
+        s->c[d] = s->c[d] > cost ? s->c[d] - cost : 0;
+    return true;
+}
+
 const struct sl__algo_ops sl__algo_sliding_window = {
     .name = "sliding_window",
     .state_size = state_size,
@@ -311,4 +324,5 @@ const struct sl__algo_ops sl__algo_sliding_window = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .refund = refund,
 };

@@ -31,13 +31,6 @@
 #include "algo/algo.h"
 #include "algo/backlog.h"
 
-/* Warm-up state, 24 bytes like the plain one (struct sl__backlog). */
-struct warm_state {
-    int64_t last_ns;
-    int64_t next_free_ns;
-    uint64_t stored; /* stored permits * 2 * period_ns */
-};
-
 /* warmup_ns * requests may not exceed this (exact warm-up arithmetic). */
 #define WARMUP_PRODUCT_MAX (UINT64_C(1) << 61)
 
@@ -64,7 +57,7 @@ static uint64_t warm_wr(const struct sl_limit *l)
 }
 
 /* Guava's resync(): permits accrue from the next free time to `now`. */
-static void warm_resync(struct warm_state *s, const struct sl_limit *l, int64_t now_ns)
+static void warm_resync(struct sl__warm_state *s, const struct sl_limit *l, int64_t now_ns)
 {
     uint64_t max = 2 * warm_wr(l);
     unsigned __int128 add;
@@ -103,7 +96,7 @@ static unsigned __int128 warm_wait(const struct sl_limit *l, uint64_t stored, ui
 
 /* Guava's reserveEarliestAvailable at `now`, applied to `s`; the next free
  * time saturates at INT64_MAX. */
-static void warm_reserve(struct warm_state *s, const struct sl_limit *l, int64_t now_ns,
+static void warm_reserve(struct sl__warm_state *s, const struct sl_limit *l, int64_t now_ns,
                          uint64_t cost)
 {
     uint64_t spent;
@@ -118,7 +111,7 @@ static void warm_reserve(struct warm_state *s, const struct sl_limit *l, int64_t
 }
 
 /* When the stored permits are back at the maximum (a fresh, cold state). */
-static int64_t warm_whole_at(const struct warm_state *s, const struct sl_limit *l)
+static int64_t warm_whole_at(const struct sl__warm_state *s, const struct sl_limit *l)
 {
     uint64_t missing = 2 * warm_wr(l) - s->stored;
     uint64_t two_r = 2 * l->requests;
@@ -128,10 +121,10 @@ static int64_t warm_whole_at(const struct warm_state *s, const struct sl_limit *
 }
 
 /* tryAcquire(cost, 0): admitted when the next free time has come. */
-static void warm_check(const struct warm_state *s, const struct sl_limit *l, int64_t now_ns,
+static void warm_check(const struct sl__warm_state *s, const struct sl_limit *l, int64_t now_ns,
                        uint64_t cost, struct sl_decision *d)
 {
-    struct warm_state after = *s;
+    struct sl__warm_state after = *s;
     int64_t now = sl__max64(now_ns, s->last_ns);
 
     if (cost == 0 || s->next_free_ns <= now) {
@@ -150,7 +143,7 @@ static void warm_check(const struct warm_state *s, const struct sl_limit *l, int
 
 static size_t state_size(const struct sl_limit *l)
 {
-    _Static_assert(sizeof(struct warm_state) == sizeof(struct sl__backlog), "one state size");
+    _Static_assert(sizeof(struct sl__warm_state) == sizeof(struct sl__backlog), "one state size");
     return sizeof(struct sl__backlog);
 }
 
@@ -183,7 +176,7 @@ static int validate(const struct sl_limit *l, const char **why)
 
 static void init(void *st, const struct sl_limit *l, int64_t now_ns)
 {
-    struct warm_state *s = st;
+    struct sl__warm_state *s = st;
 
     sl__backlog_init(st, now_ns); /* plain: full, no deficit */
     if (is_warm(l)) {
@@ -207,7 +200,7 @@ static void check(const void *st, const struct sl_limit *l, int64_t now_ns, uint
 static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost,
                    struct sl_decision *d)
 {
-    struct warm_state *s = st;
+    struct sl__warm_state *s = st;
     struct sl_decision after;
 
     if (!is_warm(l)) {
@@ -229,9 +222,20 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return sl__backlog_whole_at(st, l);
 }
 
+/* Plain: the deficit lowered. Warm-up: not a level, not refunded (the
+ * request stays counted: conservative). */
+static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost)
+{
+    (void)now_ns;
+    if (is_warm(l))
+        return false;
+    sl__backlog_refund(st, l, cost);
+    return true;
+}
+
 static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
 {
-    const struct warm_state *s = st;
+    const struct sl__warm_state *s = st;
 
     if (is_warm(l)) /* warm_check: remaining 0 until the next free time */
         return s->next_free_ns > sl__max64(now_ns, s->last_ns);
@@ -248,4 +252,5 @@ const struct sl__algo_ops sl__algo_token_bucket = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .refund = refund,
 };

@@ -3,9 +3,10 @@
 /*
  * redis.c - the Redis store's operations (see redis.h) and its life: each
  * check, peek, reset or release is resolved (rules, when given), looked up
- * in the over-limit cache, and then either started as one script call on a
- * pooled request slot or - breaker open, nothing connected, max_in_flight
- * reached - answered at once by the domain's failure policy.
+ * in the over-limit cache, and then either started as one call (the
+ * module's command, FCALL or EVALSHA: the engine the connections agreed on)
+ * on a pooled request slot or - breaker open, nothing connected,
+ * max_in_flight reached - answered at once by the domain's failure policy.
  *
  * It does not manage connections (redis_conn.c), run a call
  * (redis_call.c), make answers without Redis (redis_answer.c) or build
@@ -119,8 +120,10 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     struct sl__rconn *c;
     unsigned slot;
     int node;
-    int rc = sl__redis_plan_build(&st->cfg.opts, peek ? SL__REDIS_PEEK : SL__REDIS_CHECK, req, m, n,
-                                  p, &st->cmd);
+    enum sl__redis_op op = kind == SL__RQ_RESET ? SL__REDIS_RESET
+                           : peek               ? SL__REDIS_PEEK
+                                                : SL__REDIS_CHECK;
+    int rc = sl__redis_plan_build(&st->cfg.opts, op, req, m, n, p, &st->cmd);
 
     if (rc != SL_OK)
         return rc;
@@ -132,11 +135,12 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     if (fan == NULL)
         SL__CNT(st, checks, 1);
     for (size_t k = 0; st->olc != NULL && k < p->n_items; k++)
-        hash[k] = sl__olc_hash(st, st->cmd.argv[3 + k], st->cmd.argvlen[3 + k]);
+        hash[k] =
+            sl__olc_hash(st, st->cmd.argv[SL__REDIS_KEY0 + k], st->cmd.argvlen[SL__REDIS_KEY0 + k]);
     if (!peek && !fin->quota_any && sl__ranswer_olc(st, p, hash, req->now_ns, fin, cb, arg))
         return SL_OK;
     c = sl__rconn_available(st) ? sl__rconn_pick_node(st, (unsigned)node) : NULL;
-    if (c == NULL || st->free_reqs == NULL || st->sha[0] == '\0') {
+    if (c == NULL || st->free_reqs == NULL) {
         if (st->free_reqs == NULL)
             SL__CNT(st, overflow, 1);
         else
@@ -159,8 +163,9 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     if (rc == SL_OK &&
         (pol == SL__POLICY_LOCAL || fin->quota_any || (fan != NULL && kind == SL__RQ_CHECK)))
         rc = sl__rcall_keep(q, req, m, n);
-    if (rc == SL_OK && kind == SL__RQ_RESET)
-        sl__rcall_reset_delete(st, c, p->n_items);
+    for (size_t k = 0; rc == SL_OK && kind == SL__RQ_RESET && k < p->n_items; k++)
+        sl__olc_forget(st, sl__olc_hash(st, st->cmd.argv[SL__REDIS_KEY0 + k],
+                                        st->cmd.argvlen[SL__REDIS_KEY0 + k]));
     if (rc == SL_OK)
         rc = sl__rroute_lease_prefix(st, p, slot);
     if (rc == SL_OK)
@@ -238,7 +243,7 @@ int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int
     if (sl__rconn_available(st))
         c = sl__rconn_pick_node(st, sl__rroute_node(st, sl__rroute_item_slot(st, 0)));
     SL__CNT(st, checks, 1);
-    if (c == NULL || q == NULL || st->sha[0] == '\0')
+    if (c == NULL || q == NULL)
         return SL_EFULL; /* the leases are in Redis: nothing local to free */
     memset(&fin, 0, sizeof(fin));
     st->plan.n_items = 0;
@@ -337,6 +342,8 @@ int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c
     st->base.ops = &redis_ops;
     st->loop = loop;
     st->cfg = *c;
+    st->cfg.opts.engine = c->engine == SL__ENGINE_AUTO ? SL__ENGINE_SCRIPT : c->engine;
+    atomic_store_explicit(&st->ctr.engine, (int)st->cfg.opts.engine, memory_order_relaxed);
     st->local = local;
     st->log = log;
     st->log_arg = log_arg;
@@ -414,6 +421,7 @@ void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *ou
     out->nodes_known = LOAD(nodes_known);
     out->conns_ready = LOAD(conns_ready);
     out->breaker = (enum sl__breaker)LOAD(breaker);
+    out->engine = (enum sl__redis_engine)LOAD(engine);
     out->olc_active = LOAD(olc_active);
 }
 

@@ -4,8 +4,11 @@
  * redis.h - the Redis store : the async store interface of
  * store/include/store.h over one Redis, shared by every sluiced (internal).
  *
- * A check is one EVALSHA of the script store/lua/NN_*.lua on one of a few pipelined
- * hiredis connections per worker (libuv adapter, on the worker's loop).
+ * A check is one call on one of a few pipelined hiredis connections per
+ * worker (libuv adapter, on the worker's loop): the Redis module's command
+ * when the server has sluice-redis.so loaded, else FCALL of the Functions
+ * library (Redis 7+), else EVALSHA of the script (store/redis/lua/NN_*.lua);
+ * store.redis.engine forces one.
  * Every call has a timeout (a libuv timer; hiredis 0.14 has none); past it,
  * on an error, with too many requests in flight, or while the circuit
  * breaker is open, the domain's failure policy answers: allow, deny, or
@@ -76,17 +79,18 @@ struct sl__redis_config {
     enum sl__redis_policy policy;      /* the default failure policy */
     struct sl__redis_domain_policy domains[SL__REDIS_MAX_DOMAIN_POLICIES];
     size_t n_domains;
-    unsigned breaker_failures; /* consecutive failures that open it */
-    int64_t breaker_open_ms;   /* how long it stays open before a probe */
-    int64_t backoff_min_ms;    /* reconnection backoff (a constant: 50) */
-    int64_t backoff_max_ms;    /* ... doubling up to this */
-    unsigned olc_entries;      /* over-limit cache slots; 0 disables */
-    int64_t olc_max_ms;        /* longest a cached denial is trusted (a constant: 60000) */
-    bool cluster;              /* Redis Cluster: route by slot */
-    char nodes[512];           /* more seeds, "host:port,host:port"; "" none */
-    bool rules_sync;           /* rules across nodes through Redis (sluiced) */
-    char sentinels[512];       /* Sentinel addresses, "host:port,..."; "" none */
-    char master_name[128];     /* the master the sentinels watch (with sentinels) */
+    unsigned breaker_failures;    /* consecutive failures that open it */
+    int64_t breaker_open_ms;      /* how long it stays open before a probe */
+    int64_t backoff_min_ms;       /* reconnection backoff (a constant: 50) */
+    int64_t backoff_max_ms;       /* ... doubling up to this */
+    unsigned olc_entries;         /* over-limit cache slots; 0 disables */
+    int64_t olc_max_ms;           /* longest a cached denial is trusted (a constant: 60000) */
+    enum sl__redis_engine engine; /* store.redis.engine: AUTO detects (redis_conn.c) */
+    bool cluster;                 /* Redis Cluster: route by slot */
+    char nodes[512];              /* more seeds, "host:port,host:port"; "" none */
+    bool rules_sync;              /* rules across nodes through Redis (sluiced) */
+    char sentinels[512];          /* Sentinel addresses, "host:port,..."; "" none */
+    char master_name[128];        /* the master the sentinels watch (with sentinels) */
 };
 /* Every key at its default (the table in redis_config.c), plus the
  * constants that are not keys (sl__redis_config_constants). */
@@ -130,20 +134,21 @@ struct sl__redis_stats {
     uint64_t policy_local;
     uint64_t olc_hits; /* answered from the over-limit cache */
     uint64_t olc_inserts;
-    uint64_t reconnects;      /* connection attempts after the first */
-    uint64_t in_flight;       /* now */
-    uint64_t moved;           /* MOVED redirections followed (cluster) */
-    uint64_t ask;             /* ASK redirections followed (cluster) */
-    uint64_t tryagain;        /* TRYAGAIN replies resent (slot migrating) */
-    uint64_t map_refreshes;   /* CLUSTER SLOTS replies loaded */
-    uint64_t cross_slot;      /* checks split over several slots */
-    uint64_t refunds;         /* refund calls sent after a cross-slot denial */
-    uint64_t refund_failures; /* refunds not sent or not confirmed */
-    uint64_t master_switches; /* a new master address from Sentinel (after the first) */
-    unsigned nodes_known;     /* masters in the slot map (1 without cluster) */
-    unsigned conns_ready;     /* now */
-    bool olc_active;          /* the cache is in use (reset announcements heard) */
-    enum sl__breaker breaker; /* now */
+    uint64_t reconnects;          /* connection attempts after the first */
+    uint64_t in_flight;           /* now */
+    uint64_t moved;               /* MOVED redirections followed (cluster) */
+    uint64_t ask;                 /* ASK redirections followed (cluster) */
+    uint64_t tryagain;            /* TRYAGAIN replies resent (slot migrating) */
+    uint64_t map_refreshes;       /* CLUSTER SLOTS replies loaded */
+    uint64_t cross_slot;          /* checks split over several slots */
+    uint64_t refunds;             /* refund calls sent after a cross-slot denial */
+    uint64_t refund_failures;     /* refunds not sent or not confirmed */
+    uint64_t master_switches;     /* a new master address from Sentinel (after the first) */
+    unsigned nodes_known;         /* masters in the slot map (1 without cluster) */
+    unsigned conns_ready;         /* now */
+    bool olc_active;              /* the cache is in use (reset announcements heard) */
+    enum sl__breaker breaker;     /* now */
+    enum sl__redis_engine engine; /* calls are built for (until a connection is ready: script) */
 };
 
 /* A Redis store on `loop` (the worker's); `local` decides for the `local`

@@ -2,10 +2,12 @@
 /* Copyright (c) The Sluice authors */
 /*
  * redis_call.c - one call to Redis on a request slot: sending it with its
- * timeout timer, the reply (NOSCRIPT reloads and resends on the same
- * connection; quota_mode's second call), the timeout and lost connection
- * (answered by the policy, the slot kept busy until hiredis lets go), and
- * the copy of the caller's request a later decision needs.
+ * timeout timer, the reply (NOSCRIPT or "Function not found" loads the code
+ * again and resends on the same connection; an unknown module command
+ * makes the connection detect its engine again; quota_mode's second call),
+ * the timeout and lost connection (answered by the policy, the slot kept
+ * busy until hiredis lets go), and the copy of the caller's request a
+ * later decision needs.
  *
  * It does not choose what to send (redis.c) nor build commands
  * (redis_plan.c); hiredis allocates each formatted command.
@@ -159,14 +161,17 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
     if (r != NULL && !q->answered && sl__rroute_redirect(q, r, on_reply))
         return; /* Redis Cluster: resent where the slot is (or to come) */
     if (r != NULL && sl__redis_is_noscript(r) && !q->retried && !q->answered) {
-        /* The script cache was flushed (restart, SCRIPT FLUSH, failover):
-         * load it and resend, in order, on this same connection. */
+        /* The script cache or the functions were flushed (restart, SCRIPT
+         * FLUSH, FUNCTION FLUSH, failover): load the code again and resend,
+         * in order, on this same connection. */
         q->retried = true;
         SL__CNT(q->st, noscript, 1);
-        sl__rconn_reload(q->conn);
+        sl__rconn_reload(q->conn, r->str[0] != 'N'); /* NOSCRIPT, or Function not found */
         if (redisAsyncFormattedCommand(ac, on_reply, q, q->fmt, q->fmt_len) == REDIS_OK)
             return;
     }
+    if (r != NULL && sl__redis_is_nomodule(r))
+        sl__rconn_redetect(q->conn); /* the module was unloaded: Functions or scripts now */
     if (!q->answered && r == NULL) {
         SL__CNT(q->st, errors, 1);
         fail_slot(q);
@@ -244,13 +249,8 @@ int sl__rcall_keep(struct sl__rreq *q, const struct sl_request *req, const struc
 
 int sl__rcall_send(struct sl__rstore *st, struct sl__rreq *q, struct sl__rconn *c)
 {
-    int len;
+    int len = sl__redis_cmd_format(&st->cmd, &q->fmt);
 
-    st->cmd.argv[0] = "EVALSHA";
-    st->cmd.argvlen[0] = 7;
-    st->cmd.argv[1] = st->sha;
-    st->cmd.argvlen[1] = 40;
-    len = redisFormatCommandArgv(&q->fmt, st->cmd.argc, st->cmd.argv, st->cmd.argvlen);
     if (len < 0)
         return SL_ENOMEM;
     q->fmt_len = (size_t)len;
@@ -263,25 +263,4 @@ int sl__rcall_send(struct sl__rstore *st, struct sl__rreq *q, struct sl__rconn *
     SL__CNT(st, script_calls, 1);
     uv_timer_start(&q->timer, on_timeout, (uint64_t)st->cfg.timeout_ms, 0);
     return SL_OK;
-}
-
-/* A reset: delete every state key first, on the same connection (so in
- * order), and forget their cached denials; the peek that follows reports
- * the fresh state. */
-void sl__rcall_reset_delete(struct sl__rstore *st, struct sl__rconn *c, size_t n_items)
-{
-    const char *argv[1 + SL__REDIS_MAX_ITEMS];
-    size_t len[1 + SL__REDIS_MAX_ITEMS];
-
-    argv[0] = "DEL";
-    len[0] = 3;
-    for (size_t k = 0; k < n_items; k++) {
-        argv[1 + k] = st->cmd.argv[3 + k];
-        len[1 + k] = st->cmd.argvlen[3 + k];
-        sl__olc_forget(st, sl__olc_hash(st, argv[1 + k], len[1 + k]));
-    }
-    if (n_items > 0) {
-        redisAsyncCommandArgv(c->ac, NULL, NULL, (int)(1 + n_items), argv, len);
-        sl__rconn_announce_reset(c, argv + 1, len + 1, n_items);
-    }
 }

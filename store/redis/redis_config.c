@@ -22,6 +22,8 @@
 
 static const char *const policy_names[] = {"allow", "deny", "local", NULL};
 static const char *const clock_names[] = {"caller", "redis", NULL};
+/* In the order of enum sl__redis_engine. */
+static const char *const engine_names[] = {"auto", "module", "function", "script", NULL};
 
 static int parse_prefix(const char *v, void *field, const char **why)
 {
@@ -120,6 +122,10 @@ static const struct sl__key rkeys[] = {
      "kept past the time a key is whole (clock skew between nodes)"},
     {"store.clock", SL__K_CHOICE, RF(opts.redis_clock), "caller",
      "caller: sluiced's clock; redis: Redis TIME (unsynchronised fleets)", .choices = clock_names},
+    {"store.redis.engine", SL__K_CHOICE, RF(engine), "auto",
+     "auto | module | function | script: where checks run (auto: the sluice-redis module if "
+     "loaded, else Redis Functions on Redis 7+, else EVALSHA)",
+     .choices = engine_names},
     {"store.redis.cluster", SL__K_BOOL, RF(cluster), "false",
      "Redis Cluster: route by slot from CLUSTER SLOTS, follow MOVED/ASK"},
     {"store.redis.nodes", SL__K_CUSTOM, RF(nodes), NULL,

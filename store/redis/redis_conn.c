@@ -2,11 +2,22 @@
 /* Copyright (c) The Sluice authors */
 /*
  * redis_conn.c - the Redis store's connections: hiredis async contexts on
- * the worker's libuv loop, AUTH, SCRIPT LOAD (which doubles as the probe
- * of the circuit breaker), reconnection with exponential backoff, and the
- * breaker itself (consecutive failures open it; it stays open
- * breaker_open_ms, during which every connection is dropped; the first
- * connection that loads the script again closes it).
+ * the worker's libuv loop, AUTH, the detection of the engines the server
+ * offers (which doubles as the probe of the circuit breaker), reconnection
+ * with exponential backoff, and the breaker itself (consecutive failures
+ * open it; it stays open breaker_open_ms, during which every connection is
+ * dropped; the first connection whose detection succeeds closes it).
+ *
+ * Detection, one round trip on every (re)connection, each asked only when
+ * store.redis.engine allows it: SLUICE.VERSION (the module, redis-module/,
+ * speaking this store's protocol) and FUNCTION LOAD of this build's library
+ * (Redis 7+; "already exists" is fine: its name carries a hash of its
+ * code). EVALSHA needs nothing first: every Redis runs scripts, and the
+ * script is loaded on its first NOSCRIPT (or by SCRIPT LOAD at connect when
+ * the script is forced), so a connection costs Redis one compilation at
+ * most. The store then builds its calls for the best engine every ready
+ * connection offers (module, then Functions, then EVALSHA; on a cluster all
+ * masters must offer it), or the forced one.
  *
  * With Redis Cluster every master (a node of the store's map, node 0 the
  * seed) has its own cfg.connections connections, started when the node
@@ -56,6 +67,34 @@ static unsigned n_conns(const struct sl__rstore *st)
     return st->n_nodes_started * st->cfg.connections;
 }
 
+/* The engine calls are built for: the forced one, else the best that
+ * every ready connection offers (else the first one's best: the servers
+ * disagree and some calls will fail until the operator aligns them). */
+static enum sl__redis_engine common_engine(const struct sl__rstore *st)
+{
+    static const enum sl__redis_engine best[] = {SL__ENGINE_MODULE, SL__ENGINE_FUNCTION,
+                                                 SL__ENGINE_SCRIPT};
+    unsigned all = 0xff, first = 0;
+
+    if (st->cfg.engine != SL__ENGINE_AUTO)
+        return st->cfg.engine;
+    for (unsigned i = 0; i < n_conns(st); i++) {
+        if (st->conns[i].state != SL__RC_READY)
+            continue;
+        all &= st->conns[i].engines;
+        first = first != 0 ? first : st->conns[i].engines;
+    }
+    if (first == 0)
+        return st->cfg.opts.engine; /* none ready: keep the last one */
+    for (size_t k = 0; k < sizeof(best) / sizeof(best[0]); k++)
+        if (all & (1u << best[k]))
+            return best[k];
+    for (size_t k = 0; k < sizeof(best) / sizeof(best[0]); k++)
+        if (first & (1u << best[k]))
+            return best[k];
+    return SL__ENGINE_SCRIPT;
+}
+
 static void count_ready(struct sl__rstore *st)
 {
     unsigned n = 0;
@@ -63,6 +102,8 @@ static void count_ready(struct sl__rstore *st)
     for (unsigned i = 0; i < n_conns(st); i++)
         n += st->conns[i].state == SL__RC_READY;
     st->conns_ready = n;
+    st->cfg.opts.engine = common_engine(st);
+    atomic_store_explicit(&st->ctr.engine, (int)st->cfg.opts.engine, memory_order_relaxed);
     atomic_store_explicit(&st->ctr.conns_ready, n, memory_order_relaxed);
     atomic_store_explicit(&st->ctr.olc_active, st->olc != NULL && st->sub.state == SL__RC_READY,
                           memory_order_relaxed);
@@ -76,27 +117,105 @@ static void note_failure(struct sl__rconn *c, const char *why)
     snprintf(c->why, sizeof(c->why), "%s", why != NULL && why[0] != '\0' ? why : "connection lost");
 }
 
-static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
-{
-    struct sl__rconn *c = priv;
-    redisReply *r = reply;
+static const char *const engine_names[] = {"auto", "module", "function", "script"};
 
-    if (c->st->closing || r == NULL || c->ac != ac)
-        return;
-    if (r->type != REDIS_REPLY_STRING || r->len != 40) {
-        drop(c, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply to SCRIPT LOAD");
+/* Every detection reply is in: ready, or (the forced engine is not
+ * offered) dropped and tried again after the backoff, said once. */
+static void probed(struct sl__rconn *c, const char *why)
+{
+    struct sl__rstore *st = c->st;
+    enum sl__redis_engine want = st->cfg.engine;
+    bool ok = want == SL__ENGINE_AUTO ? c->engines != 0 : (c->engines & (1u << want)) != 0;
+
+    if (!ok) {
+        char addr[SL__CLUSTER_HOST_MAX + 8];
+
+        sl__rnode_addr(st, c->node, addr, sizeof(addr));
+        if (!st->engine_warned)
+            sl__rlog(st, SL__SLOG_ERROR,
+                     "redis %s offers no %s engine (store.redis.engine: %s): %s", addr,
+                     want == SL__ENGINE_AUTO ? "usable" : engine_names[want], engine_names[want],
+                     why != NULL ? why : "no reply");
+        st->engine_warned = true;
+        drop(c, "no engine");
         return;
     }
-    memcpy(c->st->sha, r->str, 41);
     uv_timer_stop(&c->timer);
     c->state = SL__RC_READY;
     c->failed = false;
     c->why[0] = '\0';
-    c->backoff_ms = c->st->cfg.backoff_min_ms;
-    sl__rconn_success(c->st, c->node);
-    count_ready(c->st);
-    if (c->st->cfg.cluster)
-        sl__rroute_kick(c->st);
+    c->backoff_ms = st->cfg.backoff_min_ms;
+    sl__rconn_success(st, c->node);
+    count_ready(st);
+    if (st->cfg.cluster)
+        sl__rroute_kick(st);
+}
+
+/* One detection reply: engine `e` is offered when `ok`. */
+static void probe_reply(redisAsyncContext *ac, redisReply *r, struct sl__rconn *c,
+                        enum sl__redis_engine e, bool ok)
+{
+    if (c->st->closing || r == NULL || c->ac != ac || c->probes == 0)
+        return;
+    if (ok)
+        c->engines |= (uint8_t)(1u << e);
+    if (--c->probes == 0)
+        probed(c, r->type == REDIS_REPLY_ERROR ? r->str : NULL);
+}
+
+/* SLUICE.VERSION: ["sluice-redis", version, protocol]. */
+static void on_module(redisAsyncContext *ac, void *reply, void *priv)
+{
+    redisReply *r = reply;
+    bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+              r->element[2]->type == REDIS_REPLY_INTEGER &&
+              r->element[2]->integer == SL__REDIS_MODULE_PROTOCOL;
+
+    probe_reply(ac, r, priv, SL__ENGINE_MODULE, ok);
+}
+
+/* FUNCTION LOAD: the library's name, or "already exists" (the same code:
+ * its name is a hash of it). */
+static void on_function(redisAsyncContext *ac, void *reply, void *priv)
+{
+    redisReply *r = reply;
+    bool ok =
+        r != NULL && ((r->type == REDIS_REPLY_STRING && strcmp(r->str, sl__redis_fn_name) == 0) ||
+                      (r->type == REDIS_REPLY_ERROR && strstr(r->str, "already exists") != NULL &&
+                       strstr(r->str, sl__redis_fn_name) != NULL));
+
+    probe_reply(ac, r, priv, SL__ENGINE_FUNCTION, ok);
+}
+
+/* SCRIPT LOAD: the script's SHA-1, which calls name. */
+static void on_script(redisAsyncContext *ac, void *reply, void *priv)
+{
+    redisReply *r = reply;
+    bool ok = r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, sl__redis_lua_sha) == 0;
+
+    probe_reply(ac, r, priv, SL__ENGINE_SCRIPT, ok);
+}
+
+/* Ask, pipelined, for every engine store.redis.engine allows. */
+static void probe(struct sl__rconn *c)
+{
+    enum sl__redis_engine want = c->st->cfg.engine;
+    redisAsyncContext *ac = c->ac;
+
+    /* auto: EVALSHA is always there, loaded on its first NOSCRIPT */
+    c->engines = want == SL__ENGINE_AUTO ? 1u << SL__ENGINE_SCRIPT : 0;
+    c->probes = 0;
+    if ((want == SL__ENGINE_AUTO || want == SL__ENGINE_MODULE) &&
+        redisAsyncCommand(ac, on_module, c, "SLUICE.VERSION") == REDIS_OK)
+        c->probes++;
+    if ((want == SL__ENGINE_AUTO || want == SL__ENGINE_FUNCTION) &&
+        redisAsyncCommand(ac, on_function, c, "FUNCTION LOAD %b", sl__redis_fn, sl__redis_fn_len) ==
+            REDIS_OK)
+        c->probes++;
+    if (want == SL__ENGINE_SCRIPT &&
+        redisAsyncCommand(ac, on_script, c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len) ==
+            REDIS_OK)
+        c->probes++;
 }
 
 static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
@@ -136,10 +255,19 @@ static void on_role(redisAsyncContext *ac, void *reply, void *priv)
     drop(c, "not a master");
 }
 
-void sl__rconn_reload(struct sl__rconn *c)
+void sl__rconn_reload(struct sl__rconn *c, bool function)
 {
-    if (c->ac != NULL)
+    if (c->ac == NULL)
+        return;
+    if (function)
+        redisAsyncCommand(c->ac, NULL, NULL, "FUNCTION LOAD %b", sl__redis_fn, sl__redis_fn_len);
+    else
         redisAsyncCommand(c->ac, NULL, NULL, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
+}
+
+void sl__rconn_redetect(struct sl__rconn *c)
+{
+    drop(c, "the module is gone: detecting the engine again");
 }
 
 /* A connection went down: with a cluster, its node may have failed over
@@ -220,25 +348,6 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
-void sl__rconn_announce_reset(struct sl__rconn *c, const char *const *keys, const size_t *lens,
-                              size_t n)
-{
-    size_t total = 0, at = 0;
-    char *msg;
-
-    for (size_t i = 0; i < n; i++)
-        total += lens[i] + 1;
-    if (c->ac == NULL || n == 0 || (msg = malloc(total)) == NULL)
-        return; /* the subscribers' entries still expire at their T */
-    for (size_t i = 0; i < n; i++) {
-        memcpy(msg + at, keys[i], lens[i]);
-        at += lens[i];
-        msg[at++] = '\n';
-    }
-    redisAsyncCommand(c->ac, NULL, NULL, "PUBLISH %s %b", c->st->channel, msg, total - 1);
-    free(msg);
-}
-
 static void unref_poll(redisAsyncContext *ac)
 {
     redisLibuvEvents *p = ac->ev.data;
@@ -282,7 +391,7 @@ static void start(struct sl__rconn *c)
     if (c->sub)
         redisAsyncCommand(ac, on_message, c, "SUBSCRIBE %s", st->channel);
     else
-        redisAsyncCommand(ac, on_loaded, c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
+        probe(c);
     schedule(c, -probe_timeout_ms(st)); /* negative: a timeout, not a backoff */
 }
 
@@ -296,7 +405,7 @@ static void on_timer(uv_timer_t *t)
     if (c->state == SL__RC_CONNECTING) {
         char why[64];
         snprintf(why, sizeof(why), "no answer within %lld ms", (long long)probe_timeout_ms(c->st));
-        drop(c, why); /* never connected or never loaded the script in time */
+        drop(c, why); /* never connected or never detected its engine in time */
         return;
     }
     if (c->state == SL__RC_DOWN && now_ms(c->st) >= c->st->open_until_ms) {

@@ -2,7 +2,7 @@
 /* Copyright (c) The Sluice authors */
 /*
  * redis_fan.c - a check whose descriptors hash to several Redis Cluster
- * slots : one script call per slot group, all sent at once (in
+ * slots : one call per slot group, all sent at once (in
  * parallel, on each slot's node), their statuses joined into one result
  * with docs/contracts.md §Decisions's overall verdict (a slot's denial
  * decides the whole, also when another slot's call failed). When the whole is denied, every
@@ -199,22 +199,14 @@ void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_
     if (sl__redis_plan_build(&o, SL__REDIS_REFUND, &r.req, r.m, r.req.n_descriptors, &plan,
                              &st->cmd) != SL_OK)
         return;
-    st->cmd.argv[0] = "EVALSHA";
-    st->cmd.argvlen[0] = 7;
-    st->cmd.argv[1] = st->sha;
-    st->cmd.argvlen[1] = 40;
-    len = redisFormatCommandArgv(&gr->refund, st->cmd.argc, st->cmd.argv, st->cmd.argvlen);
+    len = sl__redis_cmd_format(&st->cmd, &gr->refund);
     gr->refund_len = len > 0 ? (size_t)len : 0;
     if (len <= 0)
         gr->refund = NULL;
     if (res->lease[0] == '\0' || sl__redis_release_build(&o, res->lease, strlen(res->lease),
                                                          now_us * 1000, &st->cmd) != SL_OK)
         return;
-    st->cmd.argv[0] = "EVALSHA";
-    st->cmd.argvlen[0] = 7;
-    st->cmd.argv[1] = st->sha;
-    st->cmd.argvlen[1] = 40;
-    len = redisFormatCommandArgv(&gr->release, st->cmd.argc, st->cmd.argv, st->cmd.argvlen);
+    len = sl__redis_cmd_format(&st->cmd, &gr->release);
     gr->release_len = len > 0 ? (size_t)len : 0;
     if (len <= 0)
         gr->release = NULL;

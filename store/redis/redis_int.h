@@ -2,8 +2,9 @@
 /* Copyright (c) The Sluice authors */
 /*
  * redis_int.h - the Redis store's internal types, shared by redis.c (the
- * store operations and failure policy), redis_conn.c (connections,
- * script loading, circuit breaker) and redis_olc.c (over-limit cache).
+ * store operations and failure policy), redis_conn.c (connections, engine
+ * detection and code loading, circuit breaker) and redis_olc.c (over-limit
+ * cache).
  *
  * Not for use outside store/redis*.c. Everything here lives on one worker
  * loop's thread.
@@ -36,6 +37,8 @@ struct sl__rconn {
     bool sub;           /* the subscriber to reset announcements, not for calls */
     bool failed;        /* its last attempt failed or it was lost (not dropped to move) */
     uint8_t node;       /* index in the store's map (0: the seed) */
+    uint8_t engines;    /* engines this connection's server offers: 1 << SL__ENGINE_* */
+    uint8_t probes;     /* detection replies still awaited (redis_conn.c) */
     char why[80];       /* why it last failed, for the log */
 };
 
@@ -123,6 +126,7 @@ struct sl__rcounters {
     _Atomic unsigned nodes_known;
     _Atomic unsigned conns_ready;
     _Atomic int breaker;
+    _Atomic int engine;
     _Atomic bool olc_active;
 };
 
@@ -184,8 +188,8 @@ struct sl__rstore {
     uint64_t serves_version;            /* ... in this version of the map */
     bool serves_valid;
     struct sl__rsentinel *sentinel; /* NULL without Sentinel */
-    char sha[41];                   /* from SCRIPT LOAD; "" until a connection loaded it */
     bool closing;
+    bool engine_warned; /* store.redis.engine forced and not offered: said once */
 
     /* Connections: cfg.connections per node, node-major; one node (the
      * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each
@@ -196,10 +200,9 @@ struct sl__rstore {
     struct sl__cmap *map;                          /* node 0 is the seed (cfg.host:port) */
     struct sl__crefresh refresh;
     uv_timer_t refresh_timer;
-    bool refreshing;      /* a CLUSTER SLOTS is out */
-    char (*slot_tags)[5]; /* per slot, a tag hashing to it, found when first needed */
-    char lease_prefix[SL__REDIS_PREFIX_MAX + 8]; /* "<prefix>{T}" for the call being sent */
-    struct sl__rfan *fans;                       /* cross-slot checks: a pool */
+    bool refreshing;       /* a CLUSTER SLOTS is out */
+    char (*slot_tags)[5];  /* per slot, a tag hashing to it, found when first needed */
+    struct sl__rfan *fans; /* cross-slot checks: a pool */
     struct sl__rfan *free_fans;
     unsigned n_fans;
     struct sl__rconn sub; /* SUBSCRIBE <prefix>:v1:reset */
@@ -238,13 +241,13 @@ void sl__rconn_success(struct sl__rstore *st, unsigned node);
 /* May calls be sent now? (breaker closed and a connection ready) */
 bool sl__rconn_available(struct sl__rstore *st);
 void sl__rconn_close_all(struct sl__rstore *st);
-/* Queue SCRIPT LOAD on `c` (after NOSCRIPT). */
-void sl__rconn_reload(struct sl__rconn *c);
+/* Queue the load of the code on `c`: FUNCTION LOAD (after "Function not
+ * found") or SCRIPT LOAD (after NOSCRIPT). */
+void sl__rconn_reload(struct sl__rconn *c, bool function);
+/* The module's command is unknown on `c`'s server (unloaded): drop the
+ * connection, whose reconnection detects the engines again. */
+void sl__rconn_redetect(struct sl__rconn *c);
 void sl__rconn_set_breaker(struct sl__rstore *st, enum sl__breaker b);
-/* Announce a reset of `n` state keys to every node (their over-limit
- * caches forget them), on connection `c`. */
-void sl__rconn_announce_reset(struct sl__rconn *c, const char *const *keys, const size_t *lens,
-                              size_t n);
 
 /* The request and matches a started call was made of, from the slot's
  * copy and its plan's limits (`peek`: every cost 0). */
@@ -280,8 +283,6 @@ int sl__rcall_send(struct sl__rstore *st, struct sl__rreq *q, struct sl__rconn *
 /* Copy the caller's request and matches into the slot. */
 int sl__rcall_keep(struct sl__rreq *q, const struct sl_request *req, const struct sl_match *m,
                    size_t n);
-/* A reset's DEL of the plan's keys (and its announcement) on c. */
-void sl__rcall_reset_delete(struct sl__rstore *st, struct sl__rconn *c, size_t n_items);
 
 /* The rules path resolves a request as sl_limiter_check() does, with
  * sl__rules_resolve() / sl__rules_finish() (lib/rules/rules_int.h). */
@@ -294,8 +295,9 @@ unsigned sl__rroute_node(const struct sl__rstore *st, unsigned slot);
 /* The slot of the plan's item k (its key in st->cmd). */
 unsigned sl__rroute_item_slot(const struct sl__rstore *st, size_t k);
 /* Cluster and the plan (just built in st->cmd, all in `slot`) takes
- * concurrency leases: name their index keys in that slot (ARGV[4] becomes
- * "<prefix>{T}", see store/redis/lua/90_main.lua). SL_OK otherwise too. */
+ * concurrency leases: name their index keys in that slot (the settings'
+ * prefix becomes "<prefix>{T}", see store/redis/lua/90_main.lua). SL_OK
+ * otherwise too. */
 int sl__rroute_lease_prefix(struct sl__rstore *st, const struct sl__redis_plan *p, unsigned slot);
 /* The map may be stale (a MOVED, a lost connection): refresh it soon. */
 void sl__rroute_stale(struct sl__rstore *st);

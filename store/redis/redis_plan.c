@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * redis_plan.c - build the script call for one check and read its reply
- * (see redis_plan.h for the contract and the key format).
+ * redis_plan.c - build the call for one check, in the engine of the store's
+ * connections (module, Function or script), and read its reply (see
+ * redis_plan.h for the contract and the key format).
  *
  * What it mirrors from lib/limiter.c, and must keep mirroring: the merging
  * of identical (key, limit) pairs into one summed cost, the per-descriptor
@@ -32,6 +33,41 @@ void sl__redis_opts_init(struct sl__redis_opts *o)
     memset(o, 0, sizeof(*o));
     memcpy(o->prefix, "sluice", sizeof("sluice"));
     o->slack_ms = 1000;
+    o->engine = SL__ENGINE_SCRIPT;
+}
+
+int sl__redis_cmd_format(struct sl__redis_cmd *c, char **out)
+{
+    return redisFormatCommandArgv(out, c->argc - c->first, c->argv + c->first,
+                                  c->argvlen + c->first);
+}
+
+/* The command's head for `op` in engine `e`: argv[0..1], and where it
+ * starts. The module names the op in its command; the others take it as
+ * their first argument after the keys (push_fixed). */
+static void put_head(struct sl__redis_cmd *c, enum sl__redis_engine e, const char *op)
+{
+    static const char *const module_cmd[] = {"SLUICE.CHECK", "SLUICE.PEEK", "SLUICE.REFUND",
+                                             "SLUICE.RESET", "SLUICE.RELEASE"};
+    static const char *const ops[] = {"check", "peek", "refund", "reset", "release"};
+    size_t k = 0;
+
+    while (k + 1 < sizeof(ops) / sizeof(ops[0]) && strcmp(ops[k], op) != 0)
+        k++;
+    c->first = e == SL__ENGINE_MODULE ? 1 : 0;
+    if (e == SL__ENGINE_MODULE) {
+        c->argv[0] = NULL;
+        c->argvlen[0] = 0;
+        c->argv[1] = module_cmd[k];
+    } else if (e == SL__ENGINE_FUNCTION) {
+        c->argv[0] = "FCALL";
+        c->argv[1] = sl__redis_fn_name;
+    } else {
+        c->argv[0] = "EVALSHA";
+        c->argv[1] = sl__redis_lua_sha;
+    }
+    c->argvlen[0] = c->argv[0] != NULL ? strlen(c->argv[0]) : 0;
+    c->argvlen[1] = strlen(c->argv[1]);
 }
 
 /* --------------------------------------------------------- limit fields */
@@ -310,45 +346,62 @@ static int add_descriptor(const struct sl__redis_opts *o, const struct sl_reques
     return SL_OK;
 }
 
-static int push_fixed(const struct sl__redis_opts *o, enum sl__redis_op op,
-                      const struct sl_request *req, size_t n_items, struct sl__redis_cmd *c)
-{
-    static const char *const names[] = {"check", "peek", "refund"};
-    int rc = push_str(c, names[op]);
+static const char *const op_names[] = {"check", "peek", "refund", "reset"};
 
-    if (rc == SL_OK && o->redis_clock)
-        rc = push_str(c, "redis");
-    else if (rc == SL_OK) /* whole microseconds, rounded down (contracts §Time) */
-        rc = push_i64(c, req->now_ns / 1000 - (req->now_ns % 1000 < 0));
+/* The op (not for the module: its command names it), now and the
+ * settings "<slack>,<prefix>" (store/redis/lua/00_prelude.lua). The
+ * settings are the same call after call: the Functions library reads them
+ * once. */
+static int push_fixed(const struct sl__redis_opts *o, const char *op, int64_t now_ns,
+                      struct sl__redis_cmd *c)
+{
+    char conf[32];
+    int rc = o->engine == SL__ENGINE_MODULE ? SL_OK : push_str(c, op);
+    int len = snprintf(conf, sizeof(conf), "%lld,", (long long)o->slack_ms);
+    const char *at;
+
+    if (rc == SL_OK) /* whole microseconds, rounded down (contracts §Time) */
+        rc = o->redis_clock ? push_str(c, "redis")
+                            : push_i64(c, now_ns / 1000 - (now_ns % 1000 < 0));
+    at = arena_put(c, conf, (size_t)len);
+    c->prefix_at = c->argc;
+    if (rc == SL_OK && (at == NULL || arena_put(c, o->prefix, strlen(o->prefix)) == NULL))
+        rc = SL_ETOOBIG;
     if (rc == SL_OK)
-        rc = push_i64(c, o->slack_ms);
-    if (rc == SL_OK)
-        rc = push_str(c, o->prefix);
-    if (rc == SL_OK)
-        rc = push_i64(c, (int64_t)n_items);
+        rc = push(c, at, (size_t)len + strlen(o->prefix));
     return rc;
 }
 
+/* One item as one argument: "algo,cost,cr,shadow,warm,a,b,c,d". */
 static int push_item(struct sl__redis_cmd *c, const struct item_acc *a, enum sl__redis_op op)
 {
     int64_t f[5];
-    int rc = sl__redis_limit_fields(a->l, f);
-    uint64_t cost = op == SL__REDIS_PEEK ? 0 : a->cost;
+    char buf[160];
+    int rc = sl__redis_limit_fields(a->l, f), len;
+    uint64_t cost = op == SL__REDIS_PEEK || op == SL__REDIS_RESET ? 0 : a->cost;
 
     if (rc != SL_OK)
         return rc;
     if (cost >= SL__REDIS_COST_MAX)
         return SL_ERANGE;
-    rc = push_i64(c, (int64_t)a->l->algo);
-    if (rc == SL_OK)
-        rc = push_i64(c, (int64_t)cost);
-    if (rc == SL_OK)
-        rc = push_i64(c, a->l->count_rejected);
-    if (rc == SL_OK)
-        rc = push_i64(c, a->l->shadow);
-    for (int k = 0; rc == SL_OK && k < 5; k++)
-        rc = push_i64(c, f[k]);
-    return rc;
+    len = snprintf(buf, sizeof(buf), "%d,%llu,%d,%d,%lld,%lld,%lld,%lld,%lld", (int)a->l->algo,
+                   (unsigned long long)cost, a->l->count_rejected, a->l->shadow, (long long)f[0],
+                   (long long)f[1], (long long)f[2], (long long)f[3], (long long)f[4]);
+    return push(c, arena_put(c, buf, (size_t)len), (size_t)len);
+}
+
+int sl__redis_cmd_tag_prefix(struct sl__redis_cmd *c, const char *tag)
+{
+    const char *conf = c->argv[c->prefix_at];
+    size_t len = c->argvlen[c->prefix_at], start = c->used;
+    bool ok = arena_put(c, conf, len) && arena_put(c, "{", 1) && arena_put(c, tag, strlen(tag)) &&
+              arena_put(c, "}", 1);
+
+    if (!ok)
+        return SL_ETOOBIG;
+    c->argv[c->prefix_at] = c->arena + start;
+    c->argvlen[c->prefix_at] = c->used - start;
+    return SL_OK;
 }
 
 int sl__redis_plan_build(const struct sl__redis_opts *o, enum sl__redis_op op,
@@ -364,13 +417,14 @@ int sl__redis_plan_build(const struct sl__redis_opts *o, enum sl__redis_op op,
     plan->n_slots = 0;
     plan->n_items = 0;
     cmd->used = 0;
-    cmd->argc = 3; /* argv[0..1]: the caller's; argv[2]: numkeys, below */
+    put_head(cmd, o->engine, op_names[op]);
+    cmd->argc = SL__REDIS_KEY0; /* argv[0..1]: the head; argv[2]: numkeys, below */
     for (size_t i = 0; rc == SL_OK && i < n; i++)
         rc = add_descriptor(o, req, m, i, plan, cmd, acc);
     if (rc == SL_OK)
-        rc = push_fixed(o, op, req, plan->n_items, cmd);
+        rc = push_fixed(o, op_names[op], req->now_ns, cmd);
     for (size_t k = 0; rc == SL_OK && k < plan->n_items; k++) {
-        plan->item_cost[k] = op == SL__REDIS_PEEK ? 0 : acc[k].cost;
+        plan->item_cost[k] = op == SL__REDIS_PEEK || op == SL__REDIS_RESET ? 0 : acc[k].cost;
         rc = push_item(cmd, &acc[k], op);
     }
     if (rc == SL_OK) {
@@ -388,7 +442,13 @@ int sl__redis_plan_build(const struct sl__redis_opts *o, enum sl__redis_op op,
 bool sl__redis_is_noscript(const struct redisReply *r)
 {
     return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
-           strncmp(r->str, "NOSCRIPT", 8) == 0;
+           (strncmp(r->str, "NOSCRIPT", 8) == 0 || strcmp(r->str, "ERR Function not found") == 0);
+}
+
+bool sl__redis_is_nomodule(const struct redisReply *r)
+{
+    return r != NULL && r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+           strncmp(r->str, "ERR unknown command", 19) == 0 && strstr(r->str, "SLUICE.") != NULL;
 }
 
 /* An integer element, or a decimal string (the script sends durations
@@ -565,21 +625,13 @@ int sl__redis_release_build(const struct sl__redis_opts *o, const char *lease, s
         at = end + 1;
     }
     cmd->used = 0;
+    put_head(cmd, o->engine, "release");
     cmd->argc = 2;
     rc = push_i64(cmd, (int64_t)n);
     for (size_t i = 0; rc == SL_OK && i < n; i++)
         rc = push_index_key(cmd, o, piece[i], plen[i], pend[i]);
     if (rc == SL_OK)
-        rc = push_str(cmd, "release");
-    if (rc == SL_OK)
-        rc = o->redis_clock ? push_str(cmd, "redis")
-                            : push_i64(cmd, now_ns / 1000 - (now_ns % 1000 < 0));
-    if (rc == SL_OK)
-        rc = push_i64(cmd, o->slack_ms);
-    if (rc == SL_OK)
-        rc = push_str(cmd, o->prefix);
-    if (rc == SL_OK)
-        rc = push_i64(cmd, (int64_t)n);
+        rc = push_fixed(o, "release", now_ns, cmd);
     for (size_t i = 0; rc == SL_OK && i < n; i++)
         rc = push(cmd, arena_put(cmd, piece[i] + 17, pend[i] - 17), pend[i] - 17);
     return rc;

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * redis_plan.h - one check as one Redis script call, and back (internal).
+ * redis_plan.h - one check as one Redis call, and back (internal).
  *
- * A plan turns resolved descriptors (sl_match) into the KEYS and ARGV of
- * the script store/lua/NN_*.lua: one state key per distinct (descriptor key, limit),
+ * A plan turns resolved descriptors (sl_match) into the keys and arguments
+ * of one call in one of three engines that take the same arguments and give
+ * the same reply: the Redis module's command (SLUICE.CHECK etc., redis-module/),
+ * the Redis Functions library (FCALL) or the script (EVALSHA), both made
+ * of store/redis/lua/NN_*.lua: one state key per distinct (descriptor key, limit),
  * duplicates merged into one summed cost exactly as lib/limiter.c merges
  * them; then it turns the script's reply into an sl_result with the same
  * contracts §Decisions reporting as sl_limiter_check_matched (denying limit with the longest
@@ -35,18 +38,37 @@
 
 struct redisReply;
 
-/* Fields per item after algo (see store/redis/lua/90_main.lua): cost cr shadow warm a b c d. */
-#define SL__REDIS_NF        9
 #define SL__REDIS_MAX_ITEMS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS)
-/* The script's fixed ARGV before the items: op now slack prefix n. */
-#define SL__REDIS_FIXED_ARGS 5
+/* The arguments after the keys besides one per item: op, now and the
+ * settings (store/redis/lua/00_prelude.lua). */
+#define SL__REDIS_FIXED_ARGS 3
 /* Redis refuses costs at or above this (docs/contracts.md §Time). */
 #define SL__REDIS_COST_MAX   (UINT64_C(1) << 31)
 #define SL__REDIS_PREFIX_MAX 64
 
 /* REFUND: give back what an allowed check of the same items consumed, at
- * the time it used (a cross-slot denial on Redis Cluster, redis_fan.c). */
-enum sl__redis_op { SL__REDIS_CHECK = 0, SL__REDIS_PEEK = 1, SL__REDIS_REFUND = 2 };
+ * the time it used (a cross-slot denial on Redis Cluster, redis_fan.c).
+ * RESET: delete the items' keys, announce them on <prefix>:v1:reset (the
+ * over-limit caches forget them), then peek. */
+enum sl__redis_op {
+    SL__REDIS_CHECK = 0,
+    SL__REDIS_PEEK = 1,
+    SL__REDIS_REFUND = 2,
+    SL__REDIS_RESET = 3,
+};
+
+/* Where the algorithms run in Redis (store.redis.engine); AUTO is only a
+ * configuration value: the store picks one of the others per connection
+ * (the module if loaded, else Functions on Redis 7+, else EVALSHA). */
+enum sl__redis_engine {
+    SL__ENGINE_AUTO = 0,
+    SL__ENGINE_MODULE = 1,   /* SLUICE.CHECK ... (redis-module/, sluice-redis.so) */
+    SL__ENGINE_FUNCTION = 2, /* FCALL <sl__redis_fn_name> ... */
+    SL__ENGINE_SCRIPT = 3,   /* EVALSHA <sl__redis_lua_sha> ... */
+};
+/* The module's protocol this store speaks (SLUICE.VERSION's third element):
+ * the arguments and reply of store/redis/lua/00_prelude.lua. */
+#define SL__REDIS_MODULE_PROTOCOL 1
 
 /* One limit of one descriptor, in request order. */
 struct sl__redis_slot {
@@ -72,20 +94,37 @@ struct sl__redis_opts {
     char prefix[SL__REDIS_PREFIX_MAX + 1]; /* "sluice" by default */
     bool redis_clock;                      /* store.clock: redis */
     int64_t slack_ms;                      /* added to every key's expiry */
+    /* The engine calls are built for (never AUTO): the store sets the one
+     * its connections agreed on (redis_conn.c). Script by default. */
+    enum sl__redis_engine engine;
 };
 void sl__redis_opts_init(struct sl__redis_opts *o);
 
-/* The command: argv[0..argc) for redisCommandArgv. argv[0] and argv[1] are
- * left for the caller ("EVALSHA" sha, or "EVAL" script). */
-#define SL__REDIS_ARGV_MAX (3 + SL__REDIS_FIXED_ARGS + SL__REDIS_MAX_ITEMS * (1 + SL__REDIS_NF))
+/* The command: argv[first..argc) for redisCommandArgv (sl__redis_cmd_format).
+ * Whatever the engine, argv[2] is numkeys and the keys are argv[3..]:
+ * "EVALSHA" sha or "FCALL" name in argv[0..1] (first 0), the module's
+ * command name in argv[1] (first 1). The op follows the keys for the
+ * script and the function, and is the module command's name. */
+#define SL__REDIS_ARGV_MAX (3 + SL__REDIS_FIXED_ARGS + SL__REDIS_MAX_ITEMS * 2)
 #define SL__REDIS_ARENA    (512 * 1024)
+#define SL__REDIS_KEY0     3 /* argv index of the first key */
 struct sl__redis_cmd {
     int argc;
+    int first;     /* argv index the command starts at */
+    int prefix_at; /* argv index of the settings "<slack>,<prefix>" */
     const char *argv[SL__REDIS_ARGV_MAX];
     size_t argvlen[SL__REDIS_ARGV_MAX];
     size_t used; /* bytes of arena in use */
     char arena[SL__REDIS_ARENA];
 };
+
+/* Format the built command for hiredis into *out (redisFreeCommand it);
+ * its length, or -1 when out of memory. */
+int sl__redis_cmd_format(struct sl__redis_cmd *c, char **out);
+/* Redis Cluster, a call taking leases: the prefix in the settings becomes
+ * "<prefix>{tag}", so their index keys hash to the call's slot. SL_OK,
+ * SL_ETOOBIG. */
+int sl__redis_cmd_tag_prefix(struct sl__redis_cmd *c, const char *tag);
 
 /*
  * A limit's parameters as the script's fields a b c d and warm flag, reduced
@@ -98,7 +137,8 @@ int sl__redis_limit_fields(const struct sl_limit *l, int64_t f[5]);
 
 /*
  * Build the plan and the command for `op` over descriptors m[0..n) of `req`
- * (its time, per-descriptor costs). Returns SL_OK; SL_ETOOBIG past a cap
+ * (its time, per-descriptor costs), for the engine o->engine, head
+ * included. Returns SL_OK; SL_ETOOBIG past a cap
  * (keys beyond the arena), SL_ERANGE for a cost >= 2^31 or a limit outside
  * the exact range, SL_EINVAL for bad arguments. On error nothing is valid.
  */
@@ -126,13 +166,23 @@ int sl__redis_release_build(const struct sl__redis_opts *o, const char *lease, s
                             int64_t now_ns, struct sl__redis_cmd *cmd);
 int sl__redis_release_result(const struct redisReply *r);
 
-/* Is this error reply Redis's NOSCRIPT (the script cache was flushed)? */
+/* Is this error reply Redis's NOSCRIPT (the script cache was flushed) or
+ * its "Function not found" (FUNCTION FLUSH, a restart without
+ * persistence)? Then the code is loaded again and the call resent. */
 bool sl__redis_is_noscript(const struct redisReply *r);
+/* Is it "unknown command" for the module's command (the module was
+ * unloaded)? Then the connection detects its engine again. */
+bool sl__redis_is_nomodule(const struct redisReply *r);
 
-/* The script text (store/lua/NN_*.lua joined, embedded at build time by
- * store/CMakeLists.txt; not NUL-terminated). Its SHA-1 comes from Redis's
- * SCRIPT LOAD reply. */
+/* The script and the Functions library (store/redis/lua/NN_*.lua joined,
+ * embedded at build time by store/redis/lua/embed.cmake). The script's
+ * SHA-1 is what SCRIPT LOAD answers; the library (first line
+ * "#!lua name=<sl__redis_fn_name>") registers one function of that name. */
 extern const char sl__redis_lua[];
 extern const size_t sl__redis_lua_len;
+extern const char sl__redis_lua_sha[];
+extern const char sl__redis_fn[];
+extern const size_t sl__redis_fn_len;
+extern const char sl__redis_fn_name[];
 
 #endif /* SL_REDIS_PLAN_H */

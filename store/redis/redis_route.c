@@ -80,7 +80,7 @@ unsigned sl__rroute_node(const struct sl__rstore *st, unsigned slot)
 
 unsigned sl__rroute_item_slot(const struct sl__rstore *st, size_t k)
 {
-    return sl__redis_keyslot(st->cmd.argv[3 + k], st->cmd.argvlen[3 + k]);
+    return sl__redis_keyslot(st->cmd.argv[SL__REDIS_KEY0 + k], st->cmd.argvlen[SL__REDIS_KEY0 + k]);
 }
 
 /* The reply to CLUSTER SLOTS sent to node `priv`. */
@@ -146,23 +146,16 @@ static const char *slot_tag(struct sl__rstore *st, unsigned slot)
 
 int sl__rroute_lease_prefix(struct sl__rstore *st, const struct sl__redis_plan *p, unsigned slot)
 {
-    size_t argv4 = 3 + p->n_items + 3; /* EVALSHA sha numkeys KEYS.. op now slack prefix */
     const char *tag;
     bool leases = false;
-    int n;
 
     for (size_t k = 0; k < p->n_items; k++)
         leases = leases || p->item_l[k]->algo == SL_ALGO_CONCURRENCY;
     if (!st->cfg.cluster || !leases)
         return SL_OK;
-    if ((tag = slot_tag(st, slot)) == NULL || argv4 >= (size_t)st->cmd.argc)
+    if ((tag = slot_tag(st, slot)) == NULL)
         return SL_ENOMEM;
-    n = snprintf(st->lease_prefix, sizeof(st->lease_prefix), "%s{%s}", st->cfg.opts.prefix, tag);
-    if (n < 0 || (size_t)n >= sizeof(st->lease_prefix))
-        return SL_ETOOBIG;
-    st->cmd.argv[argv4] = st->lease_prefix;
-    st->cmd.argvlen[argv4] = (size_t)n;
-    return SL_OK;
+    return sl__redis_cmd_tag_prefix(&st->cmd, tag);
 }
 
 /* Resend q's formatted call on c (after ASKING when `asking`). */

@@ -2,7 +2,7 @@
 /* Copyright (c) The Sluice authors */
 /*
  * redis_server.c - start and stop a real redis-server for the tests (see
- * redis_server.h). Loopback only, no RDB/AOF, killed by PID.
+ * redis_server.h). Loopback only, no RDB/AOF unless asked, killed by PID.
  */
 #include "redis_server.h"
 
@@ -63,21 +63,67 @@ bool rs_wait_ready(const struct rs_server *s)
     return false;
 }
 
+int rs_module_args(const char **argv, size_t max)
+{
+    const char *module = getenv("SL_REDIS_MODULE");
+
+    if (module == NULL || *module == '\0' || max < 4)
+        return 0;
+    argv[0] = "--loadmodule";
+    argv[1] = module;
+    argv[2] = "--enable-module-command"; /* MODULE UNLOAD/LOAD, from loopback */
+    argv[3] = "local";
+    return 4;
+}
+
+void rs_exec(const char **argv)
+{
+    const char *preload = getenv("SL_REDIS_PRELOAD");
+
+    if (preload != NULL && *preload != '\0' && getenv("SL_REDIS_MODULE") != NULL) {
+        /* A sanitizer-built module needs its runtime first in the process;
+         * Redis itself leaks at exit by design, so leaks are not reported. */
+        setenv("LD_PRELOAD", preload, 1);
+        setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1);
+    }
+    execvp("redis-server", (char *const *)argv);
+    fprintf(stderr, "redis_server: cannot run redis-server: %s\n", strerror(errno));
+    _exit(127);
+}
+
 static int spawn(struct rs_server *s)
 {
     char port[16];
+    const char *argv[48] = {"redis-server", "--port",    port,       "--bind",
+                            "127.0.0.1",    "--save",    "",         "--loglevel",
+                            "warning",      "--logfile", "/dev/null"};
+    size_t n = 11;
 
     snprintf(port, sizeof(port), "%d", s->port);
+    if (s->dir == NULL) {
+        argv[n++] = "--appendonly";
+        argv[n++] = "no";
+    } else { /* every write in the AOF before its reply: a kill loses nothing */
+        argv[n++] = "--dir";
+        argv[n++] = s->dir;
+        argv[n++] = "--appendonly";
+        argv[n++] = "yes";
+        argv[n++] = "--appendfsync";
+        argv[n++] = "always";
+    }
+    n += (size_t)rs_module_args(argv + n, 4);
+    for (size_t i = 0; s->extra != NULL && s->extra[i] != NULL && n < 44; i++)
+        argv[n++] = s->extra[i];
+    if (s->opt != NULL) {
+        argv[n++] = s->opt;
+        argv[n++] = s->val;
+    }
+    argv[n] = NULL;
     s->pid = fork();
     if (s->pid < 0)
         return -1;
-    if (s->pid == 0) {
-        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--loglevel", "warning", "--logfile", "/dev/null", s->opt,
-               s->val, (char *)NULL);
-        fprintf(stderr, "redis_server: cannot run redis-server: %s\n", strerror(errno));
-        _exit(127);
-    }
+    if (s->pid == 0)
+        rs_exec(argv);
     return 0;
 }
 

@@ -2,7 +2,15 @@
 /* Copyright (c) The Sluice authors */
 /*
  * redis_server.h - a real redis-server for the tests: started on a free
- * loopback port with no persistence, stopped by its PID.
+ * loopback port with no persistence (or with the AOF in a directory of the
+ * test's), stopped by its PID.
+ *
+ * The Redis module: with $SL_REDIS_MODULE set (a path to sluice-redis.so;
+ * tests/CMakeLists.txt sets it for the tests that run against the module),
+ * every server is started with --loadmodule it and MODULE allowed from
+ * loopback; with $SL_REDIS_PRELOAD set too (the sanitizer build: gcc's
+ * libasan), redis-server runs with it preloaded, so a memory error in the
+ * module aborts Redis and fails the test.
  *
  * It does not skip anything: a missing redis-server binary fails the test
  * that asked for one. It does not clean up after a crashed test process
@@ -17,7 +25,9 @@
 struct rs_server {
     pid_t pid;
     int port;
-    const char *opt, *val; /* one extra option, or NULL */
+    const char *opt, *val;    /* one extra option, or NULL */
+    const char *dir;          /* with the AOF (appendonly yes) in this directory, or NULL */
+    const char *const *extra; /* more arguments, NULL-ended, or NULL */
 };
 
 /* Start one; SL_OK-style 0, or -1 (with a message on stderr). */
@@ -34,5 +44,10 @@ void rs_signal(const struct rs_server *s, int sig);
 bool rs_wait_ready(const struct rs_server *s);
 /* A free TCP port on 127.0.0.1 (bound then released). */
 int rs_free_port(void);
+/* The arguments that load $SL_REDIS_MODULE (at most 4 into argv), or 0. */
+int rs_module_args(const char **argv, size_t max);
+/* In a forked child: exec redis-server with argv (NULL-ended), with
+ * $SL_REDIS_PRELOAD preloaded when the module is loaded. Never returns. */
+void rs_exec(const char **argv) __attribute__((noreturn));
 
 #endif

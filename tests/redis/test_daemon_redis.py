@@ -16,7 +16,11 @@ RESP. What it shows:
   - `sluice rules add|rm --server` on one node of a fleet with rules sync
     reaches the other node, which serves the change (polled);
   - a key denied until T costs no Redis command until T (over-limit cache),
-    and a check costs exactly one script call (INFO commandstats);
+    and a check costs exactly one call (INFO commandstats: EVALSHA, FCALL
+    or the module's SLUICE.CHECK, whichever the daemon detected);
+  - with $SL_REDIS_MODULE set (the module's run of this file), all of the
+    above with the daemon using the module (test_daemon_module.py has the
+    fleet that mixes the module and the scripts).
   - GET /v1/stats with the Redis store: outcomes, the limited key of
     answers that came after their start call, the round trip, the store's
     state per worker.
@@ -40,6 +44,9 @@ import redis
 from sluiced_proc import SLUICED, SluicedProc, free_port, wait_until
 
 TIMEOUT_MS = 20
+MODULE = os.environ.get("SL_REDIS_MODULE")
+DECISIONS = ("evalsha", "fcall", "SLUICE.CHECK", "SLUICE.PEEK", "SLUICE.RESET", "SLUICE.REFUND",
+             "SLUICE.RELEASE")
 
 RULES = """\
 domain: shared
@@ -82,9 +89,10 @@ ADMITTED = {"tb": 40, "warm": 1, "gcra": 16, "leaky": 21, "fw": 50, "sw": 50,
 class Redis:
     def __init__(self, port=None, password=None):
         self.port = port or free_port()
+        module = ["--loadmodule", MODULE] if MODULE else []
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", "/dev/null"]
+             "--appendonly", "no", "--logfile", "/dev/null"] + module
             + (["--requirepass", password] if password else []))
         self.client = redis.Redis(port=self.port, password=password)
         assert wait_until(self._up), "redis-server did not start"
@@ -95,8 +103,12 @@ class Redis:
         except redis.ConnectionError:
             return False
 
+    def calls(self, cmd):
+        return self.client.info("commandstats").get(f"cmdstat_{cmd}", {}).get("calls", 0)
+
     def evalsha_calls(self):
-        return self.client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+        """Calls of every decision command, whichever the engine."""
+        return sum(self.calls(cmd) for cmd in DECISIONS)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -106,10 +118,11 @@ class Redis:
 
 
 class Sluiced(SluicedProc):
-    def __init__(self, tmp_path, name, redis_port, workers=1):
+    def __init__(self, tmp_path, name, redis_port, workers=1, engine="auto"):
         store = f"""  type: redis
   redis:
     port: {redis_port}
+    engine: {engine}
     timeout: {TIMEOUT_MS}ms
     failure_policy: local
     policies: {{open: allow, closed: deny}}
@@ -128,8 +141,8 @@ def rds():
 def nodes(tmp_path, rds):
     started = []
 
-    def start(name, workers=1):
-        s = Sluiced(tmp_path, name, rds.port, workers)
+    def start(name, workers=1, engine="auto"):
+        s = Sluiced(tmp_path, name, rds.port, workers, engine)
         started.append(s)
         return s
     yield start
@@ -150,6 +163,7 @@ def test_one_script_call_per_check_and_none_for_cached_denials(rds, nodes):
     rds.client.config_resetstat()
     assert [a.check("shared", "fw", "x") for _ in range(50)] == ["allow"] * 50
     assert rds.evalsha_calls() == 50
+    assert rds.calls("SLUICE.CHECK" if MODULE else "fcall") == 50  # the engine detected
     assert a.check("shared", "fw", "x") == "deny"  # learnt by the cache
     calls = rds.evalsha_calls()
     hits = a.metric("sluice_store_redis_olc_hits_total")

@@ -90,6 +90,16 @@ static void test_every_key_sets_its_field(void **state)
     assert_true(c.rules_sync);
     set_ok(&c, "store.redis.cluster", "false");
     assert_false(c.cluster);
+    /* where checks run: auto by default (detected on connect) */
+    assert_int_equal(c.engine, SL__ENGINE_AUTO);
+    set_ok(&c, "store.redis.engine", "module");
+    assert_int_equal(c.engine, SL__ENGINE_MODULE);
+    set_ok(&c, "store.redis.engine", "function");
+    assert_int_equal(c.engine, SL__ENGINE_FUNCTION);
+    set_ok(&c, "store.redis.engine", "script");
+    assert_int_equal(c.engine, SL__ENGINE_SCRIPT);
+    set_ok(&c, "store.redis.engine", "auto");
+    assert_int_equal(c.engine, SL__ENGINE_AUTO);
 }
 
 static void test_bad_values_say_what_to_fix(void **state)
@@ -115,7 +125,9 @@ static void test_bad_values_say_what_to_fix(void **state)
     set_bad(&c, "store.redis.nodes", "10.0.0.5:7000,");
     set_bad(&c, "store.redis.nodes", ":7000");
     set_bad(&c, "store.redis.nodes", "h:70000");
+    set_bad(&c, "store.redis.engine", "lua");
     assert_false(c.cluster);
+    assert_int_equal(c.engine, SL__ENGINE_AUTO);
     assert_string_equal(c.nodes, "");
     assert_int_equal(c.port, 6379); /* refused values change nothing */
     assert_int_equal(c.timeout_ms, 5);

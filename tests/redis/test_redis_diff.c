@@ -4,8 +4,8 @@
  * test_redis_diff.c - the differential test of the Redis store: every algorithm's
  * reference traces and random traces (whole-us times, costs below 2^31,
  * random parameters) decided through the memory store
- * (sl_limiter_check_matched) and through the script store/lua/NN_*.lua on a real
- * redis-server that the test starts, compared field by field; then several
+ * (sl_limiter_check_matched) and through Redis on a real redis-server that
+ * the test starts, compared field by field; then several
  * limits and descriptors at once (all-or-nothing, shadow, count_rejected,
  * duplicates merged), sliding_window with sub-windows (`buckets`, reference
  * and random traces), key expiry set with the state, and the refusals
@@ -19,6 +19,15 @@
  * What is not compared: the lease id's value (memory seeds it from the
  * table entry's creation, Redis from the key's; both must be non-zero
  * exactly when a slot is taken).
+ *
+ * The engine in Redis is $SL_REDIS_ENGINE: "script" (EVALSHA of
+ * store/redis/lua/NN_*.lua, the default), "function" (FCALL of the same
+ * code as a Redis Functions library) or "module" (the commands of
+ * sluice-redis.so, which $SL_REDIS_MODULE names and every server loads);
+ * tests/CMakeLists.txt registers the test once per engine, unchanged, and
+ * once "mixed": the calls take turns through the three engines on the same
+ * keys, as a fleet whose nodes use different engines does (one stored
+ * format: they count one limit).
  *
  * Built a second time with SL_DIFF_ON_CLUSTER (tests/redis_cluster,
  * test_cluster_diff): the same traces on a real 3-master Redis Cluster, each
@@ -54,7 +63,9 @@
 static struct rs_server server;
 #endif
 static redisContext *rc;
-static char sha[41];
+static enum sl__redis_engine engine = SL__ENGINE_SCRIPT;
+static bool mixed; /* every engine, in turn */
+static unsigned n_calls;
 static sl_limiter *lim;
 static struct sl__redis_opts opts;
 static struct sl__redis_cmd cmd; /* large: static */
@@ -80,7 +91,67 @@ static int64_t between(int64_t lo, int64_t hi)
     return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
 }
 
-/* Connect and load the script: the one Redis, or every cluster master. */
+/* Load the engine's code on one server (the module is loaded at start);
+ * every engine's when mixed. */
+static int load_one(redisContext *c)
+{
+    redisReply *r;
+    int ok;
+
+    if (engine == SL__ENGINE_MODULE)
+        r = redisCommand(c, "SLUICE.VERSION");
+    else if (engine == SL__ENGINE_FUNCTION)
+        r = redisCommand(c, "FUNCTION LOAD REPLACE %b", sl__redis_fn, sl__redis_fn_len);
+    else
+        r = redisCommand(c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
+    if (engine == SL__ENGINE_MODULE)
+        ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+             r->element[2]->integer == SL__REDIS_MODULE_PROTOCOL;
+    else if (engine == SL__ENGINE_FUNCTION)
+        ok = r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, sl__redis_fn_name) == 0;
+    else
+        ok = r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, sl__redis_lua_sha) == 0;
+    if (!ok)
+        fprintf(stderr, "loading the engine's code failed: %s\n",
+                r != NULL && r->str != NULL ? r->str : "no reply");
+    freeReplyObject(r);
+    return ok ? 0 : -1;
+}
+
+static int load_code(redisContext *c)
+{
+    static const enum sl__redis_engine all[] = {SL__ENGINE_SCRIPT, SL__ENGINE_FUNCTION,
+                                                SL__ENGINE_MODULE};
+    enum sl__redis_engine saved = engine;
+
+    for (size_t i = 0; mixed && i < 3; i++) {
+        engine = all[i];
+        if (load_one(c) != 0)
+            return -1;
+    }
+    engine = saved;
+    return mixed ? 0 : load_one(c);
+}
+
+/* $SL_REDIS_ENGINE, script by default. */
+static int engine_from_env(void)
+{
+    const char *e = getenv("SL_REDIS_ENGINE");
+
+    if (e == NULL || strcmp(e, "script") == 0)
+        engine = SL__ENGINE_SCRIPT;
+    else if (strcmp(e, "function") == 0)
+        engine = SL__ENGINE_FUNCTION;
+    else if (strcmp(e, "module") == 0 && getenv("SL_REDIS_MODULE") != NULL)
+        engine = SL__ENGINE_MODULE;
+    else if (strcmp(e, "mixed") == 0 && getenv("SL_REDIS_MODULE") != NULL)
+        mixed = true;
+    else
+        return -1; /* module without SL_REDIS_MODULE, or a typo: fail, never skip */
+    return 0;
+}
+
+/* Connect and load the code: the one Redis, or every cluster master. */
 static int start_redis(void)
 {
 #ifdef SL_DIFF_ON_CLUSTER
@@ -97,12 +168,9 @@ static int start_redis(void)
     if (r == NULL || sl__cmap_load(&cmap, r, "127.0.0.1") != SL_OK || !sl__cmap_complete(&cmap))
         return -1;
     freeReplyObject(r);
-    for (size_t i = 1; i < cl.n; i++) {
-        r = redisCommand(node_ctx[i], "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
-        if (r == NULL || r->type != REDIS_REPLY_STRING)
+    for (size_t i = 1; i < cl.n; i++)
+        if (load_code(node_ctx[i]) != 0)
             return -1;
-        freeReplyObject(r);
-    }
     return 0;
 #else
     if (rs_start(&server) != 0)
@@ -114,22 +182,20 @@ static int start_redis(void)
 
 #ifdef SL_DIFF_ON_CLUSTER
 /* As the store does on a cluster (redis_route.c): a call taking leases
- * names their index keys in its slot, "<prefix>{T}" as ARGV[4]. */
+ * names their index keys in its slot, the head's prefix "<prefix>{T}". */
 static void lease_prefix(const struct sl__redis_plan *plan)
 {
-    static char tags[16384][5], prefix[SL__REDIS_PREFIX_MAX + 8];
+    static char tags[16384][5];
     bool leases = false;
 
     if (tags[0][0] == '\0')
         assert_int_equal(sl__redis_slot_tags(tags), SL_OK);
     for (size_t k = 0; k < plan->n_items; k++)
         leases = leases || plan->item_l[k]->algo == SL_ALGO_CONCURRENCY;
-    if (!leases)
-        return;
-    int n = snprintf(prefix, sizeof(prefix), "%s{%s}", opts.prefix,
-                     tags[sl__redis_keyslot(cmd.argv[3], cmd.argvlen[3])]);
-    cmd.argv[6 + plan->n_items] = prefix;
-    cmd.argvlen[6 + plan->n_items] = (size_t)n;
+    if (leases)
+        assert_int_equal(
+            sl__redis_cmd_tag_prefix(&cmd, tags[sl__redis_keyslot(cmd.argv[3], cmd.argvlen[3])]),
+            SL_OK);
 }
 #endif
 
@@ -152,18 +218,15 @@ static redisContext *ctx_for(const char *key, size_t len)
 static int setup(void **state)
 {
     struct sl_limiter_config c;
-    redisReply *r;
 
     (void)state;
-    if (start_redis() != 0)
-        return -1;
-    r = redisCommand(rc, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
-    if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
-        fprintf(stderr, "SCRIPT LOAD failed: %s\n", r && r->str ? r->str : "no reply");
+    if (engine_from_env() != 0) {
+        fprintf(stderr, "SL_REDIS_ENGINE must be script, function, or module or mixed (with "
+                        "SL_REDIS_MODULE)\n");
         return -1;
     }
-    memcpy(sha, r->str, 41);
-    freeReplyObject(r);
+    if (start_redis() != 0 || load_code(rc) != 0)
+        return -1;
     sl_limiter_config_init(&c);
     c.table.max_bytes = 256u << 20;
     if (sl_limiter_new(&c, &lim) != SL_OK)
@@ -172,6 +235,7 @@ static int setup(void **state)
         rng = strtoull(getenv("SL_DIFF_SEED"), NULL, 0) | 1;
     sl__redis_opts_init(&opts);
     opts.slack_ms = 600000; /* test time runs ahead of Redis's clock */
+    opts.engine = engine;
     return 0;
 }
 
@@ -196,23 +260,26 @@ static int teardown(void **state)
 static int redis_check(enum sl__redis_op op, const struct sl_request *req, const struct sl_match *m,
                        size_t n, struct sl_result *res)
 {
+    static const enum sl__redis_engine turn[] = {SL__ENGINE_MODULE, SL__ENGINE_FUNCTION,
+                                                 SL__ENGINE_SCRIPT};
     struct sl__redis_plan plan;
     redisReply *r;
-    int rc2 = sl__redis_plan_build(&opts, op, req, m, n, &plan, &cmd);
+    int rc2;
+
+    if (mixed)
+        opts.engine = turn[n_calls++ % 3];
+    rc2 = sl__redis_plan_build(&opts, op, req, m, n, &plan, &cmd);
 
     if (rc2 != SL_OK)
         return rc2;
 #ifdef SL_DIFF_ON_CLUSTER
     lease_prefix(&plan);
 #endif
-    cmd.argv[0] = "EVALSHA";
-    cmd.argvlen[0] = 7;
-    cmd.argv[1] = sha;
-    cmd.argvlen[1] = 40;
-    r = redisCommandArgv(ctx_for(cmd.argv[3], cmd.argvlen[3]), cmd.argc, cmd.argv, cmd.argvlen);
+    r = redisCommandArgv(ctx_for(cmd.argv[3], cmd.argvlen[3]), cmd.argc - cmd.first,
+                         cmd.argv + cmd.first, cmd.argvlen + cmd.first);
     assert_non_null(r);
     if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "SLUICE_RANGE") == NULL)
-        fail_msg("script error: %s", r->str);
+        fail_msg("error from Redis: %s", r->str);
     rc2 = sl__redis_plan_result(&plan, r, res, NULL, NULL);
     freeReplyObject(r);
     return rc2;

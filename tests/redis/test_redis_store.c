@@ -2,11 +2,18 @@
 /* Copyright (c) The Sluice authors */
 /*
  * test_redis_store.c - the asynchronous Redis store (store/redis/redis.c) against
- * real redis-server processes: exactly one EVALSHA per check and none for
- * an over-limit cache hit (INFO commandstats), every failure policy while
+ * real redis-server processes: the engine detected on connect (the module
+ * when loaded, else Functions; a forced one that is missing never gets
+ * ready), exactly one call per check in that engine and none for an
+ * over-limit cache hit (INFO commandstats), every failure policy while
  * Redis is stopped with SIGSTOP (answered within 20x the timeout, the
  * bound the store promises), recovery after SIGCONT, a kill and restart,
- * NOSCRIPT after SCRIPT FLUSH, AUTH, reset and concurrency release.
+ * the code flushed (SCRIPT FLUSH, FUNCTION FLUSH) or the module unloaded,
+ * AUTH, reset and concurrency release.
+ *
+ * $SL_REDIS_ENGINE (auto by default) sets store.redis.engine;
+ * tests/CMakeLists.txt runs the test with auto on a plain Redis (Functions),
+ * with script, and with auto on Redis with the module loaded.
  *
  * The loop is driven here (a ticking timer keeps it alive: the store's own
  * handles are unreferenced so they never hold a worker open). It does not
@@ -41,6 +48,7 @@ static sl_limiter *local;
 static struct sl__store *store;
 static struct sl__redis_config cfg;
 static unsigned key_no;
+static enum sl__redis_engine expected; /* what the store must use */
 
 static bool ready_within(uint64_t max_ms)
 {
@@ -77,7 +85,8 @@ static redisReply *admin(const char *fmt, ...)
     return r;
 }
 
-/* calls=N of `cmd` in INFO commandstats (0 when never called). */
+/* calls=N of `cmd` in INFO commandstats (0 when never called); a module
+ * command is listed under the case it was registered with. */
 static long long calls_of(const char *cmd)
 {
     redisReply *r = admin("INFO commandstats");
@@ -92,6 +101,35 @@ static long long calls_of(const char *cmd)
         n = strtoll(p + strlen(needle), NULL, 10);
     freeReplyObject(r);
     return n;
+}
+
+/* Calls of every decision command (all engines): a check is one of them. */
+static long long decision_calls(void)
+{
+    static const char *const cmds[] = {"evalsha",       "fcall",        "SLUICE.CHECK",
+                                       "SLUICE.PEEK",   "SLUICE.RESET", "SLUICE.REFUND",
+                                       "SLUICE.RELEASE"};
+    long long n = 0;
+
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        n += calls_of(cmds[i]);
+    return n;
+}
+
+/* The check command of the expected engine. */
+static const char *check_cmd(void)
+{
+    return expected == SL__ENGINE_MODULE     ? "SLUICE.CHECK"
+           : expected == SL__ENGINE_FUNCTION ? "fcall"
+                                             : "evalsha";
+}
+
+static bool ready_store_within(struct sl__store *s, uint64_t max_ms)
+{
+    uv_update_time(&loop);
+    for (uint64_t end = uv_now(&loop) + max_ms; !sl__store_redis_ready(s) && uv_now(&loop) < end;)
+        uv_run(&loop, UV_RUN_ONCE);
+    return sl__store_redis_ready(s);
 }
 
 static void make_store(void)
@@ -109,7 +147,20 @@ static int setup(void **state)
 {
     struct sl_limiter_config lc;
 
+    const char *e = getenv("SL_REDIS_ENGINE");
+
     (void)state;
+    sl__redis_config_init(&cfg);
+    if (e == NULL || strcmp(e, "auto") == 0)
+        expected = getenv("SL_REDIS_MODULE") != NULL ? SL__ENGINE_MODULE : SL__ENGINE_FUNCTION;
+    else if (strcmp(e, "script") == 0)
+        expected = cfg.engine = SL__ENGINE_SCRIPT;
+    else if (strcmp(e, "function") == 0)
+        expected = cfg.engine = SL__ENGINE_FUNCTION;
+    else if (strcmp(e, "module") == 0 && getenv("SL_REDIS_MODULE") != NULL)
+        expected = cfg.engine = SL__ENGINE_MODULE;
+    else
+        return -1; /* never skip: a typo or a missing module fails */
     if (rs_start(&server) != 0)
         return -1;
     sw_loop_init(&loop, &tick);
@@ -117,7 +168,6 @@ static int setup(void **state)
     lc.table.max_bytes = 16u << 20;
     if (sl_limiter_new(&lc, &local) != SL_OK)
         return -1;
-    sl__redis_config_init(&cfg);
     cfg.port = server.port;
     cfg.timeout_ms = TIMEOUT_MS;
     cfg.opts.slack_ms = 600000;
@@ -200,23 +250,31 @@ static struct answer check_now(struct one *o)
 
 /* --------------------------------------------------------------- tests */
 
-static void test_one_script_call_per_check(void **state)
+static void test_engine_detected(void **state)
+{
+    (void)state;
+    assert_int_equal(stats().engine, expected);
+}
+
+static void test_one_call_per_check(void **state)
 {
     struct one o;
-    long long before;
+    long long before, all;
 
     (void)state;
     one_init(&o, "d", SL_ALGO_GCRA, 10, 60 * S);
     o.l.burst = 2;
     sl_limit_finish(&o.l);
-    before = calls_of("evalsha");
+    before = calls_of(check_cmd());
+    all = decision_calls();
     for (int i = 0; i < 3; i++) {
         struct answer a = check_now(&o);
         assert_int_equal(a.err, SL_OK);
         assert_int_equal(a.res.verdict, SL_ALLOW);
         assert_int_equal(a.res.statuses[0].d.remaining, 2 - i);
     }
-    assert_int_equal(calls_of("evalsha") - before, 3);
+    assert_int_equal(calls_of(check_cmd()) - before, 3);
+    assert_int_equal(decision_calls() - all, 3); /* and no other command decided */
     assert_int_equal(stats().script_calls >= 3, true);
 }
 
@@ -234,7 +292,7 @@ static void test_over_limit_cache_avoids_round_trips(void **state)
         assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
     a = check_now(&o); /* denied by Redis: learnt */
     assert_int_equal(a.res.verdict, SL_DENY);
-    before = calls_of("evalsha");
+    before = decision_calls();
     hits = stats().olc_hits;
     for (int i = 0; i < 50; i++) {
         o.req.now_ns += S / 10;
@@ -244,21 +302,21 @@ static void test_over_limit_cache_avoids_round_trips(void **state)
         assert_true(a.res.statuses[0].d.retry_after_ns > 0);
         assert_ptr_equal(a.res.statuses[0].limit, &o.l);
     }
-    assert_int_equal(calls_of("evalsha"), before); /* 0 commands for 50 checks */
+    assert_int_equal(decision_calls(), before); /* 0 commands for 50 checks */
     assert_int_equal(stats().olc_hits - hits, 50);
 
     /* A peek (cost 0) is not covered: it goes to Redis. */
     o.req.hits = 0;
     a = check_now(&o);
     assert_int_equal(a.res.verdict, SL_ALLOW);
-    assert_int_equal(calls_of("evalsha"), before + 1);
+    assert_int_equal(decision_calls(), before + 1);
 
     /* Past the window the cached denial is over: Redis admits again. */
     o.req.hits = 1;
     o.req.now_ns = T0_NS - T0_NS % (60 * S) + 61 * S;
     a = check_now(&o);
     assert_int_equal(a.res.verdict, SL_ALLOW);
-    assert_int_equal(calls_of("evalsha"), before + 2);
+    assert_int_equal(decision_calls(), before + 2);
 }
 
 static void test_reset_forgets_state_and_cache(void **state)
@@ -310,7 +368,12 @@ static void test_concurrency_release(void **state)
     assert_int_equal(store->ops->release(store, "nonsense", 8, T0_NS, sw_on_answer, &r), SL_EINVAL);
 }
 
-static void test_noscript_reloads(void **state)
+/* The code gone from Redis: the script cache or the functions flushed
+ * (reloaded and the call resent, nothing lost), or the module unloaded
+ * (that call gets the policy; the connection detects its engine again and
+ * goes on with Functions, and back to the module after MODULE LOAD and a
+ * reconnection). */
+static void test_code_flushed(void **state)
 {
     struct one o;
     redisReply *r;
@@ -318,11 +381,82 @@ static void test_noscript_reloads(void **state)
 
     (void)state;
     one_init(&o, "d", SL_ALGO_TOKEN_BUCKET, 5, S);
-    r = admin("SCRIPT FLUSH");
+    if (expected != SL__ENGINE_MODULE) {
+        r = admin(expected == SL__ENGINE_FUNCTION ? "FUNCTION FLUSH" : "SCRIPT FLUSH");
+        freeReplyObject(r);
+        assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+        assert_int_equal(stats().noscript, before + 1);
+        assert_int_equal(check_now(&o).res.statuses[0].d.remaining, 3);
+        return;
+    }
+    r = admin("MODULE UNLOAD sluice");
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
-    assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
-    assert_int_equal(stats().noscript, before + 1);
-    assert_int_equal(check_now(&o).res.statuses[0].d.remaining, 3);
+    assert_int_equal(check_now(&o).err, SL_OK); /* the policy (local) answers */
+    sw_spin(&loop, NULL, 200);
+    assert_true(ready_within(5000));
+    if (cfg.engine == SL__ENGINE_AUTO) {
+        assert_int_equal(stats().engine, SL__ENGINE_FUNCTION);
+        assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+    }
+    r = admin("MODULE LOAD %s", getenv("SL_REDIS_MODULE"));
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = admin("CLIENT KILL TYPE normal SKIPME yes");
+    freeReplyObject(r);
+    sw_spin(&loop, NULL, 200);
+    assert_true(ready_within(5000));
+    assert_int_equal(stats().engine, SL__ENGINE_MODULE);
+}
+
+/* store.redis.engine forced to the module on a Redis without it: never
+ * ready (the policy answers), said once in the log; with Functions forced
+ * the library keeps its versioned name and a library of another build
+ * stays untouched. */
+static void test_forced_engines(void **state)
+{
+    struct rs_server plain = {0};
+    struct sl__redis_config c = cfg;
+    struct sl__store *s = NULL;
+    char *module = getenv("SL_REDIS_MODULE") ? strdup(getenv("SL_REDIS_MODULE")) : NULL;
+    redisContext *rc;
+    redisReply *r;
+
+    (void)state;
+    unsetenv("SL_REDIS_MODULE");
+    assert_int_equal(rs_start(&plain), 0);
+    if (module != NULL)
+        setenv("SL_REDIS_MODULE", module, 1);
+    free(module);
+    c.port = plain.port;
+    c.engine = SL__ENGINE_MODULE;
+    assert_int_equal(sl__store_redis_new(&loop, &c, local, &s), SL_OK);
+    assert_false(ready_store_within(s, 500));
+    sl__store_free(s);
+
+    rc = redisConnect("127.0.0.1", plain.port);
+    assert_true(rc != NULL && rc->err == 0);
+    r = redisCommand(
+        rc, "FUNCTION LOAD %s",
+        "#!lua name=sluice_0_0_9_aaaaaaaaaaaa\n"
+        "redis.register_function('sluice_0_0_9_aaaaaaaaaaaa', function() return 1 end)");
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    freeReplyObject(r);
+    c.engine = SL__ENGINE_FUNCTION;
+    for (int round = 0; round < 2; round++) { /* the second finds it loaded */
+        assert_int_equal(sl__store_redis_new(&loop, &c, local, &s), SL_OK);
+        assert_true(ready_store_within(s, 3000));
+        sl__store_free(s);
+    }
+    r = redisCommand(rc, "FUNCTION LIST");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 2); /* the other build's and ours */
+    freeReplyObject(r);
+    r = redisCommand(rc, "FCALL sluice_0_0_9_aaaaaaaaaaaa 0");
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    redisFree(rc);
+    rs_stop(&plain);
 }
 
 /* Under SIGSTOP, 300 concurrent checks in the three policies' domains:
@@ -408,7 +542,18 @@ static void test_kill_and_restart(void **state)
     server.port = port; /* same address: the store reconnects by itself */
     assert_int_equal(rs_restart(&server), 0);
     assert_true(ready_within(10000));
-    a = check_now(&o);
+    /* Redis decides again: within 2 s. On a loaded machine one check may
+     * exceed the 10 ms timeout (the restarted Redis compiles the Functions
+     * library for the first connection) and get the policy while Redis
+     * still counts it: the next tries come a second later by the caller's
+     * clock, when the limit has room again. */
+    for (int i = 0; i < 40; i++) {
+        a = check_now(&o);
+        if (a.res.verdict == SL_ALLOW)
+            break;
+        o.req.now_ns += S;
+        sw_spin(&loop, NULL, 50);
+    }
     if (a.res.verdict != SL_ALLOW) {
         struct sl__redis_stats x = stats();
         fprintf(
@@ -424,7 +569,7 @@ static void test_kill_and_restart(void **state)
 
 static void test_auth(void **state)
 {
-    struct rs_server secured;
+    struct rs_server secured = {0};
     struct sl__redis_config c = cfg;
     struct sl__store *s = NULL;
     bool ok;
@@ -449,18 +594,10 @@ static void test_auth(void **state)
     assert_true(ok);
 }
 
-static bool ready_store_within(struct sl__store *s, uint64_t max_ms)
-{
-    uv_update_time(&loop);
-    for (uint64_t end = uv_now(&loop) + max_ms; !sl__store_redis_ready(s) && uv_now(&loop) < end;)
-        uv_run(&loop, UV_RUN_ONCE);
-    return sl__store_redis_ready(s);
-}
-
 /* AUTH user password, for an ACL user, with the default user disabled. */
 static void test_auth_acl_user(void **state)
 {
-    struct rs_server acl;
+    struct rs_server acl = {0};
     struct sl__redis_config c = cfg;
     struct sl__store *s = NULL;
     redisContext *rc;
@@ -491,6 +628,97 @@ static void test_auth_acl_user(void **state)
     sl__store_free(s);
     rs_stop(&acl);
     assert_true(ok);
+}
+
+/* ACL SETUSER e<i> with the keys and channel of the default prefix,
+ * nothing else (-@all), then each word of `grant` as its own argument. */
+static redisReply *acl_setuser(redisContext *rc, size_t i, const char *grant)
+{
+    const char *argv[32] = {
+        "ACL",           "SETUSER",          NULL,   "on", ">pw", "resetkeys", "~sluice:*",
+        "resetchannels", "&sluice:v1:reset", "-@all"};
+    char user[16], words[256];
+    int argc = 10;
+
+    snprintf(user, sizeof(user), "e%zu", i);
+    argv[2] = user;
+    snprintf(words, sizeof(words), "%s", grant);
+    for (char *save = NULL, *w = strtok_r(words, " ", &save); w != NULL && argc < 32;
+         w = strtok_r(NULL, " ", &save))
+        argv[argc++] = w;
+    return redisCommandArgv(rc, argc, argv, NULL);
+}
+
+/* The ACL an operator grants for each engine (docs/distributed.md, "ACL"),
+ * exactly that and nothing more: the store, authenticated as that user,
+ * gets ready with that engine and checks, resets and releases leases. */
+static void test_acl_per_engine(void **state)
+{
+    static const struct {
+        enum sl__redis_engine engine;
+        const char *grant;
+    } acls[] = {
+        {SL__ENGINE_SCRIPT, "+evalsha +script|load +get +mget +set +del +publish +subscribe"},
+        {SL__ENGINE_FUNCTION, "+fcall +function|load +get +mget +set +del +publish +subscribe"},
+        {SL__ENGINE_MODULE, "+sluice.version +sluice.check +sluice.peek +sluice.reset "
+                            "+sluice.refund +sluice.release +subscribe"},
+    };
+    struct rs_server acl = {0};
+    struct sl__store *saved = store;
+    redisContext *rc;
+    redisReply *r;
+
+    (void)state;
+    assert_int_equal(rs_start(&acl), 0);
+    rc = redisConnect("127.0.0.1", acl.port);
+    assert_true(rc != NULL && rc->err == 0);
+    for (size_t i = 0; i < sizeof(acls) / sizeof(acls[0]); i++) {
+        struct sl__redis_config c = cfg;
+        struct one o;
+        struct answer a;
+        struct sl__store_req q;
+        char lease[SL_LEASE_MAX];
+
+        if (acls[i].engine == SL__ENGINE_MODULE && getenv("SL_REDIS_MODULE") == NULL)
+            continue; /* the module's run of this test covers it */
+        r = acl_setuser(rc, i, acls[i].grant);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        c.port = acl.port;
+        c.engine = acls[i].engine;
+        snprintf(c.user, sizeof(c.user), "e%zu", i);
+        memcpy(c.password, "pw", sizeof("pw"));
+        assert_int_equal(sl__store_redis_new(&loop, &c, local, &store), SL_OK);
+        assert_true(ready_store_within(store, 3000));
+        for (int k = 0; k < 3000 && !stats().olc_active; k++) /* SUBSCRIBE granted */
+            uv_run(&loop, UV_RUN_ONCE);
+        assert_true(stats().olc_active);
+        one_init(&o, "d", SL_ALGO_FIXED_WINDOW, 1, 3600 * S);
+        assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+        assert_int_equal(check_now(&o).res.verdict, SL_DENY);
+        q = (struct sl__store_req){.req = &o.req, .m = &o.m, .n = 1};
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(store->ops->reset(store, &q, sw_on_answer, &a), SL_OK);
+        sw_spin(&loop, &a.done, 2000);
+        assert_int_equal(a.err, SL_OK);
+        assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
+        one_init(&o, "d", SL_ALGO_CONCURRENCY, 1, 0);
+        a = check_now(&o);
+        assert_int_equal(a.res.verdict, SL_ALLOW);
+        memcpy(lease, a.res.lease, sizeof(lease));
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, sw_on_answer, &a),
+                         SL_OK);
+        sw_spin(&loop, &a.done, 2000);
+        assert_int_equal(a.err, SL_OK);
+        assert_int_equal(stats().engine, acls[i].engine);
+        assert_int_equal(stats().errors, 0);
+        sl__store_free(store);
+    }
+    store = saved;
+    redisFree(rc);
+    rs_stop(&acl);
 }
 
 /* store.clock: redis - Redis TIME decides, not the caller's time: two
@@ -541,15 +769,18 @@ static void test_peek_consumes_nothing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_script_call_per_check),
+        cmocka_unit_test(test_engine_detected),
+        cmocka_unit_test(test_one_call_per_check),
         cmocka_unit_test(test_over_limit_cache_avoids_round_trips),
         cmocka_unit_test(test_reset_forgets_state_and_cache),
         cmocka_unit_test(test_concurrency_release),
-        cmocka_unit_test(test_noscript_reloads),
+        cmocka_unit_test(test_code_flushed),
+        cmocka_unit_test(test_forced_engines),
         cmocka_unit_test(test_sigstop_policies_then_recovery),
         cmocka_unit_test(test_kill_and_restart),
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_auth_acl_user),
+        cmocka_unit_test(test_acl_per_engine),
         cmocka_unit_test(test_redis_clock),
         cmocka_unit_test(test_peek_consumes_nothing),
     };

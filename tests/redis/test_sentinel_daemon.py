@@ -99,7 +99,11 @@ class Redis:
         return self.client.info(section)
 
     def evalsha_calls(self):
-        return self.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+        """Calls that decide, whichever engine the store detected (EVALSHA,
+        FCALL of the Functions library, or the module's SLUICE.CHECK)."""
+        stats = self.info("commandstats")
+        return sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0)
+                   for c in ("evalsha", "fcall", "SLUICE.CHECK"))
 
     def stop(self):
         if self.proc.poll() is None:

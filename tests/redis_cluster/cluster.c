@@ -5,6 +5,7 @@
  * tests (see cluster.h). Loopback only, no persistence, killed by PID.
  */
 #include "cluster.h"
+#include "redis_server.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -60,13 +61,35 @@ static int spawn(struct rc_cluster *c, size_t i)
         return -1;
     }
     if (n->pid == 0) {
-        execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
-               "--cluster-enabled", "yes", "--cluster-config-file", conf, "--cluster-port", bus,
-               "--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0", "--dir",
-               c->dir, "--save", "", "--appendonly", "no", "--loglevel", "notice", "--logfile", log,
-               (char *)NULL);
-        fprintf(stderr, "cluster: cannot run redis-server: %s\n", strerror(errno));
-        _exit(127);
+        const char *argv[40] = {"redis-server",
+                                "--port",
+                                port,
+                                "--bind",
+                                "127.0.0.1",
+                                "--cluster-enabled",
+                                "yes",
+                                "--cluster-config-file",
+                                conf,
+                                "--cluster-port",
+                                bus,
+                                "--cluster-node-timeout",
+                                "1000",
+                                "--cluster-replica-validity-factor",
+                                "0",
+                                "--dir",
+                                c->dir,
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--loglevel",
+                                "notice",
+                                "--logfile",
+                                log};
+        int k = 25;
+        k += rs_module_args(argv + k, 4); /* $SL_REDIS_MODULE on every node */
+        argv[k] = NULL;
+        rs_exec(argv);
     }
     return 0;
 }

@@ -7,6 +7,9 @@
  * for until every node says cluster_state:ok and agrees on all 16384 slots,
  * and killed by PID at the end (their temporary directory removed).
  *
+ * With $SL_REDIS_MODULE set, every node loads the Redis module (as
+ * tests/redis/redis_server.h's servers do).
+ *
  * It never skips: a missing redis-server or redis-cli fails the test that
  * asked for a cluster. It does not survive a crashed test process (the
  * servers keep running until killed; their ports are loopback only).

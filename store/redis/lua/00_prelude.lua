@@ -1,8 +1,10 @@
 -- SPDX-License-Identifier: BSD-2-Clause
 -- Copyright (c) The Sluice authors
 -- sluice.lua (00_prelude.lua) - every Sluice algorithm as one atomic Redis
--- script , written in parts store/lua/NN_*.lua that the build
--- concatenates in name order into one script.
+-- script, written in parts store/redis/lua/NN_*.lua that the build
+-- concatenates in name order into two texts that differ only by their
+-- tail: the script for EVALSHA (95_eval.lua) and the Redis Functions
+-- library for FCALL (95_function.lua), see embed.cmake.
 --
 -- What it does: one call decides one check - every limit of every
 -- descriptor - all-or-nothing exactly as lib/limiter.c's
@@ -38,23 +40,27 @@
 -- deliberate difference from C: a debt grown by count_rejected saturates at
 -- 2^52 units here (C: INT64_MAX ns).
 --
--- Calling convention (store/redis/redis_plan.c builds it):
---  KEYS: one state key per distinct (descriptor key, limit).
---  ARGV[1] op: "check" | "peek" | "release"
+-- Calling convention (store/redis/redis_plan.c builds it; the Redis module,
+-- redis-module/, takes the same arguments without ARGV[1], the op being in
+-- its command's name, SLUICE.CHECK etc.). Few arguments, because Redis
+-- makes an object of each one (a third of a one-limit call's cost was
+-- argument objects when each field was one):
+--  KEYS: one state key per distinct (descriptor key, limit); release: the
+--        lease index keys "<prefix>:v1:lease:<h>:<id>", each holding the
+--        name of the state key it was granted on.
+--  ARGV[1] op: "check" | "peek" | "refund" | "reset" (delete the keys,
+--          announce them on "<prefix>:v1:reset", then peek) | "release"
 --  ARGV[2] now in whole us, or "redis" to use Redis TIME
---  ARGV[3] extra expiry slack in ms added to every TTL
---  ARGV[4] the key prefix (for lease index keys); on Redis Cluster
---          "<prefix>{T}", T a short tag of the call's slot (redis_route.c)
---  check/peek: ARGV[5] = n items, then NF fields per item:
---    algo cost count_rejected shadow warm a b c d
---  release: KEYS = lease index keys "<prefix>:v1:lease:<h>:<id>" (each
---    holds the name of the state key it was granted on), ARGV[5] = n, then
---    the n lease ids.
--- Reply: check/peek: { now_us, then per item: verdict remaining reset_ns
---   retry_ns delay_ns lease } where lease is "" or "<h>-<id>" (h: 16 hex of
---   SHA-1 of the state key); release: { now_us, slots released }
+--  ARGV[3] the settings "<slack>,<prefix>": slack, ms added to every TTL;
+--          the key prefix (for lease index keys; on Redis Cluster
+--          "<prefix>{T}", T a short tag of the call's slot, redis_route.c)
+--  ARGV[3 + i] for KEYS[i]: "algo,cost,cr,shadow,warm,a,b,c,d" (integers);
+--          release: the lease id.
+-- Reply: check/peek/reset: { now_us, then per item: verdict remaining
+--   reset_ns retry_ns delay_ns lease } where lease is "" or "<h>-<id>" (h:
+--   16 hex of SHA-1 of the state key); release: { now_us, slots released };
+--   refund: { now_us, items refunded }
 
-local NF = 9
 local LIM = 9007199254740992 -- 2^53
 local SAT = 4503599627370496 -- 2^52: saturation of a counted debt
 local ALLOW, DELAY, DENY = 0, 1, 2
