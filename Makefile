@@ -78,10 +78,13 @@ soak:
 	@cmake --build build-release -j $(JOBS)
 	@bench/soak.sh build-release $(SOAK_SECONDS)
 
-# Every fuzzer for longer than the smoke run of `make test` (FUZZ_SECONDS each).
+# Every fuzzer for longer than the smoke run of `make test` (FUZZ_SECONDS
+# each), or for FUZZ_RUNS executions each (make fuzz FUZZ_RUNS=10000000: the
+# run docs/security.md reports).
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS    ?=
 fuzz: build
-	@scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
+	@scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
 format:
 	@find include lib conf cli server store rulesdb tests bench fuzz -name '*.[ch]' 2>/dev/null | xargs clang-format -i

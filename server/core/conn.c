@@ -106,7 +106,8 @@ static void shrink(struct sl__conn *c, struct sl__buf *b, size_t floor)
     count(c, SL__CONN_EV_SHRINKS, 1);
 }
 
-/* Output buffers that are empty again go back to their working size. */
+/* Output buffers that are empty again go back to their working size (from
+ * the sweep, once a second). */
 static void shrink_output(struct sl__conn *c)
 {
     if (c->out.len == 0)
@@ -282,8 +283,12 @@ static void flush(struct sl__conn *c)
             c->stalled_since_ms = now_ms(c);
         account(c);
     } else {
+        /* Output buffers are given back by the sweep, not here: a stream
+         * (a proxied download) empties them after every piece, and freeing
+         * and growing them again each time would cost an allocation - an
+         * mmap and munmap for a large piece - per piece. */
         c->stalled_since_ms = -1;
-        shrink_output(c);
+        account(c);
     }
     if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0 &&
         c->pins == 0 && !(c->flags & SL__CONN_BUSY))
@@ -651,6 +656,8 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
     }
     if (c->flags & SL__CONN_CLOSING)
         return;
+    if (!c->writing && c->out.len == 0)
+        shrink_output(c);
     if (cfg->header_timeout_ms > 0 && !c->got_bytes &&
         now - c->accepted_ms > cfg->header_timeout_ms) {
         sl__dbg("conn: nothing sent in %lld ms; closing", (long long)(now - c->accepted_ms));
