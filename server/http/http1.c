@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "conn.h"
+#include "decide.h"
 #include "http1.h"
 #include "http1_parse.h"
 #include "proto.h"
@@ -164,7 +165,7 @@ static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
     return r.keep_alive ? used : -1;
 }
 
-static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
+static ssize_t read_requests(struct sl__conn *c, const char *buf, size_t len)
 {
     size_t off = 0;
 
@@ -179,6 +180,19 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
         off += (size_t)n;
     }
     return (ssize_t)off;
+}
+
+/* The checks of every request read at once (pipelined) are decided as one
+ * batch once the read is consumed (decide.h); the answers keep their order
+ * through the reply slots and leave in one write. */
+static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
+{
+    ssize_t n;
+
+    sl__decide_batch_begin(c->w);
+    n = read_requests(c, buf, len);
+    sl__decide_batch_end(c->w);
+    return n;
 }
 
 /* ------------------------------------------------------------ sniffing */
