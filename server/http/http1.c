@@ -70,15 +70,39 @@ static const char *reason(int status)
 const struct sl__buf *sl__h1_build(bool keep_alive, int status, const char *headers,
                                    size_t headers_len, const char *body, size_t body_len)
 {
-    char line[160];
-    int n = snprintf(
-        line, sizeof(line), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s",
-        status, reason(status),
-        body_len > 0 && body[0] == '{' ? "application/json" : "text/plain; charset=utf-8", body_len,
-        keep_alive ? "" : "Connection: close\r\n");
+    /* Assembled by hand, not with snprintf: every answer pays for this line
+     * (format parsing showed in a profile of /v1/check). */
+    static const char json[] = "\r\nContent-Type: application/json\r\nContent-Length: ";
+    static const char text[] = "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ";
+    const char *why = reason(status), *type = body_len > 0 && body[0] == '{' ? json : text;
+    char line[160], num[24], *e = num + sizeof(num);
+    size_t n = 0, v = body_len;
+    unsigned code = status >= 100 && status <= 999 ? (unsigned)status : 500;
 
+    memcpy(line, "HTTP/1.1 ", 9);
+    line[9] = (char)('0' + code / 100);
+    line[10] = (char)('0' + code / 10 % 10);
+    line[11] = (char)('0' + code % 10);
+    line[12] = ' ';
+    n = 13;
+    memcpy(line + n, why, strlen(why));
+    n += strlen(why);
+    memcpy(line + n, type, type == json ? sizeof(json) - 1 : sizeof(text) - 1);
+    n += type == json ? sizeof(json) - 1 : sizeof(text) - 1;
+    do {
+        *--e = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    memcpy(line + n, e, (size_t)(num + sizeof(num) - e));
+    n += (size_t)(num + sizeof(num) - e);
+    memcpy(line + n, "\r\n", 2);
+    n += 2;
+    if (!keep_alive) {
+        memcpy(line + n, "Connection: close\r\n", 19);
+        n += 19;
+    }
     out_buf.len = 0;
-    sl__buf_append(&out_buf, line, (size_t)n);
+    sl__buf_append(&out_buf, line, n);
     if (headers_len > 0)
         sl__buf_append(&out_buf, headers, headers_len);
     sl__buf_append(&out_buf, "\r\n", 2);
@@ -155,8 +179,8 @@ static ssize_t one_request(struct sl__conn *c, const char *b, size_t n)
         }
         return 0;
     }
+    used = sl__h1_parse_framed(b, (size_t)used, &st->framing, body_buffer(limit), limit, &r, &why);
     memset(&st->framing, 0, sizeof(st->framing));
-    used = sl__h1_parse(b, (size_t)used, body_buffer(limit), limit, &r, &why);
     if (used < 0)
         return refuse(c, why.status, why.status ? why.why : "malformed request");
     st->continue_sent = false;
