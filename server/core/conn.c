@@ -725,6 +725,11 @@ void sl__conn_set_busy(struct sl__conn *c, bool busy)
         flush(c); /* a close waited for this request */
 }
 
+bool sl__conn_out_full(const struct sl__conn *c)
+{
+    return c->out.len + c->held.len > OUT_HIGH;
+}
+
 size_t sl__conn_out_bytes(const struct sl__conn *c)
 {
     return c->out.len + c->inflight.len + (c->held.len - c->held_done);

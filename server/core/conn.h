@@ -109,6 +109,13 @@ void sl__conn_set_busy(struct sl__conn *c, bool busy);
  * those waiting behind reply slots). */
 size_t sl__conn_out_bytes(const struct sl__conn *c);
 
+/* Enough output waits for the peer that a protocol should decide no more
+ * of the frames already read: it returns what it consumed so far, reading
+ * stops, and the rest is decided once the peer has read its replies.
+ * Without it, one read of pipelined cheap requests with large replies
+ * (GET /metrics) would queue megabytes past the pause mark. */
+bool sl__conn_out_full(const struct sl__conn *c);
+
 /* Send what is queued now; for a protocol writing from its own I/O
  * callbacks (outside on_read(), whose return flushes). */
 void sl__conn_flush(struct sl__conn *c);

@@ -196,6 +196,8 @@ static ssize_t read_requests(struct sl__conn *c, const char *buf, size_t len)
     while (off < len) {
         if (c->slot_n == SL__CONN_MAX_SLOTS)
             break; /* every reply slot waits on the store: read no further */
+        if (off > 0 && sl__conn_out_full(c))
+            break; /* the peer reads too slowly: the rest waits for it */
         ssize_t n = one_request(c, buf + off, len - off);
         if (n < 0)
             return -1;

@@ -290,7 +290,7 @@ ssize_t sl__h1_frame(const char *b, size_t n, size_t max_body, struct sl__h1_fra
         size_t cap = n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD;
         size_t from = f->searched > 3 ? f->searched - 3 : 0; /* a CRLFCRLF may straddle */
         size_t end = head_end(b + from, cap - from);
-        f->scanned += cap - from;
+        f->scanned += end ? end : cap - from; /* the search stops at the CRLFCRLF */
         f->searched = cap;
         if (end == 0) {
             if (n >= SL__H1_MAX_HEAD)

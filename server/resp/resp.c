@@ -139,6 +139,8 @@ static ssize_t read_commands(struct sl__conn *c, const char *buf, size_t len)
     size_t off = 0;
 
     while (off < len) {
+        if (off > 0 && sl__conn_out_full(c))
+            break; /* the peer reads too slowly: the rest waits for it */
         size_t scanned = st->rs.scanned;
         ssize_t n =
             sl__resp_parse_resume(buf + off, len - off, c->ls->max_frame_bytes, &cmd, &st->rs);

@@ -10,6 +10,8 @@ through CPU time or latencies:
 - a client that connects and sends nothing is closed by
   server.header_timeout;
 - buffers go back to their working size after a large frame;
+- one read of pipelined requests with large replies queues no more than
+  the pause mark (4 MiB) and a little: the rest waits for the peer to read;
 - the bytes a parser looks at stay a small multiple of the bytes received
   however a request is cut into reads (no re-scanning of partial frames),
   for HTTP bodies (Content-Length and chunked) and RESP commands;
@@ -67,6 +69,46 @@ def test_a_client_that_does_not_read_is_closed_by_the_write_timeout(http_sluiced
     assert wait_for(lambda: closed(s, "write_timeout") >= 1), "not closed by write_timeout"
     # and its buffers were given back
     assert wait_for(lambda: value(s, "sluice_connection_buffer_bytes") < 1 << 20)
+    sock.close()
+
+
+def test_pipelined_requests_wait_for_a_peer_that_does_not_read(http_sluiced):
+    # 150 named limits, each decided once: /metrics grows to ~100 KB, so
+    # one read of pipelined GET /metrics asks for hundreds of MB of replies
+    rules = "domain: big\ndescriptors:\n" + "".join(
+        f"  - key: k\n    value: v{i}\n    rate_limit: {{unit: minute, requests_per_unit: 9}}\n"
+        for i in range(150))
+    s = http_sluiced(rules=rules, workers=1)
+    for i in range(150):
+        assert s.json("POST", "/v1/check",
+                      {"domain": "big", "descriptors": [{"k": f"v{i}"}]})[0] == 200
+    size = len(metrics(s))
+    assert size > 40_000
+    scanned = value(s, "sluice_parse_scanned_bytes_total")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", s.port))
+    req = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+    n = 16_000 // len(req)
+    sock.sendall(req * n)
+    time.sleep(0.5)
+    # Decided: the replies that fit under the 4 MiB pause mark and one
+    # more; the rest of the requests wait, unparsed, until the peer reads.
+    # Before, one read's ~450 requests were all answered (~45 MB queued).
+    parsed = value(s, "sluice_parse_scanned_bytes_total") - scanned
+    # a request's bytes are looked at three times (the search for the end
+    # of its head, the head's parse, the request's parse); one more for slack
+    most = ((4 << 20) // size + 2) * 4 * len(req) + 2 * 200  # + the two /metrics asks
+    assert parsed <= most, (parsed, most)
+    # the client reads: every reply arrives
+    sock.settimeout(60)
+    marker, seen, carry = b"HTTP/1.1 200 ", 0, b""
+    while seen < n:
+        piece = sock.recv(1 << 20)
+        assert piece, f"closed after {seen} of {n} replies"
+        buf = carry + piece
+        seen += buf.count(marker)
+        carry = buf[-(len(marker) - 1):]
     sock.close()
 
 
