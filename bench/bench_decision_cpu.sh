@@ -14,8 +14,9 @@
 #    <= 0.5x INCR's CPU per command with -P 16, <= 0.9x without.
 # 2. Latency, open loop (bench/oload: requests sent on a schedule, latency
 #    counted from when each was due): first the most oload reaches against
-#    sluiced, then p50/p99/p99.9 at 50 % and 90 % of it, for RESP SL.CHECK
-#    and HTTP POST /v1/check over 100,000 keys, and RESP over 1,000,000.
+#    sluiced, then p50/p99/p99.9 at 50 % and 90 % of it, for RESP SL.CHECK,
+#    HTTP POST /v1/check and gRPC ShouldRateLimit over 100,000 keys, and
+#    RESP over 1,000,000.
 #    No target: the figures are recorded.
 # Pinned as docs/contracts.md §Interfaces says: the servers on CPU 0, the
 # load generators on CPU 1. Each CPU figure is the median of SL_BENCH_ROUNDS
@@ -43,7 +44,7 @@ descriptors:
       - {name: per_user, algorithm: token_bucket, requests: 1000000000, period: 1s}
 YAML
 cat >"$tmp/sluice.yaml" <<YAML
-listeners: [{address: 127.0.0.1, port: $port, protocols: [resp, http1]}]
+listeners: [{address: 127.0.0.1, port: $port, protocols: [resp, http1, grpc]}]
 workers: 1
 rules: {files: [rules.yaml], watch: false}
 store: {max_bytes: 512MiB}
@@ -117,4 +118,5 @@ lat() { # NAME PROTO KEYS
 }
 lat lat_resp_sl_check_100k resp 100000
 lat lat_http_v1_check_100k http 100000
+lat lat_grpc_rls_100k grpc 100000
 lat lat_resp_sl_check_1m resp 1000000
