@@ -51,6 +51,14 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* This process's CPU time: for single-threaded figures on a busy machine. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* Parameters that make each algorithm do its usual work: 1000 per second,
  * so keys revisited within the run are sometimes denied. The out-of-line
  * algorithms get small N so that a million keys fit in memory. */
@@ -498,6 +506,56 @@ static void bench_log_bytes(void)
     printf("lib.sliding_log.bytes_per_logged_request %.2f bytes\n", per_key / 1000);
 }
 
+/* Building rules: one domain of `n` sibling descriptors (distinct values,
+ * each with a limit), from YAML text to a compiled snapshot, as a reload
+ * does. Best of the rounds, in ms of wall-clock time, or of this process's
+ * CPU time with `cpu` (one thread: what other work on the machine does to
+ * the wall clock does not count). */
+static double rules_build_ms(unsigned n, bool cpu)
+{
+    size_t cap = 128 + (size_t)n * 96, len = 0;
+    char *text = malloc(cap);
+    double best = 1e300;
+
+    if (text == NULL)
+        return -1;
+    len += (size_t)snprintf(text, cap, "domain: bench\ndescriptors:\n");
+    for (unsigned i = 0; i < n; i++) /* values out of order: no sorted-input luck */
+        len += (size_t)snprintf(text + len, cap - len,
+                                "  - {key: user, value: u%u, rate_limit: {unit: hour, "
+                                "requests_per_unit: 5}}\n",
+                                (i * 2654435761u) % 1000003u);
+    for (int round = 0; round < repeats; round++) {
+        sl_rules_builder *b = sl_rules_builder_new();
+        sl_rules *r = NULL;
+        double start = cpu ? cpu_s() : now_s();
+        sl_rules_builder_add_yaml(b, text, len, "bench.yaml", SL_SRC_FILE);
+        int rc = sl_rules_build(b, &r);
+        double ms = ((cpu ? cpu_s() : now_s()) - start) * 1e3;
+        sl_rules_unref(r);
+        sl_rules_builder_free(b);
+        if (rc != SL_OK) {
+            fprintf(stderr, "bench: the rules did not build: %s\n", sl_strerror(rc));
+            best = -1;
+            break;
+        }
+        best = ms < best ? ms : best;
+    }
+    free(text);
+    return best;
+}
+
+/* What a reload of many sibling descriptors costs (it was quadratic).
+ * 16,000 with a limit each is near the most one text may hold (11 YAML
+ * nodes each, SL__YAML_MAX_NODES in all). */
+static void bench_rules(void)
+{
+    printf("lib.rules.build_8k_siblings %.1f ms\n", rules_build_ms(8000, false));
+    printf("lib.rules.build_16k_siblings %.1f ms\n", rules_build_ms(16000, false));
+    printf("lib.rules.build_8k_siblings.cpu %.1f ms\n", rules_build_ms(8000, true));
+    printf("lib.rules.build_16k_siblings.cpu %.1f ms\n", rules_build_ms(16000, true));
+}
+
 /* `bench_table --ab-shards N...`: gcra with each shard count, rounds
  * interleaved (config after config, 3 x SL_BENCH_REPEAT rounds of 0.1 s,
  * best kept), so that the machine's moods fall on every configuration
@@ -589,5 +647,7 @@ int main(int argc, char **argv)
         bench_limiter();
     if (only == NULL || strcmp(only, "flood") == 0)
         bench_flood();
+    if (only == NULL || strcmp(only, "rules") == 0)
+        bench_rules();
     return 0;
 }

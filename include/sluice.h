@@ -159,7 +159,8 @@ SL_API int sl_algo_release(void *state, const struct sl_limit *l, int64_t now_ns
 #define SL_KEY_MAX 1024
 
 enum sl_on_full {
-    SL_ON_FULL_EVICT = 0, /* drained entries first, then approximately LRU */
+    SL_ON_FULL_EVICT = 0, /* drained entries first, then approximately LRU among
+                             those not out of quota; a denied key goes last */
     SL_ON_FULL_DENY = 1,  /* new keys are denied (SL_EFULL) */
 };
 
@@ -174,11 +175,12 @@ SL_API void sl_table_config_init(struct sl_table_config *c);
 typedef struct sl_table sl_table;
 
 struct sl_table_stats {
-    uint64_t entries;      /* keys tracked now */
-    uint64_t bytes;        /* memory in use, <= max_bytes */
-    uint64_t evictions;    /* live entries evicted to make room */
-    uint64_t expired;      /* drained entries dropped by expiry or sweep */
-    uint64_t full_denials; /* new keys refused by SL_ON_FULL_DENY */
+    uint64_t entries;           /* keys tracked now */
+    uint64_t bytes;             /* memory in use, <= max_bytes */
+    uint64_t evictions;         /* live entries evicted to make room */
+    uint64_t evictions_denying; /* of them, entries out of quota (evicted last) */
+    uint64_t expired;           /* drained entries dropped by expiry or sweep */
+    uint64_t full_denials;      /* new keys refused by SL_ON_FULL_DENY */
 };
 
 SL_API int sl_table_new(const struct sl_table_config *c, sl_table **out);

@@ -262,11 +262,11 @@ static void commit_all(struct batch *b, bool denied, int64_t now_ns)
 }
 
 /* Put back every entry found by check_all and unpin it. */
-static void put_all(sl_limiter *lim, struct batch *b)
+static void put_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
 {
     for (size_t i = 0; i < b->n; i++)
         if (b->it[i].primary == (int)i && b->it[i].have)
-            sl__table_put(lim->table, &b->it[i].ref, b->it[i].l, true);
+            sl__table_put(lim->table, &b->it[i].ref, b->it[i].l, now_ns, true);
 }
 
 /* After a failure part-way through acquire_all: unpin what was pinned. */
@@ -277,7 +277,7 @@ static void unpin_all(sl_limiter *lim, struct batch *b, int64_t now_ns)
         if (b->it[i].primary != (int)i)
             continue;
         if (sl__table_get(lim->table, &b->it[i].fp, b->it[i].l, now_ns, 0, &ref) == SL_OK)
-            sl__table_put(lim->table, &ref, b->it[i].l, true);
+            sl__table_put(lim->table, &ref, b->it[i].l, now_ns, true);
     }
 }
 
@@ -387,7 +387,7 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
         rc = check_all(lim, b, req->now_ns, rc == 0);
     if (rc == SL_OK) {
         commit_all(b, any_denial(b), req->now_ns);
-        put_all(lim, b);
+        put_all(lim, b, req->now_ns);
     } else {
         unpin_all(lim, b, req->now_ns);
     }

@@ -8,8 +8,9 @@
  * Layout, per shard (one spinlock each, nothing shared between shards):
  * - an index of 8-byte slots, linear probing, backward-shift deletion (no
  *   tombstones), doubled while it fits under the shard's share of the cap;
- *   a slot holds the entry number, 34 hash bits (home position and a filter),
- *   a CLOCK reference bit, a pin bit, the out-of-line bit and the algorithm;
+ *   a slot holds the entry number, 33 hash bits (home position and a filter),
+ *   a CLOCK reference bit, a pin bit, the out-of-line bit, the algorithm and
+ *   a denying bit (out of quota at its last decision: evicted last);
  * - dense 40-byte entries in fixed-size chunks: 96-bit fingerprint, the
  *   second from which the state is drained, 24 bytes of state (inline) or a
  *   pointer to an out-of-line block holding a copy of the limit and the
@@ -43,7 +44,7 @@ static int64_t lookup(const sl_table *t, struct sl__shard *s, const uint32_t fp[
                       uint32_t *free_pos)
 {
     uint32_t mask = s->cap - 1, i = fp[0] & mask, n = 1;
-    uint64_t h = fp_hash34(fp);
+    uint64_t h = fp_hash33(fp);
 
     /* Probes are counted once per lookup, not per slot: one write less in
      * the loop. */
@@ -112,6 +113,8 @@ void sl__shard_remove_at(sl_table *t, struct sl__shard *s, uint32_t pos)
     uint32_t idx = (uint32_t)(slot & S_IDX) - 1, last = s->count - 1;
     struct sl__entry *e = entry_at(t, s, idx);
 
+    if (slot & S_DENY)
+        s->denying--;
     if (slot & S_OOL) {
         struct sl__ool *o = (struct sl__ool *)(uintptr_t)e->st[0];
         s->bytes -= o->bytes;
@@ -264,6 +267,7 @@ void sl_table_stats(const sl_table *t, struct sl_table_stats *out)
         out->evictions += s->evictions;
         out->expired += s->expired;
         out->full_denials += s->full_denials;
+        out->evictions_denying += s->evictions_denying;
         shard_unlock(s);
     }
 }
@@ -381,7 +385,7 @@ static int create(sl_table *t, struct sl__shard *s, const uint32_t fp[3], const 
     /* Born unreferenced: a key seen once (a scan, a flood of one-off keys)
      * is the first CLOCK candidate; a second use earns the reference bit. */
     uint64_t slot = ((uint64_t)idx + 1) | (ool ? S_OOL : 0) | ((uint64_t)l->algo << S_ALGO_SHIFT) |
-                    (fp_hash34(fp) << S_HASH_SHIFT);
+                    (fp_hash33(fp) << S_HASH_SHIFT);
     if (flags & SL__GET_PIN)
         slot |= S_PIN;
     s->index[pos] = slot;
@@ -435,12 +439,15 @@ int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l
     return get_sized(t, fp, l, sl_algo_state_size(l), now_ns, flags, ref);
 }
 
-void sl__table_put(sl_table *t, const struct sl__ref *ref, const struct sl_limit *l, bool unpin)
+void sl__table_put(sl_table *t, const struct sl__ref *ref, const struct sl_limit *l, int64_t now_ns,
+                   bool unpin)
 {
+    const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
     struct sl__shard *s = &t->shards[ref->shard];
     struct sl__entry *e = ref->entry;
 
-    e->whole_at_s = whole_at_seconds(sl__algo_ops(l->algo)->whole_at(ref->state, l));
+    e->whole_at_s = whole_at_seconds(ops->whole_at(ref->state, l));
+    mark_denying(s, ref->pos, ops->denying(ref->state, l, now_ns));
     if (unpin)
         s->index[ref->pos] &= ~S_PIN;
 }
@@ -500,6 +507,7 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
         if (ops->release != NULL) {
             rc = ops->release(o->state, &o->lim, now_ns, lease);
             e->whole_at_s = whole_at_seconds(ops->whole_at(o->state, &o->lim));
+            mark_denying(s, (uint32_t)pos, ops->denying(o->state, &o->lim, now_ns));
         }
     }
     shard_unlock(s);
@@ -525,7 +533,7 @@ bool sl__table_large(const sl_table *t)
 void sl__table_prefetch_entry(sl_table *t, const struct sl__fp *fp)
 {
     struct sl__shard *s = &t->shards[sl__table_shard(t, fp)];
-    uint64_t h = fp_hash34(fp->w);
+    uint64_t h = fp_hash33(fp->w);
 
     shard_lock(s);
     uint32_t mask = s->cap - 1, i = fp->w[0] & mask;
@@ -559,6 +567,9 @@ static inline int check_fp(sl_table *t, const struct sl__fp *fp, const struct sl
         if (d->verdict != SL_DENY || l->count_rejected)
             ops->commit(ref.state, l, now_ns, cost, d);
         ((struct sl__entry *)ref.entry)->whole_at_s = whole_at_seconds(ops->whole_at(ref.state, l));
+        /* remaining 0 is ops->denying() at this instant (the decision's
+         * contract), without another call on the hot path. */
+        mark_denying(s, ref.pos, d->remaining == 0);
     }
     shard_unlock(s);
     return rc;

@@ -59,9 +59,11 @@ void sl__table_unlock(sl_table *t, unsigned shard);
  */
 int sl__table_get(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l, int64_t now_ns,
                   unsigned flags, struct sl__ref *ref);
-/* After using ref's state: record when it becomes drained (for expiry) and,
- * with unpin, make it evictable again. Shard still locked. */
-void sl__table_put(sl_table *t, const struct sl__ref *ref, const struct sl_limit *l, bool unpin);
+/* After using ref's state at `now_ns`: record when it becomes drained (for
+ * expiry) and whether it is out of quota (eviction spares it) and, with
+ * unpin, make it evictable again. Shard still locked. */
+void sl__table_put(sl_table *t, const struct sl__ref *ref, const struct sl_limit *l, int64_t now_ns,
+                   bool unpin);
 /* With the shard locked: find `fp` whatever its limit (SL_ENOENT if
  * absent), and remove the entry a ref names. */
 int sl__table_find(sl_table *t, const struct sl__fp *fp, struct sl__ref *ref);

@@ -52,7 +52,8 @@
 #define S_OOL        (UINT64_C(1) << 26)
 #define S_ALGO_SHIFT 27
 #define S_ALGO       (UINT64_C(7) << S_ALGO_SHIFT)
-#define S_HASH_SHIFT 30 /* 34 hash bits: fp.w[0] and 2 bits of fp.w[2] */
+#define S_DENY       (UINT64_C(1) << 30) /* out of quota at its last decision */
+#define S_HASH_SHIFT 31                  /* 33 hash bits: fp.w[0] and 1 bit of fp.w[2] */
 
 struct sl__entry {
     uint32_t fp[3];
@@ -80,10 +81,12 @@ struct sl__shard {
     uint32_t nchunks; /* entry chunks allocated */
     uint32_t clock_hand, expire_hand;
     uint32_t dir_cap; /* directory slots, doubled up to max_chunks */
+    uint32_t denying; /* slots marked S_DENY (in the padding before `bytes`) */
     size_t bytes;     /* index + chunks + directory + out-of-line */
     uint64_t evictions, expired, full_denials;
-    void *scratch;        /* a fresh state for peeks at absent keys */
-    size_t scratch_bytes; /* its size, counted in `bytes` */
+    uint64_t evictions_denying; /* of the evictions, entries marked S_DENY */
+    void *scratch;              /* a fresh state for peeks at absent keys */
+    size_t scratch_bytes;       /* its size, counted in `bytes` */
 };
 
 /* Per shard, copies of its `index` and `cap - 1`, written under the shard's
@@ -142,9 +145,9 @@ static inline void shard_unlock(struct sl__shard *s)
 
 /* ------------------------------------------------------------- helpers */
 
-static inline uint64_t fp_hash34(const uint32_t fp[3])
+static inline uint64_t fp_hash33(const uint32_t fp[3])
 {
-    return (uint64_t)fp[0] | ((uint64_t)(fp[2] & 3) << 32);
+    return (uint64_t)fp[0] | ((uint64_t)(fp[2] & 1) << 32);
 }
 
 static inline uint32_t slot_home(uint64_t slot, uint32_t mask)
@@ -176,6 +179,22 @@ static inline bool drained(const struct sl__entry *e, int64_t now_ns)
     if (e->whole_at_s == UINT32_MAX)
         return false;
     return now_ns >= (int64_t)e->whole_at_s * SL_NS_PER_S;
+}
+
+/* Mark the entry in slot `pos` as denying or not (its state out of quota
+ * at its last decision: what eviction spares), keeping the shard's count.
+ * No store when the mark is unchanged, which is nearly always. */
+static inline void mark_denying(struct sl__shard *s, uint32_t pos, bool deny)
+{
+    uint64_t slot = s->index[pos];
+
+    if (!!(slot & S_DENY) == deny)
+        return;
+    s->index[pos] = slot ^ S_DENY;
+    if (deny)
+        s->denying++;
+    else
+        s->denying--;
 }
 
 static inline void *entry_state(struct sl__entry *e, uint64_t slot)

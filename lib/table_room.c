@@ -2,13 +2,17 @@
 /* Copyright (c) The Sluice authors */
 /*
  * table_room.c - keeping the state table under its memory cap: amortised
- * expiry of drained entries, the sweep, CLOCK eviction of live ones, and the
- * on_full policy (evict, or deny new keys so a blocked key is never
+ * expiry of drained entries, the sweep, CLOCK eviction of live ones (those
+ * out of quota last: a flood of new keys does not unblock a denied client),
+ * and the on_full policy (evict, or deny new keys so a blocked key is never
  * unblocked by eviction).
  *
- * It does not look keys up or create entries (table.c does). Bounded work:
- * a few slots per insert, at most EVICT_SCAN slots for a drained entry and
- * one CLOCK pass per eviction; the sweep is the only full scan.
+ * It does not look keys up or create entries (table.c does), nor decide
+ * whether a state is out of quota (the algorithms do; table.c marks the
+ * slot). Bounded work: a few slots per insert, at most EVICT_SCAN slots for
+ * a drained entry and two turns of the CLOCK hand per eviction (reached
+ * only when nearly every entry is out of quota or recently used); the sweep
+ * is the only full scan.
  */
 #include <stdlib.h>
 
@@ -37,9 +41,16 @@ uint32_t sl__shard_expire(sl_table *t, struct sl__shard *s, int64_t now_ns, uint
     return dropped;
 }
 
-/* CLOCK: clear reference bits until an unreferenced, unpinned entry comes
- * round, and evict it. False when everything is pinned. */
-static bool evict_one(sl_table *t, struct sl__shard *s)
+/*
+ * CLOCK over the entries eviction may take: an unpinned one whose reference
+ * bit is clear (a set bit is cleared: a second chance). With `spare`, the
+ * entries marked denying are passed over untouched, so that a client being
+ * denied keeps its state while any other entry can go (a flood of new keys
+ * must not unblock it); a marked entry found drained on the way is dropped
+ * as expired instead. At most two turns of the hand; false when nothing
+ * could go.
+ */
+static bool clock_evict(sl_table *t, struct sl__shard *s, int64_t now_ns, bool spare)
 {
     uint32_t mask = s->cap - 1;
 
@@ -49,15 +60,33 @@ static bool evict_one(sl_table *t, struct sl__shard *s)
         s->clock_hand = (p + 1) & mask;
         if (slot == 0 || (slot & S_PIN))
             continue;
+        if ((slot & S_DENY) && spare) {
+            if (!drained(entry_at(t, s, (uint32_t)(slot & S_IDX) - 1), now_ns))
+                continue;
+            sl__shard_remove_at(t, s, p);
+            s->expired++;
+            return true;
+        }
         if (slot & S_REF) {
             s->index[p] = slot & ~S_REF;
             continue;
         }
         sl__shard_remove_at(t, s, p);
         s->evictions++;
+        s->evictions_denying += (slot & S_DENY) != 0;
         return true;
     }
     return false;
+}
+
+/* Evict one entry: one that is not out of quota if there is any (those
+ * may all be pinned: then look again without sparing), else a denying one,
+ * counted apart. */
+static bool evict_one(sl_table *t, struct sl__shard *s, int64_t now_ns)
+{
+    if (s->denying < s->count && clock_evict(t, s, now_ns, true))
+        return true;
+    return clock_evict(t, s, now_ns, false);
 }
 
 /* The directory's next size: doubled, at most max_chunks. */
@@ -127,7 +156,7 @@ int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t 
             s->full_denials++;
             return SL_EFULL;
         }
-        if (!evict_one(t, s))
+        if (!evict_one(t, s, now_ns))
             return SL_EFULL;
     }
     bool grow;

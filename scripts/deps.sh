@@ -11,7 +11,7 @@ build_pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config
     libhttp-parser-dev libhiredis-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
     libprotobuf-dev libsystemd-dev scdoc)
 # Real peers and clients the tests talk to (well-kept Debian packages, as docs/architecture.md explains).
-test_pkgs=(redis-server redis-tools nginx-light curl sqlite3 clang-format git
+test_pkgs=(redis-server redis-sentinel redis-tools nginx-light curl sqlite3 clang-format git
     python3 python3-pytest python3-redis python3-grpcio python3-protobuf
     protobuf-compiler nghttp2-client python3-h2 groff-base systemd)
 bench_pkgs=(redis-server redis-tools nginx-light wrk util-linux nghttp2-client)

@@ -6,8 +6,9 @@
  * A kind is one `const struct sl__store_kind`, listed in store/kinds.c.
  * It brings its configuration (a struct of its own, described by a key
  * table, plus keys it parses itself), its constructor, its lines in
- * /metrics and, optionally, rules shared across nodes. The server never
- * sees a kind: store.h's functions dispatch on the configured one.
+ * /metrics, its part of the health view and, optionally, rules shared
+ * across nodes. The server never sees a kind: store.h's functions
+ * dispatch on the configured one.
  *
  * Adding a store: write store/<name>/ with one `const struct sl__store_kind
  * sl__store_kind_<name>`, declare it below, add it to kinds[] in
@@ -19,6 +20,15 @@
 
 #include "keytab.h"
 #include "store.h"
+
+/* What a store is made with besides its configuration. */
+struct sl__store_env {
+    uv_loop_t *loop;      /* the worker's: the store lives on its thread */
+    sl_limiter *lim;      /* shared by the workers, outlives the store */
+    sl__store_log_fn log; /* the server's log (store.h); NULL: stderr */
+    void *log_arg;
+    void *shared; /* the kind's process-wide state (shared_new), or NULL */
+};
 
 struct sl__store_kind {
     const char *name; /* the value of store.type */
@@ -40,10 +50,22 @@ struct sl__store_kind {
     int (*check)(const void *cfg, char *err, size_t errlen);
     void (*free_cfg)(void *cfg); /* beyond the table's strings; may be NULL */
 
-    int (*create)(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out);
-    /* store.h's sl__store_metrics_render for this kind; may be NULL. */
-    size_t (*metrics)(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
-                      size_t *len);
+    /* What every store made from one configuration shares (one per
+     * process: e.g. which events were already logged), made with the
+     * configuration and freed with it. Both NULL when none. */
+    void *(*shared_new)(void);
+    void (*shared_free)(void *shared);
+
+    int (*create)(const void *cfg, const struct sl__store_env *env, struct sl__store **out);
+    /* The kind's own lines of store.h's sl__store_metrics_render (after
+     * sluice_store_up), appended to buf[*len..cap): true, or false when
+     * they do not fit (*len unchanged). May be NULL. Any thread. */
+    bool (*metrics)(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                    size_t *len);
+    /* The kind's own members of store.h's sl__store_health_render, each
+     * written as ',"name":value'; as metrics. May be NULL. */
+    bool (*health_members)(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                           size_t *len);
 
     /* Rules across nodes; all NULL when the kind cannot share rules. */
     bool (*rules_shared)(const void *cfg);
@@ -53,6 +75,13 @@ struct sl__store_kind {
                            void (*on_change)(void *arg), void *arg, void **out);
     void (*rules_unsubscribe)(void *sub);
 };
+
+/* Helpers for a kind's health members and metrics: append printf-style
+ * text to buf[*len..cap) (false, *len unchanged, when it does not fit),
+ * and a JSON string (quoted and escaped). */
+bool sl__store_put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+bool sl__store_put_json_str(char *buf, size_t cap, size_t *len, const char *s);
 
 extern const struct sl__store_kind sl__store_kind_memory;
 extern const struct sl__store_kind sl__store_kind_redis;

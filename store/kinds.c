@@ -5,8 +5,11 @@
  * configuration of every kind (so `store.type` may come after a kind's
  * keys in the file), the choice of kind, and the dispatch to it.
  *
- * It decides nothing and does no I/O; each kind does its own.
+ * It decides nothing and does no I/O; each kind does its own. What is the
+ * same for every kind is here: sluice_store_up in /metrics, and the
+ * health view's type, state and why.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,8 +22,11 @@ static const struct sl__store_kind *const kinds[] = {
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 struct sl__store_config {
-    unsigned type;     /* index in kinds[] */
-    void *cfg[NKINDS]; /* each kind's configuration */
+    unsigned type;        /* index in kinds[] */
+    void *cfg[NKINDS];    /* each kind's configuration */
+    void *shared[NKINDS]; /* what each kind's stores share in the process */
+    sl__store_log_fn log; /* the server's log, or NULL */
+    void *log_arg;
 };
 
 static const struct sl__key *table(const struct sl__store_kind *k, size_t *n)
@@ -47,6 +53,8 @@ void sl__store_config_free(struct sl__store_config *c)
         if (kinds[i]->free_cfg != NULL)
             kinds[i]->free_cfg(c->cfg[i]);
         free(c->cfg[i]);
+        if (c->shared[i] != NULL)
+            kinds[i]->shared_free(c->shared[i]);
     }
     free(c);
 }
@@ -69,9 +77,19 @@ int sl__store_config_new(struct sl__store_config **out)
         }
         if (k->init != NULL)
             k->init(c->cfg[i]);
+        if (k->shared_new != NULL && (c->shared[i] = k->shared_new()) == NULL) {
+            sl__store_config_free(c);
+            return SL_ENOMEM;
+        }
     }
     *out = c;
     return SL_OK;
+}
+
+void sl__store_config_set_log(struct sl__store_config *c, sl__store_log_fn fn, void *arg)
+{
+    c->log = fn;
+    c->log_arg = arg;
 }
 
 static int set_type(struct sl__store_config *c, const char *value, char *err, size_t errlen)
@@ -156,19 +174,117 @@ int sl__store_new(const struct sl__store_config *c, uv_loop_t *loop, sl_limiter 
                   struct sl__store **out)
 {
     const struct sl__store_kind *k = kinds[c->type];
-    int rc = k->create(c->cfg[c->type], loop, lim, out);
+    struct sl__store_env env = {loop, lim, c->log, c->log_arg, c->shared[c->type]};
+    int rc = k->create(c->cfg[c->type], &env, out);
 
     if (rc == SL_OK)
         (*out)->kind = k;
     return rc;
 }
 
+/* ------------------------------------------------------------ health, metrics */
+
+bool sl__store_put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (*len >= cap)
+        return false;
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= cap - *len)
+        return false;
+    *len += (size_t)n;
+    return true;
+}
+
+bool sl__store_put_json_str(char *buf, size_t cap, size_t *len, const char *s)
+{
+    size_t start = *len;
+    bool ok = sl__store_put(buf, cap, len, "\"");
+
+    for (; ok && *s != '\0'; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            ok = sl__store_put(buf, cap, len, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            ok = sl__store_put(buf, cap, len, "\\u%04x", ch);
+        else
+            ok = sl__store_put(buf, cap, len, "%c", ch);
+    }
+    ok = ok && sl__store_put(buf, cap, len, "\"");
+    if (!ok)
+        *len = start;
+    return ok;
+}
+
+void sl__store_health_sum(struct sl__store *const *stores, unsigned n, struct sl__store_health *out)
+{
+    struct sl__store_health h;
+
+    out->state = SL__STORE_UP;
+    out->why[0] = '\0';
+    for (unsigned i = 0; i < n; i++) {
+        if (stores[i] == NULL) {
+            out->state = SL__STORE_DOWN;
+            snprintf(out->why, sizeof(out->why), "a worker has no store");
+            return;
+        }
+        sl__store_health(stores[i], &h);
+        if (h.state > out->state)
+            *out = h;
+    }
+}
+
+static const char *const state_names[] = {"up", "degraded", "starting", "down"};
+
+size_t sl__store_health_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                               size_t *len)
+{
+    const struct sl__store_kind *k = n > 0 && stores[0] != NULL ? stores[0]->kind : NULL;
+    struct sl__store_health h;
+    size_t start = *len;
+    bool ok;
+
+    sl__store_health_sum(stores, n, &h);
+    ok = sl__store_put(buf, cap, len, "{\"type\":");
+    ok = ok && sl__store_put_json_str(buf, cap, len, k != NULL ? k->name : "none");
+    ok = ok && sl__store_put(buf, cap, len, ",\"state\":\"%s\",\"why\":", state_names[h.state]);
+    ok = ok && sl__store_put_json_str(buf, cap, len, h.why);
+    if (ok && k != NULL && k->health_members != NULL)
+        ok = k->health_members(stores, n, buf, cap, len);
+    ok = ok && sl__store_put(buf, cap, len, "}");
+    if (!ok) {
+        *len = start;
+        return 0;
+    }
+    return *len - start;
+}
+
 size_t sl__store_metrics_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
                                 size_t *len)
 {
-    if (n == 0 || stores[0]->kind->metrics == NULL)
+    const struct sl__store_kind *k = n > 0 && stores[0] != NULL ? stores[0]->kind : NULL;
+    struct sl__store_health h;
+    size_t start = *len;
+    bool ok;
+
+    sl__store_health_sum(stores, n, &h);
+    ok = sl__store_put(buf, cap, len,
+                       "# HELP sluice_store_up 1 while every worker's store decides with its own "
+                       "state; 0 while failure policies answer (see /readyz).\n"
+                       "# TYPE sluice_store_up gauge\n"
+                       "sluice_store_up %d\n",
+                       h.state == SL__STORE_UP);
+    if (ok && k != NULL && k->metrics != NULL)
+        ok = k->metrics(stores, n, buf, cap, len);
+    if (!ok) {
+        *len = start;
         return 0;
-    return stores[0]->kind->metrics(stores, n, buf, cap, len);
+    }
+    return *len - start;
 }
 
 bool sl__store_rules_shared(const struct sl__store_config *c)

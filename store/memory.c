@@ -38,7 +38,7 @@ static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     struct sl_result res;
     int r = decide(s, q, &res);
 
-    cb(arg, r, r == SL_OK ? &res : NULL);
+    cb(arg, r, r == SL_OK ? &res : NULL, SL__BY_STATE);
     return SL_OK;
 }
 
@@ -55,7 +55,7 @@ static void check_batch(struct sl__store *s, const struct sl__store_req *q, size
             (struct sl_limiter_item){q[i].rules, q[i].m, q[i].n, q[i].req, &m->res[i], SL_OK};
     (void)sl_limiter_check_batch(m->lim, m->items, n);
     for (size_t i = 0; i < n; i++)
-        cb(args[i], m->items[i].rc, m->items[i].rc == SL_OK ? &m->res[i] : NULL);
+        cb(args[i], m->items[i].rc, m->items[i].rc == SL_OK ? &m->res[i] : NULL, SL__BY_STATE);
 }
 
 /* A cost-0 check: the limiter reports without creating or consuming. */
@@ -103,13 +103,16 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
 {
     int r = sl_limiter_release(lim_of(s), lease, len, now_ns);
 
-    cb(arg, r, NULL);
+    cb(arg, r, NULL, SL__BY_STATE);
     return SL_OK;
 }
 
-static bool ready(const struct sl__store *s)
+/* Always up: it decides in this process. */
+static void health(const struct sl__store *s, struct sl__store_health *out)
 {
-    return true;
+    (void)s;
+    out->state = SL__STORE_UP;
+    out->why[0] = '\0';
 }
 
 static void destroy(struct sl__store *s)
@@ -124,19 +127,20 @@ static const struct sl__store_ops memory_ops = {
     .peek = peek,
     .reset = reset,
     .release = release,
-    .ready = ready,
+    .health = health,
     .free = destroy,
 };
 
-static int create(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out)
+static int create(const void *cfg, const struct sl__store_env *env, struct sl__store **out)
 {
     struct memory *m = calloc(1, sizeof(*m));
 
+    (void)cfg;
     *out = NULL;
     if (m == NULL)
         return SL_ENOMEM;
     m->base.ops = &memory_ops;
-    m->lim = lim;
+    m->lim = env->lim;
     *out = &m->base;
     return SL_OK;
 }

@@ -18,6 +18,8 @@
 #ifndef SL_ALGO_H
 #define SL_ALGO_H
 
+#include <stdbool.h>
+
 #include "sluice.h"
 
 /* States of at most this many bytes live inline in a table entry; larger
@@ -45,6 +47,12 @@ struct sl__algo_ops {
     /* The time from which the state equals a fresh one (fully drained); a
      * table may drop the entry then without changing any decision. */
     int64_t (*whole_at)(const void *st, const struct sl_limit *l);
+    /* Is the state out of quota at `now`: would a check of cost 1 find no
+     * request left (its d->remaining 0)? A client in that state is being
+     * denied, and the table evicts such entries last. Pure and cheap (no
+     * division where the algorithm can help it): the table asks it after
+     * each change of the state. */
+    bool (*denying)(const void *st, const struct sl_limit *l, int64_t now_ns);
     /* concurrency only (NULL elsewhere): free slot `lease`. */
     int (*release)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease);
 };

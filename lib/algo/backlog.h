@@ -163,6 +163,14 @@ static inline void sl__backlog_commit(struct sl__backlog *b, const struct sl_lim
     }
 }
 
+/* Out of quota at `now`: not even one request fits the capacity (exactly
+ * when sl__backlog_check() would report remaining 0). */
+static inline bool sl__backlog_denying(const struct sl__backlog *b, const struct sl_limit *l,
+                                       int64_t now_ns, unsigned __int128 capacity)
+{
+    return sl__backlog_at(b, l, now_ns) + sl__backlog_requests(l, 1) > capacity;
+}
+
 /* When the backlog is 0: from then on the state equals a fresh one. */
 static inline int64_t sl__backlog_whole_at(const struct sl__backlog *b, const struct sl_limit *l)
 {

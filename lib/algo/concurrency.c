@@ -203,6 +203,16 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return s->n == 0 ? INT64_MIN : s->leases[s->n - 1].expires_ns;
 }
 
+/* Out of quota: a peek leaves no request (the general answer; this
+ * algorithm's check is cheap enough and rarely asked). */
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    struct sl_decision d;
+
+    check(st, l, now_ns, 0, &d);
+    return d.remaining == 0;
+}
+
 const struct sl__algo_ops sl__algo_concurrency = {
     .name = "concurrency",
     .state_size = state_size,
@@ -211,5 +221,6 @@ const struct sl__algo_ops sl__algo_concurrency = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = release,
 };

@@ -138,6 +138,15 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return end > INT64_MAX ? INT64_MAX : (int64_t)end;
 }
 
+/* Out of quota: the current window has recorded `requests` already. */
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    struct fw_view v;
+
+    view(st, l, now_ns, &v);
+    return v.cur >= l->requests;
+}
+
 const struct sl__algo_ops sl__algo_fixed_window = {
     .name = "fixed_window",
     .state_size = state_size,
@@ -146,5 +155,6 @@ const struct sl__algo_ops sl__algo_fixed_window = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
 };

@@ -94,6 +94,11 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return sl__backlog_whole_at(st, l);
 }
 
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    return sl__backlog_denying(st, l, now_ns, capacity_of(l));
+}
+
 const struct sl__algo_ops sl__algo_leaky_bucket = {
     .name = "leaky_bucket",
     .state_size = state_size,
@@ -102,5 +107,6 @@ const struct sl__algo_ops sl__algo_leaky_bucket = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
 };

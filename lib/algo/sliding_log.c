@@ -200,6 +200,16 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return end > INT64_MAX ? INT64_MAX : (int64_t)end;
 }
 
+/* Out of quota: a peek leaves no request (the general answer; this
+ * algorithm's check is cheap enough and rarely asked). */
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    struct sl_decision d;
+
+    check(st, l, now_ns, 0, &d);
+    return d.remaining == 0;
+}
+
 const struct sl__algo_ops sl__algo_sliding_log = {
     .name = "sliding_log",
     .state_size = state_size,
@@ -208,5 +218,6 @@ const struct sl__algo_ops sl__algo_sliding_log = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
 };

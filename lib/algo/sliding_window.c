@@ -219,6 +219,16 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return end > INT64_MAX ? INT64_MAX : (int64_t)end;
 }
 
+/* Out of quota: a peek leaves no request (the general answer; this
+ * algorithm's check is cheap enough and rarely asked). */
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    struct sl_decision d;
+
+    check(st, l, now_ns, 0, &d);
+    return d.remaining == 0;
+}
+
 const struct sl__algo_ops sl__algo_sliding_window = {
     .name = "sliding_window",
     .state_size = state_size,
@@ -227,5 +237,6 @@ const struct sl__algo_ops sl__algo_sliding_window = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
 };

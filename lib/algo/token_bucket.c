@@ -229,6 +229,15 @@ static int64_t whole_at(const void *st, const struct sl_limit *l)
     return sl__backlog_whole_at(st, l);
 }
 
+static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
+{
+    const struct warm_state *s = st;
+
+    if (is_warm(l)) /* warm_check: remaining 0 until the next free time */
+        return s->next_free_ns > sl__max64(now_ns, s->last_ns);
+    return sl__backlog_denying(st, l, now_ns, capacity_of(l));
+}
+
 const struct sl__algo_ops sl__algo_token_bucket = {
     .name = "token_bucket",
     .state_size = state_size,
@@ -237,5 +246,6 @@ const struct sl__algo_ops sl__algo_token_bucket = {
     .check = check,
     .commit = commit,
     .whole_at = whole_at,
+    .denying = denying,
     .release = NULL,
 };

@@ -53,6 +53,19 @@ void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_r
  * makes the per-request metric labels; one lookup, no allocation.) */
 bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain);
 
+/* What a snapshot holds, for the reload's log line and for refusing a
+ * truncated rules file: its domains, its descriptor rules (every level),
+ * and the first domain (by name) that has no descriptor at all (and does
+ * not deny what is unmatched: that one denies everything), with where
+ * it was defined ("file:line:col"), or NULLs. Borrowed from the snapshot. */
+struct sl__rules_census {
+    size_t domains;
+    size_t descriptors;
+    const char *empty_domain;
+    const char *empty_origin;
+};
+void sl__rules_census(const sl_rules *r, struct sl__rules_census *out);
+
 /* ------------------------------------------------------------ reporting */
 
 /* The decision `d` of limit `l` as reported: a shadow limit never denies or
@@ -73,6 +86,9 @@ bool sl__report_ranks_above(const struct sl_decision *a, const struct sl_limit *
  * which stores one domain per row). Returns how many there are; fills at
  * most `max` borrowed names. */
 size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, size_t max);
+/* The descriptor rules a builder holds so far, at every level, before any
+ * merge (what one text brings: the admin API caps it). */
+size_t sl__rules_builder_descriptors(const sl_rules_builder *b);
 /* Record one more diagnostic in a builder (its build then fails). */
 void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
                             const char *msg);

@@ -24,6 +24,7 @@ struct sl_rules_builder {
     struct sl__diags d;
     struct sl__rdomain **doms;
     size_t n_doms;
+    size_t cap_doms;
     size_t seq; /* add order, which breaks ties between database texts */
 };
 
@@ -39,6 +40,7 @@ static void drop_domains(sl_rules_builder *b)
     free(b->doms);
     b->doms = NULL;
     b->n_doms = 0;
+    b->cap_doms = 0;
 }
 
 void sl_rules_builder_free(sl_rules_builder *b)
@@ -67,41 +69,89 @@ size_t sl__rules_builder_domains(const sl_rules_builder *b, const char **names, 
     return b->n_doms;
 }
 
+static size_t descendants(const struct sl__rnode *n)
+{
+    size_t c = n->n_kids;
+
+    for (size_t i = 0; i < n->n_kids; i++)
+        c += descendants(n->kids[i]);
+    return c;
+}
+
+size_t sl__rules_builder_descriptors(const sl_rules_builder *b)
+{
+    size_t c = 0;
+
+    for (size_t i = 0; i < b->n_doms; i++)
+        c += descendants(&b->doms[i]->root);
+    return c;
+}
+
 void sl__rules_builder_diag(sl_rules_builder *b, const char *origin, int line, int col,
                             const char *msg)
 {
     sl__diag(&b->d, origin, line, col, "%s", msg);
 }
 
-static const struct sl__rdomain *file_domain(struct sl__rdomain *const *v, size_t n,
-                                             const char *name)
+/* A file domain and where it comes in the order of definition. */
+struct named {
+    const struct sl__rdomain *dom;
+    size_t at;
+};
+
+static int by_name_then_at(const void *a, const void *b)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (v[i]->src == SL_SRC_FILE && strcmp(v[i]->name, name) == 0)
-            return v[i];
-    }
-    return NULL;
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->dom->name, y->dom->name);
+
+    SL__RULES_OPS(1);
+    return c != 0 ? c : (x->at > y->at) - (x->at < y->at);
 }
 
-/* A file domain defined twice is an error at the second definition. */
-static void check_domains(sl_rules_builder *b, struct sl__rdomain **v, size_t first, size_t n,
-                          const char *origin)
+/* A file domain defined twice is an error at the second definition: the
+ * new domains v[0..n) are checked against the builder's and each other by
+ * sorting names (a file of thousands of documents stays O(n log n)). */
+static void check_domains(sl_rules_builder *b, struct sl__rdomain **v, size_t n, const char *origin)
 {
-    for (size_t i = first; i < n; i++) {
-        const struct sl__rdomain *prev;
+    size_t total = b->n_doms + n, k = 0;
+    struct named *all;
+    const struct sl__rdomain **first_of;
+
+    for (k = 0; k < n && v[k]->src != SL_SRC_FILE; k++)
+        ;
+    if (k == n)
+        return; /* no file domain among the new ones: nothing to check */
+    all = malloc(total * sizeof(*all));
+    first_of = calloc(n, sizeof(*first_of));
+    if (all == NULL || first_of == NULL) {
+        b->d.oom = true;
+        goto out;
+    }
+    k = 0;
+    for (size_t i = 0; i < total; i++) {
+        const struct sl__rdomain *d = i < b->n_doms ? b->doms[i] : v[i - b->n_doms];
+        if (d->src == SL_SRC_FILE)
+            all[k++] = (struct named){d, i};
+    }
+    qsort(all, k, sizeof(*all), by_name_then_at);
+    for (size_t i = 1; i < k; i++) {
+        size_t g = i - 1; /* the first of this name */
+        for (; i < k && strcmp(all[g].dom->name, all[i].dom->name) == 0; i++)
+            if (all[i].at >= b->n_doms)
+                first_of[all[i].at - b->n_doms] = all[g].dom;
+    }
+    for (size_t i = 0; i < n; i++) { /* in the text's order */
         int line = 0, col = 0;
-        if (v[i]->src != SL_SRC_FILE)
-            continue;
-        prev = file_domain(b->doms, b->n_doms, v[i]->name);
-        if (prev == NULL)
-            prev = file_domain(v + first, i - first, v[i]->name);
-        if (prev == NULL)
+        if (first_of[i] == NULL)
             continue;
         sscanf(v[i]->origin + strlen(origin), ":%d:%d", &line, &col);
         sl__diag(&b->d, origin, line, col,
                  "domain '%.200s' is already defined at %s; put its descriptors in one document",
-                 v[i]->name, prev->origin);
+                 v[i]->name, first_of[i]->origin);
     }
+out:
+    free(all);
+    free(first_of);
 }
 
 int sl_rules_builder_add_yaml(sl_rules_builder *b, const char *text, size_t len, const char *origin,
@@ -122,18 +172,18 @@ int sl_rules_builder_add_yaml(sl_rules_builder *b, const char *text, size_t len,
     rc = sl__rules_compile_docs(docs, n_docs, origin, src, &b->d, &tmp, &n_tmp);
     sl__ydocs_free(docs, n_docs);
     if (rc == SL_OK)
-        check_domains(b, tmp, 0, n_tmp, origin);
+        check_domains(b, tmp, n_tmp, origin);
     if (rc == SL_OK && b->d.n == before && n_tmp == 0) {
         free(tmp);
         return SL_OK;
     }
     if (rc == SL_OK && b->d.n == before) {
-        struct sl__rdomain **v = realloc(b->doms, (b->n_doms + n_tmp) * sizeof(*v));
-        if (v != NULL) {
+        void *v = b->doms;
+        if (sl__grow(&v, &b->cap_doms, b->n_doms + n_tmp, sizeof(*b->doms)) == SL_OK) {
+            b->doms = v;
             for (size_t i = 0; i < n_tmp; i++)
                 tmp[i]->seq = b->seq++;
-            memcpy(v + b->n_doms, tmp, n_tmp * sizeof(*v));
-            b->doms = v;
+            memcpy(b->doms + b->n_doms, tmp, n_tmp * sizeof(*b->doms));
             b->n_doms += n_tmp;
             free(tmp);
             return SL_OK;
@@ -147,15 +197,6 @@ int sl_rules_builder_add_yaml(sl_rules_builder *b, const char *text, size_t len,
 }
 
 /* ------------------------------------------------------------ merging */
-
-static bool same_identity(const struct sl__rnode *a, const struct sl__rnode *b)
-{
-    if (strcmp(a->key, b->key) != 0)
-        return false;
-    if (a->value == NULL || b->value == NULL)
-        return a->value == b->value;
-    return strcmp(a->value, b->value) == 0;
-}
 
 #define SWAP(a, b)                                                                                 \
     do {                                                                                           \
@@ -179,29 +220,103 @@ static void take_policy(struct sl__rnode *dst, struct sl__rnode *src)
     dst->has_policy = true;
 }
 
-/* Move src's children into dst, overriding where they meet. Moved children
- * are set to NULL in src. */
-static int merge_kids(struct sl__rnode *dst, struct sl__rnode *src)
+/* A child in a merge: the node, the slot that holds it in its parent (to
+ * take it from there when it moves) and its rank in the order in which the
+ * texts apply (the destination's children first, then each source's). */
+struct ranked {
+    struct sl__rnode *n;
+    struct sl__rnode **slot;
+    size_t rank;
+};
+
+static int by_identity_then_rank(const void *a, const void *b)
 {
-    for (size_t i = 0; i < src->n_kids; i++) {
-        struct sl__rnode *s = src->kids[i], *d = NULL;
-        for (size_t j = 0; j < dst->n_kids && d == NULL; j++)
-            d = same_identity(dst->kids[j], s) ? dst->kids[j] : NULL;
-        if (d == NULL) {
-            struct sl__rnode **k = realloc(dst->kids, (dst->n_kids + 1) * sizeof(*k));
-            if (k == NULL)
-                return SL_ENOMEM;
-            dst->kids = k;
-            k[dst->n_kids++] = s;
-            src->kids[i] = NULL;
-            continue;
-        }
-        if (s->has_policy)
-            take_policy(d, s);
-        if (merge_kids(d, s) != SL_OK)
-            return SL_ENOMEM;
+    const struct ranked *x = a, *y = b;
+    int c = sl__rnode_cmp_identity(x->n, y->n);
+
+    return c != 0 ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    const struct ranked *x = a, *y = b;
+
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static int merge_into(struct sl__rnode *dst, struct sl__rnode **src, size_t n_src);
+
+/* One identity's children v[0..n), in rank order: the first is the one
+ * that stays (dst's own, or the first source's, moved to dst by the
+ * caller); each later one, in turn, imposes its policy when it states one
+ * and merges its children. */
+static int merge_group(struct ranked *v, size_t n)
+{
+    struct sl__rnode **later;
+    int rc;
+
+    if (n == 1)
+        return SL_OK;
+    later = malloc((n - 1) * sizeof(*later));
+    if (later == NULL)
+        return SL_ENOMEM;
+    for (size_t i = 1; i < n; i++) {
+        later[i - 1] = v[i].n;
+        if (v[i].n->has_policy)
+            take_policy(v[0].n, v[i].n);
     }
-    return SL_OK;
+    rc = merge_into(v[0].n, later, n - 1);
+    free(later);
+    return rc;
+}
+
+/*
+ * Merge the children of src[0..n_src) (in that order) into dst's, overriding
+ * where they meet, one level at a time: a child with an identity dst lacks
+ * moves to dst (its slot in its source set to NULL), appended in the order
+ * of the texts. Each level sorts its children once (O(n log n) overall;
+ * searching dst's children for each source child was O(n^2)). Sources keep
+ * what did not move, to be freed with them.
+ */
+static int merge_into(struct sl__rnode *dst, struct sl__rnode **src, size_t n_src)
+{
+    size_t total = dst->n_kids, k = 0, n_new = 0;
+    struct ranked *v, *moved;
+    int rc = SL_OK;
+
+    for (size_t s = 0; s < n_src; s++)
+        total += src[s]->n_kids;
+    if (total == dst->n_kids)
+        return SL_OK;
+    v = malloc(total * sizeof(*v));
+    moved = malloc(total * sizeof(*moved));
+    if (v == NULL || moved == NULL) {
+        rc = SL_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < dst->n_kids; i++, k++)
+        v[k] = (struct ranked){dst->kids[i], NULL, k};
+    for (size_t s = 0; s < n_src; s++)
+        for (size_t i = 0; i < src[s]->n_kids; i++, k++)
+            v[k] = (struct ranked){src[s]->kids[i], &src[s]->kids[i], k};
+    qsort(v, total, sizeof(*v), by_identity_then_rank);
+    for (size_t i = 0, j; rc == SL_OK && i < total; i = j) {
+        for (j = i + 1; j < total && sl__rnode_cmp_identity(v[i].n, v[j].n) == 0; j++)
+            ;
+        if (v[i].slot != NULL) /* new to dst */
+            moved[n_new++] = v[i];
+        rc = merge_group(v + i, j - i);
+    }
+    qsort(moved, n_new, sizeof(*moved), by_rank);
+    for (size_t i = 0; rc == SL_OK && i < n_new; i++) {
+        rc = sl__rnode_add_kid(dst, moved[i].n);
+        if (rc == SL_OK)
+            *moved[i].slot = NULL;
+    }
+out:
+    free(v);
+    free(moved);
+    return rc;
 }
 
 static int by_name_then_src(const void *a, const void *b)
@@ -210,6 +325,7 @@ static int by_name_then_src(const void *a, const void *b)
     const struct sl__rdomain *y = *(struct sl__rdomain *const *)b;
     int c = strcmp(x->name, y->name);
 
+    SL__RULES_OPS(1);
     if (c != 0)
         return c;
     if (x->src != y->src)
@@ -240,28 +356,34 @@ void sl_rules_unref(sl_rules *r)
         rules_free(r);
 }
 
+/* Sort the domains (by name, files first, then database texts in the
+ * order added) and merge each name's definitions into its first. */
 static int merge_all(sl_rules_builder *b, sl_rules *r)
 {
-    size_t out = 0;
+    int rc = SL_OK;
 
     if (b->n_doms > 1)
         qsort(b->doms, b->n_doms, sizeof(*b->doms), by_name_then_src);
-    for (size_t i = 0; i < b->n_doms; i++) {
+    for (size_t i = 0, j; rc == SL_OK && i < b->n_doms; i = j) {
         struct sl__rdomain *dom = b->doms[i];
-        b->doms[i] = NULL;
-        if (out > 0 && strcmp(r->domains[out - 1]->name, dom->name) == 0) {
-            int rc = merge_kids(&r->domains[out - 1]->root, &dom->root);
-            if (dom->unmatched != SL__UNMATCHED_UNSET) /* a later text that says it wins */
-                r->domains[out - 1]->unmatched = dom->unmatched;
-            sl__rdomain_free(dom);
-            if (rc != SL_OK)
-                return rc;
-            continue;
+        for (j = i + 1; j < b->n_doms && strcmp(b->doms[j]->name, dom->name) == 0; j++)
+            ;
+        if (j - i > 1) {
+            struct sl__rnode **roots = malloc((j - i - 1) * sizeof(*roots));
+            if (roots == NULL)
+                return SL_ENOMEM;
+            for (size_t k = i + 1; k < j; k++)
+                roots[k - i - 1] = &b->doms[k]->root;
+            for (size_t k = i + 1; k < j; k++) /* a later text that says it wins */
+                if (b->doms[k]->unmatched != SL__UNMATCHED_UNSET)
+                    dom->unmatched = b->doms[k]->unmatched;
+            rc = merge_into(&dom->root, roots, j - i - 1);
+            free(roots);
         }
-        r->domains[out++] = dom;
-        r->n_domains = out;
+        r->domains[r->n_domains++] = dom;
+        b->doms[i] = NULL; /* moved; the merged ones are freed with the builder's */
     }
-    return SL_OK;
+    return rc;
 }
 
 static bool any_detailed(const struct sl__rnode *n)

@@ -2,7 +2,8 @@
 /* Copyright (c) The Sluice authors */
 /*
  * common.c - small helpers the rules files share: diagnostics collection,
- * string copies and the '*' pattern match used for wildcard values.
+ * string copies, arrays that grow by doubling, the order of descriptor
+ * identities, and the '*' pattern match used for wildcard values.
  *
  * It knows nothing about the rules format itself.
  */
@@ -27,6 +28,52 @@ char *sl__strndup(const char *s, size_t n)
 char *sl__strdup(const char *s)
 {
     return sl__strndup(s, strlen(s));
+}
+
+#ifdef SL_RULES_COUNT_OPS
+unsigned long long sl__rules_ops;
+#endif
+
+int sl__grow(void **v, size_t *cap, size_t need, size_t size)
+{
+    size_t n = *cap ? *cap : 4;
+    void *p;
+
+    if (need <= *cap)
+        return SL_OK;
+    while (n < need)
+        n *= 2;
+    p = realloc(*v, n * size);
+    if (p == NULL)
+        return SL_ENOMEM;
+    SL__RULES_OPS(*cap); /* what realloc may have copied */
+    *v = p;
+    *cap = n;
+    return SL_OK;
+}
+
+int sl__rnode_cmp_identity(const struct sl__rnode *a, const struct sl__rnode *b)
+{
+    int c;
+
+    SL__RULES_OPS(1);
+    c = strcmp(a->key, b->key);
+    if (c != 0)
+        return c;
+    if (a->value == NULL || b->value == NULL)
+        return (a->value != NULL) - (b->value != NULL);
+    return strcmp(a->value, b->value);
+}
+
+int sl__rnode_add_kid(struct sl__rnode *parent, struct sl__rnode *kid)
+{
+    void *v = parent->kids;
+
+    if (sl__grow(&v, &parent->cap_kids, parent->n_kids + 1, sizeof(*parent->kids)) != SL_OK)
+        return SL_ENOMEM;
+    parent->kids = v;
+    parent->kids[parent->n_kids++] = kid;
+    return SL_OK;
 }
 
 /* Records "origin:line:col: message". Out of memory is remembered (oom) so

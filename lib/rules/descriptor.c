@@ -137,39 +137,75 @@ static bool parse_flags(struct sl__cctx *c, const struct sl__ynode **v, struct s
     return ok;
 }
 
-static bool same_identity(const struct sl__rnode *a, const struct sl__rnode *b)
-{
-    if (strcmp(a->key, b->key) != 0)
-        return false;
-    if (a->value == NULL || b->value == NULL)
-        return a->value == b->value;
-    return strcmp(a->value, b->value) == 0;
-}
-
-static bool check_duplicate(struct sl__cctx *c, const struct sl__ynode *at,
-                            const struct sl__rnode *parent, const struct sl__rnode *n)
-{
-    for (size_t i = 0; i < parent->n_kids; i++) {
-        if (same_identity(parent->kids[i], n)) {
-            SL__ERR(c, at, "duplicate descriptor '%.200s' (first defined at line %d); merge them",
-                    n->path, parent->kids[i]->line);
-            return false;
-        }
-    }
-    return true;
-}
-
 static bool add_kid(struct sl__cctx *c, struct sl__rnode *parent, struct sl__rnode *n)
 {
-    struct sl__rnode **k = realloc(parent->kids, (parent->n_kids + 1) * sizeof(*k));
+    if (sl__rnode_add_kid(parent, n) == SL_OK)
+        return true;
+    c->d->oom = true;
+    return false;
+}
 
-    if (k == NULL) {
+/* A child and its place among its siblings, for sorting by identity. */
+struct placed {
+    struct sl__rnode *n;
+    size_t at;
+};
+
+static int by_identity_then_place(const void *a, const void *b)
+{
+    const struct placed *x = a, *y = b;
+    int c = sl__rnode_cmp_identity(x->n, y->n);
+
+    return c != 0 ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/*
+ * Diagnose every child of `parent` whose identity (key and value) an
+ * earlier sibling already has, and drop it: sorted by identity, siblings
+ * with the same one are neighbours, so this is O(n log n) where comparing
+ * each with every earlier one was O(n^2) (18,000 siblings took seconds).
+ * Diagnostics come in the text's order; the children kept keep theirs.
+ */
+static bool drop_duplicates(struct sl__cctx *c, struct sl__rnode *parent)
+{
+    size_t n = parent->n_kids, kept = 0;
+    struct placed *v;
+    const struct sl__rnode **first;
+    bool ok = true;
+
+    if (n < 2)
+        return true;
+    v = malloc(n * sizeof(*v));
+    first = calloc(n, sizeof(*first)); /* per position: the sibling it repeats */
+    if (v == NULL || first == NULL) {
+        free(v);
+        free(first);
         c->d->oom = true;
         return false;
     }
-    parent->kids = k;
-    k[parent->n_kids++] = n;
-    return true;
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct placed){parent->kids[i], i};
+    qsort(v, n, sizeof(*v), by_identity_then_place);
+    for (size_t i = 0, j; i < n; i = j)
+        for (j = i + 1; j < n && sl__rnode_cmp_identity(v[i].n, v[j].n) == 0; j++)
+            first[v[j].at] = v[i].n;
+    for (size_t i = 0; i < n; i++) {
+        struct sl__rnode *k = parent->kids[i];
+        if (first[i] == NULL) {
+            parent->kids[kept++] = k;
+            continue;
+        }
+        sl__diag(c->d, c->origin, k->line, k->col,
+                 "duplicate descriptor '%.200s' (first defined at line %d); merge them", k->path,
+                 first[i]->line);
+        sl__rnode_free_kids(k);
+        free(k);
+        ok = false;
+    }
+    parent->n_kids = kept;
+    free(v);
+    free(first);
+    return ok;
 }
 
 static bool parse_one(struct sl__cctx *c, const struct sl__ynode *map, struct sl__rnode *parent,
@@ -188,8 +224,7 @@ static bool parse_one(struct sl__cctx *c, const struct sl__ynode *map, struct sl
     }
     n->line = map->line;
     n->col = map->col;
-    if (!parse_identity(c, map, v, n) || !set_path(c, parent, n) ||
-        !check_duplicate(c, map, parent, n)) {
+    if (!parse_identity(c, map, v, n) || !set_path(c, parent, n)) {
         sl__rnode_free_kids(n);
         free(n);
         return false;
@@ -224,7 +259,7 @@ static bool parse_list(struct sl__cctx *c, const struct sl__ynode *seq, struct s
     }
     for (size_t i = 0; i < seq->n_kids; i++)
         ok = parse_one(c, seq->kids[i], parent, depth) && ok;
-    return ok;
+    return drop_duplicates(c, parent) && ok;
 }
 
 static struct sl__rdomain *new_domain(struct sl__cctx *c, const struct sl__ynode *doc,

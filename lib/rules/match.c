@@ -9,7 +9,8 @@
  *
  * Hot path: no allocation, no lock (the snapshot is immutable); binary
  * search over exact values, linear over the (few) wildcards and defaults.
- * It does not decide anything (the limiter does).
+ * Also the listings of a snapshot (its limits, its census), off the hot
+ * path. It does not decide anything (the limiter does).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -283,4 +284,30 @@ void sl_rules_foreach_limit(const sl_rules *r,
     for (size_t i = 0; r != NULL && i < r->n_domains; i++)
         for (size_t k = 0; k < r->domains[i]->root.n_kids; k++)
             walk_node(&w, r->domains[i]->root.kids[k]);
+}
+
+static size_t count_nodes(const struct sl__rnode *n)
+{
+    size_t c = 1;
+
+    for (size_t i = 0; i < n->n_kids; i++)
+        c += count_nodes(n->kids[i]);
+    return c;
+}
+
+void sl__rules_census(const sl_rules *r, struct sl__rules_census *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; r != NULL && i < r->n_domains; i++) {
+        const struct sl__rdomain *dom = r->domains[i];
+        out->domains++;
+        out->descriptors += count_nodes(&dom->root) - 1; /* not the root */
+        /* on_unmatched: deny with no descriptor denies the whole domain:
+         * deliberate, and no limit is lifted */
+        if (dom->root.n_kids == 0 && dom->unmatched != SL__UNMATCHED_DENY &&
+            out->empty_domain == NULL) {
+            out->empty_domain = dom->name;
+            out->empty_origin = dom->origin;
+        }
+    }
 }

@@ -38,6 +38,7 @@ struct sl__ynode {
     bool plain;
     struct sl__ynode **kids;
     size_t n_kids;
+    size_t cap_kids; /* kids allocated (grown by doubling) */
 };
 
 /* Caps that keep hostile input bounded (fuzzing, admin API). */
@@ -93,6 +94,7 @@ struct sl__rnode {
 
     struct sl__rnode **kids; /* all children, in file order, while building */
     size_t n_kids;
+    size_t cap_kids;
     struct sl__rnode **exact; /* after sl__rnode_index(): views into kids */
     size_t n_exact;
     struct sl__rnode **wild;
@@ -121,6 +123,31 @@ struct sl_rules {
     struct sl__rdomain **domains; /* sorted by name */
     size_t n_domains;
 };
+
+/* ------------------------------------------------------- build work */
+
+/* Work counter for the scaling test (tests/unit/test_rules_scale.c builds
+ * the library again with SL_RULES_COUNT_OPS): comparisons of descriptor
+ * identities and of domain names while building, and pointers moved when
+ * an array grows. Compiled out otherwise, so the library keeps no global
+ * state. */
+#ifdef SL_RULES_COUNT_OPS
+extern unsigned long long sl__rules_ops;
+#define SL__RULES_OPS(n) (sl__rules_ops += (n))
+#else
+#define SL__RULES_OPS(n) ((void)0)
+#endif
+
+/* Order of descriptor identities: key, then value, a key-only rule (no
+ * value) first. Two rules with the same identity are the same descriptor
+ * (a duplicate within one text, merged across texts). */
+int sl__rnode_cmp_identity(const struct sl__rnode *a, const struct sl__rnode *b);
+/* Append `kid` to `parent`'s children, doubling the array when full.
+ * SL_OK or SL_ENOMEM. */
+int sl__rnode_add_kid(struct sl__rnode *parent, struct sl__rnode *kid);
+/* Grow `*v` (of `*cap` elements of `size` bytes) to hold at least `need`,
+ * by doubling. SL_OK or SL_ENOMEM (then *v is unchanged). */
+int sl__grow(void **v, size_t *cap, size_t need, size_t size);
 
 /* A list of diagnostics, "origin:line:col: message" each. */
 struct sl__diags {

@@ -23,6 +23,7 @@ struct loader {
     size_t n_nodes;
     struct sl__ynode **docs;
     size_t n_docs;
+    size_t cap_docs;
     char *err;
     size_t err_len;
     int line;
@@ -55,26 +56,29 @@ static int fail(struct loader *ld, const yaml_mark_t *m, const char *msg)
     return SL_EPARSE;
 }
 
+/* Doubling: a list of 40,000 descriptors must not be copied 40,000 times. */
 static int add_kid(struct sl__ynode *parent, struct sl__ynode *kid)
 {
-    struct sl__ynode **k = realloc(parent->kids, (parent->n_kids + 1) * sizeof(*k));
-    if (k == NULL)
+    void *v = parent->kids;
+
+    if (sl__grow(&v, &parent->cap_kids, parent->n_kids + 1, sizeof(*parent->kids)) != SL_OK)
         return SL_ENOMEM;
-    parent->kids = k;
-    k[parent->n_kids++] = kid;
+    parent->kids = v;
+    parent->kids[parent->n_kids++] = kid;
     return SL_OK;
 }
 
 /* Attach a finished node to its parent or, at the top, to the documents. */
 static int attach(struct loader *ld, struct sl__ynode *n)
 {
+    void *v = ld->docs;
+
     if (ld->depth > 0)
         return add_kid(ld->stack[ld->depth - 1], n);
-    struct sl__ynode **d = realloc(ld->docs, (ld->n_docs + 1) * sizeof(*d));
-    if (d == NULL)
+    if (sl__grow(&v, &ld->cap_docs, ld->n_docs + 1, sizeof(*ld->docs)) != SL_OK)
         return SL_ENOMEM;
-    ld->docs = d;
-    d[ld->n_docs++] = n;
+    ld->docs = v;
+    ld->docs[ld->n_docs++] = n;
     return SL_OK;
 }
 

@@ -100,6 +100,7 @@ void sl__admin_config(struct sl__conn *c, const struct sl__h1_req *r)
     o = cJSON_AddObjectToObject(root, "http");
     add_header_families(o, cfg->http_headers);
     cJSON_AddNumberToObject(o, "max_delay_ms", (double)cfg->http_max_delay_ms);
+    cJSON_AddStringToObject(o, "readyz", cfg->readyz == SL__READYZ_STORE ? "store" : "decisions");
     o = cJSON_AddObjectToObject(root, "admin");
     cJSON_AddBoolToObject(o, "token_required", cfg->admin_token != NULL);
     cJSON_AddItemToObject(

@@ -14,8 +14,10 @@
  * done. Meanwhile the worker goes on serving its other connections, and
  * pipelined requests on this one keep their order. Admin changes and
  * reloads are serialised by the server's reload lock, so the last change
- * stored is the one that serves. It does not authenticate anyone: the
- * router puts these endpoints behind the gate.
+ * stored is the one that serves. One write's work is capped: a rule's YAML
+ * (413 beyond RULE_YAML_MAX) and its descriptors (400 beyond
+ * RULE_DESCRIPTORS_MAX, or none at all). It does not authenticate anyone: the router puts
+ * these endpoints behind the gate.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +27,18 @@
 #include "admin.h"
 #include "conn.h"
 #include "log.h"
+#include "rules_load.h"
 #include "rulesdb.h"
 #include "server.h"
 #include "stores.h"
 #include "worker-t.h"
 #include "xalloc.h"
+
+/* What one rule written through the API may hold: each write reloads every
+ * rule (files and database), so one request's work stays bounded. Larger
+ * rule sets belong in rules files, or split into several rules. */
+#define RULE_YAML_MAX        (256u << 10) /* bytes of YAML: 413 beyond */
+#define RULE_DESCRIPTORS_MAX 4096u        /* descriptors at every level: 400 beyond */
 
 enum job_kind { JOB_LIST, JOB_ADD, JOB_PUT, JOB_DELETE };
 
@@ -155,12 +164,43 @@ static void set_diags(struct job *j, sl_rules_builder *b)
     set_answer(j, 400, doc);
 }
 
+/* More descriptors than one rule may hold, or a domain of none (which
+ * every reload would refuse, unless it denies what is unmatched)? Then a
+ * 400 is set. An invalid rule passes here: storing it diagnoses it. */
+static bool refused_size(struct job *j)
+{
+    size_t n = 0;
+    char empty[128], why[320];
+
+    if (sl__rules_text_descriptors(j->yaml, strlen(j->yaml), &n, empty, sizeof(empty)) != SL_OK)
+        return false;
+    if (empty[0] != '\0' && !j->srv->cfg.rules_allow_empty) {
+        snprintf(why, sizeof(why),
+                 "the rule's domain '%.100s' has no descriptors (a domain without descriptors "
+                 "is refused by every reload unless rules.allow_empty, or on_unmatched: deny)",
+                 empty);
+        set_error(j, 400, why);
+        return true;
+    }
+    if (n <= RULE_DESCRIPTORS_MAX)
+        return false;
+    snprintf(why, sizeof(why),
+             "the rule has %zu descriptors, more than %u: split it into several rules, or put it "
+             "in a rules file",
+             n, RULE_DESCRIPTORS_MAX);
+    set_error(j, 400, why);
+    return true;
+}
+
 static void put(struct job *j)
 {
     sl_rules_builder *diags = sl_rules_builder_new();
-    sl_rulesdb *db = open_db(j, true);
+    sl_rulesdb *db = NULL;
     int rc;
 
+    if (refused_size(j))
+        goto out;
+    db = open_db(j, true);
     if (db == NULL)
         goto out;
     rc = sl_rulesdb_put(db, j->id, j->yaml, strlen(j->yaml), j->kind == JOB_PUT, diags);
@@ -285,12 +325,28 @@ static const char *body_string(struct sl__conn *c, const struct sl__h1_req *r, c
     return v->valuestring;
 }
 
+/* The "yaml" member of a rule write; NULL with a 400 or 413 sent. */
+static const char *body_yaml(struct sl__conn *c, const struct sl__h1_req *r, cJSON *doc)
+{
+    const char *yaml = body_string(c, r, doc, "yaml");
+    char why[128];
+
+    if (yaml == NULL || strlen(yaml) <= RULE_YAML_MAX)
+        return yaml;
+    snprintf(why, sizeof(why),
+             "the rule's yaml is larger than %u bytes: split it into several rules, or put it in "
+             "a rules file",
+             RULE_YAML_MAX);
+    sl__admin_send_error(c, -1, r->keep_alive, 413, why);
+    return NULL;
+}
+
 void sl__admin_rules_add(struct sl__conn *c, const struct sl__h1_req *r)
 {
     cJSON *doc = sl__admin_body(c, r);
     const char *id = doc != NULL ? body_string(c, r, doc, "id") : NULL, *yaml;
 
-    if (id != NULL && (yaml = body_string(c, r, doc, "yaml")) != NULL)
+    if (id != NULL && (yaml = body_yaml(c, r, doc)) != NULL)
         queue(c, r, JOB_ADD, id, yaml);
     cJSON_Delete(doc);
 }
@@ -318,7 +374,7 @@ void sl__admin_rules_put(struct sl__conn *c, const struct sl__h1_req *r)
     if (id == NULL)
         return;
     doc = sl__admin_body(c, r);
-    if (doc != NULL && (yaml = body_string(c, r, doc, "yaml")) != NULL)
+    if (doc != NULL && (yaml = body_yaml(c, r, doc)) != NULL)
         queue(c, r, JOB_PUT, id, yaml);
     cJSON_Delete(doc);
 }

@@ -53,6 +53,12 @@ enum sl__log_access {
     SL__ACCESS_JSON = 2,     /* one JSON object per line */
 };
 
+/* What GET /readyz answers 200 for (http.readyz). */
+enum sl__readyz_mode {
+    SL__READYZ_DECISIONS = 0, /* checks are decided: by the store, or a local/allow policy */
+    SL__READYZ_STORE = 1,     /* only while the store decides with its own state */
+};
+
 struct sl__listener {
     char address[64]; /* numeric IPv4 or IPv6 address */
     uint16_t port;    /* 0: the kernel picks one (printed at start) */
@@ -78,6 +84,7 @@ struct sl__config {
     char *rules_db;         /* SQLite rules database, NULL: none */
     bool rules_shadow_mode; /* global shadow mode: the "*" kill switch in shadow at start */
     bool rules_watch;
+    bool rules_allow_empty; /* a rules file may hold no rules, a domain no descriptors */
     int64_t rules_debounce_ms;
 
     size_t store_max_bytes; /* hard cap of the state table */
@@ -108,6 +115,7 @@ struct sl__config {
     size_t n_admin_hosts;
     unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */
     int64_t http_max_delay_ms;   /* /v1/auth holds a delayed reply up to this */
+    enum sl__readyz_mode readyz; /* what /readyz means (http.readyz) */
     unsigned metrics_max_series; /* distinct request-derived label sets per worker */
 
     /* Envoy's API (POST /json, gRPC): response_headers_to_add */

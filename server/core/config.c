@@ -29,6 +29,7 @@ static const char *const level_names[] = {"error", "warn", "info", "debug", NULL
 static const char *const on_full_names[] = {"evict", "deny", NULL};
 static const char *const style_names[] = {"ratelimit", "ietf", NULL};
 static const char *const access_names[] = {"off", "combined", "json", NULL};
+static const char *const readyz_names[] = {"decisions", "store", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
 
@@ -43,7 +44,9 @@ static const struct sl__key keys[] = {
     {"rules.shadow_mode", SL__K_BOOL, F(rules_shadow_mode), "false",
      "global shadow mode: every domain counted, nothing enforced (the \"*\" kill switch)"},
     {"rules.debounce", SL__K_DUR_MS, F(rules_debounce_ms), "200ms",
-     "wait this long after a change before reloading"},
+     "wait this long after a change before reloading; a file must hold still this long"},
+    {"rules.allow_empty", SL__K_BOOL, F(rules_allow_empty), "false",
+     "accept a rules file with no rules or a domain with no descriptors (else refused)"},
     {"store.max_bytes", SL__K_SIZE, F(store_max_bytes), "64MiB",
      "hard memory cap of the state table (k/KiB, M/MiB, G/GiB suffixes)"},
     {"store.shards", SL__K_UINT, F(store_shards), "0",
@@ -94,6 +97,10 @@ static const struct sl__key keys[] = {
      "header with the requests left"},
     {"envoy.header_names.reset", SL__K_STR, F(envoy_header_reset), "RateLimit-Reset",
      "header with the seconds until the limit resets"},
+    {"http.readyz", SL__K_CHOICE, F(readyz), "decisions",
+     "decisions: /readyz 200 while checks are decided (by the store, or a local/allow failure "
+     "policy: 'degraded'); store: only while the store decides",
+     .choices = readyz_names},
     {"metrics.max_series", SL__K_UINT, F(metrics_max_series), "1000",
      "distinct (domain, limit) label sets per worker; more count as __overflow__", .min = 1,
      .max = 1u << 24},

@@ -36,13 +36,14 @@ static int64_t mono_ns(void)
 
 /* The store's callback: kill switch "shadow", metrics, then the protocol.
  * The labels are taken first: the protocol's callback may end the op. */
-static void on_store(void *arg, int err, const struct sl_result *res)
+static void on_store(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
     struct sl__decide_op *op = arg;
     struct sl__decide_labels *labels = op->labels;
     struct sl__metrics *m = op->w->srv->metrics;
 
     op->labels = NULL;
+    op->by = (uint8_t)by;
     if (err == SL_OK && op->shadow)
         res = sl__ks_unenforce(res, &edited);
     if (err == SL_OK && op->counted && m != NULL) {
@@ -52,6 +53,16 @@ static void on_store(void *arg, int err, const struct sl_result *res)
     }
     op->done(op, err, res);
     free(labels);
+}
+
+const char *sl__decide_policy(const struct sl__decide_op *op)
+{
+    static const char *const names[] = {[SL__BY_STATE] = NULL,
+                                        [SL__BY_ALLOW] = "allow",
+                                        [SL__BY_DENY] = "deny",
+                                        [SL__BY_LOCAL] = "local"};
+
+    return op->by < sizeof(names) / sizeof(names[0]) ? names[op->by] : NULL;
 }
 
 /* Append s[0..n) to the label l (capacity SL__METRIC_LABEL_MAX). */
@@ -129,6 +140,7 @@ static void begin(struct sl__worker *w, struct sl__decide_op *op, enum sl__decid
     op->kind = kind;
     op->counted = kind == SL__DECIDE_CHECK || kind == SL__DECIDE_ACQUIRE;
     op->shadow = false;
+    op->by = SL__BY_STATE;
     op->labels = NULL;
     op->domain_len = 0;
     if (b != NULL && b->depth > 0) {
@@ -156,7 +168,7 @@ static void answer_off(struct sl__decide_op *op, const struct sl_request *req)
     edited.n_statuses = req->n_descriptors;
     if (op->w->srv->metrics != NULL)
         sl__metrics_killswitch_off(op->w->srv->metrics, op->w->id);
-    on_store(op, SL_OK, &edited);
+    on_store(op, SL_OK, &edited, SL__BY_STATE);
 }
 
 typedef int (*start_fn)(struct sl__store *, const struct sl__store_req *, sl__store_cb, void *);
@@ -348,7 +360,7 @@ void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_
         sl__decide_flush(w);
     r = start_for(w->store, kind)(w->store, &q, on_store, op);
     if (r != SL_OK)
-        on_store(op, r, NULL);
+        on_store(op, r, NULL, SL__BY_STATE);
 }
 
 void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct sl_request *req,
@@ -373,7 +385,7 @@ void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
     }
     r = w->store->ops->check(w->store, &q, on_store, op);
     if (r != SL_OK)
-        on_store(op, r, NULL);
+        on_store(op, r, NULL, SL__BY_STATE);
 }
 
 void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
@@ -385,7 +397,7 @@ void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const ch
     (void)batch_for(w, false); /* leases taken by queued checks first */
     r = w->store->ops->release(w->store, lease, len, op->now_ns, on_store, op);
     if (r != SL_OK)
-        on_store(op, SL_EINVAL, NULL);
+        on_store(op, SL_EINVAL, NULL, SL__BY_STATE);
 }
 
 #define SL__STR_(x) #x

@@ -79,11 +79,17 @@ struct sl__decide_op {
     enum sl__decide_kind kind;
     bool counted;   /* its outcome goes into the metrics */
     bool shadow;    /* kill switch "shadow": a denial is answered as allowed */
+    uint8_t by;     /* who answered: 0 the store's state, else a failure policy */
     int64_t now_ns; /* the decision's time (X-RateLimit-Reset and the like) */
     struct sl__decide_labels *labels;
     uint16_t domain_len;
     char domain[SL__METRIC_LABEL_MAX]; /* the metric label (a truncated copy) */
 };
+
+/* The failure policy that answered the result `done` was given ("allow",
+ * "deny", "local": a remote store could not decide with its state), or
+ * NULL when the store's state decided. Protocols say it in their answers. */
+const char *sl__decide_policy(const struct sl__decide_op *op);
 
 /* Decide `req` (its domain, descriptors and hits) against the worker's
  * rules: `kind` is any but SL__DECIDE_RELEASE. */

@@ -53,7 +53,7 @@ static void vlog(enum sl__log_level lvl, uint64_t suppressed, const char *fmt, v
     if (m < 0)
         m = 0;
     n += (size_t)m < sizeof(line) - n - 1 ? (size_t)m : sizeof(line) - n - 2;
-    if (suppressed > 0 && n < sizeof(line) - 1) {
+    if (suppressed > 0 && n + 64 < sizeof(line)) { /* the note fits whole, or is left out */
         m = snprintf(line + n, sizeof(line) - n - 1, " (%llu more like it in the last second)",
                      (unsigned long long)suppressed);
         n += m > 0 && (size_t)m < sizeof(line) - n - 1 ? (size_t)m : 0;

@@ -65,15 +65,18 @@ enum sl__conn_event {
 
 /* Scrape-time values the caller reads from elsewhere (table, config). */
 struct sl__metrics_gauges {
-    uint64_t table_entries;      /* keys tracked now */
-    uint64_t table_bytes;        /* memory in use by the table */
-    uint64_t table_max_bytes;    /* its cap */
-    uint64_t table_evictions;    /* counter */
-    uint64_t table_full_denials; /* counter */
-    uint64_t reloads;            /* successful rule reloads, counter */
-    uint64_t reload_failures;    /* rejected reloads, counter */
-    int64_t connections;         /* open now; -1: use sl__metrics_connection() counts */
-    uint64_t buffer_bytes;       /* memory held by every connection's buffers now */
+    uint64_t table_entries;           /* keys tracked now */
+    uint64_t table_bytes;             /* memory in use by the table */
+    uint64_t table_max_bytes;         /* its cap */
+    uint64_t table_evictions;         /* counter */
+    uint64_t table_evictions_denying; /* of them, entries out of quota, counter */
+    uint64_t table_full_denials;      /* counter */
+    uint64_t reloads;                 /* successful rule reloads, counter */
+    uint64_t reload_failures;         /* rejected reloads, counter */
+    uint64_t reload_requests;         /* reloads asked (SIGHUP, files, nodes), counter */
+    uint64_t reloads_coalesced;       /* of them, folded into a pending one, counter */
+    int64_t connections;              /* open now; -1: use sl__metrics_connection() counts */
+    uint64_t buffer_bytes;            /* memory held by every connection's buffers now */
 };
 
 /* SL_OK, SL_EINVAL (0 workers or cap), SL_ENOMEM. */

@@ -304,6 +304,9 @@ static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
                clamp(g->table_max_bytes));
     put_scalar(b, "sluice_table_evictions_total", "counter", "Live entries evicted to make room.",
                clamp(g->table_evictions));
+    put_scalar(b, "sluice_table_evictions_denying_total", "counter",
+               "Of the evictions, entries out of quota (a denied client's state).",
+               clamp(g->table_evictions_denying));
     put_scalar(b, "sluice_table_full_denials_total", "counter",
                "New keys denied because the table was full.", clamp(g->table_full_denials));
     put_scalar(b, "sluice_connection_buffer_bytes", "gauge",
@@ -312,6 +315,12 @@ static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
     put_scalar(b, "sluice_reloads_total", "counter", "Rule reloads applied.", clamp(g->reloads));
     put_scalar(b, "sluice_reload_failures_total", "counter",
                "Rule reloads rejected (the old rules kept serving).", clamp(g->reload_failures));
+    put_scalar(b, "sluice_reload_requests_total", "counter",
+               "Rule reloads asked by SIGHUP, a file change or other nodes.",
+               clamp(g->reload_requests));
+    put_scalar(b, "sluice_reloads_coalesced_total", "counter",
+               "Reloads asked while one ran and one waited: served by the waiting one.",
+               clamp(g->reloads_coalesced));
 }
 
 int sl__metrics_render(struct sl__metrics *m, const struct sl__metrics_gauges *g, char *buf,

@@ -5,51 +5,27 @@
  * compiled snapshot. A failing build changes nothing: the previous snapshot
  * stays in its slot and every diagnostic is logged as file:line:col.
  *
- * It does not watch files (watch.c does) or parse YAML (the library does).
+ * What counts as failing, besides invalid rules: a rules file that exists
+ * but holds no rules, and a domain left without descriptors - the marks of
+ * a truncated or emptied file, which would otherwise drop every limit at
+ * once - unless rules.allow_empty says that is meant. A listed file that is
+ * deleted (and stays absent past the debounce) on a reload is not a
+ * failure: its domains go, with a warning, as envoyproxy/ratelimit forgets
+ * a deleted file.
+ *
+ * Also the size of one rules text, for the admin API's cap. It does not
+ * watch files (watch.c), read them (rules_read.c: consistently) or parse
+ * YAML (the library does).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "rules_load.h"
+#include "rules_read.h"
 #include "rulesdb.h"
-#include "xalloc.h"
-
-/* Rules files above this size are refused rather than read. */
-#define RULES_FILE_MAX (16u << 20)
-
-static int read_file(const char *path, char **text, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    size_t cap = 4096, n = 0;
-    char *p;
-
-    if (f == NULL) {
-        sl__err("%s:1:1: cannot open rules file: %s", path, strerror(errno));
-        return SL_EINVAL;
-    }
-    p = sl__xrealloc(NULL, cap);
-    for (;;) {
-        size_t k = fread(p + n, 1, cap - n, f);
-        n += k;
-        if (n < cap)
-            break;
-        if (cap >= RULES_FILE_MAX) {
-            sl__err("%s:1:1: rules file larger than %u bytes", path, RULES_FILE_MAX);
-            free(p);
-            fclose(f);
-            return SL_ETOOBIG;
-        }
-        cap *= 2;
-        p = sl__xrealloc(p, cap);
-    }
-    fclose(f);
-    *text = p;
-    *len = n;
-    return SL_OK;
-}
+#include "sluice_int.h"
 
 /* Add the database's rules after the files' (database rules win at the same
  * descriptor). A database that does not exist yet is created empty. */
@@ -70,23 +46,71 @@ static int load_db(const char *path, sl_rules_builder *b)
     return r == SL_EPARSE ? SL_OK : r; /* SL_EPARSE: diagnostics are in the builder */
 }
 
-int sl__rules_load(const struct sl__config *cfg, sl_rules **out)
+/* Read rules file `path` into `b`. SL_OK (also for a file gone on a
+ * reload, with a warning), or an error already logged or diagnosed. */
+static int load_file(const struct sl__config *cfg, const struct sl__rules_load *how,
+                     const char *path, sl_rules_builder *b)
+{
+    struct sl__rules_read opt = {.debounce_ms = cfg->rules_debounce_ms,
+                                 .absent_may_be_gone = how->reload,
+                                 .stop = how->stop};
+    size_t before = sl__rules_builder_domains(b, NULL, 0), ndiags = sl_rules_builder_ndiags(b);
+    char *text = NULL;
+    size_t len = 0;
+    int r = sl__rules_read(path, &opt, &text, &len);
+
+    if (r == SL__RULES_READ_GONE) {
+        sl__warn("rules: %s is gone (absent for longer than rules.debounce): its domains are "
+                 "no longer served",
+                 path);
+        return SL_OK;
+    }
+    if (r == SL__RULES_READ_STOPPED)
+        return SL__RULES_STOPPED;
+    if (r != SL_OK)
+        return r;
+    /* diagnostics are collected by the builder; sl__rules_load reports them */
+    sl_rules_builder_add_yaml(b, text, len, path, SL_SRC_FILE);
+    free(text);
+    if (sl_rules_builder_ndiags(b) > ndiags || sl__rules_builder_domains(b, NULL, 0) > before)
+        return SL_OK;
+    if (cfg->rules_allow_empty) {
+        sl__warn("rules: %s holds no rules (allowed by rules.allow_empty)", path);
+        return SL_OK;
+    }
+    sl__rules_builder_diag(b, path, 1, 1,
+                           "the rules file holds no rules (empty or truncated?); write its "
+                           "domains back, remove it from rules.files, or set "
+                           "rules.allow_empty: true if that is meant");
+    return SL_OK;
+}
+
+/* A snapshot with a domain of no descriptor is refused (unless allowed):
+ * a file cut off after its `domain:` line would otherwise lift every limit
+ * of that domain. */
+static int check_census(const struct sl__config *cfg, const sl_rules *r,
+                        struct sl__rules_census *cs)
+{
+    sl__rules_census(r, cs);
+    if (cs->empty_domain == NULL || cfg->rules_allow_empty)
+        return SL_OK;
+    sl__err("%s: domain '%.200s' has no descriptors (truncated?); give it its descriptors, or "
+            "set rules.allow_empty: true if that is meant",
+            cs->empty_origin, cs->empty_domain);
+    return SL_EPARSE;
+}
+
+static int load(const struct sl__config *cfg, const struct sl__rules_load *how, sl_rules **out,
+                struct sl__rules_census *cs)
 {
     sl_rules_builder *b = sl_rules_builder_new();
     int r = SL_OK;
 
+    *out = NULL;
     if (b == NULL)
         return SL_ENOMEM;
-    for (size_t i = 0; i < cfg->n_rules_files && r == SL_OK; i++) {
-        char *text = NULL;
-        size_t len = 0;
-        r = read_file(cfg->rules_files[i], &text, &len);
-        if (r == SL_OK) {
-            /* diagnostics are collected by the builder; build reports them */
-            sl_rules_builder_add_yaml(b, text, len, cfg->rules_files[i], SL_SRC_FILE);
-            free(text);
-        }
-    }
+    for (size_t i = 0; i < cfg->n_rules_files && r == SL_OK; i++)
+        r = load_file(cfg, how, cfg->rules_files[i], b);
     if (r == SL_OK && cfg->rules_db != NULL)
         r = load_db(cfg->rules_db, b);
     if (r == SL_OK) {
@@ -97,20 +121,68 @@ int sl__rules_load(const struct sl__config *cfg, sl_rules **out)
             sl__err("rules: build failed: %s", sl_strerror(r));
     }
     sl_rules_builder_free(b);
+    if (r == SL_OK)
+        r = check_census(cfg, *out, cs);
+    if (r != SL_OK) {
+        sl_rules_unref(*out);
+        *out = NULL;
+    }
     return r;
 }
 
-int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const char *why)
+int sl__rules_load(const struct sl__config *cfg, const struct sl__rules_load *how, sl_rules **out)
 {
-    sl_rules *r = NULL;
-    int err = sl__rules_load(cfg, &r);
+    struct sl__rules_census cs;
 
+    return load(cfg, how, out, &cs);
+}
+
+int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const char *why,
+                     const atomic_bool *stop)
+{
+    struct sl__rules_load how = {.reload = true, .stop = stop};
+    struct sl__rules_census cs;
+    sl_rules *r = NULL;
+    int err = load(cfg, &how, &r, &cs);
+
+    if (err == SL__RULES_STOPPED) {
+        sl__info("rules: reload on %s abandoned: the server is stopping", why);
+        return err;
+    }
     if (err != SL_OK) {
         sl__err("rules: reload on %s failed; the previous rules keep serving", why);
         return err;
     }
     sl_rules_slot_publish(slot, r);
-    sl__info("rules: reloaded on %s (%zu files%s)", why, cfg->n_rules_files,
-             cfg->rules_db ? " and the database" : "");
+    sl__info("rules: reloaded on %s: %zu domains, %zu descriptors (%zu files%s)", why, cs.domains,
+             cs.descriptors, cfg->n_rules_files, cfg->rules_db ? " and the database" : "");
     return SL_OK;
+}
+
+int sl__rules_text_descriptors(const char *yaml, size_t len, size_t *n, char *empty,
+                               size_t empty_len)
+{
+    sl_rules_builder *b = sl_rules_builder_new();
+    struct sl__rules_census cs;
+    sl_rules *r = NULL;
+    int rc;
+
+    *n = 0;
+    if (empty_len > 0)
+        empty[0] = '\0';
+    if (b == NULL)
+        return SL_ENOMEM;
+    rc = sl_rules_builder_add_yaml(b, yaml, len, "admin", SL_SRC_DB);
+    if (rc == SL_OK) {
+        *n = sl__rules_builder_descriptors(b);
+        rc = sl_rules_build(b, &r);
+    }
+    if (rc == SL_OK) {
+        sl__rules_census(r, &cs);
+        if (cs.empty_domain != NULL && empty_len > 0)
+            snprintf(empty, empty_len, "%s", cs.empty_domain);
+    }
+    sl_rules_unref(r);
+    sl_rules_builder_free(b);
+    return rc;
 }

@@ -9,6 +9,7 @@
 #define SL_SERVER_SERVER_T_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <uv.h>
 
 #include "config-t.h"
@@ -39,12 +40,21 @@ struct sl__server {
     uv_fs_event_t watch[SL__MAX_RULE_FILES * 2];
     size_t n_watch;
     uv_timer_t debounce;
-    _Atomic uint64_t reloads;          /* successful reloads (metrics) */
-    _Atomic uint64_t reload_failures;  /* rejected reloads (metrics) */
-    struct sl__metrics *metrics;       /* the registry, one block per worker */
-    struct sl__ks ks;                  /* kill switches (admin API) */
-    struct sl__store_rules_sub *rsync; /* rules from other nodes, or NULL (store.h) */
-    uv_mutex_t reload_lock;            /* one reload or admin change at a time */
+    /* Reloads asked of the main loop run one at a time on libuv's work
+     * queue; one asked meanwhile sets `reload_pending` and runs after it
+     * (main thread only, both). */
+    uv_work_t reload_work;
+    bool reload_running, reload_pending;
+    const char *reload_why, *pending_why; /* static strings: the triggers */
+    atomic_bool stopping;                 /* SIGTERM/SIGINT seen: reloads end early */
+    _Atomic uint64_t reload_requests;     /* reloads asked of the main loop (metrics) */
+    _Atomic uint64_t reloads_coalesced;   /* of them, folded into a pending one (metrics) */
+    _Atomic uint64_t reloads;             /* successful reloads (metrics) */
+    _Atomic uint64_t reload_failures;     /* rejected reloads (metrics) */
+    struct sl__metrics *metrics;          /* the registry, one block per worker */
+    struct sl__ks ks;                     /* kill switches (admin API) */
+    struct sl__store_rules_sub *rsync;    /* rules from other nodes, or NULL (store.h) */
+    uv_mutex_t reload_lock;               /* one reload or admin change at a time */
     int exit_code;
 };
 

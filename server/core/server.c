@@ -3,10 +3,12 @@
 /*
  * server.c - the daemon as a whole: the shared limiter (its table's secret
  * drawn from the kernel), the first rules snapshot, the listening sockets,
- * the workers, and the main thread's loop for signals and reloads.
+ * the workers, and the main thread's loop for signals and reloads: a
+ * reload runs on libuv's work queue, one at a time, and those asked while
+ * one runs coalesce into one more, so the loop always answers SIGTERM.
  *
  * It does not handle connections (workers do) or parse rules (the library
- * does). The main loop never touches a request.
+ * does). The main loop never touches a request, and never reads a file.
  */
 #include <errno.h>
 #include <signal.h>
@@ -26,6 +28,7 @@
 #include "rules_load.h"
 #include "server.h"
 #include "store.h"
+#include "stores.h"
 #include "worker.h"
 #include "xalloc.h"
 
@@ -102,20 +105,82 @@ void sl__server_reload_unlock(struct sl__server *srv)
 
 int sl__server_reload_locked(struct sl__server *srv, const char *why)
 {
-    int r = sl__rules_reload(&srv->cfg, srv->rules, why);
+    int r = sl__rules_reload(&srv->cfg, srv->rules, why, &srv->stopping);
 
-    atomic_fetch_add(r == SL_OK ? &srv->reloads : &srv->reload_failures, 1);
+    if (r != SL__RULES_STOPPED)
+        atomic_fetch_add(r == SL_OK ? &srv->reloads : &srv->reload_failures, 1);
     return r;
 }
 
-int sl__server_reload(struct sl__server *srv, const char *why)
+/* On the work queue: one reload, serialised with the admin API's. */
+static void reload_work(uv_work_t *w)
 {
-    int r;
+    struct sl__server *srv = w->data;
 
     sl__server_reload_lock(srv);
-    r = sl__server_reload_locked(srv, why);
+    sl__server_reload_locked(srv, srv->reload_why);
     sl__server_reload_unlock(srv);
-    return r;
+}
+
+static void start_reload(struct sl__server *srv, const char *why);
+
+/* Back on the main loop: the one reload asked meanwhile, if any. */
+static void reload_done(uv_work_t *w, int status)
+{
+    struct sl__server *srv = w->data;
+
+    srv->reload_running = false;
+    if (srv->reload_pending && !atomic_load(&srv->stopping)) {
+        srv->reload_pending = false;
+        start_reload(srv, srv->pending_why);
+    }
+}
+
+static void start_reload(struct sl__server *srv, const char *why)
+{
+    srv->reload_running = true;
+    srv->reload_why = why;
+    srv->reload_work.data = srv;
+    if (uv_queue_work(srv->loop, &srv->reload_work, reload_work, reload_done) != 0) {
+        srv->reload_running = false; /* not reached: the loop is alive */
+        atomic_fetch_add(&srv->reload_failures, 1);
+        sl__err("rules: reload on %s could not be queued; the previous rules keep serving", why);
+    }
+}
+
+void sl__server_request_reload(struct sl__server *srv, const char *why)
+{
+    atomic_fetch_add(&srv->reload_requests, 1);
+    if (atomic_load(&srv->stopping))
+        return;
+    if (!srv->reload_running) {
+        start_reload(srv, why);
+    } else if (!srv->reload_pending) {
+        srv->reload_pending = true;
+        srv->pending_why = why;
+        sl__dbg("rules: reload on %s asked while one runs: it runs next", why);
+    } else {
+        atomic_fetch_add(&srv->reloads_coalesced, 1);
+        sl__dbg("rules: reload on %s asked while one runs and one waits: that one serves it", why);
+    }
+}
+
+void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g)
+{
+    struct sl_table_stats ts;
+
+    sl_table_stats(sl_limiter_table(srv->lim), &ts);
+    g->table_entries = ts.entries;
+    g->table_bytes = ts.bytes;
+    g->table_max_bytes = srv->cfg.store_max_bytes;
+    g->table_evictions = ts.evictions;
+    g->table_evictions_denying = ts.evictions_denying;
+    g->table_full_denials = ts.full_denials;
+    g->reloads = atomic_load(&srv->reloads);
+    g->reload_failures = atomic_load(&srv->reload_failures);
+    g->reload_requests = atomic_load(&srv->reload_requests);
+    g->reloads_coalesced = atomic_load(&srv->reloads_coalesced);
+    g->buffer_bytes = (uint64_t)atomic_load(&srv->buffer_bytes);
 }
 
 static unsigned worker_count(const struct sl__config *cfg)
@@ -154,6 +219,12 @@ static void on_stop_signal(uv_signal_t *s, int signum)
 
     sl__info("%s: stopping (no new connections; in-flight replies flushed)",
              signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    /* A reload in flight ends any wait for a file to hold still (and then
+     * publishes nothing); one queued or asked meanwhile never starts. */
+    atomic_store(&srv->stopping, true);
+    srv->reload_pending = false;
+    if (srv->reload_running)
+        uv_cancel((uv_req_t *)&srv->reload_work); /* fails if it has started: fine */
     for (unsigned i = 0; i < srv->n_workers; i++)
         sl__worker_stop(&srv->workers[i]);
     uv_close((uv_handle_t *)&srv->sig_term, NULL);
@@ -166,9 +237,7 @@ static void on_stop_signal(uv_signal_t *s, int signum)
 
 static void on_hup(uv_signal_t *s, int signum)
 {
-    struct sl__server *srv = s->data;
-
-    sl__server_reload(srv, "SIGHUP");
+    sl__server_request_reload(s->data, "SIGHUP");
 }
 
 static void start_signals(struct sl__server *srv)
@@ -186,7 +255,7 @@ static void start_signals(struct sl__server *srv)
 
 static void on_rules_synced(void *arg)
 {
-    sl__server_reload(arg, "rules from other nodes");
+    sl__server_request_reload(arg, "rules from other nodes");
 }
 
 /* Rules across nodes (a store that shares rules): apply what other nodes
@@ -219,18 +288,20 @@ static void print_ports(const struct sl__server *srv)
 
 static int start(struct sl__server *srv)
 {
+    struct sl__rules_load how = {.reload = false, .stop = NULL};
     sl_rules *rules = NULL;
     int r;
 
     if (make_limiter(srv) != SL_OK)
         return 1;
-    if (sl__rules_load(&srv->cfg, &rules) != SL_OK) {
+    if (sl__rules_load(&srv->cfg, &how, &rules) != SL_OK) {
         sl__err("rules: cannot start without valid rules (fix the lines above)");
         return 1;
     }
     srv->rules = sl_rules_slot_new(rules);
     srv->n_workers = worker_count(&srv->cfg);
     srv->workers = sl__xzalloc(srv->n_workers * sizeof(*srv->workers));
+    sl__server_stores_log_to_server(srv);
     if (make_registries(srv) != SL_OK)
         return 1;
     if (make_sockets(srv) != SL_OK)
@@ -264,6 +335,7 @@ int sl__server_run(struct sl__config *cfg)
     srv->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     uv_mutex_init(&srv->reload_lock);
+    atomic_init(&srv->stopping, false);
     uv_loop_init(&loop);
     srv->loop = &loop;
     code = start(srv);
@@ -288,6 +360,7 @@ int sl__server_run(struct sl__config *cfg)
 
 int sl__server_test_config(const struct sl__config *cfg)
 {
+    struct sl__rules_load how = {.reload = false, .stop = NULL};
     sl_rules *rules = NULL;
     char err[256];
 
@@ -300,7 +373,7 @@ int sl__server_test_config(const struct sl__config *cfg)
         }
         close(fd);
     }
-    if (sl__rules_load(cfg, &rules) != SL_OK)
+    if (sl__rules_load(cfg, &how, &rules) != SL_OK)
         return 1;
     sl_rules_unref(rules);
     return 0;

@@ -22,16 +22,26 @@ int sl__server_run(struct sl__config *cfg);
  * addresses parse. 0 when it would start. */
 int sl__server_test_config(const struct sl__config *cfg);
 
-/* Reload the rules (sl__rules_reload) and count the outcome for the
- * metrics. Any thread (it blocks: files, the rules database); reloads are
- * serialised by the reload lock. 0 or the reload's error. */
-int sl__server_reload(struct sl__server *srv, const char *why);
+/* Ask for a reload of the rules (SIGHUP, a file change, rules from other
+ * nodes; `why`, a static string, names it in the log). Main thread only;
+ * returns at once. The reload runs on libuv's work queue, so the main loop
+ * (and SIGTERM) is never held by it; asked while one runs, one more runs
+ * after it, however many times it was asked (coalesced). Nothing starts
+ * once the server is stopping. */
+void sl__server_request_reload(struct sl__server *srv, const char *why);
 
 /* The reload lock, for a change that must be stored and reloaded with no
- * other reload in between (the admin API), and the reload under it. */
+ * other reload in between (the admin API), and the reload under it: it
+ * blocks (files, the rules database), so off the event loops; counted for
+ * the metrics. 0 or the reload's error. */
 void sl__server_reload_lock(struct sl__server *srv);
 void sl__server_reload_unlock(struct sl__server *srv);
 int sl__server_reload_locked(struct sl__server *srv, const char *why);
+
+/* The scrape-time values of /metrics that the server holds (the state
+ * table's counters, reloads). Any thread. */
+struct sl__metrics_gauges;
+void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g);
 
 /* Start and stop watching the rules files (watch.c), main thread only. */
 void sl__watch_start(struct sl__server *srv);

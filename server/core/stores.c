@@ -2,40 +2,80 @@
 /* Copyright (c) The Sluice authors */
 /*
  * stores.c - the workers' stores as the rooms above the core see them
- * (stores.h): readiness for /readyz, the stores' own lines in /metrics,
- * the kind's name and rules shared across nodes, through the store
- * interface (store.h) only, whatever the kind of store.
+ * (stores.h): their health for /readyz and /healthz?verbose, the stores'
+ * own lines in /metrics, the kind's name, the server's log given to the
+ * stores, and rules shared across nodes, through the store interface
+ * (store.h) only, whatever the kind of store.
  *
  * It reads only what the stores publish for any thread; it never touches a
  * worker's connections.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "server-t.h"
 #include "store.h"
 #include "stores.h"
 #include "worker-t.h"
 #include "xalloc.h"
 
-bool sl__server_stores_ready(const struct sl__server *srv)
+/* The workers' stores as an array (a scrape or a probe: allocated). */
+static struct sl__store **stores_of(const struct sl__server *srv)
 {
+    struct sl__store **stores = sl__xzalloc((srv->n_workers + 1) * sizeof(*stores));
+
     for (unsigned i = 0; i < srv->n_workers; i++)
-        if (srv->workers[i].store == NULL || !sl__store_ready(srv->workers[i].store))
-            return false;
-    return true;
+        stores[i] = srv->workers[i].store;
+    return stores;
+}
+
+enum sl__stores_state sl__server_stores_health(const struct sl__server *srv, char *why, size_t cap)
+{
+    struct sl__store **stores = stores_of(srv);
+    struct sl__store_health h;
+
+    sl__store_health_sum(stores, srv->n_workers, &h);
+    free(stores);
+    snprintf(why, cap, "%s", h.why);
+    return h.state == SL__STORE_UP         ? SL__STORES_UP
+           : h.state == SL__STORE_DEGRADED ? SL__STORES_DEGRADED
+           : h.state == SL__STORE_STARTING ? SL__STORES_STARTING
+                                           : SL__STORES_DOWN;
+}
+
+size_t sl__server_stores_render_health(const struct sl__server *srv, char *buf, size_t cap,
+                                       size_t *len)
+{
+    struct sl__store **stores = stores_of(srv);
+    size_t n = sl__store_health_render(stores, srv->n_workers, buf, cap, len);
+
+    free(stores);
+    return n;
 }
 
 size_t sl__metrics_render_store(const struct sl__server *srv, char *buf, size_t cap, size_t *len)
 {
-    struct sl__store **stores = sl__xzalloc(srv->n_workers * sizeof(*stores)); /* a scrape */
-    size_t n;
+    struct sl__store **stores = stores_of(srv);
+    size_t n = sl__store_metrics_render(stores, srv->n_workers, buf, cap, len);
 
-    for (unsigned i = 0; i < srv->n_workers; i++)
-        stores[i] = srv->workers[i].store;
-    n = sl__store_metrics_render(stores, srv->n_workers, buf, cap, len);
     free(stores);
     return n;
+}
+
+static void store_log(void *arg, enum sl__store_level level, const char *line)
+{
+    static const enum sl__log_level levels[] = {SL__LOG_ERROR, SL__LOG_WARN, SL__LOG_INFO,
+                                                SL__LOG_DEBUG};
+
+    (void)arg;
+    sl__log(levels[(unsigned)level <= SL__SLOG_DEBUG ? level : SL__SLOG_DEBUG], "%s", line);
+}
+
+void sl__server_stores_log_to_server(struct sl__server *srv)
+{
+    sl__store_config_set_log(srv->cfg.store, store_log, srv);
 }
 
 const char *sl__server_store_type(const struct sl__server *srv)

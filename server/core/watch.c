@@ -6,8 +6,10 @@
  * replace files by renaming, which a watch on the old inode misses), and a
  * short debounce so one save triggers one reload.
  *
- * It does not compare contents: any event reloads, and a reload that builds
- * the same rules is harmless (unchanged limits keep their state).
+ * It does not compare contents: any event asks for a reload (coalesced with
+ * one already running), and a reload that builds the same rules is
+ * harmless (unchanged limits keep their state). Nor does it read the files
+ * (the reload does, once they hold still: rules_read.c).
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@ static void on_debounce(uv_timer_t *t)
 {
     struct sl__server *srv = t->data;
 
-    sl__server_reload(srv, "file change");
+    sl__server_request_reload(srv, "file change");
 }
 
 /* Is `name` (a basename from inotify) one of the rules files? Directory

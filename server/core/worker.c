@@ -9,6 +9,7 @@
  * It does not create the sockets (the server does, so that a port 0 is
  * resolved once for every worker) and it does not speak any protocol.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,11 +155,23 @@ const sl_rules *sl__worker_rules(struct sl__worker *w)
     return sl_rules_reader_get(w->rules);
 }
 
-const char *sl__worker_unready(struct sl__worker *w)
+const char *sl__worker_unready(struct sl__worker *w, const char **degraded)
 {
-    if (!sl__server_stores_ready(w->srv))
-        return "store not ready";
+    static _Thread_local char why[192], text[224];
+    enum sl__stores_state st;
+
+    if (degraded != NULL)
+        *degraded = "";
     if (sl__worker_rules(w) == NULL)
         return "no rules loaded";
-    return NULL;
+    st = sl__server_stores_health(w->srv, why, sizeof(why));
+    if (st == SL__STORES_UP)
+        return NULL;
+    if (st == SL__STORES_DEGRADED && w->srv->cfg.readyz != SL__READYZ_STORE) {
+        if (degraded != NULL)
+            *degraded = why;
+        return NULL;
+    }
+    snprintf(text, sizeof(text), "%s%s", st == SL__STORES_STARTING ? "starting: " : "", why);
+    return text;
 }

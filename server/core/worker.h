@@ -23,9 +23,16 @@ void sl__worker_join(struct sl__worker *w);
  * until the next call on this worker. */
 const sl_rules *sl__worker_rules(struct sl__worker *w);
 
-/* Why the server cannot decide yet as seen from this worker ("store not
- * ready", "no rules loaded"), or NULL when it is ready: what /readyz and
- * gRPC's health check both answer from. */
-const char *sl__worker_unready(struct sl__worker *w);
+/*
+ * What /readyz and gRPC's health check both answer from: NULL when the
+ * server is ready for traffic as seen from this worker, else why not ("no
+ * rules loaded", "redis 10.0.0.5:6379 unreachable"). Ready while checks are
+ * decided: by the store, or - http.readyz: decisions, the default - by a
+ * local or allow failure policy standing in for it, when *degraded (may be
+ * NULL) says why; else *degraded is "". Not ready while the store is
+ * starting ("starting: ..."). The strings are the calling thread's, valid
+ * until its next call.
+ */
+const char *sl__worker_unready(struct sl__worker *w, const char **degraded);
 
 #endif /* SL_SERVER_WORKER_H */

@@ -31,8 +31,8 @@ void sl__grpc_health_check(struct sl__grpc_op *op, const struct sl__h2_call *cal
         sl__grpc_fail(op, SL__GRPC_NOT_FOUND, "unknown service");
         return;
     }
-    len = sl__grpc_health_encode(sl__worker_unready(op->g->c->w) == NULL ? SL__GRPC_SERVING
-                                                                         : SL__GRPC_NOT_SERVING,
-                                 out, sizeof(out));
+    len = sl__grpc_health_encode(
+        sl__worker_unready(op->g->c->w, NULL) == NULL ? SL__GRPC_SERVING : SL__GRPC_NOT_SERVING,
+        out, sizeof(out));
     sl__grpc_answer(op, out, len);
 }

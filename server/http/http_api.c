@@ -45,6 +45,7 @@
 #include "http_query.h"
 #include "http_route.h"
 #include "metrics.h"
+#include "server.h"
 #include "stores.h"
 #include "server-t.h"
 #include "worker-t.h"
@@ -196,7 +197,7 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
         sl__envoy_answer(cfg, res, op->d.shadow, op->d.now_ns, &envoy);
         rc = sl__json_write_envoy(&envoy, answer, sizeof(answer), &len);
     } else {
-        rc = sl__json_build_check(res, answer, sizeof(answer), &len);
+        rc = sl__json_build_check_by(res, sl__decide_policy(&op->d), answer, sizeof(answer), &len);
     }
     if (rc == SL_OK && op->kind == OP_ACQUIRE)
         rc = add_lease(res, &len);
@@ -508,29 +509,70 @@ static void h_clock(struct sl__conn *c, const struct sl__h1_req *r)
     cJSON_Delete(doc);
 }
 
-static void h_healthz(struct sl__conn *c, const struct sl__h1_req *r)
+/* Is `name` one of the query's parameters (with or without a value)? */
+static bool query_has(const struct sl__h1_req *r, const char *name)
 {
-    respond(c, -1, r->keep_alive, 200, "ok\n", 3);
+    struct sl__qpair pairs[16];
+    int n = sl__query_parse(r->query.p, r->query.len, pairs, 16, qscratch, sizeof(qscratch));
+
+    for (int i = 0; i < n; i++)
+        if (pairs[i].name.len == strlen(name) &&
+            memcmp(pairs[i].name.p, name, pairs[i].name.len) == 0)
+            return true;
+    return false;
 }
 
-static void h_readyz(struct sl__conn *c, const struct sl__h1_req *r)
+/* Liveness: 200 "ok" while the process serves. With ?verbose, the same 200
+ * with a JSON body: the store's state and its per-node view. */
+static void h_healthz(struct sl__conn *c, const struct sl__h1_req *r)
 {
-    const char *why = sl__worker_unready(c->w);
-    char body[64];
+    size_t len = 0;
+    char *buf;
 
-    if (why == NULL) {
-        respond(c, -1, r->keep_alive, 200, "ready\n", 6);
+    if (!query_has(r, "verbose")) {
+        respond(c, -1, r->keep_alive, 200, "ok\n", 3);
         return;
     }
-    snprintf(body, sizeof(body), "%s\n", why);
-    respond(c, -1, r->keep_alive, 503, body, strlen(body));
+    buf = sl__xrealloc(NULL, SL__STORES_HEALTH_MAX + 64); /* a probe, not the hot path */
+    len = (size_t)snprintf(buf, 64, "{\"status\":\"ok\",\"rules_loaded\":%s,\"store\":",
+                           sl__worker_rules(c->w) != NULL ? "true" : "false");
+    if (sl__server_stores_render_health(c->w->srv, buf, SL__STORES_HEALTH_MAX + 61, &len) == 0) {
+        respond_error(c, -1, r->keep_alive, 500, "health view did not fit");
+    } else {
+        memcpy(buf + len, "}\n", 2);
+        respond(c, -1, r->keep_alive, 200, buf, len + 2);
+    }
+    free(buf);
+}
+
+/*
+ * Readiness: 503 until rules are loaded, while the store is still starting
+ * (connecting, nothing failed yet), and while checks cannot be decided (the
+ * store is down and its failure policy only denies). A store that answers
+ * by a local or allow policy is "degraded": 200 under http.readyz
+ * decisions (the default: an outage of the shared store does not pull
+ * every replica out of a load balancer at once), 503 under store.
+ */
+static void h_readyz(struct sl__conn *c, const struct sl__h1_req *r)
+{
+    const char *degraded, *why = sl__worker_unready(c->w, &degraded);
+    char body[256];
+    int n;
+
+    if (why != NULL)
+        n = snprintf(body, sizeof(body), "not ready: %s\n", why);
+    else if (degraded[0] != '\0')
+        n = snprintf(body, sizeof(body), "degraded: %s\n", degraded);
+    else
+        n = snprintf(body, sizeof(body), "ready\n");
+    respond(c, -1, r->keep_alive, why != NULL ? 503 : 200, body,
+            n > 0 && (size_t)n < sizeof(body) ? (size_t)n : strlen(body));
 }
 
 static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
 {
     struct sl__metrics *m = get_metrics(c);
     struct sl__metrics_gauges g = {0};
-    struct sl_table_stats ts;
     size_t cap, len = 0;
     char *buf;
 
@@ -538,16 +580,8 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
         respond_error(c, -1, r->keep_alive, 503, "metrics unavailable");
         return;
     }
-    sl_table_stats(sl_limiter_table(c->w->srv->lim), &ts);
-    g.table_entries = ts.entries;
-    g.table_bytes = ts.bytes;
-    g.table_max_bytes = c->w->srv->cfg.store_max_bytes;
-    g.table_evictions = ts.evictions;
-    g.table_full_denials = ts.full_denials;
-    g.reloads = atomic_load(&c->w->srv->reloads);
-    g.reload_failures = atomic_load(&c->w->srv->reload_failures);
+    sl__server_gauges(c->w->srv, &g);
     g.connections = -1; /* the registry's own count, kept by the core */
-    g.buffer_bytes = (uint64_t)atomic_load(&c->w->srv->buffer_bytes);
     cap = sl__metrics_render_bound(m) + SL__METRICS_STORE_MAX;
     buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
     if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK) {

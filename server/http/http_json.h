@@ -114,6 +114,11 @@ int sl__json_write_envoy(const struct sl__envoy_answer *a, char *buf, size_t cap
  * SL_OK with *len, or SL_ETOOBIG.
  */
 int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, size_t *len);
+/* The same, with "policy": POLICY after the statuses when a failure
+ * policy made the answer (`policy` "allow", "deny" or "local"; NULL: none,
+ * as sl__json_build_check). */
+int sl__json_build_check_by(const struct sl_result *res, const char *policy, char *buf, size_t cap,
+                            size_t *len);
 
 /* The human sentence of a denial (the "message" above), NUL-terminated in
  * buf; "" when `res` is not a denial. Truncated to fit. */

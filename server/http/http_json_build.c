@@ -112,6 +112,12 @@ static void check_status(struct sl__wr *b, const struct sl_status *s)
 
 int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, size_t *len)
 {
+    return sl__json_build_check_by(res, NULL, buf, cap, len);
+}
+
+int sl__json_build_check_by(const struct sl_result *res, const char *policy, char *buf, size_t cap,
+                            size_t *len)
+{
     struct sl__wr b;
     char msg[256];
 
@@ -127,6 +133,10 @@ int sl__json_build_check(const struct sl_result *res, char *buf, size_t cap, siz
         check_status(&b, &res->statuses[i]);
     }
     sl__wr_put(&b, "]", 1);
+    if (policy != NULL) { /* only when a failure policy answered */
+        sl__wr_puts(&b, ",\"policy\":");
+        sl__wr_json_str(&b, policy, strlen(policy));
+    }
     if (res->verdict == SL_DENY) {
         sl__json_deny_message(res, msg, sizeof(msg));
         sl__wr_puts(&b, ",\"message\":");

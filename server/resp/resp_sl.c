@@ -66,9 +66,13 @@ static void w_status(struct sl__buf *b, const struct sl_status *s)
     sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
 }
 
-static void w_decision(struct sl__buf *b, const struct sl_result *res, bool lease)
+/* [verdict, delay_ms, statuses, (lease,) (policy)]: the failure policy
+ * that answered is one more element, only when one did (docs/protocol.md):
+ * a reply decided with the store's state is what it always was. */
+static void w_decision(struct sl__buf *b, const struct sl_result *res, bool lease,
+                       const char *policy)
 {
-    sl__resp_w_array(b, lease ? 4 : 3);
+    sl__resp_w_array(b, (lease ? 4 : 3) + (policy != NULL));
     sl__resp_w_cstr(b, sl_verdict_name(res->verdict));
     sl__resp_w_int(b, res->verdict == SL_DELAY ? sl_ns_to_ms_ceil(res->delay_ns) : 0);
     sl__resp_w_array(b, res->n_statuses);
@@ -76,6 +80,8 @@ static void w_decision(struct sl__buf *b, const struct sl_result *res, bool leas
         w_status(b, &res->statuses[i]);
     if (lease)
         sl__resp_w_cstr(b, res->lease);
+    if (policy != NULL)
+        sl__resp_w_cstr(b, policy);
 }
 
 int64_t sl__resp_cell_seconds(int64_t ns)
@@ -135,7 +141,7 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
     } else if (op->kind == SL__RESP_OP_THROTTLE) {
         w_throttle(b, res);
     } else {
-        w_decision(b, res, op->kind == SL__RESP_OP_ACQUIRE);
+        w_decision(b, res, op->kind == SL__RESP_OP_ACQUIRE, sl__decide_policy(d));
     }
     sl__conn_slot_fill(op->c, op->slot, b->p, b->len);
 }

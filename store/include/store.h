@@ -11,9 +11,10 @@
  * remote store (Redis, Redis Cluster) calls back from the worker's event
  * loop when the answer arrives. The server is written against this header
  * only and names no store: the configuration keys under `store.`, the
- * choice of store (`store.type`), readiness, the store's lines in
- * /metrics, and rules shared through the store all go through the
- * functions below, so a new store changes no server file.
+ * choice of store (`store.type`), its health (readiness, a per-node view),
+ * the store's lines in /metrics and in the log, and rules shared through
+ * the store all go through the functions below, so a new store changes no
+ * server file.
  *
  * It does not resolve rules for the caller, format replies or read the
  * clock: the request carries its time (now_ns).
@@ -24,7 +25,8 @@
  *  - returns a negative SL_E* code: nothing was started, `cb` is never called.
  *  - `req`, `m` and `lease` are borrowed for the duration of the start call
  *    only (a remote store serialises what it needs before returning).
- *  - the result given to `cb` is borrowed for the duration of the callback.
+ *  - the result given to `cb` is borrowed for the duration of the callback;
+ *    `by` says whether the store's state made it or a failure policy did.
  *
  * Ownership: a store belongs to one worker (one loop thread) and is freed
  * with sl__store_free(); the limiter it is given is shared and outlives it.
@@ -44,8 +46,31 @@
 
 struct sl__store;
 
-/* err: 0 or a negative SL_E* code (then `res` is NULL). */
-typedef void (*sl__store_cb)(void *arg, int err, const struct sl_result *res);
+/* Who answered a result: the store's own state, or the failure policy a
+ * remote store answers by when its state cannot be reached. */
+enum sl__store_by {
+    SL__BY_STATE = 0,
+    SL__BY_ALLOW = 1, /* admitted: the whole quota reported as remaining */
+    SL__BY_DENY = 2,  /* denied: remaining 0 */
+    SL__BY_LOCAL = 3, /* this process's memory store decided */
+};
+
+/* err: 0 or a negative SL_E* code (then `res` is NULL); `by`: who answered
+ * (SL__BY_STATE with an error). */
+typedef void (*sl__store_cb)(void *arg, int err, const struct sl_result *res, enum sl__store_by by);
+
+/* How a store decides at this moment, from best to worst. */
+enum sl__store_state {
+    SL__STORE_UP = 0,       /* with its own state */
+    SL__STORE_DEGRADED = 1, /* some or all checks by a failure policy that decides (local) or
+                               admits (allow): checks are still answered */
+    SL__STORE_STARTING = 2, /* not up yet, and nothing has failed: still connecting */
+    SL__STORE_DOWN = 3,     /* checks cannot be decided: only the deny policy answers them */
+};
+struct sl__store_health {
+    enum sl__store_state state;
+    char why[192]; /* for an operator, "" when up: "redis 10.0.0.5:6379 unreachable" */
+};
 
 /*
  * What to decide: `req` (its time, cost and descriptors) and either the
@@ -85,9 +110,9 @@ struct sl__store_ops {
      * for each, in order, before returning. */
     void (*check_batch)(struct sl__store *s, const struct sl__store_req *q, size_t n,
                         sl__store_cb cb, void *const *args);
-    /* Can this store decide with its own state now? Any thread, any time
-     * (a /readyz on another worker asks). */
-    bool (*ready)(const struct sl__store *s);
+    /* How it decides now (struct sl__store_health). Any thread, any time
+     * (a /readyz on another worker asks): reads what the store publishes. */
+    void (*health)(const struct sl__store *s, struct sl__store_health *out);
     void (*free)(struct sl__store *s);
 };
 
@@ -133,6 +158,29 @@ int sl__store_config_check(const struct sl__store_config *c, char *err, size_t e
 /* Every key with its default and meaning (sluiced --help). */
 void sl__store_config_help(FILE *out);
 
+/* ------------------------------------------------------------ the log */
+
+/* The levels of the server's log. */
+enum sl__store_level {
+    SL__SLOG_ERROR = 0,
+    SL__SLOG_WARN = 1,
+    SL__SLOG_INFO = 2,
+    SL__SLOG_DEBUG = 3
+};
+
+/*
+ * How a store tells the operator what changed: a node lost or back, a
+ * circuit breaker opened or closed, decisions falling back to a failure
+ * policy. One call is one line (no newline). The stores of one process
+ * say each event once, and rate-limit what repeats: never a line per
+ * request. Any thread.
+ */
+typedef void (*sl__store_log_fn)(void *arg, enum sl__store_level level, const char *line);
+
+/* The server's log, given once before any store or rules subscriber is
+ * made from `c` (without it, stores write their lines to stderr). */
+void sl__store_config_set_log(struct sl__store_config *c, sl__store_log_fn fn, void *arg);
+
 /* ------------------------------------------------------------ stores */
 
 /* A store of the configured kind for one worker: on `loop` (its thread),
@@ -147,19 +195,37 @@ static inline void sl__store_free(struct sl__store *s)
         s->ops->free(s);
 }
 
-static inline bool sl__store_ready(const struct sl__store *s)
+static inline void sl__store_health(const struct sl__store *s, struct sl__store_health *out)
 {
-    return s->ops->ready(s);
+    s->ops->health(s, out);
 }
+
+/* The health of the workers' stores[0..n) (all of one kind) as one: the
+ * worst state, and the `why` of the first store in it. Any thread. */
+void sl__store_health_sum(struct sl__store *const *stores, unsigned n,
+                          struct sl__store_health *out);
+
+/*
+ * Append the health of the workers' stores[0..n) as one JSON object to
+ * buf[*len..cap): {"type": ..., "state": "up"|"degraded"|"down", "why":
+ * ..., then the kind's own members (the Redis store: "nodes", one per
+ * node with its state over the workers, "sentinel")}. Returns the bytes
+ * added (0 when they would not fit; *len unchanged). Any thread.
+ * SL__STORE_HEALTH_MAX bytes are always enough.
+ */
+#define SL__STORE_HEALTH_MAX 32768
+size_t sl__store_health_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                               size_t *len);
 
 /*
  * Append the store's own lines of the /metrics exposition (Prometheus text
  * format), summed over the workers' stores[0..n) (all of one kind), to
- * buf[*len..cap). Returns the bytes added (0: nothing to add or no room,
- * then *len is unchanged). Any thread: reads snapshots the stores publish.
- * SL__STORE_METRICS_MAX bytes are always enough.
+ * buf[*len..cap): sluice_store_up for every kind, then the kind's own.
+ * Returns the bytes added (0: no room, then *len is unchanged). Any
+ * thread: reads snapshots the stores publish. SL__STORE_METRICS_MAX bytes
+ * are always enough.
  */
-#define SL__STORE_METRICS_MAX 8192
+#define SL__STORE_METRICS_MAX 16384
 size_t sl__store_metrics_render(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
                                 size_t *len);
 

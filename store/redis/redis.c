@@ -272,6 +272,7 @@ static void store_free(struct sl__store *s)
 
     st->closing = true;
     sl__rconn_close_all(st); /* pending calls come back NULL: slots freed */
+    sl__rsentinel_close(st);
     sl__rroute_close(st);
     for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
         uv_close((uv_handle_t *)&st->reqs[i].timer, on_req_closed);
@@ -283,6 +284,9 @@ static void store_free(struct sl__store *s)
     free(st->olc);
     sl__rfan_free_all(st);
     free(st->map);
+    if (st->pub_ready)
+        sl__rhealth_close(st);
+    sl__rshared_free(st->own_shared);
     free(st);
 }
 
@@ -292,7 +296,7 @@ static const struct sl__store_ops redis_ops = {
     .peek = peek,
     .reset = reset,
     .release = release,
-    .ready = sl__store_redis_ready,
+    .health = sl__rhealth_get,
     .free = store_free,
 };
 
@@ -305,11 +309,21 @@ static int validate_config(const struct sl__redis_config *c)
         c->connections == 0 || c->connections > 64 || c->max_in_flight == 0 ||
         c->breaker_failures == 0 || c->opts.prefix[0] == '\0')
         return SL_EINVAL;
+    if ((c->sentinels[0] != '\0') != (c->master_name[0] != '\0') ||
+        (c->sentinels[0] != '\0' && c->cluster))
+        return SL_EINVAL; /* Sentinel needs both, and is not for a cluster */
     return SL_OK;
 }
 
 int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
                         struct sl__store **out)
+{
+    return sl__store_redis_new_logged(loop, c, local, NULL, NULL, NULL, out);
+}
+
+int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
+                               sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+                               struct sl__store **out)
 {
     struct sl__rstore *st;
     int rc = validate_config(c);
@@ -324,12 +338,21 @@ int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_li
     st->loop = loop;
     st->cfg = *c;
     st->local = local;
+    st->log = log;
+    st->log_arg = log_arg;
+    st->shared = shared;
+    if (shared == NULL)
+        st->own_shared = st->shared = sl__rshared_new();
     st->reqs = calloc(c->max_in_flight, sizeof(*st->reqs));
-    if (st->reqs == NULL || sl__olc_init(st) != SL_OK) {
+    if (st->reqs == NULL || st->shared == NULL || sl__olc_init(st) != SL_OK ||
+        sl__rhealth_init(st) != SL_OK) {
+        sl__rshared_free(st->own_shared);
+        free(st->olc);
         free(st->reqs);
         free(st);
         return SL_ENOMEM;
     }
+    st->pub_ready = true;
     for (unsigned i = c->max_in_flight; i-- > 0;) {
         struct sl__rreq *q = &st->reqs[i];
         q->st = st;
@@ -342,6 +365,8 @@ int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_li
     rc = sl__rroute_init(st);
     if (rc == SL_OK)
         rc = sl__rfan_init(st);
+    if (rc == SL_OK)
+        rc = sl__rsentinel_init(st); /* before the connections: they wait for a master */
     if (rc == SL_OK)
         rc = sl__rconn_init_all(st);
     if (rc != SL_OK) {
@@ -385,6 +410,7 @@ void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *ou
     out->cross_slot = LOAD(cross_slot);
     out->refunds = LOAD(refunds);
     out->refund_failures = LOAD(refund_failures);
+    out->master_switches = LOAD(master_switches);
     out->nodes_known = LOAD(nodes_known);
     out->conns_ready = LOAD(conns_ready);
     out->breaker = (enum sl__breaker)LOAD(breaker);

@@ -21,9 +21,20 @@
  * hash to several slots is one call per slot, in parallel, with a refund
  * call for the slots that consumed when another denied (store/redis/redis_fan.c).
  *
+ * With Sentinel (store.redis.sentinels, store.redis.master_name) the one
+ * Redis is the master the sentinels name (SENTINEL
+ * get-master-addr-by-name), followed on +switch-master
+ * (store/redis/redis_sentinel.c); the failure policy answers in between.
+ *
+ * What an operator should see (a node lost or back, the breaker, policy
+ * answers) goes to the server's log once per process, rate-limited
+ * (redis_events.c); the per-node state is published for any thread
+ * (redis_health.c: /readyz, /healthz?verbose, /metrics).
+ *
  * Ownership and threads: a store belongs to one worker loop and is used on
- * that loop's thread only, except sl__store_redis_stats and _ready, which
- * any thread may call (a metrics scrape, /readyz); its config is copied. The local limiter is
+ * that loop's thread only, except sl__store_redis_stats, _ready and the
+ * health functions, which any thread may call (a metrics scrape, /readyz);
+ * its config is copied. The local limiter is
  * borrowed and must outlive the store. Free it after the loop has stopped
  * (sl__store_free runs the loop once more to close its handles).
  */
@@ -45,6 +56,7 @@ enum sl__redis_policy {
 };
 
 #define SL__REDIS_MAX_DOMAIN_POLICIES 32
+#define SL__SENTINEL_MAX              8 /* sentinels in store.redis.sentinels */
 #define SL__REDIS_CRED_MAX            128
 
 struct sl__redis_domain_policy {
@@ -73,6 +85,8 @@ struct sl__redis_config {
     bool cluster;              /* Redis Cluster: route by slot */
     char nodes[512];           /* more seeds, "host:port,host:port"; "" none */
     bool rules_sync;           /* rules across nodes through Redis (sluiced) */
+    char sentinels[512];       /* Sentinel addresses, "host:port,..."; "" none */
+    char master_name[128];     /* the master the sentinels watch (with sentinels) */
 };
 /* Every key at its default (the table in redis_config.c), plus the
  * constants that are not keys (sl__redis_config_constants). */
@@ -125,6 +139,7 @@ struct sl__redis_stats {
     uint64_t cross_slot;      /* checks split over several slots */
     uint64_t refunds;         /* refund calls sent after a cross-slot denial */
     uint64_t refund_failures; /* refunds not sent or not confirmed */
+    uint64_t master_switches; /* a new master address from Sentinel (after the first) */
     unsigned nodes_known;     /* masters in the slot map (1 without cluster) */
     unsigned conns_ready;     /* now */
     bool olc_active;          /* the cache is in use (reset announcements heard) */
@@ -136,6 +151,16 @@ struct sl__redis_stats {
  * policy answers. SL_OK, SL_EINVAL (bad config), SL_ENOMEM. */
 int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
                         struct sl__store **out);
+/* The same, saying what an operator should see through `log` (NULL:
+ * stderr), once per process for the stores that share `shared` (one per
+ * process, from sl__rshared_new; NULL: this store alone). */
+struct sl__rshared;
+int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
+                               sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+                               struct sl__store **out);
+struct sl__rshared *sl__rshared_new(void);
+void sl__rshared_free(struct sl__rshared *sh);
+
 /* Is `s` a Redis store? (stats and ready are only for those.) */
 bool sl__store_is_redis(const struct sl__store *s);
 void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *out);

@@ -16,9 +16,10 @@
 
 #include "redis_int.h"
 
-/* allow / deny for every descriptor, reported on its first limit; what
- * Redis holds is unknown, so remaining is 0; a denial's retry is the time
- * the breaker waits before probing again. */
+/* allow / deny for every descriptor, reported on its first limit. What
+ * Redis holds is unknown: under allow, remaining is the whole quota
+ * (nothing was counted); under deny 0, and a denial's retry is the time the
+ * breaker waits before probing again. */
 static void fixed_answer(const struct sl__rstore *st, const struct sl__redis_plan *p, bool deny,
                          struct sl_result *res)
 {
@@ -32,6 +33,7 @@ static void fixed_answer(const struct sl__rstore *st, const struct sl__redis_pla
             continue;
         s->limit = p->slots[p->first[i]].l;
         s->d.quota = sl_limit_quota(s->limit);
+        s->d.remaining = deny ? 0 : s->d.quota;
         if (deny) {
             s->d.verdict = SL_DENY;
             s->d.retry_after_ns = st->cfg.breaker_open_ms * SL_NS_PER_MS;
@@ -97,14 +99,14 @@ static int local_from_slot(struct sl__rstore *st, const struct sl__rreq *q, stru
 /* Every answer to a caller goes through here: what the rules resolution
  * took out (deny-all limits) is reported as sl_limiter_check reports it. */
 void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
-                         struct sl_result *res)
+                         struct sl_result *res, enum sl__store_by by)
 {
     for (size_t i = 0; err == SL_OK && fin != NULL && fin->rechecked && i < res->n_statuses; i++)
         if (fin->was_denied[i])
             res->statuses[i] = fin->saved[i];
     if (err == SL_OK && res != NULL && fin != NULL && fin->active)
         sl__rules_finish(&fin->rv, fin->now_ns, res);
-    cb(arg, err, err == SL_OK ? res : NULL);
+    cb(arg, err, err == SL_OK ? res : NULL, err == SL_OK ? by : SL__BY_STATE);
 }
 
 /* Answer by policy; `m` non-NULL: the caller's matches (nothing sent yet),
@@ -117,6 +119,7 @@ void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
     struct sl_result res;
     int rc = SL_OK;
 
+    sl__revent_policy(st, pol); /* the log: rate-limited, never a line per answer */
     if (pol == SL__POLICY_LOCAL) {
         SL__CNT(st, policy_local, 1);
         rc = m != NULL ? local_decide(st, m, p->n_desc, req, peek, &res)
@@ -126,7 +129,10 @@ void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
         SL__CNT(st, policy_deny, pol == SL__POLICY_DENY);
         fixed_answer(st, p, pol == SL__POLICY_DENY, &res);
     }
-    sl__ranswer_deliver(fin, cb, arg, rc, &res);
+    sl__ranswer_deliver(fin, cb, arg, rc, &res,
+                        pol == SL__POLICY_LOCAL   ? SL__BY_LOCAL
+                        : pol == SL__POLICY_ALLOW ? SL__BY_ALLOW
+                                                  : SL__BY_DENY);
 }
 
 /* --------------------------------------------------- over-limit cache */
@@ -179,7 +185,7 @@ bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, cons
         stt->d.reset_ns = h->reset_at_ns > now_ns ? h->reset_at_ns - now_ns : 0;
     }
     SL__CNT(st, olc_hits, 1);
-    sl__ranswer_deliver(fin, cb, arg, SL_OK, &res);
+    sl__ranswer_deliver(fin, cb, arg, SL_OK, &res, SL__BY_STATE);
     return true;
 }
 

@@ -37,7 +37,7 @@ static void answer(struct sl__rreq *q, int err, struct sl_result *res)
 {
     q->answered = true;
     uv_timer_stop(&q->timer);
-    sl__ranswer_deliver(&q->fin, q->cb, q->arg, err, res);
+    sl__ranswer_deliver(&q->fin, q->cb, q->arg, err, res, SL__BY_STATE);
 }
 
 /* The call failed (error, lost connection) or timed out. */
@@ -48,7 +48,7 @@ static void fail_slot(struct sl__rreq *q)
     q->answered = true;
     uv_timer_stop(&q->timer);
     if (q->kind == SL__RQ_RELEASE || q->kind == SL__RQ_RESET)
-        q->cb(q->arg, SL_EFULL, NULL); /* state unknown: the caller may retry */
+        q->cb(q->arg, SL_EFULL, NULL, SL__BY_STATE); /* state unknown: the caller may retry */
     else
         sl__ranswer_policy(st, q->policy, &q->plan, q, NULL, NULL, q->kind == SL__RQ_PEEK, &q->fin,
                            q->cb, q->arg);

@@ -61,6 +61,16 @@ struct sl__cmap {
 /* An empty map: no node, every slot unowned. */
 void sl__cmap_init(struct sl__cmap *m);
 
+/*
+ * An address list as the configuration writes it, "host:port,host:port",
+ * into out[0..max): the count, or -1 when it is malformed (no host, a port
+ * outside 1..65535, a trailing comma, a host of SL__CLUSTER_HOST_MAX bytes
+ * or more) or names more than max. An IPv6 host is written in brackets,
+ * "[::1]:7000", and stored bare ("::1"); a bare "::1:7000" is read as
+ * Redis prints it (the last ':' separates the port). "" is 0 addresses.
+ */
+int sl__redis_parse_addrs(const char *list, struct sl__cnode *out, size_t max);
+
 /* The index of (host, port), added when new. -1 when the map is full or
  * the host is too long. */
 int sl__cmap_node(struct sl__cmap *m, const char *host, size_t host_len, int port);

@@ -16,6 +16,7 @@
 
 #include "keytab.h"
 #include "redis.h"
+#include "redis_cluster.h"
 
 #define POLICIES "store.redis.policies."
 
@@ -38,42 +39,62 @@ static int parse_prefix(const char *v, void *field, const char **why)
     return 0;
 }
 
-/* "host:port,host:port" with every port 1..65535 and no empty host. */
-static bool nodes_ok(const char *v)
+/* "host:port,host:port" (IPv6 as "[::1]:7000") with every port 1..65535,
+ * no empty host, at most `max` addresses. */
+static int parse_addrs(const char *v, void *field, size_t max, const char **why)
 {
-    while (*v != '\0') {
-        const char *end = strchr(v, ','), *colon;
-        size_t len = end != NULL ? (size_t)(end - v) : strlen(v);
-        uint64_t port = 0;
-        for (colon = v + len; colon > v && colon[-1] != ':'; colon--)
-            ;
-        if (colon <= v + 1 || colon == v + len)
-            return false;
-        for (const char *p = colon; p < v + len; p++) {
-            if (*p < '0' || *p > '9' || (port = port * 10 + (uint64_t)(*p - '0')) > 65535)
-                return false;
-        }
-        if (port == 0 || (end != NULL && end[1] == '\0'))
-            return false; /* no port, or a trailing comma */
-        v += len + (end != NULL);
-    }
-    return true;
-}
+    struct sl__cnode a[SL__CLUSTER_MAX_NODES];
 
-static int parse_nodes(const char *v, void *field, const char **why)
-{
-    if (!nodes_ok(v) || strlen(v) >= sizeof(((struct sl__redis_config *)0)->nodes)) {
-        *why = "takes host:port pairs separated by commas, e.g. \"10.0.0.5:7000,10.0.0.6:7000\"";
+    if (sl__redis_parse_addrs(v, a, max) < 0 ||
+        strlen(v) >= sizeof(((struct sl__redis_config *)0)->nodes)) {
+        *why = "takes host:port pairs separated by commas, e.g. "
+               "\"10.0.0.5:7000,10.0.0.6:7000\" (IPv6: \"[fd00::5]:7000\")";
         return -1;
     }
     memcpy(field, v, strlen(v) + 1);
     return 0;
 }
 
+static int parse_nodes(const char *v, void *field, const char **why)
+{
+    return parse_addrs(v, field, SL__CLUSTER_MAX_NODES, why);
+}
+
+static int parse_sentinels(const char *v, void *field, const char **why)
+{
+    int rc = parse_addrs(v, field, SL__SENTINEL_MAX, why);
+
+    if (rc != 0)
+        *why = "takes at most 8 sentinels, host:port separated by commas, e.g. "
+               "\"10.0.0.5:26379,10.0.0.6:26379\" (IPv6: \"[fd00::5]:26379\")";
+    return rc;
+}
+
+/* An address in store.redis.host: a bracketed IPv6 address is kept bare. */
+static int parse_host(const char *v, void *field, const char **why)
+{
+    size_t len = strlen(v);
+    size_t cap = sizeof(((struct sl__redis_config *)0)->host);
+
+    if (len >= 2 && v[0] == '[' && v[len - 1] == ']') {
+        v++;
+        len -= 2;
+    }
+    if (len == 0 || len >= cap || len >= SL__CLUSTER_HOST_MAX || memchr(v, '[', len) != NULL ||
+        memchr(v, ']', len) != NULL) {
+        *why = "must be a host name or an address (IPv6 as ::1 or [::1]), under 64 bytes";
+        return -1;
+    }
+    memcpy(field, v, len);
+    ((char *)field)[len] = '\0';
+    return 0;
+}
+
 #define RF(member) SL__KF(struct sl__redis_config, member)
 
 static const struct sl__key rkeys[] = {
-    {"store.redis.host", SL__K_BUF, RF(host), "127.0.0.1", "Redis host (name or address)"},
+    {"store.redis.host", SL__K_CUSTOM, RF(host), "127.0.0.1",
+     "Redis host (name or address; IPv6 as ::1 or [::1])", .parse = parse_host},
     {"store.redis.port", SL__K_UINT, RF(port), "6379", "Redis port", .min = 1, .max = 65535},
     {"store.redis.user", SL__K_BUF, RF(user), NULL, "ACL user for AUTH (with password)"},
     {"store.redis.password", SL__K_BUF, RF(password), NULL, "AUTH password; none: no AUTH"},
@@ -105,6 +126,12 @@ static const struct sl__key rkeys[] = {
      "more cluster seeds besides host:port, \"host:port,host:port\"", .parse = parse_nodes},
     {"store.redis.rules_sync", SL__K_BOOL, RF(rules_sync), "false",
      "rules from the admin API stored in Redis and applied by every node"},
+    {"store.redis.sentinels", SL__K_CUSTOM, RF(sentinels), NULL,
+     "Redis Sentinel addresses \"host:port,host:port\": the master comes from them (not "
+     "host:port)",
+     .parse = parse_sentinels},
+    {"store.redis.master_name", SL__K_BUF, RF(master_name), NULL,
+     "the master's name in Sentinel (with store.redis.sentinels)"},
 };
 #define NRKEYS (sizeof(rkeys) / sizeof(rkeys[0]))
 

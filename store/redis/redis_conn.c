@@ -14,6 +14,14 @@
  * one master drop its connections for breaker_open_ms, the others go on
  * (without cluster, the one breaker below).
  *
+ * With Sentinel node 0 is the master the sentinels name: nothing connects
+ * before one is named, a connection first checks that its Redis says it
+ * is a master (ROLE), a lost one makes the store ask the sentinels again,
+ * and a new master moves every connection to it (sl__rconn_retarget).
+ *
+ * Every change of a connection's state is published (redis_health.c),
+ * which is also how the log hears of a node lost or back.
+ *
  * It does not send checks (redis.c does, on a connection picked here) and
  * never blocks: every wait is a libuv timer. Its handles are unreferenced
  * so that they never keep a stopping worker's loop alive.
@@ -27,7 +35,7 @@
 #include "redis_int.h"
 
 static void schedule(struct sl__rconn *c, int64_t wait_ms);
-static void drop(struct sl__rconn *c);
+static void drop(struct sl__rconn *c, const char *why);
 
 static int64_t now_ms(const struct sl__rstore *st)
 {
@@ -57,6 +65,14 @@ static void count_ready(struct sl__rstore *st)
     atomic_store_explicit(&st->ctr.conns_ready, n, memory_order_relaxed);
     atomic_store_explicit(&st->ctr.olc_active, st->olc != NULL && st->sub.state == SL__RC_READY,
                           memory_order_relaxed);
+    sl__rhealth_publish(st);
+}
+
+/* Remember why `c` failed (for the log), from hiredis or ours. */
+static void note_failure(struct sl__rconn *c, const char *why)
+{
+    c->failed = true;
+    snprintf(c->why, sizeof(c->why), "%s", why != NULL && why[0] != '\0' ? why : "connection lost");
 }
 
 static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
@@ -67,12 +83,14 @@ static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
     if (c->st->closing || r == NULL || c->ac != ac)
         return;
     if (r->type != REDIS_REPLY_STRING || r->len != 40) {
-        drop(c);
+        drop(c, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply to SCRIPT LOAD");
         return;
     }
     memcpy(c->st->sha, r->str, 41);
     uv_timer_stop(&c->timer);
     c->state = SL__RC_READY;
+    c->failed = false;
+    c->why[0] = '\0';
     c->backoff_ms = c->st->cfg.backoff_min_ms;
     sl__rconn_success(c->st, c->node);
     count_ready(c->st);
@@ -88,12 +106,33 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
     if (c->st->closing || r == NULL || c->ac != ac)
         return;
     if (r->type == REDIS_REPLY_ERROR) {
-        if (!c->st->auth_warned) /* once: it repeats at every reconnection */
-            fprintf(stderr, "sluiced: redis AUTH refused (check store.user/password): %s\n",
-                    r->str);
-        c->st->auth_warned = true;
-        drop(c);
+        if (sl__revent_once(c->st, "auth refused")) /* once: it repeats at every reconnection */
+            sl__rlog(c->st, SL__SLOG_ERROR,
+                     "redis AUTH refused (check store.redis.user/password): %s", r->str);
+        drop(c, "AUTH refused");
     }
+}
+
+/* With Sentinel: the Redis it named must say it is the master (a demoted
+ * one comes back as a replica); if not, ask the sentinels again. */
+static void on_role(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rconn *c = priv;
+    redisReply *r = reply;
+    char key[SL__CLUSTER_HOST_MAX + 32], addr[SL__CLUSTER_HOST_MAX + 8];
+
+    if (c->st->closing || r == NULL || c->ac != ac)
+        return;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0)
+        return;
+    sl__rnode_addr(c->st, c->node, addr, sizeof(addr));
+    snprintf(key, sizeof(key), "not master %s", addr);
+    if (sl__revent_once(c->st, key))
+        sl__rlog(c->st, SL__SLOG_WARN,
+                 "redis %s, named master '%s' by Sentinel, is not a master (yet): asking again",
+                 addr, c->st->cfg.master_name);
+    drop(c, "not a master");
 }
 
 void sl__rconn_reload(struct sl__rconn *c)
@@ -103,11 +142,14 @@ void sl__rconn_reload(struct sl__rconn *c)
 }
 
 /* A connection went down: with a cluster, its node may have failed over
- * (the map is refreshed), and the subscriber moves to the next node. */
+ * (the map is refreshed), and the subscriber moves to the next node; with
+ * Sentinel, the master may have changed (the sentinels are asked). */
 static void lost(struct sl__rconn *c)
 {
     struct sl__rstore *st = c->st;
 
+    if (st->sentinel != NULL && !st->quiet)
+        sl__rsentinel_lost(st);
     if (!st->cfg.cluster)
         return;
     sl__rroute_stale(st);
@@ -124,6 +166,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     /* hiredis frees the context after this callback */
     c->ac = NULL;
     c->state = SL__RC_DOWN;
+    note_failure(c, ac->errstr);
     count_ready(c->st);
     lost(c);
     schedule(c, c->backoff_ms);
@@ -138,6 +181,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         return; /* dropped by us: drop() already scheduled the next try */
     c->ac = NULL;
     c->state = SL__RC_DOWN;
+    note_failure(c, ac->err != 0 ? ac->errstr : "connection closed by Redis");
     count_ready(c->st);
     lost(c);
     schedule(c, c->backoff_ms);
@@ -207,14 +251,18 @@ static void start(struct sl__rconn *c)
     struct sl__rstore *st = c->st;
     redisAsyncContext *ac;
 
+    if (!sl__rsentinel_known(st))
+        return; /* sl__rconn_retarget starts it once Sentinel names a master */
     if (c->started)
         SL__CNT(st, reconnects, 1);
     c->started = true;
     ac = redisAsyncConnect(st->map->nodes[c->node].host, st->map->nodes[c->node].port);
     if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, st->loop) != REDIS_OK) {
+        note_failure(c, ac != NULL ? ac->errstr : "out of memory");
         if (ac != NULL)
             redisAsyncFree(ac);
         schedule(c, c->backoff_ms);
+        count_ready(st);
         return;
     }
     unref_poll(ac);
@@ -228,6 +276,8 @@ static void start(struct sl__rconn *c)
         redisAsyncCommand(ac, on_auth, c, "AUTH %s %s", st->cfg.user, st->cfg.password);
     else if (st->cfg.password[0] != '\0')
         redisAsyncCommand(ac, on_auth, c, "AUTH %s", st->cfg.password);
+    if (st->sentinel != NULL)
+        redisAsyncCommand(ac, on_role, c, "ROLE");
     if (c->sub)
         redisAsyncCommand(ac, on_message, c, "SUBSCRIBE %s", st->channel);
     else
@@ -243,7 +293,9 @@ static void on_timer(uv_timer_t *t)
     if (c->st->closing)
         return;
     if (c->state == SL__RC_CONNECTING) {
-        drop(c); /* never connected or never loaded the script in time */
+        char why[64];
+        snprintf(why, sizeof(why), "no answer within %lld ms", (long long)probe_timeout_ms(c->st));
+        drop(c, why); /* never connected or never loaded the script in time */
         return;
     }
     if (c->state == SL__RC_DOWN && now_ms(c->st) >= c->st->open_until_ms) {
@@ -269,8 +321,9 @@ static void schedule(struct sl__rconn *c, int64_t wait_ms)
  * disconnected: a disconnect waits for the pending replies, which a frozen
  * Redis never sends; freeing answers every pending call with NULL at once
  * (deferred by hiredis until the current callback returns, when called
- * from one), so their slots come back. */
-static void drop(struct sl__rconn *c)
+ * from one), so their slots come back. `why` says what failed; NULL: not
+ * a failure (moving to a new master). */
+static void drop(struct sl__rconn *c, const char *why)
 {
     redisAsyncContext *ac = c->ac;
 
@@ -278,6 +331,8 @@ static void drop(struct sl__rconn *c)
         return;
     c->ac = NULL;
     c->state = SL__RC_DOWN;
+    if (why != NULL)
+        note_failure(c, why);
     count_ready(c->st);
     lost(c);
     schedule(c, c->backoff_ms);
@@ -352,6 +407,8 @@ void sl__rconn_set_breaker(struct sl__rstore *st, enum sl__breaker b)
 {
     st->breaker = b;
     atomic_store_explicit(&st->ctr.breaker, (int)b, memory_order_relaxed);
+    if (b != SL__BREAKER_PROBING)
+        sl__revent_breaker(st, 0, b == SL__BREAKER_OPEN);
 }
 
 bool sl__rconn_available(struct sl__rstore *st)
@@ -363,6 +420,7 @@ void sl__rconn_success(struct sl__rstore *st, unsigned node)
 {
     if (st->cfg.cluster) {
         st->node_failures[node] = 0;
+        sl__revent_breaker(st, node, false);
         return;
     }
     st->failures = 0;
@@ -378,16 +436,19 @@ static void node_failure(struct sl__rstore *st, unsigned node)
     if (++st->node_failures[node] < st->cfg.breaker_failures)
         return;
     st->node_failures[node] = 0;
+    sl__revent_breaker(st, node, true);
     for (unsigned i = 0; i < st->cfg.connections; i++) {
         struct sl__rconn *c = &st->conns[node * st->cfg.connections + i];
         c->backoff_ms = st->cfg.breaker_open_ms;
-        drop(c);
+        drop(c, "calls failing, circuit breaker open");
     }
     sl__rroute_stale(st); /* a failover may be under way */
 }
 
 void sl__rconn_failure(struct sl__rstore *st, unsigned node)
 {
+    if (st->quiet)
+        return; /* a call lost with the old master's connections (retarget) */
     if (st->cfg.cluster) {
         if (node < st->n_nodes_started)
             node_failure(st, node);
@@ -401,8 +462,30 @@ void sl__rconn_failure(struct sl__rstore *st, unsigned node)
     st->open_until_ms = now_ms(st) + st->cfg.breaker_open_ms;
     for (unsigned i = 0; i < n_conns(st); i++) {
         st->conns[i].backoff_ms = st->cfg.breaker_open_ms;
-        drop(&st->conns[i]);
+        drop(&st->conns[i], "calls failing, circuit breaker open");
     }
+}
+
+/* Move every connection (and the subscriber) to node 0's new address:
+ * dropped without counting as failures, reconnected at once, and the
+ * breaker's wait cut short (the new master has not failed). */
+void sl__rconn_retarget(struct sl__rstore *st)
+{
+    st->quiet = true; /* nothing published until every connection has moved */
+    st->failures = 0;
+    st->open_until_ms = now_ms(st);
+    for (unsigned i = 0; i <= n_conns(st); i++) {
+        struct sl__rconn *c = i < n_conns(st) ? &st->conns[i] : &st->sub;
+        if (c->st == NULL)
+            continue;      /* no subscriber (over-limit cache off) */
+        c->failed = false; /* the old master's failures are not the new one's */
+        c->why[0] = '\0';
+        drop(c, NULL);
+        c->backoff_ms = st->cfg.backoff_min_ms;
+        uv_timer_start(&c->timer, on_timer, 0, 0);
+    }
+    st->quiet = false;
+    count_ready(st);
 }
 
 static void on_closed(uv_handle_t *h)

@@ -4,7 +4,8 @@
  * redis_fan.c - a check whose descriptors hash to several Redis Cluster
  * slots : one script call per slot group, all sent at once (in
  * parallel, on each slot's node), their statuses joined into one result
- * with docs/contracts.md §Decisions's overall verdict. When the whole is denied, every
+ * with docs/contracts.md §Decisions's overall verdict (a slot's denial
+ * decides the whole, also when another slot's call failed). When the whole is denied, every
  * group that Redis allowed (and so counted) gets a refund call - the same
  * items, op "refund", at the time its check used - which gives back what
  * it consumed; the caller's answer does not wait for it. So the common,
@@ -98,16 +99,28 @@ static void send_refunds(struct sl__rfan *f)
     }
 }
 
+/* Every group answered. A slot that denied decides the whole, whatever
+ * another slot's call gave (an error such as SL_ERANGE): the answer is
+ * that denial with the denying slot's status - the descriptors of a slot
+ * that failed are reported without a limit - as one call would deny, not
+ * an error; and, as one call, a denial admits nothing: no delay, no lease.
+ * A reset that failed anywhere stays an error (that state is unknown). */
 static void complete(struct sl__rfan *f)
 {
     struct sl__rstore *st = f->st;
+    bool denied = f->res.verdict == SL_DENY;
 
-    if (f->kind == SL__RQ_CHECK && (f->err != SL_OK || f->res.verdict == SL_DENY)) {
+    if (f->kind == SL__RQ_CHECK && (f->err != SL_OK || denied)) {
         send_refunds(f);
         f->res.lease[0] = '\0'; /* denied: no lease taken (its slots are released) */
     }
+    if (denied) {
+        f->res.delay_ns = 0;
+        if (f->kind != SL__RQ_RESET)
+            f->err = SL_OK;
+    }
     drop_refunds(f);
-    sl__ranswer_deliver(&f->fin, f->cb, f->arg, f->err, f->err == SL_OK ? &f->res : NULL);
+    sl__ranswer_deliver(&f->fin, f->cb, f->arg, f->err, f->err == SL_OK ? &f->res : NULL, f->by);
     if (f->rules != NULL)
         sl_rules_unref(f->rules);
     f->rules = NULL;
@@ -125,7 +138,8 @@ static const struct sl_limit *own_limit(struct sl__rfan *f, const struct sl_limi
     return l;
 }
 
-static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const struct sl_result *res)
+static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const struct sl_result *res,
+                 enum sl__store_by by)
 {
     for (unsigned j = 0; j < gr->n && j < res->n_statuses; j++) {
         struct sl_status *s = &f->res.statuses[gr->desc[j]];
@@ -134,6 +148,8 @@ static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const stru
     }
     if (res->verdict > f->res.verdict)
         f->res.verdict = res->verdict;
+    if (by != SL__BY_STATE) /* a group the policy answered marks the whole */
+        f->by = by;
     if (res->delay_ns > f->res.delay_ns)
         f->res.delay_ns = res->delay_ns;
     if (res->lease[0] != '\0') {
@@ -146,7 +162,7 @@ static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const stru
     }
 }
 
-static void on_group(void *arg, int err, const struct sl_result *res)
+static void on_group(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
     struct sl__rfan_group *gr = arg;
     struct sl__rfan *f = gr->fan;
@@ -155,7 +171,7 @@ static void on_group(void *arg, int err, const struct sl_result *res)
     if (err != SL_OK && f->err == SL_OK)
         f->err = err;
     else if (err == SL_OK)
-        join(f, gr, res);
+        join(f, gr, res, by);
     if (--f->pending == 0)
         complete(f);
 }
@@ -266,7 +282,7 @@ static void start_group(struct sl__rfan *f, unsigned g, const struct sl_request 
     rc = sl__rstore_start(f->st, f->kind, &sub, sm, gr->n, f->rules, &fin, on_group, gr, f,
                           (uint8_t)g);
     if (rc != SL_OK)
-        on_group(gr, rc, NULL); /* nothing started for it */
+        on_group(gr, rc, NULL, SL__BY_STATE); /* nothing started for it */
 }
 
 int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
@@ -296,6 +312,7 @@ int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct 
     f->fin = *fin;
     f->rules = rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)rules) : NULL;
     f->err = SL_OK;
+    f->by = SL__BY_STATE;
     memset(&f->res, 0, sizeof(f->res));
     f->res.n_statuses = n;
     f->n_groups = group_descriptors(st, n, group);
@@ -329,18 +346,19 @@ static size_t piece_tag(const char *p, size_t len, size_t *at)
 }
 
 /* One slot's release answered: SL_OK wins, then SL_ENOENT, else the error. */
-static void on_release_group(void *arg, int err, const struct sl_result *res)
+static void on_release_group(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
     struct sl__rfan_group *gr = arg;
     struct sl__rfan *f = gr->fan;
     struct sl__rstore *st = f->st;
 
     (void)res;
+    (void)by;
     if (err == SL_OK || (err == SL_ENOENT && f->err != SL_OK))
         f->err = err;
     if (--f->pending > 0)
         return;
-    f->cb(f->arg, f->err, NULL);
+    f->cb(f->arg, f->err, NULL, SL__BY_STATE);
     f->next_free = st->free_fans;
     st->free_fans = f;
 }
@@ -395,9 +413,9 @@ int sl__rfan_release(struct sl__rstore *st, const char *lease, size_t len, int64
         }
         f->g[k].fan = f;
         if (sl__rstore_release(st, sub, used, now_ns, on_release_group, &f->g[k]) != SL_OK)
-            on_release_group(&f->g[k], SL_EFULL, NULL);
+            on_release_group(&f->g[k], SL_EFULL, NULL, SL__BY_STATE);
     }
     f->g[n].fan = f;
-    on_release_group(&f->g[n], SL_EFULL, NULL); /* the starter's share */
+    on_release_group(&f->g[n], SL_EFULL, NULL, SL__BY_STATE); /* the starter's share */
     return SL_OK;
 }

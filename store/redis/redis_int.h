@@ -34,7 +34,9 @@ struct sl__rconn {
     int64_t backoff_ms; /* the next reconnection wait */
     bool started;       /* connected at least once (later ones are reconnects) */
     bool sub;           /* the subscriber to reset announcements, not for calls */
+    bool failed;        /* its last attempt failed or it was lost (not dropped to move) */
     uint8_t node;       /* index in the store's map (0: the seed) */
+    char why[80];       /* why it last failed, for the log */
 };
 
 enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
@@ -116,7 +118,8 @@ struct sl__olc_slot {
 struct sl__rcounters {
     _Atomic uint64_t checks, script_calls, replies, timeouts, errors, noscript, overflow,
         unavailable, policy_allow, policy_deny, policy_local, olc_hits, olc_inserts, reconnects,
-        in_flight, moved, ask, tryagain, map_refreshes, cross_slot, refunds, refund_failures;
+        in_flight, moved, ask, tryagain, map_refreshes, cross_slot, refunds, refund_failures,
+        master_switches;
     _Atomic unsigned nodes_known;
     _Atomic unsigned conns_ready;
     _Atomic int breaker;
@@ -130,14 +133,59 @@ struct sl__rcounters {
                               (uint64_t)(d),                                                       \
                           memory_order_relaxed)
 
+/* One node as the store publishes it for other threads (redis_health.c). */
+struct sl__rpub_node {
+    char addr[SL__CLUSTER_HOST_MAX + 8]; /* "host:port", "[v6]:port" */
+    uint16_t ready, conns;               /* connections ready, started */
+    bool serving;                        /* decides: the master (owns slots on a cluster) */
+    bool down;                           /* no connection ready, and one failed */
+    bool breaker;                        /* its circuit breaker is open */
+};
+
+/* What the store publishes for /readyz, /healthz?verbose and /metrics,
+ * under `lock` (written on state changes only, never per call). */
+struct sl__rpub {
+    uv_mutex_t lock;
+    unsigned n;
+    struct sl__rpub_node node[SL__CLUSTER_MAX_NODES];
+    bool sentinel;     /* the master comes from Sentinel */
+    bool master_known; /* ... and one was named */
+    bool sentinel_sub; /* subscribed to +switch-master on a sentinel */
+    bool ever_up;      /* the store has decided with its own state once */
+    bool failed;       /* ... or something has failed: no longer starting */
+    char sentinel_at[SL__CLUSTER_HOST_MAX + 8]; /* the sentinel in use */
+};
+
+/* Per node, what this store has said about it (redis_events.c). */
+enum {
+    SL__EV_SEEN = 1u << 0, /* reached once */
+    SL__EV_DOWN = 1u << 1, /* counted unreachable in the process */
+    SL__EV_OPEN = 1u << 2, /* counted with its breaker open */
+};
+
+struct sl__rsentinel;
+
 struct sl__rstore {
     struct sl__store base;
     uv_loop_t *loop;
     struct sl__redis_config cfg;
     sl_limiter *local;
-    char sha[41]; /* from SCRIPT LOAD; "" until a connection loaded it */
+    sl__store_log_fn log; /* the server's log; NULL: stderr */
+    void *log_arg;
+    struct sl__rshared *shared;     /* the process's, or own_shared */
+    struct sl__rshared *own_shared; /* when no process-wide one was given */
+    uint8_t ev[SL__CLUSTER_MAX_NODES];
+    char ev_addr[SL__CLUSTER_MAX_NODES][SL__CLUSTER_HOST_MAX + 8]; /* as counted */
+    bool policy_decides; /* some policy (default or a domain's) is allow or local */
+    bool quiet;          /* moving to a new master: lost calls are not failures */
+    struct sl__rpub pub;
+    bool pub_ready;                     /* its lock exists */
+    bool serves[SL__CLUSTER_MAX_NODES]; /* cluster: nodes owning a slot ... */
+    uint64_t serves_version;            /* ... in this version of the map */
+    bool serves_valid;
+    struct sl__rsentinel *sentinel; /* NULL without Sentinel */
+    char sha[41];                   /* from SCRIPT LOAD; "" until a connection loaded it */
     bool closing;
-    bool auth_warned;
 
     /* Connections: cfg.connections per node, node-major; one node (the
      * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each
@@ -209,9 +257,10 @@ struct sl__rebuilt {
 
 /* redis_answer.c: answers that are not a script reply. */
 void sl__ranswer_rebuild(const struct sl__rreq *q, bool peek, struct sl__rebuilt *r);
-/* The one way to the caller's callback (applies what `fin` holds). */
+/* The one way to the caller's callback (applies what `fin` holds); `by`:
+ * who answered. */
 void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
-                         struct sl_result *res);
+                         struct sl_result *res, enum sl__store_by by);
 /* By policy `pol`; `m`/`req` the caller's (nothing sent yet) or NULL: the
  * slot `q`'s copy. */
 void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
@@ -282,6 +331,7 @@ struct sl__rfan {
     unsigned n_groups;
     int err;
     struct sl_result res;
+    enum sl__store_by by;               /* a policy that answered a group answers for the whole */
     struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits (no snapshot), copied */
     unsigned n_own;
     struct sl__rfan_group g[SL__FAN_GROUPS];
@@ -313,6 +363,67 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
                      const struct sl_match *m, size_t n, const sl_rules *rules,
                      const struct sl__rfinish *fin, sl__store_cb cb, void *arg,
                      struct sl__rfan *fan, uint8_t group);
+
+/* redis_conn.c: Sentinel named a new master (node 0's address is already
+ * changed): drop the old master's connections and connect to it now. */
+void sl__rconn_retarget(struct sl__rstore *st);
+/* A node's "host:port" as the log and health view write it ("[v6]:port"). */
+void sl__rnode_addr(const struct sl__rstore *st, unsigned node, char *out, size_t cap);
+
+/* redis_events.c: what the operator sees in the log (once per process). */
+void sl__rlog(struct sl__rstore *st, enum sl__store_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The node's state may have changed (publish() saw it): log the edges. */
+void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, const char *why);
+/* Its circuit breaker opened (or closed). */
+void sl__revent_breaker(struct sl__rstore *st, unsigned node, bool open);
+/* The node's address is about to change (Sentinel): its being
+ * unreachable, counted under the old one, is withdrawn without a line
+ * (the breaker, the store's, closes with a line on the new master). */
+void sl__revent_forget(struct sl__rstore *st, unsigned node);
+/* An answer by failure policy `pol`: a line at the first, then at most
+ * one per SL__REVENT_POLICY_MS with how many. */
+#define SL__REVENT_POLICY_MS 10000
+void sl__revent_policy(struct sl__rstore *st, enum sl__redis_policy pol);
+/* Sentinel named `addr` the master of the configured name (from
+ * sentinel `via`): a line when it differs from the last one logged. */
+void sl__revent_master(struct sl__rstore *st, const char *addr, const char *via);
+/* A condition keyed by `key` goes bad (or good again) for this store:
+ * true when that is the process's edge (the first bad, the last good). A
+ * store calls it only on its own changes (bad, good, bad, ...). */
+bool sl__revent_edge(struct sl__rstore *st, const char *key, bool bad);
+/* A one-off condition keyed by `key`: true the first time in the process
+ * until sl__revent_clear(key) (e.g. a sentinel not knowing the name). */
+bool sl__revent_once(struct sl__rstore *st, const char *key);
+void sl__revent_clear(struct sl__rstore *st, const char *key);
+
+/* redis_health.c: the snapshot other threads read. */
+int sl__rhealth_init(struct sl__rstore *st);
+void sl__rhealth_close(struct sl__rstore *st);
+/* Recompute and publish every node's state (loop thread; on changes). */
+void sl__rhealth_publish(struct sl__rstore *st);
+/* store.h's health op. */
+void sl__rhealth_get(const struct sl__store *s, struct sl__store_health *out);
+/* The kind's health members and node gauges over stores[0..n). */
+bool sl__rhealth_members(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                         size_t *len);
+bool sl__rhealth_metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
+                         size_t *len);
+
+/* redis_sentinel.c: the master through Sentinel. */
+/* Start asking the sentinels of cfg.sentinels (SL_OK without any). */
+int sl__rsentinel_init(struct sl__rstore *st);
+void sl__rsentinel_close(struct sl__rstore *st);
+/* Is a master known? (Without Sentinel: always.) */
+bool sl__rsentinel_known(const struct sl__rstore *st);
+/* The master's connection failed, or it says it is not a master: ask. */
+void sl__rsentinel_lost(struct sl__rstore *st);
+/* Its part of the published snapshot (under p->lock). */
+void sl__rsentinel_publish(const struct sl__rstore *st, struct sl__rpub *p);
+/* Pure: a +switch-master message "<name> <old ip> <old port> <new ip>
+ * <new port>" for `name`: SL_OK with the new address; SL_ENOENT for
+ * another master's; SL_EINVAL when malformed. */
+int sl__sentinel_parse_switch(const char *msg, size_t len, const char *name, struct sl__cnode *out);
 
 /* redis_olc.c */
 int sl__olc_init(struct sl__rstore *st);

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "kind.h"
-#include "redis.h"
+#include "redis_int.h"
 #include "rules_sync.h"
 
 /* ------------------------------------------------------------ configuration */
@@ -44,19 +44,48 @@ static void help(FILE *out)
 
 static int check(const void *cfg, char *err, size_t errlen)
 {
+    const struct sl__redis_config *c = cfg;
     struct sl__rsync_config rc;
 
-    if (((const struct sl__redis_config *)cfg)->rules_sync &&
-        sl__rsync_config_from_redis(&rc, cfg) != SL_OK) {
+    if (c->sentinels[0] != '\0' && c->master_name[0] == '\0') {
+        snprintf(err, errlen,
+                 "store.redis.sentinels needs store.redis.master_name (the name the "
+                 "sentinels monitor the master under)");
+        return SL_EINVAL;
+    }
+    if (c->master_name[0] != '\0' && c->sentinels[0] == '\0') {
+        snprintf(err, errlen,
+                 "store.redis.master_name needs store.redis.sentinels (where to ask "
+                 "for it)");
+        return SL_EINVAL;
+    }
+    if (c->sentinels[0] != '\0' && c->cluster) {
+        snprintf(err, errlen,
+                 "store.redis.sentinels is for one Redis with replicas, not for "
+                 "store.redis.cluster (a cluster fails over by itself)");
+        return SL_EINVAL;
+    }
+    if (c->rules_sync && sl__rsync_config_from_redis(&rc, cfg) != SL_OK) {
         snprintf(err, errlen, "store.redis.nodes: give host:port pairs separated by commas");
         return SL_EINVAL;
     }
     return SL_OK;
 }
 
-static int create(const void *cfg, uv_loop_t *loop, sl_limiter *lim, struct sl__store **out)
+static int create(const void *cfg, const struct sl__store_env *env, struct sl__store **out)
 {
-    return sl__store_redis_new(loop, cfg, lim, out);
+    return sl__store_redis_new_logged(env->loop, cfg, env->lim, env->log, env->log_arg, env->shared,
+                                      out);
+}
+
+static void *shared_new(void)
+{
+    return sl__rshared_new();
+}
+
+static void shared_free(void *shared)
+{
+    sl__rshared_free(shared);
 }
 
 /* ------------------------------------------------------------ metrics */
@@ -92,34 +121,19 @@ static const struct counter {
     C(cross_slot, "Checks split over several Redis Cluster slots."),
     C(refunds, "Refund calls sent after a cross-slot denial."),
     C(refund_failures, "Refunds that could not be sent or were not confirmed."),
+    C(master_switches, "New master addresses from Sentinel after the first."),
 #undef C
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
-static bool put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static bool put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(buf + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= cap - *len)
-        return false;
-    *len += (size_t)n;
-    return true;
-}
+#define put sl__store_put
 
 static uint64_t *field(struct sl__redis_stats *s, size_t offset)
 {
     return (uint64_t *)(void *)((char *)s + offset);
 }
 
-static size_t metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
-                      size_t *len)
+static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap, size_t *len)
 {
     struct sl__redis_stats sum = {0}, st;
     unsigned ready = 0, open = 0;
@@ -150,11 +164,10 @@ static size_t metrics(struct sl__store *const *stores, unsigned n, char *buf, si
                    "# TYPE sluice_store_redis_breakers_open gauge\n"
                    "sluice_store_redis_breakers_open %u\n",
                    (unsigned long long)sum.in_flight, ready, open);
-    if (!ok) {
+    ok = ok && sl__rhealth_metrics(stores, n, buf, cap, len);
+    if (!ok)
         *len = start;
-        return 0;
-    }
-    return *len - start;
+    return ok;
 }
 
 /* ------------------------------------------------------------ rules across nodes */
@@ -202,8 +215,11 @@ const struct sl__store_kind sl__store_kind_redis = {
     .sections = sections,
     .help = help,
     .check = check,
+    .shared_new = shared_new,
+    .shared_free = shared_free,
     .create = create,
     .metrics = metrics,
+    .health_members = sl__rhealth_members,
     .rules_shared = rules_shared,
     .rules_publish = rules_publish,
     .rules_subscribe = rules_subscribe,

@@ -30,24 +30,14 @@ static void on_refresh_timer(uv_timer_t *t);
 /* "host:port,host:port" of cfg.nodes into the map, after the seed. */
 static int add_seeds(struct sl__rstore *st)
 {
-    const char *p = st->cfg.nodes;
+    struct sl__cnode a[SL__CLUSTER_MAX_NODES];
+    int n = sl__redis_parse_addrs(st->cfg.nodes, a, SL__CLUSTER_MAX_NODES);
 
-    while (*p != '\0') {
-        const char *end = strchr(p, ','), *colon;
-        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-        char *stop;
-        long port;
-
-        for (colon = p + len; colon > p && colon[-1] != ':'; colon--)
-            ;
-        if (colon == p)
+    if (n < 0)
+        return SL_EINVAL;
+    for (int i = 0; i < n; i++)
+        if (sl__cmap_node(st->map, a[i].host, strlen(a[i].host), a[i].port) < 0)
             return SL_EINVAL;
-        port = strtol(colon, &stop, 10);
-        if (stop != p + len || port <= 0 || port > 65535 ||
-            sl__cmap_node(st->map, p, (size_t)(colon - 1 - p), (int)port) < 0)
-            return SL_EINVAL;
-        p += len + (end != NULL);
-    }
     return SL_OK;
 }
 
@@ -109,6 +99,7 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
     }
     SL__CNT(st, map_refreshes, 1);
     sl__rconn_start_nodes(st);
+    sl__rhealth_publish(st); /* which nodes serve slots may have changed */
 }
 
 void sl__rroute_kick(struct sl__rstore *st)
@@ -208,6 +199,7 @@ bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, redisCallbackF
         SL__CNT(st, moved, 1);
         if (sl__cmap_moved(st->map, &d) != SL_OK)
             return false;
+        sl__rhealth_publish(st);
         sl__rroute_stale(st); /* one slot moved: others probably did too */
         node = sl__cmap_lookup(st->map, d.slot);
         return node >= 0 && resend(q, sl__rconn_pick_node(st, (unsigned)node), false, on_reply);

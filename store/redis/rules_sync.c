@@ -57,24 +57,23 @@ static int add_seed(struct sl__rsync_config *o, const char *host, size_t len, in
 
 int sl__rsync_config_from_redis(struct sl__rsync_config *o, const struct sl__redis_config *c)
 {
-    const char *p = c->nodes;
-    int rc;
+    struct sl__cnode a[SL__RSYNC_MAX_SEEDS];
+    bool sentinel = c->sentinels[0] != '\0';
+    int n = sl__redis_parse_addrs(sentinel ? c->sentinels : c->nodes, a, SL__RSYNC_MAX_SEEDS);
+    int rc = SL_OK;
 
     sl__rsync_config_init(o);
     snprintf(o->user, sizeof(o->user), "%s", c->user);
     snprintf(o->password, sizeof(o->password), "%s", c->password);
     snprintf(o->prefix, sizeof(o->prefix), "%s", c->opts.prefix);
-    rc = add_seed(o, c->host, strlen(c->host), c->port);
-    while (rc == SL_OK && *p != '\0') {
-        const char *end = strchr(p, ','), *colon;
-        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-        for (colon = p + len; colon > p && colon[-1] != ':'; colon--)
-            ;
-        if (colon == p)
-            return SL_EINVAL;
-        rc = add_seed(o, p, (size_t)(colon - 1 - p), (int)strtol(colon, NULL, 10));
-        p += len + (end != NULL);
-    }
+    if (n < 0)
+        return SL_EINVAL;
+    if (sentinel) /* the seeds are the sentinels, asked for the master */
+        snprintf(o->master_name, sizeof(o->master_name), "%s", c->master_name);
+    else
+        rc = add_seed(o, c->host, strlen(c->host), c->port);
+    for (int i = 0; rc == SL_OK && i < n; i++)
+        rc = add_seed(o, a[i].host, strlen(a[i].host), a[i].port);
     return rc;
 }
 
@@ -140,12 +139,47 @@ static redisReply *run_at(const struct sl__rsync_config *c, const char *seed_hos
     return NULL;
 }
 
-/* The command on the first seed that answers. */
+int sl__rsync_master(const struct sl__rsync_config *c, size_t i, char *host, size_t cap, int *port)
+{
+    struct timeval tv = {(time_t)(c->timeout_ms / 1000),
+                         (suseconds_t)(c->timeout_ms % 1000) * 1000};
+    redisContext *ctx = redisConnectWithTimeout(c->seeds[i].host, c->seeds[i].port, tv);
+    redisReply *r = NULL;
+    int rc = SL_ENOENT;
+
+    if (ctx != NULL && ctx->err == 0 && redisSetTimeout(ctx, tv) == REDIS_OK)
+        r = redisCommand(ctx, "SENTINEL get-master-addr-by-name %s", c->master_name);
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[0]->len < cap) {
+        char *end;
+        long p = strtol(r->element[1]->str, &end, 10);
+        if (*end == '\0' && p > 0 && p <= 65535) {
+            memcpy(host, r->element[0]->str, r->element[0]->len + 1);
+            *port = (int)p;
+            rc = SL_OK;
+        }
+    }
+    freeReplyObject(r);
+    if (ctx != NULL)
+        redisFree(ctx);
+    return rc;
+}
+
+/* The command on the first seed that answers (with Sentinel: on the
+ * master the first sentinel that answers names). */
 static redisReply *run(const struct sl__rsync_config *c, int argc, const char **argv,
                        const size_t *lens)
 {
     for (size_t i = 0; i < c->n_seeds; i++) {
-        redisReply *r = run_at(c, c->seeds[i].host, c->seeds[i].port, argc, argv, lens);
+        char host[sizeof(c->seeds[i].host)];
+        int port = c->seeds[i].port;
+        redisReply *r;
+
+        snprintf(host, sizeof(host), "%s", c->seeds[i].host);
+        if (c->master_name[0] != '\0' && sl__rsync_master(c, i, host, sizeof(host), &port) != SL_OK)
+            continue;
+        r = run_at(c, host, port, argc, argv, lens);
         if (r != NULL)
             return r;
     }

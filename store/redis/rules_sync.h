@@ -8,9 +8,14 @@
  * pulls the hash, and applies what is newer into its own rules database
  * (rulesdb/), where the rules rank as database rules, then reloads.
  *
- * Works on one Redis and on Redis Cluster: the blocking client follows
- * MOVED and ASK (store/redis/redis_cluster.c parses them), and cluster pub/sub
- * reaches every node's subscribers. A node that cannot reach Redis keeps
+ * Works on one Redis, on Redis Cluster and behind Sentinel: the blocking
+ * client follows MOVED and ASK (store/redis/redis_cluster.c parses them),
+ * cluster pub/sub reaches every node's subscribers, and with Sentinel the
+ * seeds are the sentinels, each asked for the master before every call
+ * and before every subscription (a replica would refuse the push; a
+ * subscription on a demoted master still hears what the new one
+ * publishes, and a lost one is made again on the master named then). A
+ * node that cannot reach Redis keeps
  * its rules database as it is (on local disk: a restart without Redis
  * serves the last rules it knew).
  *
@@ -42,10 +47,11 @@ struct sl__rsync_seed {
 };
 
 struct sl__rsync_config {
-    struct sl__rsync_seed seeds[SL__RSYNC_MAX_SEEDS]; /* any node(s) of the deployment */
+    struct sl__rsync_seed seeds[SL__RSYNC_MAX_SEEDS]; /* any node(s), or the sentinels */
     size_t n_seeds;
-    char user[128];     /* ACL user, "" for none */
-    char password[128]; /* "" for no AUTH */
+    char master_name[128]; /* "": the seeds are Redis; else sentinels asked for it */
+    char user[128];        /* ACL user, "" for none */
+    char password[128];    /* "" for no AUTH */
     char prefix[SL__RSYNC_PREFIX_MAX + 1];
     int64_t timeout_ms; /* per blocking connection and command; default 500 */
     int64_t period_ms;  /* pull at least this often; default 30000 */
@@ -54,7 +60,8 @@ struct sl__rsync_config {
 void sl__rsync_config_init(struct sl__rsync_config *c);
 struct sl__redis_config;
 /* From the Redis store's configuration: its host:port and store.redis.nodes
- * as seeds, its credentials and prefix. SL_OK, SL_EINVAL for a bad nodes list. */
+ * as seeds (or, with Sentinel, the sentinels and the master's name), its
+ * credentials and prefix. SL_OK, SL_EINVAL for a bad address list. */
 int sl__rsync_config_from_redis(struct sl__rsync_config *o, const struct sl__redis_config *c);
 
 /* Store rule `id` (yaml[0..len)) or its deletion (yaml NULL) in Redis with
@@ -63,6 +70,11 @@ int sl__rsync_config_from_redis(struct sl__rsync_config *o, const struct sl__red
  * (Redis unreachable: nothing was stored there). */
 int sl__rsync_push(const struct sl__rsync_config *c, const char *id, const char *yaml, size_t len,
                    uint64_t *version);
+
+/* With Sentinel (c->master_name set): ask seed `i` (a sentinel) which
+ * master it names, blocking up to timeout_ms. SL_OK with host (cap bytes)
+ * and *port; SL_ENOENT when it cannot say. */
+int sl__rsync_master(const struct sl__rsync_config *c, size_t i, char *host, size_t cap, int *port);
 
 /* The versions already applied, per rule id (a pull applies only newer
  * ones). Zeroed is empty; free with sl__rsync_known_free. */

@@ -9,6 +9,10 @@
  * subscription, every announcement, and every period_ms, one at a time
  * (requests during a pull are folded into one more pull after it).
  *
+ * With Sentinel the seeds are sentinels: before each subscription one is
+ * asked (asynchronously, on its own short-lived connection) which master
+ * it names, and the subscription goes there.
+ *
  * It does not decide what a pull applies (rules_sync.c) nor reload rules
  * (the change callback does). A missed announcement costs nothing but
  * time: the pull after the next subscription or period catches up.
@@ -35,10 +39,11 @@ struct sl__rsync {
     char channel[SL__RSYNC_PREFIX_MAX + 16];
 
     redisAsyncContext *ac;
-    size_t seed;        /* the seed in use */
-    int64_t backoff_ms; /* the next reconnection wait */
-    uv_timer_t retry;   /* reconnection */
-    uv_timer_t period;  /* periodic pull */
+    redisAsyncContext *ask; /* Sentinel: the question which master, or NULL */
+    size_t seed;            /* the seed in use */
+    int64_t backoff_ms;     /* the next reconnection wait */
+    uv_timer_t retry;       /* reconnection */
+    uv_timer_t period;      /* periodic pull */
 
     uv_work_t work;
     bool pulling, again, closing;
@@ -50,10 +55,11 @@ struct sl__rsync {
 };
 
 static void connect_next(struct sl__rsync *s);
+static void schedule_retry(struct sl__rsync *s);
 
 static void maybe_free(struct sl__rsync *s)
 {
-    if (!s->closing || s->pulling || s->handles_open > 0 || s->ac != NULL)
+    if (!s->closing || s->pulling || s->handles_open > 0 || s->ac != NULL || s->ask != NULL)
         return;
     sl__rsync_known_free(&s->known);
     free(s->db_path);
@@ -118,6 +124,7 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv)
         r->element[0]->type != REDIS_REPLY_STRING)
         return;
     if (strcmp(r->element[0]->str, "subscribe") == 0) {
+        uv_timer_stop(&s->retry);
         s->st.subscribed = true;
         s->backoff_ms = BACKOFF_MIN_MS;
         request_pull(s); /* catch up with what was missed while away */
@@ -127,9 +134,35 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
+static void drop_ask(struct sl__rsync *s)
+{
+    redisAsyncContext *ask = s->ask;
+
+    s->ask = NULL; /* its callbacks see it is no longer ours */
+    if (ask != NULL)
+        redisAsyncFree(ask);
+}
+
+/* The timer: reconnect; or give up on a sentinel that did not answer, or
+ * on a subscription not confirmed in time (a Redis that is gone: hiredis's
+ * libuv adapter never reports a refused connection). */
 static void on_retry(uv_timer_t *t)
 {
-    connect_next(t->data);
+    struct sl__rsync *s = t->data;
+    redisAsyncContext *ac = s->ac;
+
+    if (s->ask != NULL) {
+        drop_ask(s);
+        schedule_retry(s);
+        return;
+    }
+    if (ac != NULL && !s->st.subscribed) {
+        s->ac = NULL; /* its callbacks see it is no longer ours */
+        redisAsyncFree(ac);
+        schedule_retry(s);
+        return;
+    }
+    connect_next(s);
 }
 
 static void schedule_retry(struct sl__rsync *s)
@@ -169,14 +202,97 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
         schedule_retry(s);
 }
 
-static void connect_next(struct sl__rsync *s)
+static void subscribe_at(struct sl__rsync *s, const char *host, int port);
+
+/* A sentinel's answer: subscribe on the master it names, or try the next. */
+static void on_master(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rsync *s = priv;
+    redisReply *r = reply;
+    char host[256];
+    long port = 0;
+
+    if (s->closing || ac != s->ask)
+        return;
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[0]->len < sizeof(host)) {
+        memcpy(host, r->element[0]->str, r->element[0]->len + 1);
+        port = strtol(r->element[1]->str, NULL, 10);
+    }
+    uv_timer_stop(&s->retry);
+    drop_ask(s); /* freed once this callback returns */
+    if (port > 0 && port <= 65535)
+        subscribe_at(s, host, (int)port);
+    else
+        schedule_retry(s);
+}
+
+static void on_ask_connect(const redisAsyncContext *ac, int status)
+{
+    struct sl__rsync *s = ac->data;
+
+    if (status != REDIS_OK && s != NULL && s->ask == ac) {
+        s->ask = NULL; /* hiredis frees it after this callback */
+        uv_timer_stop(&s->retry);
+        if (s->closing)
+            maybe_free(s);
+        else
+            schedule_retry(s);
+    }
+}
+
+static void on_ask_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct sl__rsync *s = ac->data;
+
+    (void)status;
+    if (s == NULL)
+        return;
+    if (s->ask == ac) { /* lost before it answered */
+        s->ask = NULL;
+        uv_timer_stop(&s->retry);
+        if (!s->closing)
+            schedule_retry(s);
+    }
+    maybe_free(s);
+}
+
+/* Sentinel: ask the seed in use which master it names. */
+static void ask_master(struct sl__rsync *s)
 {
     const struct sl__rsync_seed *seed = &s->cfg.seeds[s->seed];
-    redisAsyncContext *ac;
+    redisAsyncContext *ac = redisAsyncConnect(seed->host, seed->port);
 
+    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, s->loop) != REDIS_OK) {
+        if (ac != NULL)
+            redisAsyncFree(ac);
+        schedule_retry(s);
+        return;
+    }
+    ac->data = s;
+    s->ask = ac;
+    redisAsyncSetConnectCallback(ac, on_ask_connect);
+    redisAsyncSetDisconnectCallback(ac, on_ask_disconnect);
+    redisAsyncCommand(ac, on_master, s, "SENTINEL get-master-addr-by-name %s", s->cfg.master_name);
+    uv_timer_start(&s->retry, on_retry, (uint64_t)s->cfg.timeout_ms * 2, 0); /* its answer's */
+}
+
+static void connect_next(struct sl__rsync *s)
+{
     if (s->closing || s->cfg.n_seeds == 0)
         return;
-    ac = redisAsyncConnect(seed->host, seed->port);
+    if (s->cfg.master_name[0] != '\0')
+        ask_master(s);
+    else
+        subscribe_at(s, s->cfg.seeds[s->seed].host, s->cfg.seeds[s->seed].port);
+}
+
+static void subscribe_at(struct sl__rsync *s, const char *host, int port)
+{
+    redisAsyncContext *ac;
+
+    ac = redisAsyncConnect(host, port);
     if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, s->loop) != REDIS_OK) {
         if (ac != NULL)
             redisAsyncFree(ac);
@@ -192,6 +308,7 @@ static void connect_next(struct sl__rsync *s)
     else if (s->cfg.password[0] != '\0')
         redisAsyncCommand(ac, NULL, NULL, "AUTH %s", s->cfg.password);
     redisAsyncCommand(ac, on_message, s, "SUBSCRIBE %s", s->channel);
+    uv_timer_start(&s->retry, on_retry, (uint64_t)s->cfg.timeout_ms * 2, 0); /* confirmed by */
 }
 
 int sl__rsync_start(uv_loop_t *loop, const struct sl__rsync_config *c, const char *db_path,
@@ -254,5 +371,10 @@ void sl__rsync_stop(struct sl__rsync *s)
         s->ac = NULL;
         ac->data = NULL;
         redisAsyncFree(ac); /* a subscribed connection never drains on its own */
+    }
+    if ((ac = s->ask) != NULL) {
+        s->ask = NULL;
+        ac->data = NULL;
+        redisAsyncFree(ac);
     }
 }

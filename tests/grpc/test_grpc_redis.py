@@ -64,6 +64,8 @@ def rds():
 
 
 def start(grpc_sluiced, rds, timeout):
+    # http.readyz: store - not ready while Redis does not decide (the default,
+    # decisions, stays ready while the local policy answers)
     s = grpc_sluiced(rules=RULES, extra=f"""store:
   type: redis
   redis:
@@ -71,6 +73,8 @@ def start(grpc_sluiced, rds, timeout):
     timeout: {timeout}
     failure_policy: local
     policies: {{open: allow, closed: deny}}
+http:
+  readyz: store
 """)
     assert wait_until(lambda: s.request("GET", "/readyz")[0] == 200)
     return s

@@ -34,7 +34,7 @@ class HttpSluiced:
     """One running sluiced with an HTTP listener."""
 
     def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False,
-                 workers=2, protocols="resp, http1"):
+                 workers=2, watch=False, rules_extra="", protocols="resp, http1"):
         self.dir = tmp_path
         self.port = free_port()
         # admin=True adds a second listener with `admin: true` (self.admin_port)
@@ -47,7 +47,11 @@ class HttpSluiced:
     protocols: [http1]
     admin: true
 """ if admin else "")
-        (tmp_path / "rules.yaml").write_text(rules)
+        # rules: the text of rules.yaml, or {file name: text} for several files;
+        # rules_extra: more lines of the `rules:` section, indented two spaces
+        files = rules if isinstance(rules, dict) else {"rules.yaml": rules}
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
         config = tmp_path / "sluice.yaml"
         config.write_text(
             f"""listeners:
@@ -56,9 +60,10 @@ class HttpSluiced:
     protocols: [{protocols}]
 {admin_listener}workers: {workers}
 rules:
-  files: [rules.yaml]
-  watch: false
+  files: [{", ".join(files)}]
+  watch: {"true" if watch else "false"}
 {"  database: rules.db" if database else ""}
+{rules_extra}
 log:
   level: debug
 {extra}
@@ -135,10 +140,11 @@ def http_sluiced(tmp_path):
     started = []
 
     def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False,
-              workers=2, protocols="resp, http1"):
+              workers=2, watch=False, rules_extra="", protocols="resp, http1"):
         d = tmp_path / f"h{len(started)}"
         d.mkdir()
-        s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers, protocols)
+        s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers, watch,
+                        rules_extra, protocols)
         started.append(s)
         return s
 

@@ -10,12 +10,13 @@ uint64_t sw_now_ms(void)
     return uv_hrtime() / 1000000;
 }
 
-void sw_on_answer(void *arg, int err, const struct sl_result *res)
+void sw_on_answer(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
     struct answer *a = arg;
 
     a->done = true;
     a->err = err;
+    a->by = (int)by;
     a->done_ms = sw_now_ms();
     if (res != NULL)
         a->res = *res;

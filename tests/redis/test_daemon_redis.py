@@ -9,7 +9,8 @@ RESP. What it shows:
     every algorithm, never more;
   - Redis frozen with SIGSTOP under load: every check is answered by its
     domain's policy within a generous bound (20 x the timeout), /readyz
-    says 503, and after SIGCONT the daemon is ready and uses Redis again;
+    no longer says "ready" (it says "degraded": the local policy answers),
+    and after SIGCONT the daemon is ready and uses Redis again;
   - Redis killed and restarted: sluiced keeps answering, reconnects;
   - a key denied until T costs no Redis command until T (over-limit cache),
     and a check costs exactly one script call (INFO commandstats).

@@ -349,6 +349,13 @@ static void test_sigstop_policies_then_recovery(void **state)
         assert_int_equal(a[i].err, SL_OK);
         assert_true(a[i].done_ms - a[i].started_ms <= 20 * TIMEOUT_MS);
         assert_int_equal(a[i].res.verdict, i % 3 == 1 ? SL_DENY : SL_ALLOW);
+        /* each answer says which policy made it; allow reports the whole
+         * quota as remaining (nothing was counted), deny none */
+        assert_int_equal(a[i].by, i % 3 == 0   ? SL__BY_ALLOW
+                                  : i % 3 == 1 ? SL__BY_DENY
+                                               : SL__BY_LOCAL);
+        if (i % 3 != 2)
+            assert_int_equal(a[i].res.statuses[0].d.remaining, i % 3 == 0 ? 1000 : 0);
     }
     /* local: the memory store counted the 100 "other" checks, one each */
     {
@@ -375,7 +382,11 @@ static void test_sigstop_policies_then_recovery(void **state)
     rs_signal(&server, SIGCONT);
     assert_true(ready_within(5000));
     replies = stats().replies;
-    assert_int_equal(check_now(&o[2]).err, SL_OK);
+    {
+        struct answer x = check_now(&o[2]);
+        assert_int_equal(x.err, SL_OK);
+        assert_int_equal(x.by, SL__BY_STATE); /* Redis decided */
+    }
     assert_int_equal(stats().replies, replies + 1);
 }
 

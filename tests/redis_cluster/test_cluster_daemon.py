@@ -56,15 +56,17 @@ descriptors:
 
 
 class Cluster:
-    """Three masters on loopback; each node's config in a temporary dir."""
+    """Three masters on loopback (`host`: 127.0.0.1 or ::1); each node's
+    config in a temporary dir."""
 
-    def __init__(self):
+    def __init__(self, host="127.0.0.1"):
         self.dir = tempfile.mkdtemp(prefix="sl-pycluster-")
+        self.host = host
         self.nodes = []
         for _ in range(3):
             port, bus = free_port(), free_port()
             proc = subprocess.Popen(
-                ["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                ["redis-server", "--port", str(port), "--bind", host,
                  "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
                  "--cluster-port", str(bus), "--cluster-node-timeout", "1000",
                  "--dir", self.dir, "--save", "", "--appendonly", "no",
@@ -72,27 +74,26 @@ class Cluster:
             self.nodes.append((port, proc))
             assert wait_until(lambda: self._ping(port), 10), "redis-server did not start"
         subprocess.run(["redis-cli", "--cluster", "create"]
-                       + [f"127.0.0.1:{p}" for p, _ in self.nodes]
+                       + [f"{host}:{p}" for p, _ in self.nodes]
                        + ["--cluster-replicas", "0", "--cluster-yes"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert wait_until(self._ok, 30), "cluster_state did not become ok"
 
-    @staticmethod
-    def _ping(port):
+    def _ping(self, port):
         try:
-            return redis.Redis(port=port, socket_timeout=1).ping()
+            return redis.Redis(host=self.host, port=port, socket_timeout=1).ping()
         except redis.RedisError:
             return False
 
     def _ok(self):
         try:
-            return all(b"cluster_state:ok" in redis.Redis(port=p).execute_command(
+            return all(b"cluster_state:ok" in redis.Redis(host=self.host, port=p).execute_command(
                 "CLUSTER", "INFO") for p, _ in self.nodes)
         except redis.RedisError:
             return False
 
     def keys_per_node(self):
-        return [redis.Redis(port=p).dbsize() for p, _ in self.nodes]
+        return [redis.Redis(host=self.host, port=p).dbsize() for p, _ in self.nodes]
 
     def stop(self):
         for _, proc in self.nodes:

@@ -174,6 +174,10 @@ static void test_rule_reaches_other_node(void **state)
     assert_true(wait_b("r1", yaml1));
     sl__rsync_stats(sub_b, &st);
     assert_true(st.messages >= 1);
+    /* The pull writes B's database on a pool thread and tells the loop
+     * afterwards: the row may be read before the change callback ran. */
+    for (int i = 0; i < 3000 && changes_b == 0; i++)
+        uv_run(&loop, UV_RUN_ONCE);
     assert_true(changes_b >= 1);
 
     assert_int_equal(sl__rsync_push(&cfg_a, "r1", yaml2, strlen(yaml2), &v2), SL_OK);

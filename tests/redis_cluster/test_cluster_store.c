@@ -339,7 +339,7 @@ static void test_cross_slot_denial_releases_leases(void **state)
     assert_int_equal(stats().refund_failures, 0);
 }
 
-static void on_release(void *arg, int err, const struct sl_result *res);
+static void on_release(void *arg, int err, const struct sl_result *res, enum sl__store_by by);
 
 /* Random checks of 2 or 3 descriptors in different slots (random
  * algorithms, small limits, time moving forward) decided by the cluster
@@ -520,8 +520,9 @@ static void test_slot_migration_under_load(void **state)
     assert_int_equal(allowed[1], 40);
 }
 
-static void on_release(void *arg, int err, const struct sl_result *res)
+static void on_release(void *arg, int err, const struct sl_result *res, enum sl__store_by by)
 {
+    (void)by;
     struct answer *a = arg;
 
     (void)res;

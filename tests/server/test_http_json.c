@@ -506,6 +506,33 @@ static void test_build_unmatched(void **st)
     (void)st;
 }
 
+/* An answer a failure policy made says which one; the store's own answers
+ * carry no policy field, and Envoy's answer never does. */
+static void test_build_check_policy(void **st)
+{
+    struct sl_result r;
+    char buf[1024];
+    size_t len;
+
+    one_status(&r, SL_ALLOW, "api.user", 100, 60 * SL_NS_PER_S);
+    r.statuses[0].d.remaining = 100;
+    assert_int_equal(sl__json_build_check_by(&r, "allow", buf, sizeof(buf), &len), SL_OK);
+    assert_string_equal(buf, "{\"decision\":\"allow\",\"delay_ms\":0,\"statuses\":[{\"decision\":"
+                             "\"allow\",\"limit\":\"api.user\",\"quota\":100,\"remaining\":100,"
+                             "\"reset_ms\":0,\"retry_after_ms\":0}],\"policy\":\"allow\"}");
+    assert_int_equal(len, strlen(buf));
+    assert_int_equal(sl__json_build_envoy(&r, buf, sizeof(buf), &len), SL_OK);
+    assert_null(strstr(buf, "policy"));
+    assert_int_equal(sl__json_build_check_by(&r, "local", buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, "],\"policy\":\"local\"}"));
+    one_status(&r, SL_DENY, "api.user", 100, 60 * SL_NS_PER_S);
+    assert_int_equal(sl__json_build_check_by(&r, "deny", buf, sizeof(buf), &len), SL_OK);
+    assert_non_null(strstr(buf, "],\"policy\":\"deny\",\"message\":"));
+    assert_int_equal(sl__json_build_check_by(&r, NULL, buf, sizeof(buf), &len), SL_OK);
+    assert_null(strstr(buf, "policy"));
+    (void)st;
+}
+
 static void test_build_error(void **st)
 {
     char buf[64];
@@ -533,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_build_envoy),
         cmocka_unit_test(test_build_check_and_message),
         cmocka_unit_test(test_build_unmatched),
+        cmocka_unit_test(test_build_check_policy),
         cmocka_unit_test(test_build_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

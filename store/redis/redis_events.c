@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * redis_events.c - what an operator reads in the log about the Redis
+ * store: a node becoming unreachable and coming back, a circuit breaker
+ * opening and closing, the master Sentinel names, and decisions falling
+ * back to a failure policy.
+ *
+ * Every worker has its own store, and each of them sees the same outage.
+ * So that a process says each event once, the stores made from one
+ * configuration share a struct sl__rshared: a condition ("unreachable
+ * 10.0.0.5:6379") is logged when the first store sees it go bad and when
+ * the last one sees it good again, with how long it lasted. Policy answers
+ * are counted in it and logged at the first one, then at most once per
+ * SL__REVENT_POLICY_MS with how many there were: never a line per request.
+ *
+ * It does not decide when a node is up (redis_health.c publishes that,
+ * from the connections of redis_conn.c) and does no I/O but the log line.
+ * The shared state is the only state here touched by several threads: a
+ * mutex for the conditions (state changes only), atomics for the policy
+ * counts (one add per policy answer).
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "redis_int.h"
+
+#define MAX_CONDS 256
+#define KEY_MAX   (SL__CLUSTER_HOST_MAX + 160)
+
+struct cond {
+    char key[KEY_MAX];
+    unsigned bad;     /* stores that see it bad */
+    int64_t since_ms; /* when the first of them did */
+};
+
+struct sl__rshared {
+    uv_mutex_t lock;
+    size_t n;
+    struct cond c[MAX_CONDS];
+    char master[SL__CLUSTER_HOST_MAX + 8]; /* the last master logged */
+    /* per policy (allow, deny, local): answers not yet logged, last line */
+    _Atomic uint64_t policy_n[3];
+    _Atomic int64_t policy_at_ms[3];
+};
+
+struct sl__rshared *sl__rshared_new(void)
+{
+    struct sl__rshared *sh = calloc(1, sizeof(*sh));
+
+    if (sh != NULL && uv_mutex_init(&sh->lock) != 0) {
+        free(sh);
+        return NULL;
+    }
+    for (int i = 0; sh != NULL && i < 3; i++)
+        atomic_init(&sh->policy_at_ms[i], INT64_MIN / 2);
+    return sh;
+}
+
+void sl__rshared_free(struct sl__rshared *sh)
+{
+    if (sh == NULL)
+        return;
+    uv_mutex_destroy(&sh->lock);
+    free(sh);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sl__rlog(struct sl__rstore *st, enum sl__store_level level, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (st->log != NULL)
+        st->log(st->log_arg, level, line);
+    else
+        fprintf(stderr, "sluiced: %s\n", line);
+}
+
+/* The entry for `key` (added, with no store seeing it bad, when new), or
+ * NULL when the table is full. Under the lock. */
+static struct cond *find(struct sl__rshared *sh, const char *key)
+{
+    for (size_t i = 0; i < sh->n; i++)
+        if (strcmp(sh->c[i].key, key) == 0)
+            return &sh->c[i];
+    if (sh->n == MAX_CONDS) {
+        for (size_t i = 0; i < sh->n; i++) /* reuse one nobody sees bad */
+            if (sh->c[i].bad == 0) {
+                snprintf(sh->c[i].key, sizeof(sh->c[i].key), "%s", key);
+                return &sh->c[i];
+            }
+        return NULL;
+    }
+    snprintf(sh->c[sh->n].key, sizeof(sh->c[sh->n].key), "%s", key);
+    sh->c[sh->n].bad = 0;
+    return &sh->c[sh->n++];
+}
+
+/* One store sees `key` go bad (or good again): true when that is the edge
+ * for the process (the first bad, the last good), with *lasted_ms. A full
+ * table logs every edge rather than none. */
+static bool edge(struct sl__rshared *sh, const char *key, bool bad, int64_t *lasted_ms)
+{
+    struct cond *c;
+    bool line = true;
+
+    *lasted_ms = 0;
+    uv_mutex_lock(&sh->lock);
+    if ((c = find(sh, key)) != NULL && bad) {
+        line = c->bad++ == 0;
+        if (line)
+            c->since_ms = mono_ms();
+    } else if (c != NULL) {
+        line = c->bad == 1;
+        c->bad -= c->bad > 0;
+        *lasted_ms = mono_ms() - c->since_ms;
+    }
+    uv_mutex_unlock(&sh->lock);
+    return line;
+}
+
+bool sl__revent_edge(struct sl__rstore *st, const char *key, bool bad)
+{
+    int64_t lasted;
+
+    return edge(st->shared, key, bad, &lasted);
+}
+
+bool sl__revent_once(struct sl__rstore *st, const char *key)
+{
+    int64_t lasted;
+
+    return edge(st->shared, key, true, &lasted);
+}
+
+void sl__revent_clear(struct sl__rstore *st, const char *key)
+{
+    struct cond *c;
+
+    uv_mutex_lock(&st->shared->lock);
+    if ((c = find(st->shared, key)) != NULL)
+        c->bad = 0;
+    uv_mutex_unlock(&st->shared->lock);
+}
+
+/* What the node is, after its address: " (cluster master)", " (master
+ * 'mymaster')", or nothing for the one Redis. */
+static const char *role(const struct sl__rstore *st, char *buf, size_t cap)
+{
+    if (st->cfg.cluster)
+        return " (cluster master)";
+    if (st->sentinel == NULL)
+        return "";
+    snprintf(buf, cap, " (master '%s')", st->cfg.master_name);
+    return buf;
+}
+
+void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, const char *why)
+{
+    char key[KEY_MAX], rb[160];
+    uint8_t *ev = &st->ev[node];
+    int64_t lasted;
+
+    if (up && !(*ev & SL__EV_SEEN)) {
+        *ev |= SL__EV_SEEN;
+        sl__rnode_addr(st, node, st->ev_addr[node], sizeof(st->ev_addr[node]));
+        snprintf(key, sizeof(key), "reached %s", st->ev_addr[node]);
+        if (sl__revent_once(st, key))
+            sl__rlog(st, SL__SLOG_INFO, "redis %s%s connected", st->ev_addr[node],
+                     role(st, rb, sizeof(rb)));
+    }
+    if (down && !(*ev & SL__EV_DOWN)) {
+        *ev |= SL__EV_DOWN;
+        sl__rnode_addr(st, node, st->ev_addr[node], sizeof(st->ev_addr[node]));
+        snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
+        if (edge(st->shared, key, true, &lasted))
+            sl__rlog(st, SL__SLOG_WARN,
+                     "redis %s%s unreachable: %s; its checks are answered by the failure "
+                     "policy until it is back",
+                     st->ev_addr[node], role(st, rb, sizeof(rb)),
+                     why[0] != '\0' ? why : "connection lost");
+    } else if (up && (*ev & SL__EV_DOWN)) {
+        *ev &= (uint8_t)~SL__EV_DOWN;
+        snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
+        if (edge(st->shared, key, false, &lasted))
+            sl__rlog(st, SL__SLOG_INFO,
+                     "redis %s%s reachable again after %lld.%03lld s: decisions by Redis",
+                     st->ev_addr[node], role(st, rb, sizeof(rb)), (long long)(lasted / 1000),
+                     (long long)(lasted % 1000));
+    }
+}
+
+/* A cluster has a breaker per master; one Redis (also behind Sentinel,
+ * whose master may change while it is open) has the store's one. */
+void sl__revent_breaker(struct sl__rstore *st, unsigned node, bool open)
+{
+    char key[KEY_MAX], addr[sizeof(st->ev_addr[0])];
+    int64_t lasted;
+
+    if (open == !!(st->ev[node] & SL__EV_OPEN))
+        return;
+    st->ev[node] ^= SL__EV_OPEN;
+    sl__rnode_addr(st, node, addr, sizeof(addr));
+    if (st->cfg.cluster)
+        snprintf(key, sizeof(key), "breaker %s", addr);
+    else
+        snprintf(key, sizeof(key), "breaker %s", st->cfg.master_name); /* "" without Sentinel */
+    if (!edge(st->shared, key, open, &lasted))
+        return;
+    if (open)
+        sl__rlog(st, SL__SLOG_WARN,
+                 "circuit breaker open for redis %s after %u consecutive failures: nothing is "
+                 "sent to it for %lld ms at a time, the failure policy answers",
+                 addr, st->cfg.breaker_failures, (long long)st->cfg.breaker_open_ms);
+    else
+        sl__rlog(st, SL__SLOG_INFO,
+                 "circuit breaker closed after %lld.%03lld s: redis %s answers again",
+                 (long long)(lasted / 1000), (long long)(lasted % 1000), addr);
+}
+
+void sl__revent_forget(struct sl__rstore *st, unsigned node)
+{
+    char key[KEY_MAX];
+    int64_t lasted;
+
+    if (st->ev[node] & SL__EV_DOWN) {
+        snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
+        edge(st->shared, key, false, &lasted);
+    }
+    st->ev[node] &= SL__EV_OPEN; /* the breaker is the store's: it closes on the new one */
+}
+
+void sl__revent_master(struct sl__rstore *st, const char *addr, const char *via)
+{
+    struct sl__rshared *sh = st->shared;
+    char was[sizeof(sh->master)];
+    bool changed;
+
+    uv_mutex_lock(&sh->lock);
+    changed = strcmp(sh->master, addr) != 0;
+    snprintf(was, sizeof(was), "%s", sh->master);
+    if (changed)
+        snprintf(sh->master, sizeof(sh->master), "%s", addr);
+    uv_mutex_unlock(&sh->lock);
+    if (changed && was[0] == '\0')
+        sl__rlog(st, SL__SLOG_INFO, "redis master '%s' is %s (from sentinel %s)",
+                 st->cfg.master_name, addr, via);
+    else if (changed)
+        sl__rlog(st, SL__SLOG_WARN, "redis master '%s' is now %s, was %s (from sentinel %s)",
+                 st->cfg.master_name, addr, was, via);
+}
+
+static const char *const policy_names[] = {"allow", "deny", "local"};
+
+void sl__revent_policy(struct sl__rstore *st, enum sl__redis_policy pol)
+{
+    struct sl__rshared *sh = st->shared;
+    unsigned p = (unsigned)pol < 3 ? (unsigned)pol : 2;
+    int64_t now = mono_ms(), at = atomic_load_explicit(&sh->policy_at_ms[p], memory_order_relaxed);
+    uint64_t n;
+
+    atomic_fetch_add_explicit(&sh->policy_n[p], 1, memory_order_relaxed);
+    if (now - at < SL__REVENT_POLICY_MS ||
+        !atomic_compare_exchange_strong(&sh->policy_at_ms[p], &at, now))
+        return; /* counted; the next line says how many */
+    n = atomic_exchange(&sh->policy_n[p], 0);
+    if (now - at >= 2 * SL__REVENT_POLICY_MS) /* none in the last period: a new episode */
+        sl__rlog(st, SL__SLOG_WARN,
+                 "decisions falling back to the failure policy '%s': Redis cannot answer them "
+                 "(next line in %d s if this goes on)",
+                 policy_names[p], SL__REVENT_POLICY_MS / 1000);
+    else
+        sl__rlog(st, SL__SLOG_WARN,
+                 "%llu decisions answered by the failure policy '%s' in the last %lld s",
+                 (unsigned long long)n, policy_names[p], (long long)((now - at) / 1000));
+}

@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * redis_sentinel.c - the Redis store's master found through Redis
+ * Sentinel: with store.redis.sentinels and store.redis.master_name, the
+ * one Redis of the store (its map's node 0) is the master the sentinels
+ * name, and follows it when they fail over.
+ *
+ * Per store (per worker), two connections to one sentinel at a time:
+ *  - a subscriber to +switch-master, whose messages ("<name> <old ip>
+ *    <old port> <new ip> <new port>") move the store to the new master at
+ *    once;
+ *  - a questioner asking SENTINEL get-master-addr-by-name <name>: after
+ *    each (re)subscription (so that no switch is missed between the two),
+ *    whenever a connection to the master is lost or the Redis it reaches
+ *    says it is not a master (ROLE, checked by redis_conn.c on every
+ *    connection), at most once per ASK_GAP_MS.
+ * A sentinel that cannot be reached, does not answer within the probe
+ * timeout, or does not know the name, is left for the next one in the
+ * list, with backoff (50 ms doubling to store.redis.backoff_max).
+ *
+ * Until a master is named nothing connects to Redis, and the failure
+ * policy answers; between the old master's loss and the switch, the calls
+ * fail or time out as with any Redis that is down, and the breaker and
+ * the policy do what they always do. A new master is node 0's new address:
+ * redis_conn.c's sl__rconn_retarget moves every connection to it.
+ *
+ * It does not talk to the master, and does not authenticate to the
+ * sentinels (a sentinel with requirepass is not supported yet).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/adapters/libuv.h>
+
+#include "redis_int.h"
+
+#define ASK_GAP_MS 100 /* never two questions closer than this */
+
+struct sl__rsentinel {
+    struct sl__rstore *st;
+    struct sl__cnode addr[SL__SENTINEL_MAX];
+    unsigned n, at;         /* the sentinels, and the one to ask next */
+    unsigned sub_at;        /* the one the subscriber is on */
+    redisAsyncContext *sub; /* SUBSCRIBE +switch-master, or NULL */
+    redisAsyncContext *ask; /* SENTINEL get-master-addr-by-name, or NULL */
+    bool subscribed;        /* the subscription is confirmed */
+    bool asking;            /* a question is out */
+    bool again;             /* ask again once it is answered */
+    bool known;             /* node 0 is a master they named */
+    uint8_t bad;            /* sentinels counted unreachable by this store (the log) */
+    bool failed;            /* a sentinel has failed to answer once */
+    uv_timer_t retry;       /* reconnecting the subscriber */
+    uv_timer_t ask_timer;   /* while asking, its timeout; else a deferred question */
+    int64_t backoff_ms;     /* the next reconnection wait */
+    int64_t ask_backoff_ms; /* the next wait after a question failed */
+    int64_t asked_ms;       /* when the last question was sent */
+    int handles;            /* timers not yet closed */
+};
+
+static void connect_sub(struct sl__rsentinel *se);
+static void ask(struct sl__rsentinel *se);
+static int64_t probe_ms(const struct sl__rsentinel *se);
+static void on_retry(uv_timer_t *t);
+static void sub_event(struct sl__rsentinel *se, bool lost, const char *why);
+
+/* ------------------------------------------------------------ pure parts */
+
+/* The next space-separated field of msg[*at..len): its start and length. */
+static size_t field(const char *msg, size_t len, size_t *at, const char **start)
+{
+    size_t b = *at, e;
+
+    while (b < len && msg[b] == ' ')
+        b++;
+    for (e = b; e < len && msg[e] != ' '; e++)
+        ;
+    *start = msg + b;
+    *at = e;
+    return e - b;
+}
+
+int sl__sentinel_parse_switch(const char *msg, size_t len, const char *name, struct sl__cnode *out)
+{
+    const char *f[5];
+    size_t fl[5], at = 0;
+    long port = 0;
+
+    for (int i = 0; i < 5; i++)
+        if ((fl[i] = field(msg, len, &at, &f[i])) == 0)
+            return SL_EINVAL;
+    while (at < len && msg[at] == ' ')
+        at++;
+    if (at != len)
+        return SL_EINVAL; /* more than five fields */
+    if (fl[0] != strlen(name) || memcmp(f[0], name, fl[0]) != 0)
+        return SL_ENOENT;
+    if (fl[3] >= SL__CLUSTER_HOST_MAX || fl[4] > 5)
+        return SL_EINVAL;
+    for (size_t i = 0; i < fl[4]; i++) {
+        if (f[4][i] < '0' || f[4][i] > '9')
+            return SL_EINVAL;
+        port = port * 10 + (f[4][i] - '0');
+    }
+    if (port <= 0 || port > 65535)
+        return SL_EINVAL;
+    memcpy(out->host, f[3], fl[3]);
+    out->host[fl[3]] = '\0';
+    out->port = (int)port;
+    return SL_OK;
+}
+
+/* ------------------------------------------------------------ the master */
+
+static int64_t now_ms(const struct sl__rsentinel *se)
+{
+    return (int64_t)uv_now(se->st->loop);
+}
+
+static void sentinel_addr(const struct sl__rsentinel *se, unsigned i, char *out, size_t cap)
+{
+    const struct sl__cnode *a = &se->addr[i];
+
+    snprintf(out, cap, strchr(a->host, ':') != NULL ? "[%s]:%d" : "%s:%d", a->host, a->port);
+}
+
+/* Sentinel `via` named (host, port): make it node 0 if it is not. */
+static void set_master(struct sl__rsentinel *se, unsigned via_i, const char *host, int port)
+{
+    struct sl__rstore *st = se->st;
+    struct sl__cnode *n0 = &st->map->nodes[0];
+    char addr[SL__CLUSTER_HOST_MAX + 8], via[SL__CLUSTER_HOST_MAX + 8];
+
+    if (se->known && n0->port == port && strcmp(n0->host, host) == 0)
+        return; /* the same: its connections come back by themselves */
+    if (strlen(host) >= sizeof(n0->host))
+        return;
+    if (se->known)
+        SL__CNT(st, master_switches, 1);
+    sl__revent_forget(st, 0); /* what was said of the old address */
+    memcpy(n0->host, host, strlen(host) + 1);
+    n0->port = port;
+    st->map->version++;
+    se->known = true;
+    sl__rnode_addr(st, 0, addr, sizeof(addr));
+    sentinel_addr(se, via_i, via, sizeof(via));
+    sl__revent_master(st, addr, via);
+    sl__rconn_retarget(st);
+}
+
+/* Leave this sentinel for the next one. */
+static void rotate(struct sl__rsentinel *se)
+{
+    se->at = (se->at + 1) % se->n;
+}
+
+static void free_ctx(redisAsyncContext **slot)
+{
+    redisAsyncContext *ac = *slot;
+
+    *slot = NULL; /* its callbacks see it is no longer ours */
+    if (ac != NULL)
+        redisAsyncFree(ac);
+}
+
+static void on_ask_timer(uv_timer_t *t);
+
+/* Ask again after `wait_ms` (a failed question, or the gap). */
+static void ask_later(struct sl__rsentinel *se, int64_t wait_ms)
+{
+    se->again = true;
+    uv_timer_start(&se->ask_timer, on_ask_timer, (uint64_t)(wait_ms > 0 ? wait_ms : 0), 0);
+}
+
+/* The question was not answered (no connection, lost, too slow, nil):
+ * the next sentinel, after the backoff. */
+static void ask_failed(struct sl__rsentinel *se)
+{
+    int64_t max = se->st->cfg.backoff_max_ms;
+
+    se->asking = false;
+    se->failed = true;
+    free_ctx(&se->ask);
+    rotate(se);
+    ask_later(se, se->ask_backoff_ms);
+    sl__rhealth_publish(se->st);
+    se->ask_backoff_ms = se->ask_backoff_ms * 2 > max ? max : se->ask_backoff_ms * 2;
+}
+
+static void on_master(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rsentinel *se = priv;
+    redisReply *r = reply;
+    char key[256];
+
+    if (se->st->closing || ac != se->ask)
+        return;
+    se->asking = false;
+    uv_timer_stop(&se->ask_timer);
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
+        char *end;
+        long port = strtol(r->element[1]->str, &end, 10);
+        snprintf(key, sizeof(key), "sentinel unknown %s", se->st->cfg.master_name);
+        sl__revent_clear(se->st, key);
+        se->ask_backoff_ms = se->st->cfg.backoff_min_ms;
+        if (*end == '\0' && port > 0 && port <= 65535)
+            set_master(se, se->at, r->element[0]->str, (int)port);
+    } else if (r != NULL) { /* nil: it does not know the name; or an error */
+        char at[SL__CLUSTER_HOST_MAX + 8];
+        sentinel_addr(se, se->at, at, sizeof(at));
+        snprintf(key, sizeof(key), "sentinel unknown %s", se->st->cfg.master_name);
+        if (sl__revent_once(se->st, key))
+            sl__rlog(se->st, SL__SLOG_ERROR,
+                     "sentinel %s does not name a master '%s'%s%s (check "
+                     "store.redis.master_name)",
+                     at, se->st->cfg.master_name, r->type == REDIS_REPLY_ERROR ? ": " : "",
+                     r->type == REDIS_REPLY_ERROR ? r->str : "");
+        ask_failed(se); /* the next question goes to the next sentinel */
+        return;
+    }
+    if (se->again) {
+        se->again = false;
+        ask(se);
+    }
+}
+
+/* The questioner's connection failed or was lost: hiredis frees it after
+ * the callback; a question that was out is asked of the next sentinel. */
+static void ask_conn_gone(const redisAsyncContext *ac)
+{
+    struct sl__rsentinel *se = ac->data;
+
+    if (se == NULL || se->ask != ac || se->st->closing)
+        return;
+    se->ask = NULL;
+    if (se->asking)
+        ask_failed(se);
+}
+
+static void on_ask_connect(const redisAsyncContext *ac, int status)
+{
+    if (status != REDIS_OK)
+        ask_conn_gone(ac);
+}
+
+static void on_ask_disconnect(const redisAsyncContext *ac, int status)
+{
+    (void)status;
+    ask_conn_gone(ac);
+}
+
+/* While asking: no answer in time (a frozen sentinel). Else: the deferred
+ * question. */
+static void on_ask_timer(uv_timer_t *t)
+{
+    struct sl__rsentinel *se = t->data;
+
+    if (se->st->closing)
+        return;
+    if (se->asking) {
+        ask_failed(se); /* on_master then gets NULL: ignored, no longer ours */
+        return;
+    }
+    if (se->again) {
+        se->again = false;
+        ask(se);
+    }
+}
+
+static redisAsyncContext *open_ctx(struct sl__rsentinel *se, unsigned i,
+                                   redisConnectCallback *on_conn, redisDisconnectCallback *on_disc)
+{
+    const struct sl__cnode *a = &se->addr[i];
+    redisAsyncContext *ac = redisAsyncConnect(a->host, a->port);
+
+    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, se->st->loop) != REDIS_OK) {
+        if (ac != NULL)
+            redisAsyncFree(ac);
+        return NULL;
+    }
+    uv_unref((uv_handle_t *)&((redisLibuvEvents *)ac->ev.data)->handle);
+    ac->data = se;
+    redisAsyncSetConnectCallback(ac, on_conn);
+    redisAsyncSetDisconnectCallback(ac, on_disc);
+    return ac;
+}
+
+/* Ask which master; not closer than ASK_GAP_MS to the last question
+ * (later questions fold into one). */
+static void ask(struct sl__rsentinel *se)
+{
+    struct sl__rstore *st = se->st;
+    int64_t wait = se->asked_ms + ASK_GAP_MS - now_ms(se);
+
+    if (st->closing)
+        return;
+    if (se->asking) {
+        se->again = true;
+        return;
+    }
+    if (wait > 0) {
+        if (!uv_is_active((uv_handle_t *)&se->ask_timer))
+            ask_later(se, wait);
+        se->again = true;
+        return;
+    }
+    se->again = false;
+    se->asked_ms = now_ms(se);
+    if (se->ask == NULL)
+        se->ask = open_ctx(se, se->at, on_ask_connect, on_ask_disconnect);
+    if (se->ask == NULL ||
+        redisAsyncCommand(se->ask, on_master, se, "SENTINEL get-master-addr-by-name %s",
+                          st->cfg.master_name) != REDIS_OK) {
+        se->asking = true; /* so that ask_failed takes the next sentinel */
+        ask_failed(se);
+        return;
+    }
+    se->asking = true;
+    uv_timer_start(&se->ask_timer, on_ask_timer, (uint64_t)probe_ms(se), 0);
+}
+
+/* ------------------------------------------------------------ the subscriber */
+
+static void on_switch(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rsentinel *se = priv;
+    redisReply *r = reply;
+    struct sl__cnode to;
+
+    if (se->st->closing || r == NULL || ac != se->sub || r->type != REDIS_REPLY_ARRAY ||
+        r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING)
+        return;
+    if (strcmp(r->element[0]->str, "subscribe") == 0) {
+        uv_timer_stop(&se->retry);
+        se->subscribed = true;
+        se->backoff_ms = se->st->cfg.backoff_min_ms;
+        sub_event(se, false, NULL);
+        sl__rhealth_publish(se->st);
+        ask(se); /* what may have changed before the subscription */
+        return;
+    }
+    if (strcmp(r->element[0]->str, "message") == 0 && r->element[2]->type == REDIS_REPLY_STRING &&
+        sl__sentinel_parse_switch(r->element[2]->str, r->element[2]->len, se->st->cfg.master_name,
+                                  &to) == SL_OK)
+        set_master(se, se->sub_at, to.host, to.port);
+}
+
+/* The log: the sentinel the subscriber is on was lost (or answers): each
+ * sentinel's loss is one line per process, and its return another; the
+ * first subscription through each sentinel is said once. */
+static void sub_event(struct sl__rsentinel *se, bool lost, const char *why)
+{
+    char at[SL__CLUSTER_HOST_MAX + 8], key[sizeof(at) + 160];
+    unsigned bit = 1u << se->sub_at;
+
+    sentinel_addr(se, se->sub_at, at, sizeof(at));
+    if (!lost) { /* subscribed: this sentinel answers (again) */
+        snprintf(key, sizeof(key), "following %s via %s", se->st->cfg.master_name, at);
+        if (sl__revent_once(se->st, key))
+            sl__rlog(se->st, SL__SLOG_INFO, "following master '%s' through sentinel %s",
+                     se->st->cfg.master_name, at);
+    }
+    if (lost == !!(se->bad & bit))
+        return;
+    se->bad ^= (uint8_t)bit;
+    snprintf(key, sizeof(key), "sentinel %s", at);
+    if (!sl__revent_edge(se->st, key, lost))
+        return;
+    if (lost)
+        sl__rlog(se->st, SL__SLOG_WARN,
+                 "sentinel %s unreachable (%s): trying the other sentinels; a failover of '%s' "
+                 "is noticed only once one answers",
+                 at, why != NULL && why[0] != '\0' ? why : "connection lost",
+                 se->st->cfg.master_name);
+    else
+        sl__rlog(se->st, SL__SLOG_INFO, "sentinel %s reachable again", at);
+}
+
+/* The subscriber is lost: the next sentinel, after the backoff. */
+static void sub_lost(struct sl__rsentinel *se, const char *why)
+{
+    sub_event(se, true, why);
+    se->subscribed = false;
+    if (se->at == se->sub_at) /* the questions leave it too */
+        rotate(se);
+    uv_timer_start(&se->retry, on_retry, (uint64_t)se->backoff_ms, 0);
+    se->backoff_ms = se->backoff_ms * 2 > se->st->cfg.backoff_max_ms ? se->st->cfg.backoff_max_ms
+                                                                     : se->backoff_ms * 2;
+    sl__rhealth_publish(se->st);
+}
+
+static void on_sub_connect(const redisAsyncContext *ac, int status)
+{
+    struct sl__rsentinel *se = ac->data;
+
+    if (status == REDIS_OK || se == NULL || se->sub != ac || se->st->closing)
+        return;
+    se->sub = NULL; /* hiredis frees it after this callback */
+    sub_lost(se, ac->errstr);
+}
+
+static void on_sub_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct sl__rsentinel *se = ac->data;
+
+    (void)status;
+    if (se == NULL || se->sub != ac || se->st->closing)
+        return;
+    se->sub = NULL;
+    sub_lost(se, ac->err != 0 ? ac->errstr : "connection closed");
+}
+
+static int64_t probe_ms(const struct sl__rsentinel *se)
+{
+    return se->st->cfg.timeout_ms * 20 < 200 ? 200 : se->st->cfg.timeout_ms * 20;
+}
+
+static void connect_sub(struct sl__rsentinel *se)
+{
+    if (se->st->closing || se->sub != NULL)
+        return;
+    se->sub_at = se->at;
+    se->sub = open_ctx(se, se->sub_at, on_sub_connect, on_sub_disconnect);
+    if (se->sub == NULL ||
+        redisAsyncCommand(se->sub, on_switch, se, "SUBSCRIBE +switch-master") != REDIS_OK) {
+        free_ctx(&se->sub);
+        sub_lost(se, "cannot connect");
+        return;
+    }
+    /* confirmed in time, or given up: hiredis's libuv adapter never
+     * reports a refused connection */
+    uv_timer_start(&se->retry, on_retry, (uint64_t)probe_ms(se), 0);
+    if (!se->known)
+        ask(se); /* at start, do not wait for the subscription to know a master */
+}
+
+/* The timer: a subscription not confirmed in time is given up; a lost
+ * one is made again. */
+static void on_retry(uv_timer_t *t)
+{
+    struct sl__rsentinel *se = t->data;
+
+    if (se->st->closing)
+        return;
+    if (se->sub != NULL && !se->subscribed) {
+        free_ctx(&se->sub);
+        sub_lost(se, "no answer in time");
+        return;
+    }
+    connect_sub(se);
+}
+
+/* ------------------------------------------------------------ the store's side */
+
+bool sl__rsentinel_known(const struct sl__rstore *st)
+{
+    return st->sentinel == NULL || st->sentinel->known;
+}
+
+void sl__rsentinel_lost(struct sl__rstore *st)
+{
+    if (st->sentinel != NULL && !st->closing)
+        ask(st->sentinel);
+}
+
+void sl__rsentinel_publish(const struct sl__rstore *st, struct sl__rpub *p)
+{
+    const struct sl__rsentinel *se = st->sentinel;
+
+    p->sentinel_sub = se != NULL && se->subscribed;
+    p->failed = p->failed || (se != NULL && se->failed);
+    p->sentinel_at[0] = '\0';
+    if (se != NULL && se->subscribed)
+        sentinel_addr(se, se->sub_at, p->sentinel_at, sizeof(p->sentinel_at));
+}
+
+int sl__rsentinel_init(struct sl__rstore *st)
+{
+    struct sl__rsentinel *se;
+    int n;
+
+    if (st->cfg.sentinels[0] == '\0')
+        return SL_OK;
+    if ((se = calloc(1, sizeof(*se))) == NULL)
+        return SL_ENOMEM;
+    n = sl__redis_parse_addrs(st->cfg.sentinels, se->addr, SL__SENTINEL_MAX);
+    if (n <= 0) {
+        free(se);
+        return SL_EINVAL;
+    }
+    se->st = st;
+    se->n = (unsigned)n;
+    se->backoff_ms = se->ask_backoff_ms = st->cfg.backoff_min_ms;
+    se->asked_ms = INT64_MIN / 2;
+    uv_timer_init(st->loop, &se->retry);
+    uv_timer_init(st->loop, &se->ask_timer);
+    uv_unref((uv_handle_t *)&se->retry);
+    uv_unref((uv_handle_t *)&se->ask_timer);
+    se->retry.data = se->ask_timer.data = se;
+    se->handles = 2;
+    st->sentinel = se;
+    connect_sub(se);
+    return SL_OK;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct sl__rsentinel *se = h->data;
+
+    if (--se->handles == 0)
+        free(se);
+}
+
+void sl__rsentinel_close(struct sl__rstore *st)
+{
+    struct sl__rsentinel *se = st->sentinel;
+
+    if (se == NULL)
+        return;
+    if (se->sub != NULL)
+        se->sub->data = NULL;
+    if (se->ask != NULL)
+        se->ask->data = NULL;
+    free_ctx(&se->sub);
+    free_ctx(&se->ask);
+    st->sentinel = NULL;
+    uv_close((uv_handle_t *)&se->retry, on_closed);
+    uv_close((uv_handle_t *)&se->ask_timer, on_closed);
+}
