@@ -8,8 +8,11 @@
 # real rule (a token bucket per user, 1,000 users cycled by the wrk Lua
 # script) with one worker; nginx runs one worker process.
 # Pinned as docs/contracts.md §Interfaces says: the server side on CPU 0, wrk on CPU 1.
+# Beside each rate, the server's own CPU time per request (utime + stime of
+# sluiced, or of nginx's worker, from /proc/PID/stat over the run, divided by
+# the requests wrk counted).
 # Output: `name value unit` lines; the ratio prints MET or MISSED and the
-# target (>= 0.8). Each figure is the median of SL_BENCH_ROUNDS (3)
+# target (>= 1.0). Each figure is the median of SL_BENCH_ROUNDS (3)
 # interleaved runs. It does not build anything and kills only the servers
 # it started (by PID).
 set -euo pipefail
@@ -40,6 +43,7 @@ store: {max_bytes: 256MiB}
 log: {level: warn}
 YAML
 taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
+sl_pid=$!
 pids+=($!)
 
 ng_port=$(free_port)
@@ -65,9 +69,13 @@ http {
 }
 NGINX
 taskset -c 0 nginx -p "$tmp/nginx" -c "$tmp/nginx.conf" 2>"$tmp/nginx.stderr" &
+ng_master=$!
 pids+=($!)
 wait_http "$sl_port" /healthz
 wait_http "$ng_port" /
+ng_pid=$(pgrep -P "$ng_master" | head -1)
+tck=$(getconf CLK_TCK)
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 cat >"$tmp/check.lua" <<'LUA'
 local n = 0
@@ -80,27 +88,40 @@ request = function()
 end
 LUA
 
-# Requests per second of one wrk run (wrk on CPU 1, 64 connections).
+# One wrk run (wrk on CPU 1, 64 connections) against the server PID:
+# "req/s cpu_us_per_request".
 rps() {
-    local out
+    local pid=$1 out c0 c1
+    shift
+    c0=$(ticks "$pid")
     out=$(taskset -c 1 wrk -t1 -c64 -d"${secs}s" "$@")
+    c1=$(ticks "$pid")
     if grep -q "Non-2xx" <<<"$out"; then
         echo "bench_http: non-2xx answers during the run:" >&2
         echo "$out" >&2
         exit 1
     fi
-    awk '/^Requests\/sec:/ { print $2 }' <<<"$out"
+    awk -v c=$((c1 - c0)) -v t="$tck" '/^Requests\/sec:/ { r = $2 }
+        / requests in / { n = $1 }
+        END { printf "%s %.3f\n", r, c / t * 1e6 / n }' <<<"$out"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t) ? "MET" : "MISSED" }'; }
 
-sls=() ngs=()
+sls=() ngs=() slc=() ngc=()
 for _ in $(seq "$rounds"); do
-    sls+=("$(rps -s "$tmp/check.lua" "http://127.0.0.1:$sl_port")")
-    ngs+=("$(rps "http://127.0.0.1:$ng_port/")")
+    out=$(rps "$sl_pid" -s "$tmp/check.lua" "http://127.0.0.1:$sl_port")
+    read -r r c <<<"$out"
+    sls+=("$r") slc+=("$c")
+    out=$(rps "$ng_pid" "http://127.0.0.1:$ng_port/")
+    read -r r c <<<"$out"
+    ngs+=("$r") ngc+=("$c")
 done
 sl=$(median "${sls[@]}") ng=$(median "${ngs[@]}")
 echo "http_check_rps $sl req/s"
 echo "http_nginx_static_rps $ng req/s"
+echo "http_check_cpu_per_request $(median "${slc[@]}") us"
+echo "http_nginx_static_cpu_per_request $(median "${ngc[@]}") us"
 r=$(ratio "$sl" "$ng")
-echo "http_check_vs_nginx_static $r x $(verdict "$r" 0.8) target>=0.8"
+echo "http_check_vs_nginx_static $r x $(verdict "$r" 1.0) target>=1.0"
+echo "http_check_vs_nginx_static_cpu $(ratio "$(median "${slc[@]}")" "$(median "${ngc[@]}")") x"

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * oload.c - an open-loop load generator for sluiced's RESP and HTTP/1.1
- * APIs (Debian 12 ships neither wrk2 nor memtier_benchmark).
+ * oload.c - an open-loop load generator for sluiced's RESP, HTTP/1.1 and
+ * gRPC (Envoy's ShouldRateLimit over HTTP/2 with prior knowledge) APIs
+ * (Debian 12 ships neither wrk2 nor memtier_benchmark, and h2load sends
+ * as fast as it can, not on a schedule).
  *
  * Requests are sent on a schedule, not when the previous answer came back:
  * `rate` requests a second spread over `conns` connections, each request's
@@ -15,9 +17,15 @@
  * Output: `name value unit` lines (bench/lib.sh's format): the rate reached,
  * p50/p99/p99.9 of the latency, the answers and errors. It does not check
  * what the answers say beyond their framing and their status (HTTP) or
- * their type (RESP error replies count as errors).
+ * their type (RESP error replies count as errors). gRPC: each call is a
+ * stream (HPACK from the static table and literals, never indexed, so no
+ * dynamic table is kept), answered when its trailers end it, matched to
+ * its due time by stream id; RST_STREAM counts as an error, a grpc-status
+ * in the trailers is not read. At most GRPC_INFLIGHT calls per connection
+ * (the server's default SETTINGS_MAX_CONCURRENT_STREAMS is 100): beyond
+ * that the schedule waits, which shows as latency.
  *
- * usage: oload --proto resp|http --port P [--host 127.0.0.1] --rate N
+ * usage: oload --proto resp|http|grpc --port P [--host 127.0.0.1] --rate N
  *              [--conns C] [--seconds S] [--keys K] [--warmup S] [--name PREFIX]
  */
 #define _GNU_SOURCE /* memmem */
@@ -35,9 +43,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_CONNS    1024
-#define RING         65536 /* due times of requests in flight, per connection */
-#define HIST_BUCKETS 4096  /* log-linear latency buckets */
+#define MAX_CONNS     1024
+#define RING          65536 /* due times of requests in flight, per connection */
+#define HIST_BUCKETS  4096  /* log-linear latency buckets */
+#define GRPC_INFLIGHT 96    /* calls in flight per HTTP/2 connection */
 
 struct conn {
     int fd;
@@ -48,10 +57,11 @@ struct conn {
     size_t in_len;
     char out[1 << 16];
     size_t out_len;
+    uint32_t next_stream; /* gRPC: the next stream id (odd) */
 };
 
 static struct {
-    bool http;
+    bool http, grpc;
     const char *host, *name;
     int port;
     double rate;
@@ -101,6 +111,101 @@ static double percentile(double p)
     return bucket_us(HIST_BUCKETS - 1);
 }
 
+/* ---------------------------------------------------------------- gRPC */
+
+static const char grpc_path[] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+
+static void put_frame_head(char *p, size_t len, int type, int flags, uint32_t stream)
+{
+    p[0] = (char)(len >> 16);
+    p[1] = (char)(len >> 8);
+    p[2] = (char)len;
+    p[3] = (char)type;
+    p[4] = (char)flags;
+    p[5] = (char)(stream >> 24 & 0x7f);
+    p[6] = (char)(stream >> 16);
+    p[7] = (char)(stream >> 8);
+    p[8] = (char)stream;
+}
+
+/* One call (HEADERS, then DATA ending the stream) for `key` into c->out. */
+static int put_grpc(struct conn *c, const char *key, int kn, size_t room)
+{
+    char h[160], m[96];
+    size_t hl = 0, ml = 0;
+    uint32_t id = c->next_stream;
+
+    if (room < 9 + sizeof(h) + 9 + 5 + sizeof(m))
+        return 0;
+    h[hl++] = (char)0x83; /* :method POST */
+    h[hl++] = (char)0x86; /* :scheme http */
+    h[hl++] = 0x04;       /* :path, literal without indexing */
+    h[hl++] = (char)(sizeof(grpc_path) - 1);
+    memcpy(h + hl, grpc_path, sizeof(grpc_path) - 1);
+    hl += sizeof(grpc_path) - 1;
+    h[hl++] = 0x01; /* :authority */
+    h[hl++] = 1;
+    h[hl++] = 'b';
+    h[hl++] = 0x0f; /* content-type (static index 31) */
+    h[hl++] = 0x10;
+    h[hl++] = 16;
+    memcpy(h + hl, "application/grpc", 16);
+    hl += 16;
+    h[hl++] = 0x00; /* te: trailers, a new name */
+    h[hl++] = 2;
+    memcpy(h + hl, "te", 2);
+    hl += 2;
+    h[hl++] = 8;
+    memcpy(h + hl, "trailers", 8);
+    hl += 8;
+    /* RateLimitRequest{domain: "bench", descriptors {entries {key: "user", value: key}}} */
+    m[ml++] = 0x0a;
+    m[ml++] = 5;
+    memcpy(m + ml, "bench", 5);
+    ml += 5;
+    m[ml++] = 0x12;
+    m[ml++] = (char)(2 + 2 + 4 + 2 + kn);
+    m[ml++] = 0x0a;
+    m[ml++] = (char)(2 + 4 + 2 + kn);
+    m[ml++] = 0x0a;
+    m[ml++] = 4;
+    memcpy(m + ml, "user", 4);
+    ml += 4;
+    m[ml++] = 0x12;
+    m[ml++] = (char)kn;
+    memcpy(m + ml, key, (size_t)kn);
+    ml += (size_t)kn;
+    char *p = c->out + c->out_len;
+    put_frame_head(p, hl, 1, 0x4, id); /* HEADERS, END_HEADERS */
+    memcpy(p + 9, h, hl);
+    p += 9 + hl;
+    put_frame_head(p, 5 + ml, 0, 0x1, id); /* DATA, END_STREAM */
+    p[9] = 0;
+    p[10] = p[11] = p[12] = 0;
+    p[13] = (char)ml;
+    memcpy(p + 14, m, ml);
+    c->next_stream += 2;
+    return (int)(9 + hl + 9 + 5 + ml);
+}
+
+/* The connection preface, our SETTINGS and a large connection window. */
+static void grpc_start(struct conn *c)
+{
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    char *p = c->out;
+
+    memcpy(p, preface, sizeof(preface) - 1);
+    p += sizeof(preface) - 1;
+    put_frame_head(p, 0, 4, 0, 0); /* SETTINGS */
+    p += 9;
+    put_frame_head(p, 4, 8, 0, 0); /* WINDOW_UPDATE on the connection */
+    p[9] = 0x3f;
+    p[10] = p[11] = p[12] = (char)0xff;
+    p += 13;
+    c->out_len = (size_t)(p - c->out);
+    c->next_stream = 1;
+}
+
 /* One request for a random key into c->out. */
 static void put_request(struct conn *c)
 {
@@ -108,7 +213,9 @@ static void put_request(struct conn *c)
     int kn = snprintf(key, sizeof(key), "k%u", (unsigned)(random() % g.keys)), n;
     size_t room = sizeof(c->out) - c->out_len;
 
-    if (g.http) {
+    if (g.grpc) {
+        n = put_grpc(c, key, kn, room);
+    } else if (g.http) {
         int bn = snprintf(body, sizeof(body),
                           "{\"domain\":\"bench\",\"descriptors\":[{\"user\":\"%s\"}]}", key);
         n = snprintf(c->out + c->out_len, room,
@@ -187,8 +294,72 @@ static void record(struct conn *c, int64_t now, bool error, bool measure)
     }
 }
 
+/* The call on stream `id` ended (due times are kept by stream id). */
+static void record_stream(struct conn *c, uint32_t id, int64_t now, bool error, bool measure)
+{
+    int64_t due = c->due[(id - 1) / 2 % RING];
+
+    c->n--;
+    g.answered++;
+    g.errors += error;
+    if (measure) {
+        g.hist[bucket_of(now - due)]++;
+        g.recorded++;
+    }
+}
+
+/* HTTP/2 frames from the server: calls end with trailers (HEADERS with
+ * END_STREAM) or RST_STREAM; SETTINGS and PING are acknowledged, DATA
+ * given back to the connection's window. */
+static int parse_frames(struct conn *c, int64_t now, bool measure)
+{
+    size_t off = 0;
+
+    while (c->in_len - off >= 9) {
+        const unsigned char *f = (const unsigned char *)c->in + off;
+        size_t len = (size_t)f[0] << 16 | (size_t)f[1] << 8 | f[2];
+        int type = f[3], flags = f[4];
+        uint32_t id =
+            ((uint32_t)f[5] & 0x7f) << 24 | (uint32_t)f[6] << 16 | (uint32_t)f[7] << 8 | f[8];
+        if (c->in_len - off < 9 + len)
+            break;
+        if (sizeof(c->out) - c->out_len < 32)
+            break; /* an acknowledgement would not fit: later */
+        if (type == 1 && (flags & 0x1) && id != 0) {
+            record_stream(c, id, now, false, measure);
+        } else if (type == 3 && id != 0) {
+            record_stream(c, id, now, true, measure);
+        } else if (type == 4 && !(flags & 0x1)) {
+            put_frame_head(c->out + c->out_len, 0, 4, 0x1, 0);
+            c->out_len += 9;
+        } else if (type == 6 && !(flags & 0x1) && len == 8) {
+            put_frame_head(c->out + c->out_len, 8, 6, 0x1, 0);
+            memcpy(c->out + c->out_len + 9, f + 9, 8);
+            c->out_len += 17;
+        } else if (type == 0 && len > 0) {
+            char *p = c->out + c->out_len;
+            put_frame_head(p, 4, 8, 0, 0);
+            p[9] = (char)(len >> 24);
+            p[10] = (char)(len >> 16);
+            p[11] = (char)(len >> 8);
+            p[12] = (char)len;
+            c->out_len += 13;
+        } else if (type == 7) {
+            fprintf(stderr, "oload: the server sent GOAWAY\n");
+            return -1;
+        }
+        off += 9 + len;
+    }
+    memmove(c->in, c->in + off, c->in_len - off);
+    c->in_len -= off;
+    return 0;
+}
+
 static int parse_answers(struct conn *c, int64_t now, bool measure)
 {
+    if (g.grpc)
+        return parse_frames(c, now, measure);
+
     size_t off = 0;
 
     while (off < c->in_len && c->n > 0) {
@@ -227,9 +398,10 @@ static void parse_args(int argc, char **argv)
 {
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
-        if (!strcmp(k, "--proto"))
+        if (!strcmp(k, "--proto")) {
             g.http = !strcmp(v, "http");
-        else if (!strcmp(k, "--host"))
+            g.grpc = !strcmp(v, "grpc");
+        } else if (!strcmp(k, "--host"))
             g.host = v;
         else if (!strcmp(k, "--port"))
             g.port = atoi(v);
@@ -251,7 +423,7 @@ static void parse_args(int argc, char **argv)
         }
     }
     if (g.port <= 0 || g.rate <= 0 || g.conns < 1 || g.conns > MAX_CONNS || g.keys < 1) {
-        fprintf(stderr, "usage: oload --proto resp|http --port P --rate N [--conns C] "
+        fprintf(stderr, "usage: oload --proto resp|http|grpc --port P --rate N [--conns C] "
                         "[--seconds S] [--warmup S] [--keys K] [--name PREFIX]\n");
         exit(2);
     }
@@ -260,9 +432,13 @@ static void parse_args(int argc, char **argv)
 /* Send what is due on c (and what a short write left). */
 static int send_due(struct conn *c, int64_t now, int64_t interval)
 {
-    while (c->next_due_ns <= now && c->n < RING - 1 && c->out_len < sizeof(c->out) - 256) {
+    while (c->next_due_ns <= now && c->n < (g.grpc ? GRPC_INFLIGHT : RING - 1) &&
+           c->out_len < sizeof(c->out) - 512) {
+        if (g.grpc)
+            c->due[(c->next_stream - 1) / 2 % RING] = c->next_due_ns;
+        else
+            c->due[(c->head + c->n) % RING] = c->next_due_ns;
         put_request(c);
-        c->due[(c->head + c->n) % RING] = c->next_due_ns;
         c->n++;
         g.sent++;
         c->next_due_ns += interval;
@@ -293,6 +469,8 @@ int main(int argc, char **argv)
     end = measure_from + (int64_t)(g.seconds * 1e9);
     for (int i = 0; i < g.conns; i++) {
         conns[i].fd = connect_one();
+        if (g.grpc)
+            grpc_start(&conns[i]);
         conns[i].next_due_ns = start + interval * i / g.conns; /* spread the schedules */
         ev.events = EPOLLIN;
         ev.data.ptr = &conns[i];

@@ -387,6 +387,25 @@ SL_API int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct
 /* The same over descriptors already resolved (one sl_match per descriptor). */
 SL_API int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
                                     const struct sl_request *req, struct sl_result *res);
+/* One request of a batch (sl_limiter_check_batch): with `rules`, decided
+ * as sl_limiter_check(lim, rules, req, res); with `rules` NULL, as
+ * sl_limiter_check_matched(lim, m, n, req, res). `rc` is what that call
+ * returns. */
+struct sl_limiter_item {
+    const sl_rules *rules;
+    const struct sl_match *m;
+    size_t n;
+    const struct sl_request *req;
+    struct sl_result *res;
+    int rc;
+};
+/* Decide items[0..n) in order, each exactly as its own call would (the same
+ * results, the same state afterwards, an error in one item touching no
+ * other), with the table memory of a group of items fetched together first
+ * when the table is larger than the caches: a server answering pipelined
+ * requests should decide them here. SL_EINVAL when lim is NULL or items is
+ * NULL with n > 0; else SL_OK, each item's outcome in its rc. */
+SL_API int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_t n);
 /* Release every slot named by a lease token from sl_result.lease.
  * SL_EINVAL for a malformed token, SL_ENOENT if nothing was held. */
 SL_API int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns);

@@ -523,6 +523,13 @@ bool sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp)
     return slots * t->nshards >= (UINT64_C(1) << 17);
 }
 
+bool sl__table_large(const sl_table *t)
+{
+    unsigned mask = atomic_load_explicit(&t->pf[0].mask, memory_order_relaxed);
+
+    return ((uint64_t)mask + 1) * t->nshards >= (UINT64_C(1) << 17);
+}
+
 void sl__table_prefetch_entry(sl_table *t, const struct sl__fp *fp)
 {
     struct sl__shard *s = &t->shards[sl__table_shard(t, fp)];

@@ -81,6 +81,9 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
  * arguments valid). */
 bool sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp);
 void sl__table_prefetch_entry(sl_table *t, const struct sl__fp *fp);
+/* Does the table look larger than the caches (as sl__table_prefetch_slot
+ * says, judged by the first shard's index, without a key)? */
+bool sl__table_large(const sl_table *t);
 int sl__table_check_fp(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
                        int64_t now_ns, uint64_t cost, struct sl_decision *d);
 /* Index slots examined by lookups so far (for the hash-flooding test). */

@@ -16,6 +16,9 @@
 struct memory {
     struct sl__store base;
     sl_limiter *lim; /* shared by every worker; thread-safe */
+    /* check_batch's items and results, reused (the store is one worker's) */
+    struct sl_limiter_item items[SL__STORE_BATCH_MAX];
+    struct sl_result res[SL__STORE_BATCH_MAX];
 };
 
 static sl_limiter *lim_of(struct sl__store *s)
@@ -37,6 +40,22 @@ static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_c
 
     cb(arg, r, r == SL_OK ? &res : NULL, SL__BY_STATE);
     return SL_OK;
+}
+
+/* Every check through the limiter's batch path (the table memory of a
+ * group fetched together), then the callbacks in order: the decisions are
+ * those of check() one at a time. */
+static void check_batch(struct sl__store *s, const struct sl__store_req *q, size_t n,
+                        sl__store_cb cb, void *const *args)
+{
+    struct memory *m = (struct memory *)(void *)s;
+
+    for (size_t i = 0; i < n; i++)
+        m->items[i] =
+            (struct sl_limiter_item){q[i].rules, q[i].m, q[i].n, q[i].req, &m->res[i], SL_OK};
+    (void)sl_limiter_check_batch(m->lim, m->items, n);
+    for (size_t i = 0; i < n; i++)
+        cb(args[i], m->items[i].rc, m->items[i].rc == SL_OK ? &m->res[i] : NULL, SL__BY_STATE);
 }
 
 /* A cost-0 check: the limiter reports without creating or consuming. */
@@ -104,6 +123,7 @@ static void destroy(struct sl__store *s)
 static const struct sl__store_ops memory_ops = {
     .name = "memory",
     .check = check,
+    .check_batch = check_batch,
     .peek = peek,
     .reset = reset,
     .release = release,

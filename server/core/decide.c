@@ -148,9 +148,39 @@ static struct sl__decide_labels *detailed_labels(const sl_rules *rules,
     return lb;
 }
 
+/* ------------------------------------------------------------ batches */
+
+/* Bytes of a queued request's domain, keys and values copied with it. */
+#define PENDING_BYTES 1024u
+
+/* One check queued in a batch, with a copy of what it borrowed. */
+struct pending {
+    struct sl__decide_op *op;
+    const sl_rules *rules; /* NULL: decided against m */
+    struct sl_request req;
+    struct sl_descriptor d;
+    struct sl_entry e[SL_MAX_ENTRIES];
+    struct sl_limit limit; /* the descriptor's own limit, if it brought one */
+    struct sl_match m;
+    size_t nm;
+    char bytes[PENDING_BYTES];
+};
+
+struct sl__decide_batch {
+    unsigned depth;  /* open begin() calls */
+    bool flushing;   /* deciding what is queued: nothing more is queued */
+    bool have_time;  /* now_ns/mono_ns taken for this batch */
+    int64_t now_ns;  /* the batch's decision time */
+    int64_t mono_ns; /* and its arrival time for the latency histogram */
+    size_t n;
+    struct pending p[SL__DECIDE_BATCH_MAX];
+};
+
 static void begin(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
                   sl__decide_done done)
 {
+    struct sl__decide_batch *b = w->batch;
+
     op->w = w;
     op->done = done;
     op->kind = kind;
@@ -164,6 +194,18 @@ static void begin(struct sl__worker *w, struct sl__decide_op *op, enum sl__decid
     op->stats.fired = NULL;
     op->stats.store_ns = 0;
     op->stats.ring_len = 0;
+    if (b != NULL && b->depth > 0) {
+        /* one read, one time: two clock reads per batch, not per decision */
+        if (!b->have_time) {
+            b->now_ns = sl__clock_now_ns();
+            b->mono_ns = mono_ns();
+            b->have_time = true;
+        }
+        op->now_ns = b->now_ns;
+        if (op->start_ns == 0)
+            op->start_ns = b->mono_ns;
+        return;
+    }
     op->now_ns = sl__clock_now_ns();
     if (op->start_ns == 0)
         op->start_ns = mono_ns();
@@ -222,12 +264,154 @@ static void start_counted(struct sl__worker *w, struct sl__decide_op *op, start_
     }
 }
 
+void sl__decide_batch_begin(struct sl__worker *w)
+{
+    if (w->batch == NULL) /* once per worker */
+        w->batch = sl__xzalloc(sizeof(*w->batch));
+    w->batch->depth++;
+}
+
+void sl__decide_flush(struct sl__worker *w)
+{
+    struct sl__decide_batch *b = w->batch;
+    struct sl__store_req q[SL__DECIDE_BATCH_MAX];
+    void *args[SL__DECIDE_BATCH_MAX];
+    size_t n;
+
+    if (b == NULL)
+        return;
+    b->have_time = false; /* what comes next may see another clock */
+    if (b->n == 0 || b->flushing)
+        return;
+    n = b->n;
+    for (size_t i = 0; i < n; i++) {
+        struct pending *p = &b->p[i];
+        q[i] = (struct sl__store_req){&p->req, p->rules, p->nm > 0 ? &p->m : NULL, p->nm};
+        args[i] = p->op;
+    }
+    /* The callbacks may start decisions of their own: those go alone. */
+    b->flushing = true;
+    w->store->ops->check_batch(w->store, q, n, on_store, args);
+    b->flushing = false;
+    b->n = 0;
+}
+
+void sl__decide_batch_end(struct sl__worker *w)
+{
+    struct sl__decide_batch *b = w->batch;
+
+    if (b == NULL || b->depth == 0)
+        return;
+    if (--b->depth == 0)
+        sl__decide_flush(w);
+}
+
+void sl__decide_batch_free(struct sl__worker *w)
+{
+    free(w->batch);
+    w->batch = NULL;
+}
+
+/* Copy s into p's bytes; false when they are full. */
+static bool keep(struct pending *p, size_t *used, struct sl_str *s)
+{
+    if (s->len > PENDING_BYTES - *used)
+        return false;
+    if (s->len > 0)
+        memcpy(p->bytes + *used, s->p, s->len);
+    s->p = p->bytes + *used;
+    *used += s->len;
+    return true;
+}
+
+/* Is a batch open that can take this check? Flushes a full one. Anything
+ * that cannot be queued decides what is queued first (order). */
+static struct sl__decide_batch *batch_for(struct sl__worker *w, bool queueable)
+{
+    struct sl__decide_batch *b = w->batch;
+
+    if (b == NULL || b->depth == 0 || b->flushing)
+        return NULL;
+    if (!queueable || w->store->ops->check_batch == NULL) {
+        sl__decide_flush(w);
+        b->have_time = true; /* the flush forgot it; nothing changed the clock */
+        return NULL;
+    }
+    if (b->n == SL__DECIDE_BATCH_MAX) {
+        sl__decide_flush(w);
+        b->have_time = true;
+    }
+    return b;
+}
+
+/* Queue a rules check of at most one descriptor; false (nothing queued)
+ * when its bytes do not fit a pending slot. */
+static bool enqueue_rules(struct sl__decide_batch *b, struct sl__decide_op *op,
+                          const sl_rules *rules, const struct sl_request *req)
+{
+    struct pending *p = &b->p[b->n];
+    size_t used = 0;
+
+    p->req = *req;
+    if (!keep(p, &used, &p->req.domain))
+        return false;
+    if (req->n_descriptors == 1) {
+        p->d = req->descriptors[0];
+        if (p->d.n_entries > SL_MAX_ENTRIES)
+            return false;
+        for (size_t i = 0; i < p->d.n_entries; i++) {
+            p->e[i] = p->d.entries[i];
+            if (!keep(p, &used, &p->e[i].key) || !keep(p, &used, &p->e[i].value))
+                return false;
+        }
+        p->d.entries = p->e;
+        if (p->d.limit != NULL) {
+            p->limit = *p->d.limit;
+            p->d.limit = &p->limit;
+        }
+        p->req.descriptors = &p->d;
+    } else {
+        p->req.descriptors = NULL;
+    }
+    p->op = op;
+    p->rules = rules;
+    p->nm = 0;
+    b->n++;
+    return true;
+}
+
+/* Queue a check against one resolved match (its key copied). */
+static void enqueue_matched(struct sl__decide_batch *b, struct sl__decide_op *op,
+                            const struct sl_request *req, const struct sl_match *m)
+{
+    struct pending *p = &b->p[b->n];
+
+    p->req = *req;
+    if (req->n_descriptors == 1) {
+        p->d = req->descriptors[0];
+        p->req.descriptors = &p->d;
+    } else {
+        p->req.descriptors = NULL;
+    }
+    memcpy(p->m.limits, m->limits, sizeof(m->limits));
+    p->m.n_limits = m->n_limits;
+    memcpy(p->m.key, m->key, m->key_len);
+    p->m.key_len = m->key_len;
+    p->m.unlimited = m->unlimited;
+    p->m.detailed_metric = m->detailed_metric;
+    p->op = op;
+    p->rules = NULL;
+    p->nm = 1;
+    b->n++;
+}
+
 void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
                 struct sl_request *req, sl__decide_done done)
 {
     const sl_rules *rules = sl__worker_rules(w);
     struct sl__metrics *m = w->srv->metrics;
     struct sl__store_req q = {req, rules, NULL, 0};
+    struct sl__decide_batch *b;
     int r;
 
     begin(w, op, kind, done);
@@ -247,6 +431,19 @@ void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_
         sl__metrics_unknown_domain(m, w->id);
     if (op->counted && sl__rules_domain_detailed(rules, req->domain))
         op->labels = detailed_labels(rules, req);
+    b = batch_for(w, kind == SL__DECIDE_CHECK && req->n_descriptors <= 1);
+    if (b != NULL && enqueue_rules(b, op, rules, req)) {
+        if (op->counted && w->srv->stats != NULL) {
+            /* answered at the flush, after the request is gone: the
+             * statistics keep its key texts now */
+            sl__stats_op_begin(&op->stats, req, rules);
+            op->stats.store_ns = mono_ns();
+            sl__stats_op_keep(w->srv->stats, w->id, &op->stats);
+        }
+        return;
+    }
+    if (b != NULL) /* too large to queue: what is queued goes first */
+        sl__decide_flush(w);
     if (op->counted && w->srv->stats != NULL) {
         start_counted(w, op, start_for(w->store, kind), &q);
         return;
@@ -260,11 +457,22 @@ void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
                         const struct sl_match *m, size_t n, sl__decide_done done)
 {
     struct sl__store_req q = {req, NULL, m, n};
+    struct sl__decide_batch *b;
     int r;
 
     begin(w, op, SL__DECIDE_CHECK, done);
     op->counted = false; /* no domain to count it under */
     req->now_ns = op->now_ns;
+    /* queued with its one match and at most one descriptor, which may
+     * carry a cost of its own but no entries to copy */
+    b = batch_for(w, n == 1 && m->key_len <= SL_KEY_MAX &&
+                         (req->n_descriptors == 0 ||
+                          (req->n_descriptors == 1 && req->descriptors[0].n_entries == 0 &&
+                           req->descriptors[0].limit == NULL)));
+    if (b != NULL) {
+        enqueue_matched(b, op, req, m);
+        return;
+    }
     r = w->store->ops->check(w->store, &q, on_store, op);
     if (r != SL_OK)
         on_store(op, r, NULL, SL__BY_STATE);
@@ -276,6 +484,7 @@ void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const ch
     int r;
 
     begin(w, op, SL__DECIDE_RELEASE, done);
+    (void)batch_for(w, false); /* leases taken by queued checks first */
     r = w->store->ops->release(w->store, lease, len, op->now_ns, on_store, op);
     if (r != SL_OK)
         on_store(op, SL_EINVAL, NULL, SL__BY_STATE);

@@ -112,6 +112,35 @@ void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
 void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
                         size_t len, sl__decide_done done);
 
+/*
+ * Batches. Between sl__decide_batch_begin() and sl__decide_batch_end() on a
+ * worker (a protocol brackets what it decides from one read), checks
+ * (SL__DECIDE_CHECK through sl__decide or sl__decide_matched) of one
+ * descriptor are not started at once but queued, up to
+ * SL__DECIDE_BATCH_MAX, and decided together, in order, through the store's
+ * batch path when the batch ends, fills up or sl__decide_flush() is called;
+ * their `done` callbacks then run in the order the checks were made. The
+ * request is copied (its bytes too), so it is still borrowed for the call
+ * only. Anything else (another kind, a store without a batch path, a
+ * request too large to copy) first decides what is queued, then goes
+ * alone, so decisions are always made in the order they were asked for.
+ * Every decision of one batch takes its time once (the read's time).
+ * Results are those of one-at-a-time decisions (tests/unit/
+ * test_limiter_batch.c, tests/integration/test_resp_batch.py).
+ *
+ * A protocol must call sl__decide_flush() before anything that changes
+ * what a queued decision would see other than another decision (the test
+ * clock, an admin command), and its `done` callbacks must accept being
+ * called from sl__decide_batch_end(). Nested begin/end pairs are counted:
+ * the outermost end decides.
+ */
+#define SL__DECIDE_BATCH_MAX 32u
+void sl__decide_batch_begin(struct sl__worker *w);
+void sl__decide_batch_end(struct sl__worker *w);
+void sl__decide_flush(struct sl__worker *w);
+/* The worker ends: free its batch. */
+void sl__decide_batch_free(struct sl__worker *w);
+
 /* What to tell a client whose decision failed with `err` (a negative SL_E*
  * code from the store): what was wrong and, where the client can fix it,
  * how. The same words whatever the protocol. */

@@ -18,6 +18,7 @@
 struct sl__server;
 struct sl__store;
 struct sl__conn;
+struct sl__decide_batch;
 
 struct sl__worker {
     unsigned id;
@@ -40,6 +41,8 @@ struct sl__worker {
      * runs, `areply` for replies made in store callbacks (which may run
      * inside a command). Reused, freed when the worker ends. */
     struct sl__buf reply, areply;
+    /* Checks queued by the decision path (decide.c), NULL until first used. */
+    struct sl__decide_batch *batch;
 
     struct sl__conn *conns; /* list of open connections */
     unsigned n_conns;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "decide.h"
 #include "log.h"
 #include "proto.h"
 #include "server-t.h"
@@ -144,6 +145,7 @@ void sl__worker_join(struct sl__worker *w)
     uv_loop_close(&w->loop);
     sl_rules_reader_free(w->rules);
     free(w->matches);
+    sl__decide_batch_free(w);
     sl__buf_free(&w->reply);
     sl__buf_free(&w->areply);
 }

@@ -11,6 +11,7 @@
  * byte, so nothing is kept between calls. It does not route requests.
  */
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <http_parser.h>
@@ -108,24 +109,16 @@ static int split_url(struct sl_str url, struct sl__h1_req *r)
     return 0;
 }
 
-ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struct sl__h1_req *r,
-                     struct sl__h1_status *st)
+/* The request b[0..n) whose head passed the strict check (r->headers and
+ * r->authorization set): http-parser frames it and fills r. */
+static ssize_t parse_checked(const char *b, size_t n, char *body, size_t max_body,
+                             bool expect_continue, struct sl__h1_req *r, struct sl__h1_status *st)
 {
     struct sl__wr w;
     struct parse x = {.r = r, .max_body = max_body, .body = &w};
     http_parser p;
-    size_t head = head_end(b, n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD), used;
-    bool expect_continue;
+    size_t used;
 
-    memset(r, 0, sizeof(*r));
-    memset(st, 0, sizeof(*st));
-    if (head == 0) {
-        if (n < SL__H1_MAX_HEAD)
-            return -2;
-        return fail(st, 431, "request head too large");
-    }
-    if (sl__h1_check_head(b, head, r, &expect_continue, st) != 0)
-        return -1;
     sl__wr_init(&w, body, max_body);
     http_parser_init(&p, HTTP_REQUEST);
     p.data = &x;
@@ -146,6 +139,37 @@ ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struc
     r->body = (struct sl_str){body, w.len};
     r->keep_alive = http_should_keep_alive(&p) != 0;
     return (ssize_t)used;
+}
+
+ssize_t sl__h1_parse(const char *b, size_t n, char *body, size_t max_body, struct sl__h1_req *r,
+                     struct sl__h1_status *st)
+{
+    size_t head = head_end(b, n < SL__H1_MAX_HEAD ? n : SL__H1_MAX_HEAD);
+    bool expect_continue;
+
+    memset(r, 0, sizeof(*r));
+    memset(st, 0, sizeof(*st));
+    if (head == 0) {
+        if (n < SL__H1_MAX_HEAD)
+            return -2;
+        return fail(st, 431, "request head too large");
+    }
+    if (sl__h1_check_head(b, head, r, &expect_continue, st) != 0)
+        return -1;
+    return parse_checked(b, n, body, max_body, expect_continue, r, st);
+}
+
+ssize_t sl__h1_parse_framed(const char *b, size_t n, const struct sl__h1_framing *f, char *body,
+                            size_t max_body, struct sl__h1_req *r, struct sl__h1_status *st)
+{
+    if (!f->checked || f->head == 0 || f->head > n)
+        return sl__h1_parse(b, n, body, max_body, r, st);
+    memset(r, 0, sizeof(*r));
+    memset(st, 0, sizeof(*st));
+    r->headers = (struct sl_str){f->hdr_off != SIZE_MAX ? b + f->hdr_off : NULL, f->hdr_len};
+    r->authorization =
+        (struct sl_str){f->auth_off != SIZE_MAX ? b + f->auth_off : NULL, f->auth_len};
+    return parse_checked(b, n, body, max_body, f->expect_continue, r, st);
 }
 
 /* ------------------------------------------------------------ framing */
@@ -169,8 +193,14 @@ static ssize_t frame_head(const char *b, size_t max_body, struct sl__h1_framing 
 
     /* The strict check first, so a head it refuses is refused while the
      * body is still arriving, not once it has all come. */
+    memset(&r, 0, sizeof(r));
     if (sl__h1_check_head(b, f->head, &r, &f->expect_continue, st) != 0)
         return -1;
+    f->checked = true;
+    f->hdr_off = r.headers.p != NULL ? (size_t)(r.headers.p - b) : SIZE_MAX;
+    f->hdr_len = r.headers.len;
+    f->auth_off = r.authorization.p != NULL ? (size_t)(r.authorization.p - b) : SIZE_MAX;
+    f->auth_len = r.authorization.len;
     http_parser_init(&p, HTTP_REQUEST);
     http_parser_execute(&p, &head_settings, b, f->head);
     f->scanned += f->head;

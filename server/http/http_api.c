@@ -635,6 +635,11 @@ void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
                 goto unknown; /* not served here: as unknown as any other path */
             path_known = true;
             if (rt->method == r->method) {
+                /* Checks join the read's batch (decide.h); anything else
+                 * (an admin change, a held /v1/auth) lets the queued
+                 * checks be decided first. */
+                if (rt->fn != h_check && rt->fn != h_json)
+                    sl__decide_flush(c->w);
                 if (!rt->admin || sl__gate_admin(c, r))
                     rt->fn(c, r);
                 return;

@@ -16,6 +16,7 @@
 
 #include "config-t.h"
 #include "conn.h"
+#include "decide.h"
 #include "privilege.h"
 #include "proto.h"
 #include "resp.h"
@@ -96,6 +97,14 @@ static void unknown(const struct sl__resp_cmd *cmd, struct sl__buf *out)
 
 static _Thread_local struct sl__resp_cmd cmd;
 
+/* The commands whose decisions go into the read's batch (decide.h); any
+ * other command first lets the queued ones be decided. */
+static bool batched(const struct sl__resp_command *k)
+{
+    return k != NULL &&
+           (k->fn == sl__resp_throttle || k->fn == sl__resp_check || k->fn == sl__resp_checkm);
+}
+
 /* Run one command; 1 to close after its reply. */
 static int dispatch(struct sl__conn *c, struct sl__resp_state *st)
 {
@@ -104,6 +113,8 @@ static int dispatch(struct sl__conn *c, struct sl__resp_state *st)
     int r = 0;
 
     reply->len = 0;
+    if (!batched(k))
+        sl__decide_flush(c->w);
     if (k == NULL) {
         unknown(&cmd, reply);
     } else if ((k->arity > 0 && cmd.argc != (size_t)k->arity) ||
@@ -122,7 +133,7 @@ static int dispatch(struct sl__conn *c, struct sl__resp_state *st)
     return r;
 }
 
-static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
+static ssize_t read_commands(struct sl__conn *c, const char *buf, size_t len)
 {
     struct sl__resp_state *st = c->proto_state;
     size_t off = 0;
@@ -151,6 +162,19 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
             return -1;
     }
     return (ssize_t)off;
+}
+
+/* Every check read at once is decided as one batch when the read is
+ * consumed (or earlier, before a command that is not a check); the replies
+ * keep their order through the reply slots and leave in one write. */
+static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
+{
+    ssize_t n;
+
+    sl__decide_batch_begin(c->w);
+    n = read_commands(c, buf, len);
+    sl__decide_batch_end(c->w);
+    return n;
 }
 
 static int sniff(const char *buf, size_t len)

@@ -80,6 +80,9 @@ struct sl__store_health {
  * hoc limit such as CL.THROTTLE's). Borrowed for the start call only; an
  * asynchronous store takes its own sl_rules_ref().
  */
+/* The most checks one check_batch call takes. */
+#define SL__STORE_BATCH_MAX 32u
+
 struct sl__store_req {
     const struct sl_request *req;
     const sl_rules *rules;
@@ -101,6 +104,12 @@ struct sl__store_ops {
      * err SL_ENOENT if nothing was held, SL_EINVAL for a malformed token. */
     int (*release)(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
                    sl__store_cb cb, void *arg);
+    /* Optional, for a store that answers at once (NULL: the decision path
+     * starts each check alone): decide q[0..n) (n <= SL__STORE_BATCH_MAX)
+     * in order, each exactly as check() would, and call cb(args[i], ...)
+     * for each, in order, before returning. */
+    void (*check_batch)(struct sl__store *s, const struct sl__store_req *q, size_t n,
+                        sl__store_cb cb, void *const *args);
     /* How it decides now (struct sl__store_health). Any thread, any time
      * (a /readyz on another worker asks): reads what the store publishes. */
     void (*health)(const struct sl__store *s, struct sl__store_health *out);

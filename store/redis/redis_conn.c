@@ -132,7 +132,7 @@ static void probed(struct sl__rconn *c, const char *why)
 
         sl__rnode_addr(st, c->node, addr, sizeof(addr));
         if (!st->engine_warned)
-            sl__rlog(st, SL__SLOG_ERROR,
+            sl__rlog(st, SL__SLOG_ERROR, "store.no_engine",
                      "redis %s offers no %s engine (store.redis.engine: %s): %s", addr,
                      want == SL__ENGINE_AUTO ? "usable" : engine_names[want], engine_names[want],
                      why != NULL ? why : "no reply");

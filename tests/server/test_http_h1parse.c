@@ -26,6 +26,44 @@ static ssize_t parse(const char *text)
     return sl__h1_parse(text, strlen(text), body, sizeof(body), &req, &st);
 }
 
+/* Frame, then parse as the server does (the head's strict check taken
+ * from the framing): the same as the parse from scratch. */
+static void assert_framed_same(const char *t)
+{
+    struct sl__h1_framing f;
+    struct sl__h1_req a;
+    struct sl__h1_status sa;
+    static char b2[sizeof(body)];
+    ssize_t n, m;
+
+    memset(&f, 0, sizeof(f));
+    n = sl__h1_frame(t, strlen(t), sizeof(body), &f, &sa);
+    assert_true(n > 0);
+    m = sl__h1_parse_framed(t, (size_t)n, &f, b2, sizeof(b2), &a, &sa);
+    assert_int_equal(m, sl__h1_parse(t, (size_t)n, body, sizeof(body), &req, &st));
+    assert_int_equal(a.method, req.method);
+    assert_true(a.path.p == req.path.p && a.path.len == req.path.len);
+    assert_true(a.query.p == req.query.p && a.query.len == req.query.len);
+    assert_true(a.headers.p == req.headers.p && a.headers.len == req.headers.len);
+    assert_true(a.authorization.p == req.authorization.p &&
+                a.authorization.len == req.authorization.len);
+    assert_int_equal(a.body.len, req.body.len);
+    assert_memory_equal(b2, body, req.body.len);
+    assert_int_equal(a.keep_alive, req.keep_alive);
+}
+
+static void test_parse_framed_same(void **s)
+{
+    assert_framed_same("GET /v1/auth?domain=api&user=a HTTP/1.1\r\nHost: x\r\n"
+                       "Authorization: Bearer t0k\r\n\r\n");
+    assert_framed_same("POST /v1/check HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello");
+    assert_framed_same("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "3\r\nabc\r\n0\r\n\r\n");
+    assert_framed_same("GET / HTTP/1.0\r\n\r\n");
+    assert_framed_same("GET /h HTTP/1.1\r\nConnection: close\r\nAuthorization: x\r\n\r\n");
+    (void)s;
+}
+
 static void assert_str(struct sl_str s, const char *want)
 {
     assert_int_equal(s.len, strlen(want));
@@ -212,7 +250,7 @@ int main(void)
         cmocka_unit_test(test_incomplete),       cmocka_unit_test(test_chunked),
         cmocka_unit_test(test_keep_alive_rules), cmocka_unit_test(test_limits),
         cmocka_unit_test(test_malformed),        cmocka_unit_test(test_one_reading_only),
-        cmocka_unit_test(test_header_lookup),
+        cmocka_unit_test(test_header_lookup),    cmocka_unit_test(test_parse_framed_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

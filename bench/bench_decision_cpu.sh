@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
+# bench_decision_cpu.sh BUILD_DIR - what a decision costs the server, against
+# what redis-server spends on a plain INCR, and the latency of a decision at a
+# fixed offered load.
+#
+# 1. CPU per command: the server's own CPU time (utime + stime from
+#    /proc/PID/stat) over a redis-benchmark run, divided by the commands of
+#    the run, so the figure does not depend on the load generator. sluiced
+#    (one worker, memory store) answers CL.THROTTLE and SL.CHECK (a token
+#    bucket rule), redis-server INCR; redis-benchmark -c 50 with and without
+#    -P 16, over 100,000 and over 1,000,000 random keys (-r). Targets:
+#    <= 0.5x INCR's CPU per command with -P 16, <= 0.9x without.
+# 2. Latency, open loop (bench/oload: requests sent on a schedule, latency
+#    counted from when each was due): first the most oload reaches against
+#    sluiced, then p50/p99/p99.9 at 50 % and 90 % of it, for RESP SL.CHECK,
+#    HTTP POST /v1/check and gRPC ShouldRateLimit over 100,000 keys, and
+#    RESP over 1,000,000.
+#    No target: the figures are recorded.
+# Pinned as docs/contracts.md §Interfaces says: the servers on CPU 0, the
+# load generators on CPU 1. Each CPU figure is the median of SL_BENCH_ROUNDS
+# (3) interleaved runs. Output: `name value unit` lines; ratios print MET or
+# MISSED and the target. It does not build anything and kills only the
+# servers it started (by PID).
+set -euo pipefail
+build=${1:-build-release}
+sluiced=$build/server/sluiced
+oload=$build/bench/oload
+n1=${SL_BENCH_REQUESTS:-200000}       # commands per run without pipelining
+n16=${SL_BENCH_REQUESTS_P16:-2000000} # with -P 16
+rounds=${SL_BENCH_ROUNDS:-3}
+lsecs=${SL_BENCH_LATENCY_SECONDS:-5}
+[[ -x "$sluiced" && -x "$oload" ]] || { echo "bench_decision_cpu: $sluiced or $oload not built" >&2; exit 1; }
+. "$(dirname "$0")/lib.sh"
+bench_init bench_decision_cpu redis-server redis-benchmark redis-cli taskset curl
+
+port=$(free_port)
+cat >"$tmp/rules.yaml" <<YAML
+domain: bench
+descriptors:
+  - key: user
+    limits:
+      - {name: per_user, algorithm: token_bucket, requests: 1000000000, period: 1s}
+YAML
+cat >"$tmp/sluice.yaml" <<YAML
+listeners: [{address: 127.0.0.1, port: $port, protocols: [resp, http1, grpc]}]
+workers: 1
+rules: {files: [rules.yaml], watch: false}
+store: {max_bytes: 512MiB}
+log: {level: warn}
+YAML
+taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
+sl_pid=$!
+pids+=("$sl_pid")
+rd_port=$(free_port)
+start_redis "$rd_port"
+rd_pid=${pids[-1]}
+wait_redis "$port"
+
+# Both must answer properly, or the figures mean nothing.
+reply=$(redis-cli -p "$port" CL.THROTTLE key:sanity 15 30 60 | tr '\n' ' ')
+[[ "$reply" == "0 16 15 -1 2 " ]] || { echo "bench_decision_cpu: CL.THROTTLE answered: $reply" >&2; exit 1; }
+reply=$(redis-cli -p "$port" SL.CHECK bench 1 user sanity | head -1)
+[[ "$reply" == "allow" ]] || { echo "bench_decision_cpu: SL.CHECK answered: $reply" >&2; exit 1; }
+
+tck=$(getconf CLK_TCK)
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# cpu_us PID PORT PIPE N KEYS COMMAND... -> the server's CPU us per command
+cpu_us() {
+    local pid=$1 p=$2 pipe=$3 n=$4 keys=$5 c0 c1 out
+    shift 5
+    c0=$(ticks "$pid")
+    out=$(taskset -c 1 redis-benchmark -h 127.0.0.1 -p "$p" -c 50 -n "$n" -r "$keys" -P "$pipe" \
+        --csv "$@" 2>/dev/null | tail -1)
+    c1=$(ticks "$pid")
+    [[ -n "$out" ]] || { echo "bench_decision_cpu: redis-benchmark failed" >&2; exit 1; }
+    awk -v c=$((c1 - c0)) -v t="$tck" -v n="$n" 'BEGIN { printf "%.3f", c / t * 1e6 / n }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+at_most() { awk -v r="$1" -v t="$2" 'BEGIN { print (r <= t) ? "MET" : "MISSED" }'; }
+
+for keys in 100000 1000000; do
+    kname=$([[ $keys == 100000 ]] && echo 100k || echo 1m)
+    for pipe in 1 16; do
+        n=$n1 target=0.9
+        [[ $pipe == 16 ]] && n=$n16 target=0.5
+        th=() ck=() inc=()
+        for _ in $(seq "$rounds"); do
+            th+=("$(cpu_us "$sl_pid" "$port" "$pipe" "$n" "$keys" CL.THROTTLE key:__rand_int__ 15 30 60)")
+            ck+=("$(cpu_us "$sl_pid" "$port" "$pipe" "$n" "$keys" SL.CHECK bench 1 user __rand_int__)")
+            inc+=("$(cpu_us "$rd_pid" "$rd_port" "$pipe" "$n" "$keys" INCR key:__rand_int__)")
+        done
+        t=$(median "${th[@]}") k=$(median "${ck[@]}") i=$(median "${inc[@]}")
+        sfx="_${kname}_p${pipe}"
+        echo "cpu_resp_cl_throttle$sfx $t us"
+        echo "cpu_resp_sl_check$sfx $k us"
+        echo "cpu_redis_incr$sfx $i us"
+        r=$(ratio "$t" "$i")
+        echo "cpu_cl_throttle_vs_incr$sfx $r x $(at_most "$r" "$target") target<=$target"
+        r=$(ratio "$k" "$i")
+        echo "cpu_sl_check_vs_incr$sfx $r x $(at_most "$r" "$target") target<=$target"
+    done
+done
+
+# Latency at 50 % and 90 % of the most oload reaches (its own connections).
+lat() { # NAME PROTO KEYS
+    local name=$1 proto=$2 keys=$3 max
+    max=$(taskset -c 1 "$oload" --proto "$proto" --port "$port" --rate 5000000 --conns 16 \
+        --seconds 3 --warmup 1 --keys "$keys" --name x | awk '/^x_achieved_rate / { print $2 }')
+    echo "${name}_max $max req/s"
+    for pct in 50 90; do
+        taskset -c 1 "$oload" --proto "$proto" --port "$port" --rate $((max * pct / 100)) \
+            --conns 16 --seconds "$lsecs" --warmup 1 --keys "$keys" --name "${name}_at${pct}" |
+            grep -E "_(achieved_rate|p50|p99|p999|errors) "
+    done
+}
+lat lat_resp_sl_check_100k resp 100000
+lat lat_http_v1_check_100k http 100000
+lat lat_grpc_rls_100k grpc 100000
+lat lat_resp_sl_check_1m resp 1000000
