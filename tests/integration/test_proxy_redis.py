@@ -157,7 +157,10 @@ def timed(p, path):
 def test_redis_paused_is_answered_by_policy(proxy_sluiced, upstream, tmp_path, rds):
     u = upstream()
     (p,) = proxies(proxy_sluiced, tmp_path, rds, u, 1)
-    assert status(p, "/closed/echo") == 200 and status(p, "/open/echo") == 200
+    # until each worker's connection is up (and its engine known), the
+    # failure policy answers: wait for Redis's own answers first
+    assert wait_until(lambda: status(p, "/closed/echo") == 200, 10)
+    assert status(p, "/open/echo") == 200
     rds.proc.send_signal(signal.SIGSTOP)
     try:
         for _ in range(5):
