@@ -90,10 +90,14 @@ class Redis:
     def __init__(self, port=None, password=None):
         self.port = port or free_port()
         module = ["--loadmodule", MODULE] if MODULE else []
+        env = dict(os.environ)
+        if MODULE and os.environ.get("SL_REDIS_PRELOAD"):
+            # the sanitizer build's module needs the sanitizer's runtime first
+            env["LD_PRELOAD"] = os.environ["SL_REDIS_PRELOAD"]
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--logfile", "/dev/null"] + module
-            + (["--requirepass", password] if password else []))
+            + (["--requirepass", password] if password else []), env=env)
         self.client = redis.Redis(port=self.port, password=password)
         assert wait_until(self._up), "redis-server did not start"
 
