@@ -4,7 +4,8 @@
 # fuzz.sh BUILD_DIR SECONDS [RUNS] - run every libFuzzer driver on its
 # committed seed corpus (fuzz/corpus/NAME) for SECONDS each or, when RUNS is
 # given, for RUNS executions each (the figure docs/security.md reports); new
-# inputs go to a scratch directory, never into the committed corpus. Ends with
+# inputs go to a scratch directory, never into the committed corpus, and a
+# crashing input is saved as BUILD_DIR/fuzz-artifacts/NAME-crash-... Ends with
 # one line per fuzzer: executions, seconds, coverage (edges) and crashes.
 set -euo pipefail
 build=${1:-build}
@@ -26,7 +27,8 @@ for bin in "$build"/fuzz/fuzz_*; do
         limit=(-max_total_time="$secs")
     fi
     crashed=0
-    "$bin" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    mkdir -p "$build/fuzz-artifacts"
+    "$bin" "${limit[@]}" -artifact_prefix="$build/fuzz-artifacts/$name-" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         $( [[ -f fuzz/$name.dict ]] && echo "-dict=fuzz/$name.dict" ) \
         "$scratch" "fuzz/corpus/$name" >"$log" 2>&1 || { status=1; crashed=1; }
     tail -n 12 "$log"

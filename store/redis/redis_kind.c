@@ -135,8 +135,9 @@ static uint64_t *field(struct sl__redis_stats *s, size_t offset)
 
 static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap, size_t *len)
 {
+    static const char *const engines[] = {"module", "function", "script"};
     struct sl__redis_stats sum = {0}, st;
-    unsigned ready = 0, open = 0;
+    unsigned ready = 0, open = 0, by_engine[SL__ENGINE_SCRIPT + 1] = {0};
     size_t start = *len;
     bool ok = true;
 
@@ -147,6 +148,8 @@ static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size
         sum.in_flight += st.in_flight;
         ready += sl__store_redis_ready(stores[i]);
         open += st.breaker != SL__BREAKER_CLOSED;
+        if ((unsigned)st.engine <= SL__ENGINE_SCRIPT)
+            by_engine[st.engine]++;
     }
     for (size_t c = 0; ok && c < NCOUNTERS; c++)
         ok = put(buf, cap, len, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[c].name,
@@ -164,6 +167,14 @@ static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size
                    "# TYPE sluice_store_redis_breakers_open gauge\n"
                    "sluice_store_redis_breakers_open %u\n",
                    (unsigned long long)sum.in_flight, ready, open);
+    ok = ok && put(buf, cap, len,
+                   "# HELP sluice_store_redis_engine Workers whose Redis calls use this engine "
+                   "(module: SLUICE.CHECK of sluice-redis.so, function: FCALL, script: "
+                   "EVALSHA).\n"
+                   "# TYPE sluice_store_redis_engine gauge\n");
+    for (unsigned e = SL__ENGINE_MODULE; ok && e <= SL__ENGINE_SCRIPT; e++)
+        ok = put(buf, cap, len, "sluice_store_redis_engine{engine=\"%s\"} %u\n",
+                 engines[e - SL__ENGINE_MODULE], by_engine[e]);
     ok = ok && sl__rhealth_metrics(stores, n, buf, cap, len);
     if (!ok)
         *len = start;
@@ -173,6 +184,7 @@ static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size
 /* ------------------------------------------------------------ state for operators */
 
 static const char *const breaker_names[] = {"closed", "open", "probing"};
+static const char *const engine_names[] = {"auto", "module", "function", "script"};
 
 /* Per worker: ready, breaker, connections, cluster nodes, calls waiting;
  * then the failures since start, summed. */
@@ -192,10 +204,10 @@ static size_t status(struct sl__store *const *stores, unsigned n, char *buf, siz
         policy += st.policy_allow + st.policy_deny + st.policy_local;
         ok = put(buf, cap, len,
                  "%s{\"ready\":%s,\"breaker\":\"%s\",\"connections_ready\":%u,"
-                 "\"nodes_known\":%u,\"in_flight\":%llu}",
+                 "\"nodes_known\":%u,\"in_flight\":%llu,\"engine\":\"%s\"}",
                  i ? "," : "", sl__store_redis_ready(stores[i]) ? "true" : "false",
                  breaker_names[(unsigned)st.breaker % 3], st.conns_ready, st.nodes_known,
-                 (unsigned long long)st.in_flight);
+                 (unsigned long long)st.in_flight, engine_names[(unsigned)st.engine % 4]);
     }
     ok = ok && put(buf, cap, len,
                    "],\"timeouts\":%llu,\"errors\":%llu,\"unavailable\":%llu,"

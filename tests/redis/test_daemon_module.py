@@ -18,6 +18,12 @@ from test_daemon_redis import ADMITTED, nodes, rds  # noqa: F401 (pytest fixture
 assert os.environ.get("SL_REDIS_MODULE"), "SL_REDIS_MODULE must name sluice-redis.so"
 
 
+def engines(s):
+    """Workers per engine, as /metrics says (sluice_store_redis_engine)."""
+    return {e: s.metric('sluice_store_redis_engine{engine="%s"}' % e)
+            for e in ("module", "function", "script")}
+
+
 def test_module_and_script_nodes_count_one_limit(rds, nodes):  # noqa: F811
     a, b = nodes("a", engine="auto"), nodes("b", engine="script")
     rds.client.config_resetstat()
@@ -26,6 +32,8 @@ def test_module_and_script_nodes_count_one_limit(rds, nodes):  # noqa: F811
         admitted = sum(v != "deny" for v in verdicts)
         assert admitted == expected, (key, verdicts)
     assert rds.calls("SLUICE.CHECK") > 0 and rds.calls("evalsha") > 0
+    assert engines(a) == {"module": 1, "function": 0, "script": 0}
+    assert engines(b) == {"module": 0, "function": 0, "script": 1}
 
 
 def test_function_and_module_nodes_count_one_limit(rds, nodes):  # noqa: F811
@@ -36,3 +44,5 @@ def test_function_and_module_nodes_count_one_limit(rds, nodes):  # noqa: F811
         admitted = sum(v != "deny" for v in verdicts)
         assert admitted == expected, (key, verdicts)
     assert rds.calls("SLUICE.CHECK") > 0 and rds.calls("fcall") > 0
+    assert engines(a) == {"module": 1, "function": 0, "script": 0}
+    assert engines(b) == {"module": 0, "function": 1, "script": 0}

@@ -348,4 +348,6 @@ def test_stats_of_a_remote_store(rds, nodes):
     assert st["p99_ns_recent"] >= st["p50_ns_recent"] > 0
     workers = st["state"]["workers"]
     assert len(workers) == 2 and all(w["breaker"] == "closed" and w["ready"] for w in workers)
+    # engine auto picks the best the server offers: the module when it is loaded
+    assert [w["engine"] for w in workers] == ["module" if MODULE else "function"] * 2
     assert st["state"]["errors"] == 0
