@@ -11,9 +11,7 @@
 # removed when the build succeeds.
 #
 # DEB_BUILD_OPTIONS=nocheck: the package build does not run the test suite,
-# which has just run (and whose packaging tests call this script). Without
-# the Redis module in the tree (redis-module/CMakeLists.txt) the build uses
-# the profile pkg.sluice.noredismodule, which leaves out its package.
+# which has just run (and whose packaging tests call this script).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=$1
@@ -37,12 +35,9 @@ else
     tar -C "$src" --exclude='./build*' --exclude='./debian/.debhelper' -cf - . | tar -C "$copy" -xf -
 fi
 
-profiles=(nocheck)
-[[ -f $copy/redis-module/CMakeLists.txt ]] || profiles+=(pkg.sluice.noredismodule)
-
-echo "deb.sh: dpkg-buildpackage in $copy (profiles: ${profiles[*]}; log: $out/build.log)"
+echo "deb.sh: dpkg-buildpackage in $copy (profile: nocheck; log: $out/build.log)"
 if ! (cd "$copy" && DEB_BUILD_OPTIONS="nocheck parallel=$jobs" \
-    DEB_BUILD_PROFILES="${profiles[*]}" dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1; then
+    DEB_BUILD_PROFILES=nocheck dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1; then
     tail -n 40 "$out/build.log" >&2
     echo "deb.sh: dpkg-buildpackage failed; the whole log is $out/build.log" >&2
     exit 1

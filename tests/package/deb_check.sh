@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Copyright (c) The Sluice authors
-# deb_check.sh contents|lintian SOURCE_DIR DEB_DIR VERSION WITH_MODULE
+# deb_check.sh contents|lintian SOURCE_DIR DEB_DIR VERSION
 # The packages `make deb` left in DEB_DIR (the test package_deb_build makes
 # them once; the two checks share them):
-#   contents  exactly the packages expected (sluice-redis-module exactly when
-#             the build has the module target: WITH_MODULE=1), each holding
+#   contents  exactly the packages expected, each holding
 #             exactly the files expected (dpkg-deb -c); the unit, sluice.pc
 #             and the conffile name the packaged paths
 #   lintian   lintian reports no error (its whole output is printed)
 set -euo pipefail
-mode=$1 src=$2 dir=$3 version=$4 with_module=$5
+mode=$1 src=$2 dir=$3 version=$4
 fail() { echo "FAIL: $*" >&2; exit 1; }
 changes=$dir/sluice_${version}-1_$(dpkg --print-architecture).changes
 [[ -f $changes ]] || fail "no $changes: did package_deb_build run?"
@@ -29,12 +28,11 @@ arch=$(dpkg --print-architecture)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-pkgs=(libsluice0 libsluice-dev sluice sluiced)
-[[ $with_module == 1 ]] && pkgs+=(sluice-redis-module)
+pkgs=(libsluice0 libsluice-dev sluice sluiced sluice-redis-module)
 printf '%s\n' "${pkgs[@]}" | sort >"$tmp/want-pkgs"
 (cd "$dir" && ls -1 ./*.deb) | sed -E 's|^\./||; s|_.*||' | grep -v -- '-dbgsym$' | sort >"$tmp/got-pkgs"
 diff -u --label expected --label built "$tmp/want-pkgs" "$tmp/got-pkgs" ||
-    fail "the packages built are not the packages expected (module target: $with_module)"
+    fail "the packages built are not the packages expected"
 
 docs() { # docs PACKAGE: what every package's doc directory holds
     printf "usr/share/doc/$1/%s\n" changelog.Debian changelog copyright

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
 # Copyright (c) The Sluice authors
-# install_check.sh SOURCE_DIR BUILD_DIR LIBDIR VERSION WITH_MODULE CC
+# install_check.sh SOURCE_DIR BUILD_DIR LIBDIR VERSION CC
 # `make install DESTDIR=<tmp> PREFIX=/usr` from BUILD_DIR (LIBDIR: the
-# configured CMAKE_INSTALL_LIBDIR; WITH_MODULE: 1 when the build has the
-# Redis module target), then:
+# configured CMAKE_INSTALL_LIBDIR), then:
 # - the staged tree holds exactly the files expected (programs, library
 #   with its soname, archive, header, sluice.pc, man pages, unit,
-#   configuration, docs and examples; the Redis module exactly when built);
+#   configuration, docs, examples and the Redis module);
 # - a program embedding libsluice is built against the staged header and
 #   library through pkg-config (PKG_CONFIG_SYSROOT_DIR and PKG_CONFIG_LIBDIR
 #   into DESTDIR), linked shared and static, and run;
 # - sluice.pc, the unit and the configuration follow the prefix: the same
 #   again with PREFIX=/opt/sluice.
 set -euo pipefail
-src=$1 build=$2 libdir=$3 version=$4 with_module=$5 cc=$6
+src=$1 build=$2 libdir=$3 version=$4 cc=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -38,7 +37,7 @@ lib=usr/$libdir
         usr/share/doc/sluice/LICENSE
     (cd "$src" && ls docs/*.md) | sed 's|^|usr/share/doc/sluice/|'
     (cd "$src/examples" && find . -type f) | sed 's|^\./|usr/share/doc/sluice/examples/|'
-    if [[ $with_module == 1 ]]; then echo "$lib/sluice/sluice-redis.so"; fi
+    echo "$lib/sluice/sluice-redis.so"
 } | sort >"$tmp/expected"
 (cd "$d" && find . -type f -o -type l) | sed 's|^\./||' | sort >"$tmp/installed"
 diff -u --label expected --label installed "$tmp/expected" "$tmp/installed" ||
