@@ -414,8 +414,18 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
  * lines are still cached when their check comes. */
 #define BATCH_GROUP 8u
 
-/* Start loading the home index slot of every limit of match m. */
-static void prefetch_match(sl_limiter *lim, const struct sl_match *m)
+/* Fingerprints kept from the slot prefetch of a group for its entry
+ * prefetch: the common one or two limits per item, not every one. */
+#define BATCH_FPS (2u * BATCH_GROUP)
+
+struct batch_fps {
+    struct sl__fp fp[BATCH_FPS];
+    size_t n;
+};
+
+/* Start loading the home index slot of every limit of match m, keeping
+ * the fingerprints while there is room. */
+static void prefetch_match(sl_limiter *lim, const struct sl_match *m, struct batch_fps *kept)
 {
     char buf[SL_KEY_MAX + sizeof(uint64_t)];
 
@@ -428,12 +438,14 @@ static void prefetch_match(sl_limiter *lim, const struct sl_match *m)
             continue;
         limit_fp(lim->table, buf, m->key_len, m->limits[j]->id, &fp);
         (void)sl__table_prefetch_slot(lim->table, &fp);
+        if (kept->n < BATCH_FPS)
+            kept->fp[kept->n++] = fp;
     }
 }
 
 /* A hint only: an item that will fail, or whose rules resolve it otherwise
  * (replaces, quota mode), at worst loads a line it does not use. */
-static void prefetch_item(sl_limiter *lim, const struct sl_limiter_item *it)
+static void prefetch_item(sl_limiter *lim, const struct sl_limiter_item *it, struct batch_fps *kept)
 {
     const struct sl_request *req = it->req;
     struct sl_match m;
@@ -442,21 +454,24 @@ static void prefetch_item(sl_limiter *lim, const struct sl_limiter_item *it)
         return;
     if (it->rules == NULL) {
         for (size_t i = 0; it->m != NULL && i < it->n && i < SL_MAX_DESCRIPTORS; i++)
-            prefetch_match(lim, &it->m[i]);
+            prefetch_match(lim, &it->m[i], kept);
         return;
     }
     for (size_t i = 0; req->descriptors != NULL && i < req->n_descriptors && i < SL_MAX_DESCRIPTORS;
          i++)
         if (sl_rules_match(it->rules, req, i, &m) == SL_OK)
-            prefetch_match(lim, &m);
+            prefetch_match(lim, &m, kept);
 }
 
 /* Contract: see sluice.h. The decisions are the single calls, in order;
  * only the prefetch before each group is added, and only in a table larger
  * than the caches (in one that fits, hashing every key twice costs more
- * than the misses it would hide). */
+ * than the misses it would hide): the group's index slots first, then,
+ * once they have had time to arrive, the entries they name (as
+ * sl_table_check_batch does), so that a check waits for neither. */
 int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_t n)
 {
+    struct batch_fps kept;
     bool large;
 
     if (lim == NULL || (items == NULL && n > 0))
@@ -464,8 +479,11 @@ int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_
     large = sl__table_large(lim->table);
     for (size_t g = 0; g < n; g += BATCH_GROUP) {
         size_t end = n - g < BATCH_GROUP ? n : g + BATCH_GROUP;
+        kept.n = 0;
         for (size_t i = g; large && i < end; i++)
-            prefetch_item(lim, &items[i]);
+            prefetch_item(lim, &items[i], &kept);
+        for (size_t i = 0; i < kept.n; i++)
+            sl__table_prefetch_entry(lim->table, &kept.fp[i]);
         for (size_t i = g; i < end; i++) {
             struct sl_limiter_item *it = &items[i];
             if (it->res == NULL)
