@@ -289,6 +289,8 @@ void sl__decide_flush(struct sl__worker *w)
         q[i] = (struct sl__store_req){&p->req, p->rules, p->nm > 0 ? &p->m : NULL, p->nm};
         args[i] = p->op;
     }
+    if (w->srv->metrics != NULL)
+        sl__metrics_batch(w->srv->metrics, w->id, n);
     /* The callbacks may start decisions of their own: those go alone. */
     b->flushing = true;
     w->store->ops->check_batch(w->store, q, n, on_store, args);

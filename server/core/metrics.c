@@ -189,6 +189,14 @@ void sl__metrics_killswitch_off(struct sl__metrics *m, unsigned w)
         bump(&m->w[w].killswitch_off, 1);
 }
 
+void sl__metrics_batch(struct sl__metrics *m, unsigned w, size_t n)
+{
+    if (w < m->workers) {
+        bump(&m->w[w].batches, 1);
+        bump(&m->w[w].batched, n);
+    }
+}
+
 void sl__metrics_latency(struct sl__metrics *m, unsigned w, int64_t ns)
 {
     size_t b = 0;

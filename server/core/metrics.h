@@ -99,6 +99,8 @@ void sl__metrics_unknown_domain(struct sl__metrics *m, unsigned w);
 void sl__metrics_killswitch_off(struct sl__metrics *m, unsigned w);
 /* One check took `ns` nanoseconds (hot path). */
 void sl__metrics_latency(struct sl__metrics *m, unsigned w, int64_t ns);
+/* A batch of n checks decided together through the store's batch path. */
+void sl__metrics_batch(struct sl__metrics *m, unsigned w, size_t n);
 /* Count `n` of event `e` on worker w (any thread that owns w). */
 void sl__metrics_conn_event(struct sl__metrics *m, unsigned w, enum sl__conn_event e, uint64_t n);
 /* A connection opened (+1) or closed (-1) on worker w. */

@@ -34,6 +34,8 @@ struct sl__wmetrics {
     struct sl__series overflow; /* everything past the cap */
     _Atomic uint64_t unknown_domains;
     _Atomic uint64_t killswitch_off; /* checks answered allowed by an "off" switch */
+    _Atomic uint64_t batches;        /* batches of checks decided together */
+    _Atomic uint64_t batched;        /* the checks in them */
     _Atomic int64_t connections;
     _Atomic uint64_t connections_total;
     _Atomic uint64_t conn_events[SL__CONN_EV_COUNT];

@@ -222,12 +222,14 @@ static int64_t clamp(uint64_t v)
 
 static void put_workers(struct sl__wr *b, struct sl__metrics *m, int64_t connections)
 {
-    uint64_t unknown = 0, total = 0, off = 0;
+    uint64_t unknown = 0, total = 0, off = 0, batches = 0, batched = 0;
     int64_t open = 0;
 
     for (unsigned w = 0; w < m->workers; w++) {
         unknown += load(&m->w[w].unknown_domains);
         off += load(&m->w[w].killswitch_off);
+        batches += load(&m->w[w].batches);
+        batched += load(&m->w[w].batched);
         total += load(&m->w[w].connections_total);
         open += atomic_load_explicit(&m->w[w].connections, memory_order_relaxed);
     }
@@ -235,6 +237,10 @@ static void put_workers(struct sl__wr *b, struct sl__metrics *m, int64_t connect
                "Requests for a domain no rule knows (answered OK).", clamp(unknown));
     put_scalar(b, "sluice_killswitch_off_total", "counter",
                "Checks answered allowed undecided because a kill switch is off.", clamp(off));
+    put_scalar(b, "sluice_decision_batches_total", "counter",
+               "Batches of checks from one read decided together.", clamp(batches));
+    put_scalar(b, "sluice_decision_batched_total", "counter",
+               "Checks decided in those batches.", clamp(batched));
     put_scalar(b, "sluice_connections", "gauge", "Client connections open now.",
                connections >= 0 ? connections : open);
     put_scalar(b, "sluice_connections_total", "counter", "Client connections accepted.",

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "decide.h"
 #include "grpc.h"
 #include "server-t.h"
 #include "worker-t.h"
@@ -224,11 +225,17 @@ static int on_open(struct sl__conn *c)
     return 0;
 }
 
+/* The calls of one read are decided as one batch (sl__decide_batch_begin):
+ * their answers are submitted when it ends, before the session is flushed,
+ * so they leave in one write. */
 static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
 {
     struct sl__grpc_conn *g = c->proto_state;
-    size_t n = sl__h2_feed(g->h2, (const uint8_t *)buf, len);
+    size_t n;
 
+    sl__decide_batch_begin(c->w);
+    n = sl__h2_feed(g->h2, (const uint8_t *)buf, len);
+    sl__decide_batch_end(c->w);
     sl__h2_flush(g->h2);
     sl__conn_partial(c, sl__h2_partial(g->h2));
     return sl__h2_done(g->h2) ? -1 : (ssize_t)n;
