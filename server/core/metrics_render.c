@@ -239,8 +239,8 @@ static void put_workers(struct sl__wr *b, struct sl__metrics *m, int64_t connect
                "Checks answered allowed undecided because a kill switch is off.", clamp(off));
     put_scalar(b, "sluice_decision_batches_total", "counter",
                "Batches of checks from one read decided together.", clamp(batches));
-    put_scalar(b, "sluice_decision_batched_total", "counter",
-               "Checks decided in those batches.", clamp(batched));
+    put_scalar(b, "sluice_decision_batched_total", "counter", "Checks decided in those batches.",
+               clamp(batched));
     put_scalar(b, "sluice_connections", "gauge", "Client connections open now.",
                connections >= 0 ? connections : open);
     put_scalar(b, "sluice_connections_total", "counter", "Client connections accepted.",
