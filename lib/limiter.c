@@ -480,7 +480,8 @@ int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_
     for (size_t g = 0; g < n; g += BATCH_GROUP) {
         size_t end = n - g < BATCH_GROUP ? n : g + BATCH_GROUP;
         kept.n = 0;
-        for (size_t i = g; large && i < end; i++)
+        /* One check alone has nothing to overlap its misses with. */
+        for (size_t i = g; large && end - g > 1 && i < end; i++)
             prefetch_item(lim, &items[i], &kept);
         for (size_t i = 0; i < kept.n; i++)
             sl__table_prefetch_entry(lim->table, &kept.fp[i]);
