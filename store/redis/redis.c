@@ -279,6 +279,7 @@ static void store_free(struct sl__store *s)
     sl__rconn_close_all(st); /* pending calls come back NULL: slots freed */
     sl__rsentinel_close(st);
     sl__rroute_close(st);
+    sl__rev_close(st);
     for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
         uv_close((uv_handle_t *)&st->reqs[i].timer, on_req_closed);
     uv_run(st->loop, UV_RUN_NOWAIT); /* complete the closes */
@@ -369,6 +370,7 @@ int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c
         q->next_free = st->free_reqs;
         st->free_reqs = q;
     }
+    sl__rev_init(st);
     rc = sl__rroute_init(st);
     if (rc == SL_OK)
         rc = sl__rfan_init(st);

@@ -42,8 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libuv.h>
-
 #include "redis_int.h"
 
 static void schedule(struct sl__rconn *c, int64_t wait_ms);
@@ -348,14 +346,6 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
-static void unref_poll(redisAsyncContext *ac)
-{
-    redisLibuvEvents *p = ac->ev.data;
-
-    if (p != NULL)
-        uv_unref((uv_handle_t *)&p->handle);
-}
-
 static void start(struct sl__rconn *c)
 {
     struct sl__rstore *st = c->st;
@@ -367,7 +357,7 @@ static void start(struct sl__rconn *c)
         SL__CNT(st, reconnects, 1);
     c->started = true;
     ac = redisAsyncConnect(st->map->nodes[c->node].host, st->map->nodes[c->node].port);
-    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, st->loop) != REDIS_OK) {
+    if (ac == NULL || ac->err != 0 || sl__rev_attach(st, ac) != REDIS_OK) {
         note_failure(c, ac != NULL ? ac->errstr : "out of memory");
         if (ac != NULL)
             redisAsyncFree(ac);
@@ -375,7 +365,6 @@ static void start(struct sl__rconn *c)
         count_ready(st);
         return;
     }
-    unref_poll(ac);
     redisEnableKeepAlive(&ac->c); /* a silent partition is noticed, in time */
     ac->data = c;
     c->ac = ac;

@@ -191,6 +191,14 @@ struct sl__rstore {
     bool closing;
     bool engine_warned; /* store.redis.engine forced and not offered: said once */
 
+    /* The data connections' writes, made once per loop iteration
+     * (redis_ev.c): the connections with output, and the handles that
+     * write it after the iteration's reads and before it waits. */
+    struct sl__rev *wq;
+    uv_check_t wcheck;
+    uv_prepare_t wprepare;
+    bool w_started;
+
     /* Connections: cfg.connections per node, node-major; one node (the
      * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each
      * node's started when it first appears in the map. */
@@ -227,6 +235,15 @@ struct sl__rstore {
 
 /* redis_conn.c */
 int sl__rconn_init_all(struct sl__rstore *st);
+
+/* redis_ev.c: hiredis's event hooks for a data connection of `st` (in
+ * place of hiredis's libuv adapter): REDIS_OK or REDIS_ERR. The store's
+ * write handles are started by sl__rev_init and closed (after a last
+ * write) by sl__rev_close. */
+struct sl__rev;
+int sl__rev_attach(struct sl__rstore *st, redisAsyncContext *ac);
+void sl__rev_init(struct sl__rstore *st);
+void sl__rev_close(struct sl__rstore *st);
 /* A ready connection of any node (round robin), or NULL. */
 struct sl__rconn *sl__rconn_pick(struct sl__rstore *st);
 /* A ready connection of `node` (starting its connections if it has none

@@ -30,6 +30,7 @@ requests), then resumed. What it shows:
 import json
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -126,9 +127,13 @@ def nodes(tmp_path, rds):
 
 
 def test_starting_until_connected_or_failed(tmp_path):
-    """No Redis listens: hiredis's connection hangs until the probe timeout
-    (20 x 50 ms); meanwhile the node is starting (503), then degraded (200)."""
-    s = Sluiced(tmp_path, "absent", free_port(), timeout_ms=50, wait_ready=False)
+    """A Redis that accepts connections and never answers (a listening
+    socket nobody reads): the engine probe waits its timeout (20 x 50 ms);
+    meanwhile the node is starting (503), then degraded (200)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    s = Sluiced(tmp_path, "silent", silent.getsockname()[1], timeout_ms=50, wait_ready=False)
     try:
         status, body = s.readyz()
         assert status == 503 and body.startswith("not ready: starting: redis "), body
@@ -138,6 +143,20 @@ def test_starting_until_connected_or_failed(tmp_path):
         assert s.health()["store"]["state"] == "degraded"
         assert s.client.execute_command("SL.CHECK", "shared", 1, "k", "a")[-1] == b"local"
         assert len(s.lines("unreachable: no answer within 1000 ms")) == 1
+    finally:
+        s.stop()
+        silent.close()
+    assert s.proc.returncode == 0
+
+
+def test_refused_connection_is_noticed_at_once(tmp_path):
+    """No Redis listens: the refused connection is an error at once (not a
+    hang until a timeout), said once, and the policy answers."""
+    s = Sluiced(tmp_path, "absent", free_port(), timeout_ms=50, wait_ready=False)
+    try:
+        assert wait_until(lambda: s.readyz()[1].startswith("degraded: "), 10), s.readyz()
+        assert s.client.execute_command("SL.CHECK", "shared", 1, "k", "a")[-1] == b"local"
+        assert len(s.lines("unreachable: Connection refused")) == 1, s.log_text()
     finally:
         s.stop()
     assert s.proc.returncode == 0
