@@ -100,6 +100,10 @@ struct sl__conn {
     bool ip_counted;          /* ip_hash holds one of the per-address counts */
 
     struct sl__conn *prev, *next; /* the worker's list */
+    /* Replies that came outside a read (a store's callback), written once
+     * at the end of the loop iteration: the worker's `dirty` list. */
+    struct sl__conn *dprev, *dnext;
+    bool dirty;
 };
 
 #endif /* SL_SERVER_CONN_T_H */

@@ -39,6 +39,7 @@ static void process(struct sl__conn *c);
 static void flush(struct sl__conn *c);
 static void drained(struct sl__conn *c);
 static void maybe_free(struct sl__conn *c);
+static void undirty(struct sl__conn *c);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
@@ -148,6 +149,7 @@ static void maybe_free(struct sl__conn *c)
 
     if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0 || c->pins > 0)
         return;
+    undirty(c);
     if (c->proto && c->proto->on_close)
         c->proto->on_close(c);
     if (c->prev)
@@ -171,6 +173,46 @@ static void maybe_free(struct sl__conn *c)
     free(c->slots);
     free(c->ops);
     free(c);
+}
+
+/* Leave the worker's list of connections to write at the end of the
+ * iteration. */
+static void undirty(struct sl__conn *c)
+{
+    if (!c->dirty)
+        return;
+    if (c->dprev != NULL)
+        c->dprev->dnext = c->dnext;
+    else
+        c->w->dirty = c->dnext;
+    if (c->dnext != NULL)
+        c->dnext->dprev = c->dprev;
+    c->dprev = c->dnext = NULL;
+    c->dirty = false;
+}
+
+/* Write `c` at the end of this loop iteration, with whatever else its
+ * other answers of the iteration add. */
+static void defer_flush(struct sl__conn *c)
+{
+    if (c->dirty)
+        return;
+    c->dirty = true;
+    c->dprev = NULL;
+    c->dnext = c->w->dirty;
+    if (c->w->dirty != NULL)
+        c->w->dirty->dprev = c;
+    c->w->dirty = c;
+}
+
+void sl__conn_flush_dirty(struct sl__worker *w)
+{
+    while (w->dirty != NULL) {
+        struct sl__conn *c = w->dirty;
+        undirty(c);
+        if (!(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp))
+            flush(c);
+    }
 }
 
 static void close_handle(struct sl__conn *c)
@@ -426,7 +468,7 @@ void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t 
     if (c->in.len > 0 && !(c->flags & SL__CONN_PAUSED))
         process(c);
     if (!(c->flags & SL__CONN_PAUSED))
-        flush(c);
+        defer_flush(c); /* the store's other answers of this read join it */
 }
 
 /* ------------------------------------------------------------- reading */

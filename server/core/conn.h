@@ -76,6 +76,11 @@ void sl__conn_abort(struct sl__conn *c);
 /* The worker's view of its connections: close idle ones and those stuck in
  * an incomplete frame; called by the worker's sweep timer. */
 void sl__conn_sweep(struct sl__conn *c, int64_t now_ms);
+/* Write every connection of `w` whose replies came outside its reads
+ * (a remote store's answers): once per loop iteration, from the worker's
+ * check and prepare handles, so that the answers one read of the store
+ * brings leave in one write per client. */
+void sl__conn_flush_dirty(struct sl__worker *w);
 
 /*
  * Streaming, for a protocol that forwards bodies as they arrive instead of

@@ -45,6 +45,11 @@ struct sl__worker {
     struct sl__decide_batch *batch;
 
     struct sl__conn *conns; /* list of open connections */
+    /* Connections with replies made outside their reads (sl__conn_flush_dirty
+     * writes them after the iteration's reads and before it waits). */
+    struct sl__conn *dirty;
+    uv_check_t flush_check;
+    uv_prepare_t flush_prepare;
     unsigned n_conns;
     bool stopping;
     int64_t stop_deadline_ms; /* loop time after which the rest are aborted */

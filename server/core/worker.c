@@ -41,6 +41,18 @@ static void close_all(struct sl__worker *w)
 {
     uv_close((uv_handle_t *)&w->sweep, NULL);
     uv_close((uv_handle_t *)&w->wake, NULL);
+    uv_close((uv_handle_t *)&w->flush_check, NULL);
+    uv_close((uv_handle_t *)&w->flush_prepare, NULL);
+}
+
+static void on_flush_check(uv_check_t *h)
+{
+    sl__conn_flush_dirty(h->data);
+}
+
+static void on_flush_prepare(uv_prepare_t *h)
+{
+    sl__conn_flush_dirty(h->data);
 }
 
 static void on_sweep(uv_timer_t *t)
@@ -103,6 +115,14 @@ int sl__worker_init(struct sl__worker *w, struct sl__server *srv, unsigned id)
     uv_timer_init(&w->loop, &w->sweep);
     w->sweep.data = w;
     uv_timer_start(&w->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
+    /* after the iteration's reads, and before it waits (timers' replies) */
+    uv_check_init(&w->loop, &w->flush_check);
+    uv_prepare_init(&w->loop, &w->flush_prepare);
+    w->flush_check.data = w->flush_prepare.data = w;
+    uv_unref((uv_handle_t *)&w->flush_check);
+    uv_unref((uv_handle_t *)&w->flush_prepare);
+    uv_check_start(&w->flush_check, on_flush_check);
+    uv_prepare_start(&w->flush_prepare, on_flush_prepare);
     for (size_t i = 0; i < w->n_lsock; i++) {
         uv_tcp_init(&w->loop, &w->lsock[i]);
         w->lsock[i].data = &srv->cfg.listeners[i];

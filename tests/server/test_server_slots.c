@@ -26,10 +26,16 @@
 struct fixture {
     struct sl__server srv;
     struct sl__worker w;
+    uv_check_t flush; /* as a worker writes its connections once per iteration */
     struct sl__listener ls;
     struct sl__conn *c;
     int peer;
 };
+
+static void on_flush(uv_check_t *h)
+{
+    sl__conn_flush_dirty(h->data);
+}
 
 static int setup(void **state)
 {
@@ -39,6 +45,9 @@ static int setup(void **state)
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
     f->w.srv = &f->srv;
     assert_int_equal(uv_loop_init(&f->w.loop), 0);
+    uv_check_init(&f->w.loop, &f->flush);
+    f->flush.data = &f->w;
+    uv_check_start(&f->flush, on_flush);
     f->ls.max_frame_bytes = 4096;
     f->c = calloc(1, sizeof(*f->c));
     f->c->w = &f->w;
@@ -61,6 +70,7 @@ static int teardown(void **state)
 
     if (f->w.conns != NULL)
         sl__conn_abort(f->c);
+    uv_close((uv_handle_t *)&f->flush, NULL);
     uv_run(&f->w.loop, UV_RUN_DEFAULT);
     assert_null(f->w.conns); /* freed */
     assert_int_equal(uv_loop_close(&f->w.loop), 0);
