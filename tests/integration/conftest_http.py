@@ -141,10 +141,18 @@ def http_sluiced(tmp_path):
 
     def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False,
               workers=2, watch=False, rules_extra="", protocols="resp, http1"):
-        d = tmp_path / f"h{len(started)}"
-        d.mkdir()
-        s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers, watch,
-                        rules_extra, protocols)
+        # A port free_port() found free can be taken by another test
+        # running at the same time before sluiced binds it: try new ports.
+        for attempt in range(3):
+            d = tmp_path / f"h{len(started)}-{attempt}"
+            d.mkdir()
+            try:
+                s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers, watch,
+                                rules_extra, protocols)
+                break
+            except RuntimeError as e:
+                if "Address already in use" not in str(e) or attempt == 2:
+                    raise
         started.append(s)
         return s
 
