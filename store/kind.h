@@ -93,6 +93,19 @@ bool sl__store_put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 bool sl__store_put_json_str(char *buf, size_t cap, size_t *len, const char *s);
 
+/* A kind's counters: the uint64_t fields of its stats struct, each a
+ * Prometheus counter. sl__store_add_counters adds `from`'s fields to
+ * `to`'s; sl__store_put_counters writes them (false when they do not fit). */
+struct sl__store_counter {
+    const char *name;
+    const char *help;
+    size_t offset; /* of a uint64_t in the kind's stats struct */
+};
+void sl__store_add_counters(const struct sl__store_counter *t, size_t n, void *to,
+                            const void *from);
+bool sl__store_put_counters(char *buf, size_t cap, size_t *len, const struct sl__store_counter *t,
+                            size_t n, const void *stats);
+
 extern const struct sl__store_kind sl__store_kind_memory;
 extern const struct sl__store_kind sl__store_kind_redis;
 extern const struct sl__store_kind sl__store_kind_hybrid;

@@ -191,6 +191,29 @@ int sl__store_new(const struct sl__store_config *c, uv_loop_t *loop, sl_limiter 
 
 /* ------------------------------------------------------------ health, metrics */
 
+void sl__store_add_counters(const struct sl__store_counter *t, size_t n, void *to, const void *from)
+{
+    for (size_t c = 0; c < n; c++) {
+        uint64_t v;
+        memcpy(&v, (const char *)from + t[c].offset, sizeof(v));
+        *(uint64_t *)(void *)((char *)to + t[c].offset) += v;
+    }
+}
+
+bool sl__store_put_counters(char *buf, size_t cap, size_t *len, const struct sl__store_counter *t,
+                            size_t n, const void *stats)
+{
+    bool ok = true;
+
+    for (size_t c = 0; ok && c < n; c++) {
+        uint64_t v;
+        memcpy(&v, (const char *)stats + t[c].offset, sizeof(v));
+        ok = sl__store_put(buf, cap, len, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", t[c].name,
+                           t[c].help, t[c].name, t[c].name, (unsigned long long)v);
+    }
+    return ok;
+}
+
 bool sl__store_put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
 {
     va_list ap;

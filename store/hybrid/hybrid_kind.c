@@ -93,11 +93,7 @@ static void shared_free(void *shared)
 
 /* ------------------------------------------------------------ metrics */
 
-static const struct counter {
-    const char *name;
-    const char *help;
-    size_t offset;
-} counters[] = {
+static const struct sl__store_counter counters[] = {
 #define C(field, help)                                                                             \
     {                                                                                              \
         "sluice_store_hybrid_" #field "_total", help, offsetof(struct sl__hybrid_stats, field)     \
@@ -119,11 +115,6 @@ static const struct counter {
 
 #define put sl__store_put
 
-static uint64_t *field(struct sl__hybrid_stats *s, size_t offset)
-{
-    return (uint64_t *)(void *)((char *)s + offset);
-}
-
 #define MAX_WORKERS 1024
 
 static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap, size_t *len)
@@ -136,8 +127,7 @@ static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size
 
     for (unsigned i = 0; i < n; i++) {
         sl__store_hybrid_stats(stores[i], &st);
-        for (size_t c = 0; c < NCOUNTERS; c++)
-            *field(&sum, counters[c].offset) += *field(&st, counters[c].offset);
+        sl__store_add_counters(counters, NCOUNTERS, &sum, &st);
         sum.keys += st.keys;
         sum.kept += st.kept;
         sum.in_flight += st.in_flight;
@@ -145,10 +135,7 @@ static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size
         if (n_inner < MAX_WORKERS && sl__store_hybrid_inner(stores[i]) != NULL)
             inner[n_inner++] = sl__store_hybrid_inner(stores[i]);
     }
-    for (size_t c = 0; ok && c < NCOUNTERS; c++)
-        ok = put(buf, cap, len, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[c].name,
-                 counters[c].help, counters[c].name, counters[c].name,
-                 (unsigned long long)*field(&sum, counters[c].offset));
+    ok = sl__store_put_counters(buf, cap, len, counters, NCOUNTERS, &sum);
     ok =
         ok &&
         put(buf, cap, len,

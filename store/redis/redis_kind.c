@@ -91,11 +91,7 @@ static void shared_free(void *shared)
 /* ------------------------------------------------------------ metrics */
 
 /* One counter of struct sl__redis_stats, as a table row. */
-static const struct counter {
-    const char *name;
-    const char *help;
-    size_t offset;
-} counters[] = {
+static const struct sl__store_counter counters[] = {
 #define C(field, help)                                                                             \
     {                                                                                              \
         "sluice_store_redis_" #field "_total", help, offsetof(struct sl__redis_stats, field)       \
@@ -128,11 +124,6 @@ static const struct counter {
 
 #define put sl__store_put
 
-static uint64_t *field(struct sl__redis_stats *s, size_t offset)
-{
-    return (uint64_t *)(void *)((char *)s + offset);
-}
-
 static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap, size_t *len)
 {
     static const char *const engines[] = {"module", "function", "script"};
@@ -143,18 +134,14 @@ static bool metrics(struct sl__store *const *stores, unsigned n, char *buf, size
 
     for (unsigned i = 0; i < n; i++) {
         sl__store_redis_stats(stores[i], &st);
-        for (size_t c = 0; c < NCOUNTERS; c++)
-            *field(&sum, counters[c].offset) += *field(&st, counters[c].offset);
+        sl__store_add_counters(counters, NCOUNTERS, &sum, &st);
         sum.in_flight += st.in_flight;
         ready += sl__store_redis_ready(stores[i]);
         open += st.breaker != SL__BREAKER_CLOSED;
         if ((unsigned)st.engine <= SL__ENGINE_SCRIPT)
             by_engine[st.engine]++;
     }
-    for (size_t c = 0; ok && c < NCOUNTERS; c++)
-        ok = put(buf, cap, len, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counters[c].name,
-                 counters[c].help, counters[c].name, counters[c].name,
-                 (unsigned long long)*field(&sum, counters[c].offset));
+    ok = sl__store_put_counters(buf, cap, len, counters, NCOUNTERS, &sum);
     ok = ok && put(buf, cap, len,
                    "# HELP sluice_store_redis_in_flight Calls to Redis awaiting a reply.\n"
                    "# TYPE sluice_store_redis_in_flight gauge\n"
