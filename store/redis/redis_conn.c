@@ -10,14 +10,18 @@
  *
  * Detection, one round trip on every (re)connection, each asked only when
  * store.redis.engine allows it: SLUICE.VERSION (the module, redis-module/,
- * speaking this store's protocol) and FUNCTION LOAD of this build's library
- * (Redis 7+; "already exists" is fine: its name carries a hash of its
- * code). EVALSHA needs nothing first: every Redis runs scripts, and the
- * script is loaded on its first NOSCRIPT (or by SCRIPT LOAD at connect when
- * the script is forced), so a connection costs Redis one compilation at
- * most. The store then builds its calls for the best engine every ready
- * connection offers (module, then Functions, then EVALSHA; on a cluster all
- * masters must offer it), or the forced one.
+ * speaking this store's protocol) and FUNCTION LIST LIBRARYNAME of this
+ * build's library (Redis 7+; its name carries a hash of its code, so a
+ * library of that name is this code). Only when it is not listed (Redis
+ * restarted or its functions flushed, or FUNCTION LIST refused by an ACL)
+ * is the library itself, tens of KB, sent with FUNCTION LOAD: a second
+ * round trip for that connection ("already exists" is fine: another
+ * connection loaded it first). EVALSHA needs nothing first: every Redis
+ * runs scripts, and the script is loaded on its first NOSCRIPT (or by
+ * SCRIPT LOAD at connect when the script is forced), so a connection costs
+ * Redis one compilation at most. The store then builds its calls for the
+ * best engine every ready connection offers (module, then Functions, then
+ * EVALSHA; on a cluster all masters must offer it), or the forced one.
  *
  * With Redis Cluster every master (a node of the store's map, node 0 the
  * seed) has its own cfg.connections connections, started when the node
@@ -185,6 +189,46 @@ static void on_function(redisAsyncContext *ac, void *reply, void *priv)
     probe_reply(ac, r, priv, SL__ENGINE_FUNCTION, ok);
 }
 
+/* FUNCTION LIST LIBRARYNAME <name>: an array of libraries, each a flat
+ * array of field/value pairs. LIBRARYNAME is a pattern: the name must be
+ * this one exactly. */
+static bool library_listed(const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY)
+        return false;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *lib = r->element[i];
+        for (size_t k = 0; lib->type == REDIS_REPLY_ARRAY && k + 1 < lib->elements; k += 2) {
+            const redisReply *f = lib->element[k], *v = lib->element[k + 1];
+            if (f->type == REDIS_REPLY_STRING && strcmp(f->str, "library_name") == 0 &&
+                v->type == REDIS_REPLY_STRING && strcmp(v->str, sl__redis_fn_name) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The library listed: Functions offered, nothing to send. Not listed, or
+ * the question refused (an ACL that grants FUNCTION LOAD only): load it,
+ * on_function answers for the engine. A Redis without FUNCTION (before 7)
+ * offers none: the library is not sent to it. */
+static void on_function_list(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rconn *c = priv;
+    redisReply *r = reply;
+
+    if (c->st->closing || r == NULL || c->ac != ac || c->probes == 0)
+        return;
+    if (library_listed(r) ||
+        (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ERR unknown command", 19) == 0)) {
+        probe_reply(ac, r, c, SL__ENGINE_FUNCTION, r->type != REDIS_REPLY_ERROR);
+        return;
+    }
+    if (redisAsyncCommand(ac, on_function, c, "FUNCTION LOAD %b", sl__redis_fn, sl__redis_fn_len) !=
+        REDIS_OK)
+        probe_reply(ac, r, c, SL__ENGINE_FUNCTION, false);
+}
+
 /* SCRIPT LOAD: the script's SHA-1, which calls name. */
 static void on_script(redisAsyncContext *ac, void *reply, void *priv)
 {
@@ -207,8 +251,8 @@ static void probe(struct sl__rconn *c)
         redisAsyncCommand(ac, on_module, c, "SLUICE.VERSION") == REDIS_OK)
         c->probes++;
     if ((want == SL__ENGINE_AUTO || want == SL__ENGINE_FUNCTION) &&
-        redisAsyncCommand(ac, on_function, c, "FUNCTION LOAD %b", sl__redis_fn, sl__redis_fn_len) ==
-            REDIS_OK)
+        redisAsyncCommand(ac, on_function_list, c, "FUNCTION LIST LIBRARYNAME %s",
+                          sl__redis_fn_name) == REDIS_OK)
         c->probes++;
     if (want == SL__ENGINE_SCRIPT &&
         redisAsyncCommand(ac, on_script, c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len) ==

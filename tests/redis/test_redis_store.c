@@ -9,6 +9,7 @@
  * Redis is stopped with SIGSTOP (answered within 20x the timeout, the
  * bound the store promises), recovery after SIGCONT, a kill and restart,
  * the code flushed (SCRIPT FLUSH, FUNCTION FLUSH) or the module unloaded,
+ * the Functions library sent on a reconnection only when Redis lacks it,
  * AUTH, reset and concurrency release.
  *
  * $SL_REDIS_ENGINE (auto by default) sets store.redis.engine;
@@ -409,6 +410,66 @@ static void test_code_flushed(void **state)
     assert_int_equal(stats().engine, SL__ENGINE_MODULE);
 }
 
+/* Every connection of the store dropped by Redis (CLIENT KILL), then
+ * waited for until each has detected its engine again (its FUNCTION LIST
+ * seen in INFO commandstats) and the store is ready. */
+static void reconnect_all(void)
+{
+    long long listed = calls_of("function|list");
+    redisReply *r = admin("CLIENT KILL TYPE normal SKIPME yes");
+
+    assert_non_null(r);
+    freeReplyObject(r);
+    uv_update_time(&loop);
+    for (uint64_t end = uv_now(&loop) + 5000; uv_now(&loop) < end;) {
+        if (calls_of("function|list") - listed >= cfg.connections && sl__store_redis_ready(store))
+            break;
+        sw_spin(&loop, NULL, 20);
+    }
+    assert_true(calls_of("function|list") - listed >= cfg.connections);
+    assert_true(ready_within(5000));
+}
+
+/* A (re)connection asks whether this build's Functions library is loaded
+ * (FUNCTION LIST LIBRARYNAME) and sends it (FUNCTION LOAD) only when it is
+ * not: none after a reconnection to a Redis that has it, at least one
+ * after FUNCTION FLUSH - and then checks find it (no "Function not found"
+ * to recover from). Scripts forced: Functions are not asked about. */
+static void test_function_library_loaded_only_when_missing(void **state)
+{
+    struct one o;
+    long long loads;
+    uint64_t noscript;
+    redisReply *r;
+
+    (void)state;
+    if (cfg.engine != SL__ENGINE_AUTO && cfg.engine != SL__ENGINE_FUNCTION)
+        return;
+    loads = calls_of("function|load");
+    reconnect_all();
+    assert_int_equal(calls_of("function|load"), loads); /* present: not sent */
+
+    r = admin("FUNCTION FLUSH");
+    assert_non_null(r);
+    freeReplyObject(r);
+    reconnect_all();
+    assert_true(calls_of("function|load") - loads >= 1); /* missing: loaded */
+    assert_true(calls_of("function|load") - loads <= (long long)cfg.connections);
+    r = admin("FUNCTION LIST LIBRARYNAME %s", sl__redis_fn_name);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 1);
+    freeReplyObject(r);
+    assert_int_equal(stats().engine, expected);
+    noscript = stats().noscript;
+    one_init(&o, "d", SL_ALGO_FIXED_WINDOW, 5, 60 * S);
+    assert_int_equal(check_now(&o).res.statuses[0].d.remaining, 4);
+    assert_int_equal(stats().noscript, noscript);
+
+    loads = calls_of("function|load");
+    reconnect_all(); /* loaded again: not sent again */
+    assert_int_equal(calls_of("function|load"), loads);
+}
+
 /* store.redis.engine forced to the module on a Redis without it: never
  * ready (the policy answers), said once in the log; with Functions forced
  * the library keeps its versioned name and a library of another build
@@ -775,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_reset_forgets_state_and_cache),
         cmocka_unit_test(test_concurrency_release),
         cmocka_unit_test(test_code_flushed),
+        cmocka_unit_test(test_function_library_loaded_only_when_missing),
         cmocka_unit_test(test_forced_engines),
         cmocka_unit_test(test_sigstop_policies_then_recovery),
         cmocka_unit_test(test_kill_and_restart),
