@@ -104,6 +104,10 @@ static void send_refunds(struct sl__rfan *f)
  * that denial with the denying slot's status - the descriptors of a slot
  * that failed are reported without a limit - as one call would deny, not
  * an error; and, as one call, a denial admits nothing: no delay, no lease.
+ * A denial Redis made (a slot it decided denied) is Redis's answer, also
+ * when another slot was answered by the failure policy (its master down):
+ * that policy did not make the decision, so the whole does not carry it
+ * (an allow policy's mark on a denial would say "admitted").
  * A reset that failed anywhere stays an error (that state is unknown). */
 static void complete(struct sl__rfan *f)
 {
@@ -118,6 +122,8 @@ static void complete(struct sl__rfan *f)
         f->res.delay_ns = 0;
         if (f->kind != SL__RQ_RESET)
             f->err = SL_OK;
+        if (f->state_denied)
+            f->by = SL__BY_STATE;
     }
     drop_refunds(f);
     sl__ranswer_deliver(&f->fin, f->cb, f->arg, f->err, f->err == SL_OK ? &f->res : NULL, f->by);
@@ -150,6 +156,8 @@ static void join(struct sl__rfan *f, const struct sl__rfan_group *gr, const stru
         f->res.verdict = res->verdict;
     if (by != SL__BY_STATE) /* a group the policy answered marks the whole */
         f->by = by;
+    else if (res->verdict == SL_DENY)
+        f->state_denied = true;
     if (res->delay_ns > f->res.delay_ns)
         f->res.delay_ns = res->delay_ns;
     if (res->lease[0] != '\0') {
@@ -305,6 +313,7 @@ int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct 
     f->rules = rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)rules) : NULL;
     f->err = SL_OK;
     f->by = SL__BY_STATE;
+    f->state_denied = false;
     memset(&f->res, 0, sizeof(f->res));
     f->res.n_statuses = n;
     f->n_groups = group_descriptors(st, n, group);

@@ -351,6 +351,7 @@ struct sl__rfan {
     int err;
     struct sl_result res;
     enum sl__store_by by;               /* a policy that answered a group answers for the whole */
+    bool state_denied;                  /* ... unless a group Redis decided denies: its denial */
     struct sl_limit own[SL_MAX_LIMITS]; /* ad hoc limits (no snapshot), copied */
     unsigned n_own;
     struct sl__rfan_group g[SL__FAN_GROUPS];

@@ -9,7 +9,10 @@
  * for every refundable algorithm); a slot migrated under load, with ASK and
  * MOVED both seen (the store's counters) and the limit still exact; a
  * master killed: the failure policy answers, then the replica's failover
- * is found and Redis decides again.
+ * is found and Redis decides again; a check spanning a live master's slot
+ * and a paused one's: the policy of its domain for the paused slot, the
+ * live slot's count refunded when the whole is denied, and a denial by
+ * the live slot reported as Redis's, with its status.
  *
  * Concurrency leases: taken and released on the slot's master (the lease
  * index key carries a tag of that slot).
@@ -175,7 +178,9 @@ static int setup(void **state)
     cfg.olc_entries = 0; /* every decision goes to Redis */
     memcpy(cfg.domains[0].domain, "closed", sizeof("closed"));
     cfg.domains[0].policy = SL__POLICY_DENY;
-    cfg.n_domains = 1;
+    memcpy(cfg.domains[1].domain, "open", sizeof("open"));
+    cfg.domains[1].policy = SL__POLICY_ALLOW;
+    cfg.n_domains = 2;
     make_store();
     return 0;
 }
@@ -192,22 +197,31 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A fresh tag whose slot is served by a master other than `not_node`'s
- * (-1: any); its slot in *slot. */
-static void fresh_tag(char *tag, size_t cap, int not_node, unsigned *slot, int *owner)
+/* A fresh tag whose slot, for a request of `domain` (the domain is part of
+ * the hash tag), is served by master `only_node` (-1: any) and not by
+ * `not_node` (-1: none); its slot in *slot. */
+static void fresh_tag_in(const char *domain, char *tag, size_t cap, int only_node, int not_node,
+                         unsigned *slot, int *owner)
 {
     struct req r;
 
     for (;;) {
         snprintf(tag, cap, "tag%u", ++tag_no);
-        req_init(&r, "cl");
+        req_init(&r, domain);
         req_add(&r, tag, "k", SL_ALGO_FIXED_WINDOW, 1, S);
         *slot = key_of(&r, 0, NULL, 0);
         *owner = rc_owner(&cl, 0, *slot);
         assert_true(*owner >= 0);
-        if (*owner != not_node)
+        if (*owner != not_node && (only_node < 0 || *owner == only_node))
             return;
     }
+}
+
+/* A fresh tag (domain "cl") whose slot is served by a master other than
+ * `not_node`'s (-1: any); its slot in *slot. */
+static void fresh_tag(char *tag, size_t cap, int not_node, unsigned *slot, int *owner)
+{
+    fresh_tag_in("cl", tag, cap, -1, not_node, slot, owner);
 }
 
 /* -------------------------------------------------------------- tests */
@@ -569,6 +583,159 @@ static void test_concurrency_leases_on_the_cluster(void **state)
     }
 }
 
+/* Descriptor i of `r` checked (or peeked) alone, on its slot's master. */
+static struct answer alone(struct req *r, size_t i, bool peek)
+{
+    struct sl_request one = r->req;
+    struct sl__store_req q;
+    struct answer a;
+
+    one.descriptors = &r->d[i];
+    one.n_descriptors = 1;
+    q = (struct sl__store_req){.req = &one, .m = &r->m[i], .n = 1};
+    memset(&a, 0, sizeof(a));
+    if (peek)
+        assert_int_equal(store->ops->peek(store, &q, sw_on_answer, &a), SL_OK);
+    else
+        assert_int_equal(store->ops->check(store, &q, sw_on_answer, &a), SL_OK);
+    sw_spin(&loop, &a.done, 5000);
+    assert_true(a.done);
+    assert_int_equal(a.err, SL_OK);
+    return a;
+}
+
+/* What the live master holds for descriptor i: a peek that Redis answers. */
+static int64_t live_remaining(struct req *r, size_t i)
+{
+    struct answer a = alone(r, i, true);
+
+    assert_int_equal(a.by, SL__BY_STATE);
+    return a.res.statuses[0].d.remaining;
+}
+
+static int paused_node = -1; /* CLIENT PAUSE on it, lifted by unpause() */
+
+static void client_pause(int node, bool on)
+{
+    redisReply *x = on ? rc_command(&cl, (size_t)node, "CLIENT PAUSE 120000 WRITE")
+                       : rc_command(&cl, (size_t)node, "CLIENT UNPAUSE");
+
+    assert_non_null(x);
+    assert_int_equal(x->type, REDIS_REPLY_STATUS);
+    freeReplyObject(x);
+    paused_node = on ? node : -1;
+}
+
+/* A test's teardown: a node it paused is unpaused, also when it failed. */
+static int unpause(void **state)
+{
+    (void)state;
+    if (paused_node >= 0)
+        freeReplyObject(rc_command(&cl, (size_t)paused_node, "CLIENT UNPAUSE"));
+    paused_node = -1;
+    return 0;
+}
+
+/* A check spanning two slots on two masters, one of them paused (CLIENT
+ * PAUSE WRITE: its checks wait and time out, then its breaker opens and
+ * they get the policy at once; its cluster bus and reads go on, so the
+ * cluster neither fails it over nor goes down - no timing involved). In
+ * each policy, with the descriptors in either order:
+ * - the live slot allows: the answer is the policy's for the paused slot
+ *   joined with the live slot's (deny: denied, and the live slot's count
+ *   refunded; local: this process decides the paused slot; allow: admitted),
+ *   and says which policy made it;
+ * - the live slot denies: denied, with the live slot's status (Redis's
+ *   denial, its limit, its retry), and nothing consumed on the live master;
+ *   the denial is Redis's, so it carries no policy.
+ * The paused slot's descriptor has limit 1: under local, the second check
+ * is denied by this process's count, and the live slot's count refunded. */
+static void test_cross_slot_with_a_paused_master(void **state)
+{
+    static const struct {
+        const char *domain;
+        int by;
+        enum sl_verdict first, second;
+        int64_t after_first, after_second; /* the live slot's remaining (of 2) */
+    } pols[] = {
+        {"closed", SL__BY_DENY, SL_DENY, SL_DENY, 2, 2},
+        {"cl", SL__BY_LOCAL, SL_ALLOW, SL_DENY, 1, 1},
+        {"open", SL__BY_ALLOW, SL_ALLOW, SL_ALLOW, 1, 0},
+    };
+    char tag[32];
+    unsigned slot;
+    int paused;
+    struct sl__redis_stats s0 = stats();
+    (void)state;
+
+    fresh_tag(tag, sizeof(tag), -1, &slot, &paused);
+    client_pause(paused, true);
+    for (size_t p = 0; p < sizeof(pols) / sizeof(pols[0]); p++)
+        for (size_t ia = 0; ia < 2; ia++) {
+            char ta[32], tb[32];
+            unsigned sa, sb;
+            int oa, ob;
+            size_t ib = 1 - ia;
+            struct req r;
+            struct answer x;
+
+            fresh_tag_in(pols[p].domain, ta, sizeof(ta), -1, paused, &sa, &oa);
+            fresh_tag_in(pols[p].domain, tb, sizeof(tb), paused, -1, &sb, &ob);
+            req_init(&r, pols[p].domain);
+            /* the match key names the descriptor (the local policy counts by it) */
+            req_add(&r, ia == 0 ? ta : tb, ia == 0 ? ta : tb, SL_ALGO_FIXED_WINDOW, ia == 0 ? 2 : 1,
+                    3600 * S);
+            req_add(&r, ia == 0 ? tb : ta, ia == 0 ? tb : ta, SL_ALGO_FIXED_WINDOW, ia == 0 ? 1 : 2,
+                    3600 * S);
+
+            x = run_op(&r, false); /* the live slot allows */
+            assert_int_equal(x.err, SL_OK);
+            assert_int_equal(x.res.verdict, pols[p].first);
+            assert_int_equal(x.by, pols[p].by);
+            assert_int_equal(x.res.statuses[ia].d.verdict, SL_ALLOW);
+            assert_int_equal(x.res.statuses[ib].d.verdict,
+                             p == 0 ? SL_DENY : SL_ALLOW); /* deny, local (1 of 1), allow */
+            assert_int_equal(live_remaining(&r, ia), pols[p].after_first);
+
+            x = run_op(&r, false);
+            assert_int_equal(x.res.verdict, pols[p].second);
+            assert_int_equal(x.by, pols[p].by);
+            assert_int_equal(live_remaining(&r, ia), pols[p].after_second);
+
+            while (live_remaining(&r, ia) > 0) /* the live slot full */
+                assert_int_equal(alone(&r, ia, false).res.verdict, SL_ALLOW);
+            x = run_op(&r, false); /* the live slot denies */
+            assert_int_equal(x.err, SL_OK);
+            assert_int_equal(x.res.verdict, SL_DENY);
+            assert_int_equal(x.by, SL__BY_STATE);
+            assert_int_equal(x.res.statuses[ia].d.verdict, SL_DENY);
+            assert_int_equal(x.res.statuses[ia].d.remaining, 0);
+            assert_true(x.res.statuses[ia].d.retry_after_ns > 0);
+            assert_non_null(x.res.statuses[ia].limit);
+            assert_int_equal(x.res.statuses[ia].limit->requests, 2);
+            assert_int_equal(x.res.delay_ns, 0);
+            assert_true(x.res.lease[0] == '\0');
+            assert_int_equal(live_remaining(&r, ia), 0);
+        }
+    client_pause(paused, false);
+    assert_true(stats().timeouts > s0.timeouts); /* the paused slot's calls did go out */
+    assert_int_equal(stats().refund_failures, s0.refund_failures);
+    assert_true(stats().refunds > s0.refunds);
+    {
+        /* the paused master decides again */
+        struct req r;
+        bool redis = false;
+        fresh_tag_in("cl", tag, sizeof(tag), paused, -1, &slot, &paused);
+        req_init(&r, "cl");
+        req_add(&r, tag, "k", SL_ALGO_FIXED_WINDOW, 1000, 3600 * S);
+        for (int i = 0; i < 300 && !redis; i++) {
+            redis = alone(&r, 0, false).by == SL__BY_STATE;
+            sw_spin(&loop, NULL, redis ? 0 : 20);
+        }
+        assert_true(redis);
+    }
+}
+
 /* A master frozen (SIGSTOP) under load: its slots get the policy (after
  * the timeout, then at once while its breaker is open); the other
  * masters' slots are decided by Redis throughout; after SIGCONT its slots
@@ -675,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_release_spanning_slots),
         cmocka_unit_test(test_cross_slot_random_traces_match_memory),
         cmocka_unit_test(test_slot_migration_under_load),
+        cmocka_unit_test_teardown(test_cross_slot_with_a_paused_master, unpause),
         cmocka_unit_test(test_frozen_master_only_its_slots_get_the_policy),
         cmocka_unit_test(test_master_killed_policy_then_failover),
     };
