@@ -18,6 +18,11 @@
 #    HTTP POST /v1/check and gRPC ShouldRateLimit over 100,000 keys, and
 #    RESP over 1,000,000.
 #    No target: the figures are recorded.
+# 3. The same sluiced with server.io_uring: off (libuv's readiness loop: a
+#    read and a write per connection per iteration) beside the one in its
+#    default (io_uring where the kernel allows it), interleaved in the same
+#    rounds: CL.THROTTLE's CPU per command in both and their ratio. No
+#    target: it says what the io_uring connection layer is worth here.
 # Pinned as docs/contracts.md §Interfaces says: the servers on CPU 0, the
 # load generators on CPU 1. Each CPU figure is the median of SL_BENCH_ROUNDS
 # (3) interleaved runs. Output: `name value unit` lines; ratios print MET or
@@ -48,15 +53,25 @@ listeners: [{address: 127.0.0.1, port: $port, protocols: [resp, http1, grpc]}]
 workers: 1
 rules: {files: [rules.yaml], watch: false}
 store: {max_bytes: 512MiB}
-log: {level: warn}
+log: {level: info}
 YAML
+rport=$(free_port)
+sed -e "s/port: $port,/port: $rport,/" "$tmp/sluice.yaml" >"$tmp/readiness.yaml"
+echo "server: {io_uring: off}" >>"$tmp/readiness.yaml"
 taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
 sl_pid=$!
 pids+=("$sl_pid")
+taskset -c 0 "$sluiced" -c "$tmp/readiness.yaml" 2>"$tmp/readiness.log" &
+rl_pid=$!
+pids+=("$rl_pid")
 rd_port=$(free_port)
 start_redis "$rd_port"
 rd_pid=${pids[-1]}
 wait_redis "$port"
+wait_redis "$rport"
+# what each sluiced's connections go through (its server.io line)
+echo "io_default $(sed -n 's/.*server\.io connections through //p' "$tmp/sluiced.log" | tr ' ' _)"
+echo "io_off $(sed -n 's/.*server\.io connections through //p' "$tmp/readiness.log" | tr ' ' _)"
 
 # Both must answer properly, or the figures mean nothing.
 reply=$(redis-cli -p "$port" CL.THROTTLE key:sanity 15 30 60 | tr '\n' ' ')
@@ -86,15 +101,18 @@ for keys in 100000 1000000; do
     for pipe in 1 16; do
         n=$n1 target=0.9
         [[ $pipe == 16 ]] && n=$n16 target=0.5
-        th=() ck=() inc=()
+        th=() ck=() inc=() rd=()
         for _ in $(seq "$rounds"); do
             th+=("$(cpu_us "$sl_pid" "$port" "$pipe" "$n" "$keys" CL.THROTTLE key:__rand_int__ 15 30 60)")
+            rd+=("$(cpu_us "$rl_pid" "$rport" "$pipe" "$n" "$keys" CL.THROTTLE key:__rand_int__ 15 30 60)")
             ck+=("$(cpu_us "$sl_pid" "$port" "$pipe" "$n" "$keys" SL.CHECK bench 1 user __rand_int__)")
             inc+=("$(cpu_us "$rd_pid" "$rd_port" "$pipe" "$n" "$keys" INCR key:__rand_int__)")
         done
-        t=$(median "${th[@]}") k=$(median "${ck[@]}") i=$(median "${inc[@]}")
+        t=$(median "${th[@]}") k=$(median "${ck[@]}") i=$(median "${inc[@]}") rr=$(median "${rd[@]}")
         sfx="_${kname}_p${pipe}"
         echo "cpu_resp_cl_throttle$sfx $t us"
+        echo "cpu_resp_cl_throttle_readiness$sfx $rr us"
+        echo "cpu_cl_throttle_default_vs_readiness$sfx $(ratio "$t" "$rr") x"
         echo "cpu_resp_sl_check$sfx $k us"
         echo "cpu_redis_incr$sfx $i us"
         r=$(ratio "$t" "$i")

@@ -244,6 +244,7 @@ static cJSON *view_json(struct sl__conn *c, const struct sl__stats_view *v, unsi
     cJSON_AddNumberToObject(doc, "now", (double)v->now_s);
     cJSON_AddNumberToObject(doc, "seconds", seconds);
     cJSON_AddNumberToObject(doc, "workers", srv->n_workers);
+    cJSON_AddStringToObject(doc, "io", c->w->ring != NULL ? "io_uring" : "readiness");
     cJSON_AddStringToObject(doc, "keys", key_mode_names[v->keys % 3]);
     cJSON_AddNumberToObject(doc, "top_window_ms", (double)v->window_ms);
     cJSON_AddNumberToObject(doc, "dropped", (double)v->dropped);

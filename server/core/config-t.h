@@ -59,6 +59,13 @@ enum sl__log_access {
     SL__ACCESS_JSON = 2,     /* one JSON object per line */
 };
 
+/* How connections do their I/O (server.io_uring). */
+enum sl__io_mode {
+    SL__IO_AUTO = 0, /* io_uring where the kernel allows it, else libuv's readiness loop */
+    SL__IO_ON = 1,   /* io_uring, or refuse to start */
+    SL__IO_OFF = 2,  /* libuv's readiness loop */
+};
+
 /* What GET /readyz answers 200 for (http.readyz). */
 enum sl__readyz_mode {
     SL__READYZ_DECISIONS = 0, /* checks are decided: by the store, or a local/allow policy */
@@ -109,6 +116,7 @@ struct sl__config {
     unsigned max_conns_per_ip; /* open connections from one address; 0: no limit */
     char *user;                /* switch to this user after binding, when started as root */
     int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
+    enum sl__io_mode io_uring; /* server.io_uring */
 
     enum sl__log_level log_level;
     enum sl__log_format log_format;

@@ -31,6 +31,7 @@ static const char *const style_names[] = {"ratelimit", "ietf", NULL};
 static const char *const access_names[] = {"off", "combined", "json", NULL};
 static const char *const format_names[] = {"text", "json", NULL};
 static const char *const readyz_names[] = {"decisions", "store", NULL};
+static const char *const io_names[] = {"auto", "on", "off", NULL};
 
 #define F(member) SL__KF(struct sl__config, member)
 
@@ -74,6 +75,10 @@ static const struct sl__key keys[] = {
      "started as root: switch to this user once the listeners are bound"},
     {"server.shutdown_grace", SL__K_DUR_MS, F(shutdown_grace_ms), "5s",
      "on SIGTERM, how long in-flight replies may take"},
+    {"server.io_uring", SL__K_CHOICE, F(io_uring), "auto",
+     "auto | on | off: connections' reads and writes through io_uring (auto: where the kernel "
+     "allows it, else libuv's readiness loop; on: refuse to start without it)",
+     .choices = io_names},
     {"log.level", SL__K_CHOICE, F(log_level), "info", "error | warn | info | debug",
      .choices = level_names},
     {"log.format", SL__K_CHOICE, F(log_format), "text",

@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "config-t.h" /* struct sl__listener: protocols read c->ls->max_frame_bytes */
+#include "ring.h"
 
 struct sl__worker;
 struct sl__listener;
@@ -104,6 +105,18 @@ struct sl__conn {
      * at the end of the loop iteration: the worker's `dirty` list. */
     struct sl__conn *dprev, *dnext;
     bool dirty;
+
+    /* Through the worker's io_uring (w->ring), instead of libuv's reads
+     * and writes on `tcp` (which still owns the socket, its shutdown and
+     * its close). The connection is freed only after the last completion
+     * of its operations. */
+    int fd;
+    struct sl__ring_op rrecv, rsend;
+    unsigned rops; /* operations outstanding */
+    size_t rsent;  /* bytes of `inflight` the kernel took so far */
+    bool rarmed;   /* a receive is armed */
+    bool rcancel;  /* its cancel is on its way */
+    bool rwant;    /* reading is wanted: arm again when the receive ends */
 };
 
 #endif /* SL_SERVER_CONN_T_H */

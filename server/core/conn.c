@@ -17,7 +17,9 @@
  * proto-t.h for the contract with protocols and conn-t.h for the buffers.
  */
 #include <assert.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,12 @@ static void maybe_free(struct sl__conn *c);
 static void undirty(struct sl__conn *c);
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void read_result(struct sl__conn *c, ssize_t nread);
+static void written(struct sl__conn *c, int status);
+static void ring_recv_done(struct sl__ring_op *op, int res, bool more, const char *data,
+                           size_t len);
+static void ring_send_done(struct sl__ring_op *op, int res, bool more, const char *data,
+                           size_t len);
 
 void sl__buf_append(struct sl__buf *b, const void *p, size_t len)
 {
@@ -147,7 +155,7 @@ static void maybe_free(struct sl__conn *c)
 {
     struct sl__worker *w = c->w;
 
-    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0 || c->pins > 0)
+    if (!(c->flags & SL__CONN_HANDLE_GONE) || c->slot_n > 0 || c->pins > 0 || c->rops > 0)
         return;
     undirty(c);
     if (c->proto && c->proto->on_close)
@@ -215,17 +223,56 @@ void sl__conn_flush_dirty(struct sl__worker *w)
     }
 }
 
+/* ------------------------------------------------ reading on or off */
+
+/* Read from the peer: libuv's reads, or a receive armed in the worker's
+ * ring (armed again when it ends, while reading is wanted). */
+static int read_start(struct sl__conn *c)
+{
+    if (c->w->ring == NULL)
+        return uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    c->rwant = true;
+    if (!c->rarmed) {
+        c->rarmed = true;
+        c->rops++;
+        sl__ring_recv(c->w->ring, &c->rrecv, c->fd);
+    }
+    return 0;
+}
+
+/* Stop reading. Through the ring the receive is cancelled; bytes it
+ * brings meanwhile are kept in `in`, not offered to the protocol while
+ * the connection is held or paused. */
+static void read_stop(struct sl__conn *c)
+{
+    if (c->w->ring == NULL) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        return;
+    }
+    c->rwant = false;
+    if (c->rarmed && !c->rcancel) {
+        c->rcancel = true;
+        sl__ring_cancel(c->w->ring, &c->rrecv);
+    }
+}
+
 static void close_handle(struct sl__conn *c)
 {
-    if (!uv_is_closing((uv_handle_t *)&c->tcp))
-        uv_close((uv_handle_t *)&c->tcp, on_closed);
+    if (uv_is_closing((uv_handle_t *)&c->tcp))
+        return;
+    if (c->w->ring != NULL) { /* the operations end, then the memory goes (maybe_free) */
+        read_stop(c);
+        if (c->writing)
+            sl__ring_cancel(c->w->ring, &c->rsend);
+    }
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     struct sl__conn *c = req->data;
 
-    if (status < 0 || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    if (status < 0 || read_start(c) != 0)
         close_handle(c);
 }
 
@@ -255,7 +302,7 @@ void sl__conn_abort(struct sl__conn *c)
 void sl__conn_close(struct sl__conn *c)
 {
     if (!(c->flags & SL__CONN_CLOSING))
-        uv_read_stop((uv_stream_t *)&c->tcp);
+        read_stop(c);
     c->flags |= SL__CONN_CLOSING;
     flush(c);
 }
@@ -264,8 +311,11 @@ void sl__conn_close(struct sl__conn *c)
 
 static void on_written(uv_write_t *req, int status)
 {
-    struct sl__conn *c = req->data;
+    written(req->data, status);
+}
 
+static void written(struct sl__conn *c, int status)
+{
     c->writing = false;
     c->inflight.len = 0;
     if (status < 0) {
@@ -279,7 +329,7 @@ static void on_written(uv_write_t *req, int status)
         c->flags &= ~SL__CONN_PAUSED;
         process(c); /* frames may be waiting in `in` */
         if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
-            uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+            read_start(c) != 0) {
             sl__conn_abort(c);
             return;
         }
@@ -288,13 +338,48 @@ static void on_written(uv_write_t *req, int status)
     drained(c);
 }
 
+/* A send through the ring completed: the rest of `inflight` goes again
+ * (the kernel took part of it), or the write is done. */
+static void ring_send_done(struct sl__ring_op *op, int res, bool more, const char *data, size_t len)
+{
+    struct sl__conn *c = (struct sl__conn *)((char *)op - offsetof(struct sl__conn, rsend));
+
+    (void)more, (void)data, (void)len;
+    c->rops--;
+    if ((c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp)) {
+        c->writing = false; /* cancelled by the close, or done: nothing more goes */
+        c->inflight.len = 0;
+        maybe_free(c);
+        return;
+    }
+    if (res > 0 && c->rsent + (size_t)res < c->inflight.len) {
+        c->rsent += (size_t)res;
+        c->rops++;
+        sl__ring_send(c->w->ring, &c->rsend, c->fd, c->inflight.p + c->rsent,
+                      c->inflight.len - c->rsent);
+        return;
+    }
+    written(c, res > 0 ? 0 : res < 0 ? res : UV_EIO);
+}
+
 static void flush(struct sl__conn *c)
 {
     if (c->flags & SL__CONN_PEER_GONE) {
         c->out.len = 0;
         return;
     }
-    if (!c->writing && c->out.len > 0) {
+    if (!c->writing && c->out.len > 0 && c->w->ring != NULL) {
+        /* Through the ring: sent with every other write of this iteration
+         * in the system call that ends it. */
+        struct sl__buf t = c->inflight;
+        c->inflight = c->out;
+        c->out = t;
+        c->out.len = 0;
+        c->rsent = 0;
+        c->writing = true;
+        c->rops++;
+        sl__ring_send(c->w->ring, &c->rsend, c->fd, c->inflight.p, c->inflight.len);
+    } else if (!c->writing && c->out.len > 0) {
         /* Most replies fit the socket buffer: try the syscall directly. */
         uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
         int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
@@ -562,14 +647,20 @@ static void process(struct sl__conn *c)
     }
     if (c->out.len + c->held.len > OUT_HIGH && !(c->flags & SL__CONN_CLOSING)) {
         c->flags |= SL__CONN_PAUSED;
-        uv_read_stop((uv_stream_t *)&c->tcp);
+        read_stop(c);
     }
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-    struct sl__conn *c = s->data;
+    (void)buf;
+    read_result(s->data, nread);
+}
 
+/* What a read brought: `nread` bytes appended to `in`, or UV_EOF, or an
+ * error (libuv's codes: negative errno). */
+static void read_result(struct sl__conn *c, ssize_t nread)
+{
     if (c->flags & SL__CONN_LINGER) { /* draining: drop input, close at EOF */
         if (nread < 0)
             close_handle(c);
@@ -602,9 +693,55 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     c->last_read_ms = now_ms(c);
     c->got_bytes = true;
     count(c, SL__CONN_EV_READ_BYTES, (uint64_t)nread);
+    if (c->flags & (SL__CONN_HELD | SL__CONN_PAUSED))
+        return; /* bytes a cancelled receive still brought: offered on unhold/unpause */
     process(c);
     if (!(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp))
         flush(c);
+}
+
+/* A receive through the ring brought bytes (from the worker's buffer,
+ * copied into `in` as on_alloc would have sized it), the peer's EOF, or
+ * ended; armed again while reading is wanted. */
+static void ring_recv_done(struct sl__ring_op *op, int res, bool more, const char *data, size_t len)
+{
+    struct sl__conn *c = (struct sl__conn *)((char *)op - offsetof(struct sl__conn, rrecv));
+    bool open = !(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp);
+
+    if (!more) {
+        c->rarmed = false;
+        c->rcancel = false;
+        c->rops--;
+    }
+    if (open && res > 0 && (c->flags & SL__CONN_LINGER)) {
+        /* draining before the close: dropped */
+    } else if (open && res > 0) {
+        if (c->in.cap - c->in.len < len) {
+            size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK;
+            while (cap - c->in.len < len)
+                cap *= 2;
+            if (!budget_allows(c, cap)) {
+                read_result(c, UV_ENOBUFS);
+                goto done;
+            }
+            c->in.p = sl__xrealloc(c->in.p, cap);
+            c->in.cap = cap;
+            account(c);
+        }
+        memcpy(c->in.p + c->in.len, data, len);
+        read_result(c, (ssize_t)len);
+    } else if (open && res == 0) {
+        read_result(c, UV_EOF);
+    } else if (open && res < 0 && res != -ENOBUFS && res != -ECANCELED) {
+        read_result(c, res);
+    }
+done:
+    if ((c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp)) {
+        maybe_free(c);
+        return;
+    }
+    if (!c->rarmed && c->rwant) /* ended (out of buffers, or cancelled and wanted again) */
+        read_start(c);
 }
 
 /* One more connection from c's peer address: false (and nothing counted)
@@ -681,7 +818,17 @@ void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_str
     }
     uv_tcp_nodelay(&c->tcp, 1);
     c->last_read_ms = c->accepted_ms = now_ms(c);
-    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    if (w->ring != NULL) {
+        uv_os_fd_t fd;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) {
+            sl__conn_abort(c);
+            return;
+        }
+        c->fd = fd;
+        c->rrecv.done = ring_recv_done;
+        c->rsend.done = ring_send_done;
+    }
+    if (read_start(c) != 0)
         sl__conn_abort(c);
 }
 
@@ -732,7 +879,7 @@ void sl__conn_hold(struct sl__conn *c)
 {
     if (!(c->flags & SL__CONN_HELD)) {
         c->flags |= SL__CONN_HELD;
-        uv_read_stop((uv_stream_t *)&c->tcp);
+        read_stop(c);
     }
 }
 
@@ -746,8 +893,7 @@ void sl__conn_unhold(struct sl__conn *c)
     if (!(c->flags & SL__CONN_IN_READ))
         process(c); /* inside on_read the protocol is being offered the input already */
     if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD | SL__CONN_HANDLE_GONE)) &&
-        !uv_is_closing((uv_handle_t *)&c->tcp) &&
-        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0) {
+        !uv_is_closing((uv_handle_t *)&c->tcp) && read_start(c) != 0) {
         sl__conn_abort(c);
         return;
     }

@@ -48,6 +48,9 @@ struct sl__worker {
     /* Connections with replies made outside their reads (sl__conn_flush_dirty
      * writes them after the iteration's reads and before it waits). */
     struct sl__conn *dirty;
+    /* The connections' reads and writes through io_uring (ring.h); NULL:
+     * libuv's readiness loop (server.io_uring off, or refused here). */
+    struct sl__ring *ring;
     uv_check_t flush_check;
     uv_prepare_t flush_prepare;
     unsigned n_conns;

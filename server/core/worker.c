@@ -17,6 +17,7 @@
 #include "decide.h"
 #include "log.h"
 #include "proto.h"
+#include "ring.h"
 #include "server-t.h"
 #include "store.h"
 #include "stores.h"
@@ -43,16 +44,50 @@ static void close_all(struct sl__worker *w)
     uv_close((uv_handle_t *)&w->wake, NULL);
     uv_close((uv_handle_t *)&w->flush_check, NULL);
     uv_close((uv_handle_t *)&w->flush_prepare, NULL);
+    if (w->ring != NULL)
+        sl__ring_close(w->ring); /* no connection is left to complete */
+}
+
+/* The end of an iteration's work: write what came outside reads, then
+ * hand the ring everything prepared (the reads armed, the writes) in one
+ * system call. */
+static void end_of_work(struct sl__worker *w)
+{
+    sl__conn_flush_dirty(w);
+    if (w->ring != NULL)
+        sl__ring_submit(w->ring);
 }
 
 static void on_flush_check(uv_check_t *h)
 {
-    sl__conn_flush_dirty(h->data);
+    end_of_work(h->data);
 }
 
 static void on_flush_prepare(uv_prepare_t *h)
 {
-    sl__conn_flush_dirty(h->data);
+    end_of_work(h->data);
+}
+
+/* The connections' I/O: io_uring unless server.io_uring is off or the
+ * kernel refuses it (then libuv's readiness loop; `on` makes that an
+ * error). Said once, by the first worker. */
+static int setup_io(struct sl__worker *w)
+{
+    char why[160] = "server.io_uring is off";
+    enum sl__io_mode mode = w->srv->cfg.io_uring;
+
+    if (mode != SL__IO_OFF && sl__ring_new(&w->loop, &w->ring, why, sizeof(why)) == 0) {
+        if (w->id == 0)
+            sl__info("server.io", "connections through io_uring");
+        return SL_OK;
+    }
+    if (mode == SL__IO_ON) {
+        sl__err("server.io_failed", "server.io_uring is on but io_uring cannot be used: %s", why);
+        return SL_EINVAL;
+    }
+    if (w->id == 0)
+        sl__info("server.io", "connections through libuv's readiness loop (%s)", why);
+    return SL_OK;
 }
 
 static void on_sweep(uv_timer_t *t)
@@ -102,6 +137,9 @@ int sl__worker_init(struct sl__worker *w, struct sl__server *srv, unsigned id)
     if (uv_loop_init(&w->loop) != 0)
         return SL_ENOMEM;
     w->loop.data = w;
+    r = setup_io(w);
+    if (r != SL_OK)
+        return r;
     /* the shared limiter: the memory store's table, a remote store's fallback */
     r = sl__store_new(srv->cfg.store, &w->loop, srv->lim, &w->store);
     if (r != SL_OK)
@@ -163,6 +201,7 @@ void sl__worker_join(struct sl__worker *w)
     uv_thread_join(&w->thread);
     sl__store_free(w->store); /* closes its handles on the loop first */
     uv_loop_close(&w->loop);
+    sl__ring_free(w->ring);
     sl_rules_reader_free(w->rules);
     free(w->matches);
     sl__decide_batch_free(w);

@@ -34,7 +34,7 @@ class HttpSluiced:
     """One running sluiced with an HTTP listener."""
 
     def __init__(self, tmp_path, rules, test_clock, extra, database=False, admin=False,
-                 workers=2, watch=False, rules_extra="", protocols="resp, http1"):
+                 workers=2, watch=False, rules_extra="", protocols="resp, http1", prefix=()):
         self.dir = tmp_path
         self.port = free_port()
         # admin=True adds a second listener with `admin: true` (self.admin_port)
@@ -70,7 +70,8 @@ log:
 """
         )
         self.log_path = tmp_path / "sluiced.log"
-        args = [os.environ["SLUICED"], "-c", str(config)]
+        # prefix: a command sluiced runs under (it execs the rest)
+        args = [*prefix, os.environ["SLUICED"], "-c", str(config)]
         if test_clock:
             args += ["--test-clock", str(START_MS)]
         self.log = open(self.log_path, "wb")
@@ -140,7 +141,7 @@ def http_sluiced(tmp_path):
     started = []
 
     def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False,
-              workers=2, watch=False, rules_extra="", protocols="resp, http1"):
+              workers=2, watch=False, rules_extra="", protocols="resp, http1", prefix=()):
         # A port free_port() found free can be taken by another test
         # running at the same time before sluiced binds it: try new ports.
         for attempt in range(3):
@@ -148,7 +149,7 @@ def http_sluiced(tmp_path):
             d.mkdir()
             try:
                 s = HttpSluiced(d, rules, test_clock, extra, database, admin, workers, watch,
-                                rules_extra, protocols)
+                                rules_extra, protocols, prefix)
                 break
             except RuntimeError as e:
                 if "Address already in use" not in str(e) or attempt == 2:

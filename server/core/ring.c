@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * ring.c - a worker's io_uring (see ring.h), over Debian's liburing.
+ *
+ * Why: with a readiness loop every request costs the worker two system
+ * calls (a read and a write per connection per loop iteration); here the
+ * reads stay armed in the kernel (multishot receives) and every write of
+ * an iteration leaves in the one io_uring_enter that ends it. The kernel
+ * was most of sluiced's CPU per decision (docs/benchmarks.md).
+ *
+ * The libuv loop stays the worker's loop: it polls the ring's file
+ * descriptor like any other, and its check and prepare handles submit.
+ */
+#include "ring.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef SL_HAVE_URING
+
+#include <liburing.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+
+#include "xalloc.h"
+
+#define RING_ENTRIES 1024u
+/* The receive buffers every connection of the worker shares: a completion
+ * brings at most BUF_BYTES, copied into the connection's input at once
+ * and the buffer given back. When all are in use a receive ends with
+ * -ENOBUFS and is armed again at the end of the iteration. */
+#define N_BUFS    64u /* a power of two */
+#define BUF_BYTES 16384u
+#define BGID      0
+/* user_data of a cancel: its completion (only on failure) is dropped */
+#define CANCEL_TAG 1u
+
+enum req_kind { REQ_RECV, REQ_SEND, REQ_CANCEL };
+
+/* A request waiting for room in the submission queue (it was full and the
+ * kernel did not take it: only when completions overflow). */
+struct req {
+    enum req_kind kind;
+    struct sl__ring_op *op;
+    int fd;
+    const void *p;
+    size_t len;
+};
+
+static void on_poll(uv_poll_t *h, int status, int events);
+
+struct sl__ring {
+    struct io_uring ring;
+    uv_poll_t poll;
+    struct io_uring_buf_ring *br;
+    char *bufs;
+    unsigned prepared; /* submissions not yet handed to the kernel */
+    struct req *later;
+    size_t n_later, cap_later;
+};
+
+/* Multishot receives with provided buffers need Linux 6.0. */
+static bool kernel_new_enough(char *why, size_t why_len)
+{
+    struct utsname u;
+    unsigned major = 0, minor = 0;
+
+    if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+        return true; /* unknown: let the setup below decide */
+    if (major > 6 || (major == 6 && minor >= 0))
+        return true;
+    snprintf(why, why_len, "kernel %s is older than 6.0 (multishot receive)", u.release);
+    return false;
+}
+
+int sl__ring_new(uv_loop_t *loop, struct sl__ring **out, char *why, size_t why_len)
+{
+    struct io_uring_params p = {.flags = IORING_SETUP_SUBMIT_ALL};
+    struct io_uring_buf_reg reg = {0};
+    struct sl__ring *r;
+    size_t br_bytes = N_BUFS * sizeof(struct io_uring_buf);
+    int e;
+
+    *out = NULL;
+    if (!kernel_new_enough(why, why_len))
+        return -ENOSYS;
+    r = sl__xzalloc(sizeof(*r));
+    e = io_uring_queue_init_params(RING_ENTRIES, &r->ring, &p);
+    if (e < 0) {
+        snprintf(why, why_len, "io_uring_setup: %s", strerror(-e));
+        free(r);
+        return e;
+    }
+    r->br = mmap(NULL, br_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    if (r->br == MAP_FAILED) {
+        e = -errno;
+        snprintf(why, why_len, "mmap of the buffer ring: %s", strerror(errno));
+        r->br = NULL;
+        goto fail;
+    }
+    reg.ring_addr = (uint64_t)(uintptr_t)r->br;
+    reg.ring_entries = N_BUFS;
+    reg.bgid = BGID;
+    e = io_uring_register_buf_ring(&r->ring, &reg, 0);
+    if (e < 0) {
+        snprintf(why, why_len, "registering the receive buffers: %s", strerror(-e));
+        goto fail;
+    }
+    r->bufs = sl__xrealloc(NULL, (size_t)N_BUFS * BUF_BYTES);
+    io_uring_buf_ring_init(r->br);
+    for (unsigned i = 0; i < N_BUFS; i++)
+        io_uring_buf_ring_add(r->br, r->bufs + (size_t)i * BUF_BYTES, BUF_BYTES, (unsigned short)i,
+                              io_uring_buf_ring_mask(N_BUFS), (int)i);
+    io_uring_buf_ring_advance(r->br, N_BUFS);
+    e = uv_poll_init(loop, &r->poll, r->ring.ring_fd);
+    if (e != 0) {
+        snprintf(why, why_len, "polling the ring: %s", uv_strerror(e));
+        goto fail;
+    }
+    r->poll.data = r;
+    uv_poll_start(&r->poll, UV_READABLE, on_poll);
+    *out = r;
+    return 0;
+fail:
+    io_uring_queue_exit(&r->ring);
+    if (r->br != NULL)
+        munmap(r->br, br_bytes);
+    free(r->bufs);
+    free(r);
+    return e < 0 ? e : -EINVAL;
+}
+
+/* Every completion waiting: deliver it, give its buffer back. Callbacks
+ * may prepare new submissions (sent at the end of the iteration) but do
+ * not reap, so walking the queue here is safe. */
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+    struct sl__ring *r = h->data;
+    struct io_uring_cqe *cqe;
+    unsigned head, seen = 0, given = 0, mask = io_uring_buf_ring_mask(N_BUFS);
+
+    (void)status;
+    (void)events;
+    io_uring_for_each_cqe(&r->ring, head, cqe)
+    {
+        struct sl__ring_op *op = (struct sl__ring_op *)(uintptr_t)cqe->user_data;
+        bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+
+        seen++;
+        if (cqe->user_data == CANCEL_TAG || op == NULL)
+            continue;
+        if (cqe->flags & IORING_CQE_F_BUFFER) {
+            unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+            char *b = r->bufs + (size_t)bid * BUF_BYTES;
+            op->done(op, cqe->res, more, b, cqe->res > 0 ? (size_t)cqe->res : 0);
+            io_uring_buf_ring_add(r->br, b, BUF_BYTES, (unsigned short)bid, mask, (int)given++);
+        } else {
+            op->done(op, cqe->res, more, NULL, 0);
+        }
+    }
+    if (given > 0)
+        io_uring_buf_ring_advance(r->br, (int)given);
+    io_uring_cq_advance(&r->ring, seen);
+}
+
+/* Turn one request into a submission; false when the queue has no room
+ * even after handing it what it holds. */
+static bool fill(struct sl__ring *r, const struct req *q)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+    if (sqe == NULL) {
+        io_uring_submit(&r->ring);
+        r->prepared = 0;
+        sqe = io_uring_get_sqe(&r->ring);
+        if (sqe == NULL)
+            return false;
+    }
+    switch (q->kind) {
+    case REQ_RECV:
+        io_uring_prep_recv_multishot(sqe, q->fd, NULL, 0, 0);
+        sqe->flags |= IOSQE_BUFFER_SELECT;
+        sqe->buf_group = BGID;
+        io_uring_sqe_set_data(sqe, q->op);
+        break;
+    case REQ_SEND:
+        io_uring_prep_send(sqe, q->fd, q->p, q->len, MSG_NOSIGNAL);
+        io_uring_sqe_set_data(sqe, q->op);
+        break;
+    case REQ_CANCEL:
+        io_uring_prep_cancel(sqe, q->op, 0);
+        sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+        io_uring_sqe_set_data64(sqe, CANCEL_TAG);
+        break;
+    }
+    r->prepared++;
+    return true;
+}
+
+static void put(struct sl__ring *r, struct req q)
+{
+    if (r->n_later == 0 && fill(r, &q))
+        return;
+    if (r->n_later == r->cap_later) {
+        r->cap_later = r->cap_later ? r->cap_later * 2 : 64;
+        r->later = sl__xrealloc(r->later, r->cap_later * sizeof(*r->later));
+    }
+    r->later[r->n_later++] = q;
+}
+
+void sl__ring_recv(struct sl__ring *r, struct sl__ring_op *op, int fd)
+{
+    put(r, (struct req){.kind = REQ_RECV, .op = op, .fd = fd});
+}
+
+void sl__ring_send(struct sl__ring *r, struct sl__ring_op *op, int fd, const void *p, size_t len)
+{
+    put(r, (struct req){.kind = REQ_SEND, .op = op, .fd = fd, .p = p, .len = len});
+}
+
+void sl__ring_cancel(struct sl__ring *r, struct sl__ring_op *op)
+{
+    put(r, (struct req){.kind = REQ_CANCEL, .op = op, .fd = -1});
+}
+
+void sl__ring_submit(struct sl__ring *r)
+{
+    size_t i = 0;
+
+    while (i < r->n_later && fill(r, &r->later[i]))
+        i++;
+    if (i > 0) {
+        memmove(r->later, r->later + i, (r->n_later - i) * sizeof(*r->later));
+        r->n_later -= i;
+    }
+    if (r->prepared > 0) {
+        io_uring_submit(&r->ring);
+        r->prepared = 0;
+    }
+}
+
+void sl__ring_close(struct sl__ring *r)
+{
+    if (!uv_is_closing((uv_handle_t *)&r->poll))
+        uv_close((uv_handle_t *)&r->poll, NULL);
+}
+
+void sl__ring_free(struct sl__ring *r)
+{
+    if (r == NULL)
+        return;
+    io_uring_queue_exit(&r->ring);
+    munmap(r->br, N_BUFS * sizeof(struct io_uring_buf));
+    free(r->bufs);
+    free(r->later);
+    free(r);
+}
+
+#else /* !SL_HAVE_URING */
+
+int sl__ring_new(uv_loop_t *loop, struct sl__ring **out, char *why, size_t why_len)
+{
+    (void)loop;
+    *out = NULL;
+    snprintf(why, why_len, "built without liburing");
+    return -ENOSYS;
+}
+
+void sl__ring_close(struct sl__ring *r)
+{
+    (void)r;
+}
+
+void sl__ring_free(struct sl__ring *r)
+{
+    (void)r;
+}
+
+void sl__ring_recv(struct sl__ring *r, struct sl__ring_op *op, int fd)
+{
+    (void)r, (void)op, (void)fd;
+}
+
+void sl__ring_send(struct sl__ring *r, struct sl__ring_op *op, int fd, const void *p, size_t len)
+{
+    (void)r, (void)op, (void)fd, (void)p, (void)len;
+}
+
+void sl__ring_cancel(struct sl__ring *r, struct sl__ring_op *op)
+{
+    (void)r, (void)op;
+}
+
+void sl__ring_submit(struct sl__ring *r)
+{
+    (void)r;
+}
+
+#endif

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * ring.h - a worker's io_uring (internal): the client connections' reads
+ * and writes as submissions, all of one loop iteration sent to the kernel
+ * in one io_uring_enter, their completions reaped when the ring's file
+ * descriptor (polled by the worker's libuv loop) becomes readable.
+ *
+ * Reads are multishot receives into buffers the ring provides (a worker's
+ * pool, so the kernel never writes into a connection's own buffers and a
+ * connection may move or grow them at any time); the completion hands the
+ * bytes over and the buffer goes back to the pool at once. Writes are
+ * single sends of a buffer the caller keeps untouched until the send
+ * completes.
+ *
+ * The ring knows nothing of connections: an operation is a struct
+ * sl__ring_op with a completion function, embedded in its owner, which
+ * must stay alive until the operation's last completion.
+ *
+ * Without liburing at build time, or when the kernel refuses (seccomp,
+ * an old kernel, io_uring disabled), sl__ring_new() fails with a reason
+ * and the worker uses libuv's readiness loop instead.
+ */
+#ifndef SL_SERVER_RING_H
+#define SL_SERVER_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <uv.h>
+
+struct sl__ring;
+struct sl__ring_op;
+
+/* One completion of `op`: `res` as the kernel gave it (bytes, 0 for EOF,
+ * -errno); `more` true while a multishot receive stays armed (false on its
+ * last completion); `data`/`len` the bytes a receive brought (valid only
+ * during the call). */
+typedef void (*sl__ring_done)(struct sl__ring_op *op, int res, bool more, const char *data,
+                              size_t len);
+
+struct sl__ring_op {
+    sl__ring_done done;
+};
+
+/* Set up a ring on `loop`. 0 and *out, or a negative errno and `why`
+ * (a sentence for the log) when io_uring cannot be used here. */
+int sl__ring_new(uv_loop_t *loop, struct sl__ring **out, char *why, size_t why_len);
+
+/* Stop polling the ring (the loop may end once nothing else runs); call
+ * when no operation is outstanding. sl__ring_free() after the loop ends. */
+void sl__ring_close(struct sl__ring *r);
+void sl__ring_free(struct sl__ring *r);
+
+/* Receive from `fd` until cancelled, the peer's EOF or an error: each
+ * completion calls op->done with the bytes (more = true), the last with
+ * more = false. */
+void sl__ring_recv(struct sl__ring *r, struct sl__ring_op *op, int fd);
+
+/* Send `len` bytes of `p` (kept unchanged until the completion) to `fd`;
+ * one completion with the bytes sent, which may be fewer than `len`. */
+void sl__ring_send(struct sl__ring *r, struct sl__ring_op *op, int fd, const void *p, size_t len);
+
+/* Cancel `op`'s outstanding operation, if any; it completes with
+ * -ECANCELED (or normally, if it finished first). */
+void sl__ring_cancel(struct sl__ring *r, struct sl__ring_op *op);
+
+/* Hand every operation prepared since the last call to the kernel, in one
+ * system call; nothing when none is. Called at the end of each loop
+ * iteration (the worker's check and prepare handles). */
+void sl__ring_submit(struct sl__ring *r);
+
+#endif /* SL_SERVER_RING_H */
