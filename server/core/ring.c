@@ -237,7 +237,8 @@ void sl__ring_cancel(struct sl__ring *r, struct sl__ring_op *op)
     put(r, (struct req){.kind = REQ_CANCEL, .op = op, .fd = -1});
 }
 
-void sl__ring_submit(struct sl__ring *r)
+/* Requests that waited for room in the submission queue, into it. */
+static void take_later(struct sl__ring *r)
 {
     size_t i = 0;
 
@@ -247,12 +248,24 @@ void sl__ring_submit(struct sl__ring *r)
         memmove(r->later, r->later + i, (r->n_later - i) * sizeof(*r->later));
         r->n_later -= i;
     }
-    if (r->prepared > 0) {
+}
+
+void sl__ring_submit(struct sl__ring *r)
+{
+    /* Sends to sockets with room complete inside the call: deliver them at
+     * once rather than after one more epoll_wait, and submit what that
+     * delivery prepared (a reply of bytes that came with them). The last
+     * round is not reaped: its completions wake the loop through the
+     * ring's descriptor, so nothing prepared is left waiting while the
+     * loop sleeps. */
+    for (int round = 0; round < 4; round++) {
+        take_later(r);
+        if (r->prepared == 0)
+            return;
         io_uring_submit(&r->ring);
         r->prepared = 0;
-        /* Sends to sockets with room complete inside the call: deliver
-         * them now rather than after one more epoll_wait. */
-        reap(r);
+        if (round < 3)
+            reap(r);
     }
 }
 
