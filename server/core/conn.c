@@ -240,9 +240,10 @@ static int read_start(struct sl__conn *c)
     return 0;
 }
 
-/* Stop reading. Through the ring the receive is cancelled; bytes it
- * brings meanwhile are kept in `in`, not offered to the protocol while
- * the connection is held or paused. */
+/* Stop reading. Through the ring the receive armed now is not armed
+ * again: it brings at most one pool buffer (16 KiB), kept in `in` and not
+ * offered to the protocol while the connection is held or paused, so a
+ * held stream (the proxy's upload) reads no further ahead than that. */
 static void read_stop(struct sl__conn *c)
 {
     if (c->w->ring == NULL) {
@@ -250,10 +251,6 @@ static void read_stop(struct sl__conn *c)
         return;
     }
     c->rwant = false;
-    if (c->rarmed && !c->rcancel) {
-        c->rcancel = true;
-        sl__ring_cancel(c->w->ring, &c->rrecv);
-    }
 }
 
 static void close_handle(struct sl__conn *c)
@@ -262,6 +259,10 @@ static void close_handle(struct sl__conn *c)
         return;
     if (c->w->ring != NULL) { /* the operations end, then the memory goes (maybe_free) */
         read_stop(c);
+        if (c->rarmed && !c->rcancel) {
+            c->rcancel = true;
+            sl__ring_cancel(c->w->ring, &c->rrecv);
+        }
         if (c->writing)
             sl__ring_cancel(c->w->ring, &c->rsend);
     }
@@ -327,7 +328,9 @@ static void written(struct sl__conn *c, int status)
     if ((c->flags & SL__CONN_PAUSED) && c->out.len < OUT_HIGH / 2 &&
         !(c->flags & SL__CONN_CLOSING)) {
         c->flags &= ~SL__CONN_PAUSED;
-        process(c); /* frames may be waiting in `in` */
+        if (c->partial_since_ms >= 0)
+            c->partial_since_ms = now_ms(c); /* the read timeout starts again */
+        process(c);                          /* frames may be waiting in `in` */
         if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
             read_start(c) != 0) {
             sl__conn_abort(c);
@@ -702,7 +705,8 @@ static void read_result(struct sl__conn *c, ssize_t nread)
 
 /* A receive through the ring brought bytes (from the worker's buffer,
  * copied into `in` as on_alloc would have sized it), the peer's EOF, or
- * ended; armed again while reading is wanted. */
+ * failed (-ENOBUFS: the pool was empty; -ECANCELED: the close); the next
+ * one is armed while reading is wanted. */
 static void ring_recv_done(struct sl__ring_op *op, int res, bool more, const char *data, size_t len)
 {
     struct sl__conn *c = (struct sl__conn *)((char *)op - offsetof(struct sl__conn, rrecv));
@@ -740,7 +744,7 @@ done:
         maybe_free(c);
         return;
     }
-    if (!c->rarmed && c->rwant) /* ended (out of buffers, or cancelled and wanted again) */
+    if (!c->rarmed && c->rwant) /* the next receive (or again, when the pool was empty) */
         read_start(c);
 }
 
@@ -858,7 +862,10 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
         count(c, SL__CONN_EV_CLOSED_HEADER, 1);
         sl__conn_abort(c);
     } else if (cfg->read_timeout_ms > 0 && c->partial_since_ms >= 0 &&
-               !(c->flags & SL__CONN_BUSY) && now - c->partial_since_ms > cfg->read_timeout_ms) {
+               !(c->flags & (SL__CONN_BUSY | SL__CONN_PAUSED)) &&
+               now - c->partial_since_ms > cfg->read_timeout_ms) {
+        /* (not while paused: then the server is not reading, and a client
+         * slow to read its replies is server.write_timeout's) */
         sl__dbg("conn.read_timeout", "conn: incomplete request for %lld ms; closing",
                 (long long)(now - c->partial_since_ms));
         count(c, SL__CONN_EV_CLOSED_READ, 1);

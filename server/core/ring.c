@@ -5,7 +5,7 @@
  *
  * Why: with a readiness loop every request costs the worker two system
  * calls (a read and a write per connection per loop iteration); here the
- * reads stay armed in the kernel (multishot receives) and every write of
+ * reads stay armed in the kernel (a receive per connection) and every write of
  * an iteration leaves in the one io_uring_enter that ends it. The kernel
  * was most of sluiced's CPU per decision (docs/benchmarks.md).
  *
@@ -29,10 +29,11 @@
 #include "xalloc.h"
 
 #define RING_ENTRIES 1024u
-/* The receive buffers every connection of the worker shares: a completion
- * brings at most BUF_BYTES, copied into the connection's input at once
- * and the buffer given back. When all are in use a receive ends with
- * -ENOBUFS and is armed again at the end of the iteration. */
+/* The receive buffers every connection of the worker shares: a receive
+ * takes one when its bytes arrive (an armed receive holds none), brings at
+ * most BUF_BYTES, copied into the connection's input at once and the
+ * buffer given back. When all are in use a receive ends with -ENOBUFS and
+ * is armed again at the end of the iteration. */
 #define N_BUFS    64u /* a power of two */
 #define BUF_BYTES 16384u
 #define BGID      0
@@ -63,17 +64,18 @@ struct sl__ring {
     size_t n_later, cap_later;
 };
 
-/* Multishot receives with provided buffers need Linux 6.0. */
+/* Receives into a registered buffer ring need Linux 5.19; ask for 6.0,
+ * the first release where they are known to work with sockets. */
 static bool kernel_new_enough(char *why, size_t why_len)
 {
     struct utsname u;
-    unsigned major = 0, minor = 0;
+    unsigned major = 0;
 
-    if (uname(&u) != 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+    if (uname(&u) != 0 || sscanf(u.release, "%u.", &major) != 1)
         return true; /* unknown: let the setup below decide */
-    if (major > 6 || (major == 6 && minor >= 0))
+    if (major >= 6)
         return true;
-    snprintf(why, why_len, "kernel %s is older than 6.0 (multishot receive)", u.release);
+    snprintf(why, why_len, "kernel %s is older than 6.0", u.release);
     return false;
 }
 
@@ -192,7 +194,7 @@ static bool fill(struct sl__ring *r, const struct req *q)
     }
     switch (q->kind) {
     case REQ_RECV:
-        io_uring_prep_recv_multishot(sqe, q->fd, NULL, 0, 0);
+        io_uring_prep_recv(sqe, q->fd, NULL, BUF_BYTES, 0);
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = BGID;
         io_uring_sqe_set_data(sqe, q->op);

@@ -3,15 +3,17 @@
 /*
  * ring.h - a worker's io_uring (internal): the client connections' reads
  * and writes as submissions, all of one loop iteration sent to the kernel
- * in one io_uring_enter, their completions reaped when the ring's file
- * descriptor (polled by the worker's libuv loop) becomes readable.
+ * in one io_uring_enter, their completions reaped right after it and when
+ * the ring's file descriptor (polled by the worker's libuv loop) becomes
+ * readable.
  *
- * Reads are multishot receives into buffers the ring provides (a worker's
- * pool, so the kernel never writes into a connection's own buffers and a
+ * Reads are receives into buffers the ring provides (a worker's pool, so
+ * the kernel never writes into a connection's own buffers and a
  * connection may move or grow them at any time); the completion hands the
- * bytes over and the buffer goes back to the pool at once. Writes are
- * single sends of a buffer the caller keeps untouched until the send
- * completes.
+ * bytes over and the buffer goes back to the pool at once. One receive is
+ * armed per connection at a time: the owner arms the next from the
+ * completion, so reading stops by not arming it. Writes are single sends
+ * of a buffer the caller keeps untouched until the send completes.
  *
  * The ring knows nothing of connections: an operation is a struct
  * sl__ring_op with a completion function, embedded in its owner, which
@@ -33,7 +35,7 @@ struct sl__ring;
 struct sl__ring_op;
 
 /* One completion of `op`: `res` as the kernel gave it (bytes, 0 for EOF,
- * -errno); `more` true while a multishot receive stays armed (false on its
+ * -errno); `more` true while a multishot operation stays armed (false on its
  * last completion); `data`/`len` the bytes a receive brought (valid only
  * during the call). */
 typedef void (*sl__ring_done)(struct sl__ring_op *op, int res, bool more, const char *data,
@@ -52,9 +54,9 @@ int sl__ring_new(uv_loop_t *loop, struct sl__ring **out, char *why, size_t why_l
 void sl__ring_close(struct sl__ring *r);
 void sl__ring_free(struct sl__ring *r);
 
-/* Receive from `fd` until cancelled, the peer's EOF or an error: each
- * completion calls op->done with the bytes (more = true), the last with
- * more = false. */
+/* Receive once from `fd`: one completion with the bytes (at most one pool
+ * buffer), 0 for the peer's EOF, or -errno (-ENOBUFS: the pool was empty,
+ * arm again). */
 void sl__ring_recv(struct sl__ring *r, struct sl__ring_op *op, int fd);
 
 /* Send `len` bytes of `p` (kept unchanged until the completion) to `fd`;

@@ -172,12 +172,17 @@ def test_late_reader_pauses_and_resumes(http_sluiced, mode):
     """Replies pile up past the output's high mark (reading stops), then
     the client reads them all: nothing lost, in order, and the connection
     keeps serving."""
-    s = start(http_sluiced, mode)
-    h = socket.create_connection(("127.0.0.1", s.port), timeout=20)
+    # The requests left unread while paused are not an incomplete request
+    # of the client's: server.read_timeout (1 s here) must not close it
+    # while the server is the one not reading. The replies are read within
+    # the test's timeouts however slow the build (sanitizers): only the
+    # test decides when the client is too slow.
+    s = start(http_sluiced, mode, extra="  write_timeout: 120s\n  read_timeout: 1s\n")
+    h = socket.create_connection(("127.0.0.1", s.port), timeout=60)
     one = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"  # a large answer
     n = 2000  # ~11 MB of answers: past what the sockets hold plus the output's 4 MiB mark
     h.sendall(one * n)
-    time.sleep(1.0)  # the server fills its output and pauses meanwhile
+    time.sleep(2.5)  # the server fills its output and pauses meanwhile
     h.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     data = b""
     while True:
