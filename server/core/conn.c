@@ -325,12 +325,12 @@ static void written(struct sl__conn *c, int status)
         return;
     }
     c->stalled_since_ms = -1; /* progress; flush() starts the clock again if output waits */
+    if (c->partial_since_ms >= 0)
+        c->partial_since_ms = now_ms(c); /* the read timeout counts from here */
     if ((c->flags & SL__CONN_PAUSED) && c->out.len < OUT_HIGH / 2 &&
         !(c->flags & SL__CONN_CLOSING)) {
         c->flags &= ~SL__CONN_PAUSED;
-        if (c->partial_since_ms >= 0)
-            c->partial_since_ms = now_ms(c); /* the read timeout starts again */
-        process(c);                          /* frames may be waiting in `in` */
+        process(c); /* frames may be waiting in `in` */
         if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
             read_start(c) != 0) {
             sl__conn_abort(c);
@@ -365,7 +365,9 @@ static void ring_send_done(struct sl__ring_op *op, int res, bool more, const cha
     written(c, res > 0 ? 0 : res < 0 ? res : UV_EIO);
 }
 
-static void flush(struct sl__conn *c)
+/* Hand `out` to the kernel (or the ring), and finish a close waiting for
+ * it. */
+static void flush_out(struct sl__conn *c)
 {
     if (c->flags & SL__CONN_PEER_GONE) {
         c->out.len = 0;
@@ -423,6 +425,29 @@ static void flush(struct sl__conn *c)
     if ((c->flags & SL__CONN_CLOSING) && !c->writing && c->out.len == 0 && c->slot_n == 0 &&
         c->pins == 0 && !(c->flags & SL__CONN_BUSY))
         finish_close(c);
+}
+
+/* flush_out(), and resume a connection paused for its output when that
+ * output left at once (the readiness loop's direct write took it all: no
+ * write completes to resume it, and it would wait forever with requests
+ * unread). Each round decides the frames already read, so it ends. */
+static void flush(struct sl__conn *c)
+{
+    flush_out(c);
+    while ((c->flags & SL__CONN_PAUSED) && !c->writing && c->out.len < OUT_HIGH / 2 &&
+           !(c->flags & (SL__CONN_IN_READ | SL__CONN_CLOSING | SL__CONN_HANDLE_GONE)) &&
+           !uv_is_closing((uv_handle_t *)&c->tcp)) {
+        c->flags &= ~SL__CONN_PAUSED;
+        process(c);
+        if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
+            !uv_is_closing((uv_handle_t *)&c->tcp) && read_start(c) != 0) {
+            sl__conn_abort(c);
+            return;
+        }
+        if (uv_is_closing((uv_handle_t *)&c->tcp))
+            return;
+        flush_out(c);
+    }
 }
 
 void sl__conn_flush(struct sl__conn *c)
@@ -862,10 +887,11 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
         count(c, SL__CONN_EV_CLOSED_HEADER, 1);
         sl__conn_abort(c);
     } else if (cfg->read_timeout_ms > 0 && c->partial_since_ms >= 0 &&
-               !(c->flags & (SL__CONN_BUSY | SL__CONN_PAUSED)) &&
+               !(c->flags & (SL__CONN_BUSY | SL__CONN_PAUSED)) && c->stalled_since_ms < 0 &&
                now - c->partial_since_ms > cfg->read_timeout_ms) {
-        /* (not while paused: then the server is not reading, and a client
-         * slow to read its replies is server.write_timeout's) */
+        /* (not while replies wait for the client, paused or not: the
+         * requests behind them wait for the server, and a client slow to
+         * read is server.write_timeout's) */
         sl__dbg("conn.read_timeout", "conn: incomplete request for %lld ms; closing",
                 (long long)(now - c->partial_since_ms));
         count(c, SL__CONN_EV_CLOSED_READ, 1);
