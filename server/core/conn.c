@@ -34,6 +34,8 @@
 
 /* Read at least this much per call. */
 #define READ_CHUNK 16384
+/* A ring's receive is copied whole into the room in_room() makes. */
+_Static_assert(SL__RING_BUF_BYTES <= READ_CHUNK, "a ring buffer fits one read's room");
 /* Stop reading while this much output waits for a slow reader. */
 #define OUT_HIGH (4u << 20)
 
@@ -46,10 +48,9 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void read_result(struct sl__conn *c, ssize_t nread);
 static void written(struct sl__conn *c, int status);
-static void ring_recv_done(struct sl__ring_op *op, int res, bool more, const char *data,
-                           size_t len);
-static void ring_send_done(struct sl__ring_op *op, int res, bool more, const char *data,
-                           size_t len);
+static bool resume(struct sl__conn *c);
+static void ring_recv_done(struct sl__ring_op *op, int res, const char *data, size_t len);
+static void ring_send_done(struct sl__ring_op *op, int res, const char *data, size_t len);
 
 void sl__buf_append(struct sl__buf *b, const void *p, size_t len)
 {
@@ -327,27 +328,37 @@ static void written(struct sl__conn *c, int status)
     c->stalled_since_ms = -1; /* progress; flush() starts the clock again if output waits */
     if (c->partial_since_ms >= 0)
         c->partial_since_ms = now_ms(c); /* the read timeout counts from here */
-    if ((c->flags & SL__CONN_PAUSED) && c->out.len < OUT_HIGH / 2 &&
-        !(c->flags & SL__CONN_CLOSING)) {
-        c->flags &= ~SL__CONN_PAUSED;
-        process(c); /* frames may be waiting in `in` */
-        if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
-            read_start(c) != 0) {
-            sl__conn_abort(c);
-            return;
-        }
-    }
+    if (!resume(c))
+        return;
     flush(c);
     drained(c);
 }
 
+/* A connection paused for its output, once that output is below half the
+ * mark: decide the frames read meanwhile and read again. false: the
+ * connection was aborted. */
+static bool resume(struct sl__conn *c)
+{
+    if (!(c->flags & SL__CONN_PAUSED) || c->out.len >= OUT_HIGH / 2 ||
+        (c->flags & SL__CONN_CLOSING))
+        return true;
+    c->flags &= ~SL__CONN_PAUSED;
+    process(c); /* frames may be waiting in `in` */
+    if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
+        !uv_is_closing((uv_handle_t *)&c->tcp) && read_start(c) != 0) {
+        sl__conn_abort(c);
+        return false;
+    }
+    return true;
+}
+
 /* A send through the ring completed: the rest of `inflight` goes again
  * (the kernel took part of it), or the write is done. */
-static void ring_send_done(struct sl__ring_op *op, int res, bool more, const char *data, size_t len)
+static void ring_send_done(struct sl__ring_op *op, int res, const char *data, size_t len)
 {
     struct sl__conn *c = (struct sl__conn *)((char *)op - offsetof(struct sl__conn, rsend));
 
-    (void)more, (void)data, (void)len;
+    (void)data, (void)len;
     c->rops--;
     if ((c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp)) {
         c->writing = false; /* cancelled by the close, or done: nothing more goes */
@@ -365,6 +376,17 @@ static void ring_send_done(struct sl__ring_op *op, int res, bool more, const cha
     written(c, res > 0 ? 0 : res < 0 ? res : UV_EIO);
 }
 
+/* `out` becomes the buffer being written (`inflight`, untouched until the
+ * write completes); `out` takes the old one's memory, empty. */
+static void to_inflight(struct sl__conn *c)
+{
+    struct sl__buf t = c->inflight;
+
+    c->inflight = c->out;
+    c->out = t;
+    c->out.len = 0;
+}
+
 /* Hand `out` to the kernel (or the ring), and finish a close waiting for
  * it. */
 static void flush_out(struct sl__conn *c)
@@ -376,10 +398,7 @@ static void flush_out(struct sl__conn *c)
     if (!c->writing && c->out.len > 0 && c->w->ring != NULL) {
         /* Through the ring: sent with every other write of this iteration
          * in the system call that ends it. */
-        struct sl__buf t = c->inflight;
-        c->inflight = c->out;
-        c->out = t;
-        c->out.len = 0;
+        to_inflight(c);
         c->rsent = 0;
         c->writing = true;
         c->rops++;
@@ -396,10 +415,7 @@ static void flush_out(struct sl__conn *c)
             return;
         }
         if (c->out.len > 0) {
-            struct sl__buf t = c->inflight;
-            c->inflight = c->out;
-            c->out = t;
-            c->out.len = 0;
+            to_inflight(c);
             b = uv_buf_init(c->inflight.p, (unsigned)c->inflight.len);
             c->wreq.data = c;
             c->writing = true;
@@ -437,14 +453,7 @@ static void flush(struct sl__conn *c)
     while ((c->flags & SL__CONN_PAUSED) && !c->writing && c->out.len < OUT_HIGH / 2 &&
            !(c->flags & (SL__CONN_IN_READ | SL__CONN_CLOSING | SL__CONN_HANDLE_GONE)) &&
            !uv_is_closing((uv_handle_t *)&c->tcp)) {
-        c->flags &= ~SL__CONN_PAUSED;
-        process(c);
-        if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
-            !uv_is_closing((uv_handle_t *)&c->tcp) && read_start(c) != 0) {
-            sl__conn_abort(c);
-            return;
-        }
-        if (uv_is_closing((uv_handle_t *)&c->tcp))
+        if (!resume(c) || uv_is_closing((uv_handle_t *)&c->tcp))
             return;
         flush_out(c);
     }
@@ -599,21 +608,31 @@ static bool budget_allows(struct sl__conn *c, size_t cap)
                (int64_t)srv->cfg.max_buffer_bytes;
 }
 
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+/* Room for READ_CHUNK more bytes in `in` (a read's, or a ring buffer's),
+ * growing it within the budget; false when the budget refuses. */
+static bool in_room(struct sl__conn *c)
 {
-    struct sl__conn *c = h->data;
-
     if (c->in.cap - c->in.len < READ_CHUNK) {
         size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK;
         while (cap - c->in.len < READ_CHUNK)
             cap *= 2;
-        if (!budget_allows(c, cap)) {
-            *buf = uv_buf_init(NULL, 0); /* UV_ENOBUFS in on_read: closed there */
-            return;
-        }
+        if (!budget_allows(c, cap))
+            return false;
         c->in.p = sl__xrealloc(c->in.p, cap);
         c->in.cap = cap;
         account(c);
+    }
+    return true;
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    struct sl__conn *c = h->data;
+
+    (void)hint;
+    if (!in_room(c)) {
+        *buf = uv_buf_init(NULL, 0); /* UV_ENOBUFS in on_read: closed there */
+        return;
     }
     *buf = uv_buf_init(c->in.p + c->in.len, (unsigned)(c->in.cap - c->in.len));
 }
@@ -722,7 +741,7 @@ static void read_result(struct sl__conn *c, ssize_t nread)
     c->got_bytes = true;
     count(c, SL__CONN_EV_READ_BYTES, (uint64_t)nread);
     if (c->flags & (SL__CONN_HELD | SL__CONN_PAUSED))
-        return; /* bytes a cancelled receive still brought: offered on unhold/unpause */
+        return; /* what the receive armed before reading stopped brought: offered on resume */
     process(c);
     if (!(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp))
         flush(c);
@@ -732,39 +751,28 @@ static void read_result(struct sl__conn *c, ssize_t nread)
  * copied into `in` as on_alloc would have sized it), the peer's EOF, or
  * failed (-ENOBUFS: the pool was empty; -ECANCELED: the close); the next
  * one is armed while reading is wanted. */
-static void ring_recv_done(struct sl__ring_op *op, int res, bool more, const char *data, size_t len)
+static void ring_recv_done(struct sl__ring_op *op, int res, const char *data, size_t len)
 {
     struct sl__conn *c = (struct sl__conn *)((char *)op - offsetof(struct sl__conn, rrecv));
     bool open = !(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp);
 
-    if (!more) {
-        c->rarmed = false;
-        c->rcancel = false;
-        c->rops--;
-    }
+    c->rarmed = false;
+    c->rcancel = false;
+    c->rops--;
     if (open && res > 0 && (c->flags & SL__CONN_LINGER)) {
         /* draining before the close: dropped */
     } else if (open && res > 0) {
-        if (c->in.cap - c->in.len < len) {
-            size_t cap = c->in.cap ? c->in.cap * 2 : READ_CHUNK;
-            while (cap - c->in.len < len)
-                cap *= 2;
-            if (!budget_allows(c, cap)) {
-                read_result(c, UV_ENOBUFS);
-                goto done;
-            }
-            c->in.p = sl__xrealloc(c->in.p, cap);
-            c->in.cap = cap;
-            account(c);
+        if (!in_room(c)) {
+            read_result(c, UV_ENOBUFS);
+        } else {
+            memcpy(c->in.p + c->in.len, data, len);
+            read_result(c, (ssize_t)len);
         }
-        memcpy(c->in.p + c->in.len, data, len);
-        read_result(c, (ssize_t)len);
     } else if (open && res == 0) {
         read_result(c, UV_EOF);
     } else if (open && res < 0 && res != -ENOBUFS && res != -ECANCELED) {
         read_result(c, res);
     }
-done:
     if ((c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp)) {
         maybe_free(c);
         return;

@@ -35,7 +35,7 @@
  * buffer given back. When all are in use a receive ends with -ENOBUFS and
  * is armed again at the end of the iteration. */
 #define N_BUFS    64u /* a power of two */
-#define BUF_BYTES 16384u
+#define BUF_BYTES SL__RING_BUF_BYTES
 #define BGID      0
 /* user_data of a cancel: its completion (only on failure) is dropped */
 #define CANCEL_TAG 1u
@@ -160,7 +160,6 @@ static void reap(struct sl__ring *r)
     io_uring_for_each_cqe(&r->ring, head, cqe)
     {
         struct sl__ring_op *op = (struct sl__ring_op *)(uintptr_t)cqe->user_data;
-        bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
 
         seen++;
         if (cqe->user_data == CANCEL_TAG || op == NULL)
@@ -168,10 +167,10 @@ static void reap(struct sl__ring *r)
         if (cqe->flags & IORING_CQE_F_BUFFER) {
             unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
             char *b = r->bufs + (size_t)bid * BUF_BYTES;
-            op->done(op, cqe->res, more, b, cqe->res > 0 ? (size_t)cqe->res : 0);
+            op->done(op, cqe->res, b, cqe->res > 0 ? (size_t)cqe->res : 0);
             io_uring_buf_ring_add(r->br, b, BUF_BYTES, (unsigned short)bid, mask, (int)given++);
         } else {
-            op->done(op, cqe->res, more, NULL, 0);
+            op->done(op, cqe->res, NULL, 0);
         }
     }
     if (given > 0)

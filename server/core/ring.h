@@ -34,12 +34,13 @@
 struct sl__ring;
 struct sl__ring_op;
 
-/* One completion of `op`: `res` as the kernel gave it (bytes, 0 for EOF,
- * -errno); `more` true while a multishot operation stays armed (false on its
- * last completion); `data`/`len` the bytes a receive brought (valid only
- * during the call). */
-typedef void (*sl__ring_done)(struct sl__ring_op *op, int res, bool more, const char *data,
-                              size_t len);
+/* The most one receive brings (the size of the worker's pool buffers). */
+#define SL__RING_BUF_BYTES 16384u
+
+/* The completion of `op`: `res` as the kernel gave it (bytes, 0 for EOF,
+ * -errno); `data`/`len` the bytes a receive brought (valid only during the
+ * call). */
+typedef void (*sl__ring_done)(struct sl__ring_op *op, int res, const char *data, size_t len);
 
 struct sl__ring_op {
     sl__ring_done done;

@@ -12,6 +12,7 @@ reads (closed by server.write_timeout, its connection freed). The rest of
 the suite runs in whichever mode the machine's kernel allows."""
 import errno
 import http.client
+import random
 import re
 import socket
 import sys
@@ -94,9 +95,18 @@ def test_refused_io_uring_falls_back_or_stops_the_start(http_sluiced, tmp_path):
         start(http_sluiced, "on", prefix=prefix)
 
 
+def read_to_eof(sock):
+    """Everything the server sends until it closes the connection."""
+    data = b""
+    while True:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            return data
+        data += chunk
+
+
 def pipelines(port, seed):
     """Random RESP pipelines in single writes; every reply, in order."""
-    import random
     rnd = random.Random(seed)
     p = socket.create_connection(("127.0.0.1", port), timeout=10)
     out = []
@@ -119,12 +129,7 @@ def http_pipeline(port, n):
     reqs += b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     p = socket.create_connection(("127.0.0.1", port), timeout=10)
     p.sendall(reqs)
-    data = b""
-    while True:
-        chunk = p.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    data = read_to_eof(p)
     p.close()
     data = re.sub(rb"(?im)^date: [^\r]*\r\n", b"", data)
     return data
@@ -189,12 +194,7 @@ def test_late_reader_pauses_and_resumes(http_sluiced, mode):
     h.sendall(one * n)
     time.sleep(2.5)  # the server fills its output and pauses meanwhile
     h.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    data = b""
-    while True:
-        chunk = h.recv(1 << 20)
-        if not chunk:
-            break
-        data += chunk
+    data = read_to_eof(h)
     h.close()
     assert data.count(b"HTTP/1.1 200 OK") == n + 1
     assert data.endswith(b"\r\n\r\nok\n") or data.rstrip().endswith(b"ok"), data[-200:]
@@ -206,12 +206,7 @@ def test_half_closed_client_gets_its_replies(http_sluiced, mode):
     p = s.raw()
     p.sendall(encode(["CL.THROTTLE", "h", 0, 1, 60]) * 2)
     p.shutdown(socket.SHUT_WR)
-    data = b""
-    while True:
-        chunk = p.recv(4096)
-        if not chunk:
-            break
-        data += chunk
+    data = read_to_eof(p)
     assert data.count(b"*5\r\n") == 2
     p.close()
 
