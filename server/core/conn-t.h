@@ -115,7 +115,6 @@ struct sl__conn {
     unsigned rops; /* operations outstanding */
     size_t rsent;  /* bytes of `inflight` the kernel took so far */
     bool rarmed;   /* a receive is armed */
-    bool rcancel;  /* its cancel is on its way */
     bool rwant;    /* reading is wanted: arm again when the receive ends */
 };
 

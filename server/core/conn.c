@@ -260,10 +260,8 @@ static void close_handle(struct sl__conn *c)
         return;
     if (c->w->ring != NULL) { /* the operations end, then the memory goes (maybe_free) */
         read_stop(c);
-        if (c->rarmed && !c->rcancel) {
-            c->rcancel = true;
+        if (c->rarmed) /* (this runs once: the handle is not closing yet) */
             sl__ring_cancel(c->w->ring, &c->rrecv);
-        }
         if (c->writing)
             sl__ring_cancel(c->w->ring, &c->rsend);
     }
@@ -757,7 +755,6 @@ static void ring_recv_done(struct sl__ring_op *op, int res, const char *data, si
     bool open = !(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp);
 
     c->rarmed = false;
-    c->rcancel = false;
     c->rops--;
     if (open && res > 0 && (c->flags & SL__CONN_LINGER)) {
         /* draining before the close: dropped */
