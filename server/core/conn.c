@@ -260,6 +260,8 @@ static void close_handle(struct sl__conn *c)
         return;
     if (c->w->ring != NULL) { /* the operations end, then the memory goes (maybe_free) */
         read_stop(c);
+        if (c->rarmed || c->writing) /* they name the descriptor uv_close closes now */
+            sl__ring_fd_closing(c->w->ring, c->fd);
         if (c->rarmed) /* (this runs once: the handle is not closing yet) */
             sl__ring_cancel(c->w->ring, &c->rrecv);
         if (c->writing)

@@ -40,7 +40,7 @@
 /* user_data of a cancel: its completion (only on failure) is dropped */
 #define CANCEL_TAG 1u
 
-enum req_kind { REQ_RECV, REQ_SEND, REQ_CANCEL };
+enum req_kind { REQ_RECV, REQ_SEND, REQ_CANCEL, REQ_NOP };
 
 /* A request waiting for room in the submission queue (it was full and the
  * kernel did not take it: only when completions overflow). */
@@ -207,6 +207,10 @@ static bool fill(struct sl__ring *r, const struct req *q)
         sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
         io_uring_sqe_set_data64(sqe, CANCEL_TAG);
         break;
+    case REQ_NOP:
+        io_uring_prep_nop(sqe);
+        io_uring_sqe_set_data(sqe, q->op);
+        break;
     }
     r->prepared++;
     return true;
@@ -248,6 +252,35 @@ static void take_later(struct sl__ring *r)
     if (i > 0) {
         memmove(r->later, r->later + i, (r->n_later - i) * sizeof(*r->later));
         r->n_later -= i;
+    }
+}
+
+/* Whether a submission prepared and not yet handed to the kernel names fd
+ * (liburing keeps them between sqe_head and sqe_tail). */
+static bool prepared_for(const struct sl__ring *r, int fd)
+{
+    const struct io_uring_sq *sq = &r->ring.sq;
+
+    for (unsigned i = sq->sqe_head; i != sq->sqe_tail; i++) {
+        const struct io_uring_sqe *sqe = &sq->sqes[i & sq->ring_mask];
+        if (sqe->fd == fd && sqe->opcode != IORING_OP_ASYNC_CANCEL && sqe->opcode != IORING_OP_NOP)
+            return true;
+    }
+    return false;
+}
+
+void sl__ring_fd_closing(struct sl__ring *r, int fd)
+{
+    /* Only when something names it: a connection closed at its peer's EOF
+     * has nothing armed, and costs no system call here. */
+    take_later(r);
+    if (r->prepared > 0 && prepared_for(r, fd)) {
+        io_uring_submit(&r->ring);
+        r->prepared = 0;
+    }
+    for (size_t i = 0; i < r->n_later; i++) {
+        if (r->later[i].fd == fd && r->later[i].kind != REQ_CANCEL)
+            r->later[i].kind = REQ_NOP;
     }
 }
 
@@ -320,6 +353,40 @@ void sl__ring_send(struct sl__ring *r, struct sl__ring_op *op, int fd, const voi
 void sl__ring_cancel(struct sl__ring *r, struct sl__ring_op *op)
 {
     (void)r, (void)op;
+}
+
+/* Whether a submission prepared and not yet handed to the kernel names fd
+ * (liburing keeps them between sqe_head and sqe_tail). */
+static bool prepared_for(const struct sl__ring *r, int fd)
+{
+    const struct io_uring_sq *sq = &r->ring.sq;
+
+    for (unsigned i = sq->sqe_head; i != sq->sqe_tail; i++) {
+        const struct io_uring_sqe *sqe = &sq->sqes[i & sq->ring_mask];
+        if (sqe->fd == fd && sqe->opcode != IORING_OP_ASYNC_CANCEL && sqe->opcode != IORING_OP_NOP)
+            return true;
+    }
+    return false;
+}
+
+void sl__ring_fd_closing(struct sl__ring *r, int fd)
+{
+    /* Only when something names it: a connection closed at its peer's EOF
+     * has nothing armed, and costs no system call here. */
+    take_later(r);
+    if (r->prepared > 0 && prepared_for(r, fd)) {
+        io_uring_submit(&r->ring);
+        r->prepared = 0;
+    }
+    for (size_t i = 0; i < r->n_later; i++) {
+        if (r->later[i].fd == fd && r->later[i].kind != REQ_CANCEL)
+            r->later[i].kind = REQ_NOP;
+    }
+}
+
+void sl__ring_fd_closing(struct sl__ring *r, int fd)
+{
+    (void)r, (void)fd;
 }
 
 void sl__ring_submit(struct sl__ring *r)

@@ -68,6 +68,17 @@ void sl__ring_send(struct sl__ring *r, struct sl__ring_op *op, int fd, const voi
  * -ECANCELED (or normally, if it finished first). */
 void sl__ring_cancel(struct sl__ring *r, struct sl__ring_op *op);
 
+/* `fd` is about to be closed. An operation is prepared with a descriptor
+ * number and the kernel looks the number up when it is submitted, at the
+ * end of the iteration; a connection accepted before then may be given the
+ * same number, and would receive the closed one's sends and lose its bytes
+ * to its receive. So when a prepared operation names fd, what is prepared
+ * goes to the kernel now (one system call, no completion delivered), and
+ * an operation still waiting for room in the
+ * submission queue completes as a no-op (result 0) instead of touching
+ * the descriptor. Call before the close and before cancelling. */
+void sl__ring_fd_closing(struct sl__ring *r, int fd);
+
 /* Hand every operation prepared since the last call to the kernel, in one
  * system call; nothing when none is. Called at the end of each loop
  * iteration (the worker's check and prepare handles). */
