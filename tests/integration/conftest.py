@@ -149,8 +149,53 @@ log:
         return self.proc.returncode
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item: the fixtures' teardown
+    (end_servers) shows the servers' logs only when the test failed."""
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+CRASH_SIGNALS = (signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE)
+
+
+def end_servers(request, servers, stop=None):
+    """Teardown of a fixture that started sluiced processes (anything with
+    .proc, .log_path and .log): stop those still running by PID (stop(s),
+    or SIGKILL; a crash signal while stopping counts too); print the
+    end of each log when the test failed (pytest shows it with the failure:
+    a test that saw a reset connection then tells whether the server
+    crashed); fail the test when one died of a crash signal on its own (a
+    sanitizer's abort, a segfault), which the test itself may not notice."""
+    rep = getattr(request.node, "rep_call", None)
+    failed = rep is not None and rep.failed
+    crashed = []
+    for s in servers:
+        if s.proc.poll() is None:
+            if stop is not None:
+                stop(s)
+            else:
+                os.kill(s.proc.pid, signal.SIGKILL)
+            s.proc.wait()
+        died = s.proc.returncode
+        if died < 0 and -died in CRASH_SIGNALS:
+            crashed.append(s)
+        if not s.log.closed:
+            s.log.flush()
+            s.log.close()
+        if failed or s in crashed:
+            tail = s.log_path.read_text(errors="replace").splitlines()[-60:]
+            print(f"--- end of {s.log_path} (exit {s.proc.returncode}) ---")
+            print("\n".join(tail))
+    if crashed:
+        pytest.fail("sluiced died of signal %s during the test (log above)"
+                    % ", ".join(signal.Signals(-s.proc.returncode).name for s in crashed))
+
+
 @pytest.fixture
-def sluiced(tmp_path):
+def sluiced(tmp_path, request):
     started = []
 
     def start(rules=DEFAULT_RULES, watch=False, test_clock=True, extra="", database=False):
@@ -161,12 +206,7 @@ def sluiced(tmp_path):
         return s
 
     yield start
-    for s in started:
-        if s.proc.poll() is None:
-            os.kill(s.proc.pid, signal.SIGKILL)
-            s.proc.wait()
-        if not s.log.closed:
-            s.log.close()
+    end_servers(request, started)
 
 
 def recv_until(sock, pred, timeout=5):

@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from conftest import DEFAULT_RULES, START_MS, free_port
+from conftest import DEFAULT_RULES, START_MS, end_servers, free_port
 
 
 class HttpSluiced:
@@ -137,7 +137,7 @@ log:
 
 
 @pytest.fixture
-def http_sluiced(tmp_path):
+def http_sluiced(tmp_path, request):
     started = []
 
     def start(rules=DEFAULT_RULES, test_clock=True, extra="", database=False, admin=False,
@@ -158,9 +158,4 @@ def http_sluiced(tmp_path):
         return s
 
     yield start
-    for s in started:
-        if s.proc.poll() is None:
-            os.kill(s.proc.pid, signal.SIGKILL)
-            s.proc.wait()
-        if not s.log.closed:
-            s.log.close()
+    end_servers(request, started)

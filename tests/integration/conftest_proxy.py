@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port
+from conftest import end_servers, free_port
 
 HERE = Path(__file__).resolve().parent
 PY = "/usr/bin/python3"
@@ -165,7 +165,7 @@ def upstream():
 
 
 @pytest.fixture
-def proxy_sluiced(tmp_path):
+def proxy_sluiced(tmp_path, request):
     started = []
 
     def start(routes, extra="", workers=1, **kw):
@@ -178,8 +178,7 @@ def proxy_sluiced(tmp_path):
         return p
 
     yield start
-    for p in started:
-        p.stop()
+    end_servers(request, started, stop=ProxySluiced.stop)
 
 
 def dead_port():
