@@ -46,23 +46,16 @@ static void done(struct sl__ring_op *o, int res, const char *data, size_t len)
 struct fixture {
     uv_loop_t loop;
     struct sl__ring *ring;
+    char why[256];
 };
 
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    char why[256];
-    int e;
 
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    e = sl__ring_new(&f->loop, &f->ring, why, sizeof(why));
-    if (e != 0 && strstr(why, "without liburing") != NULL) {
-        uv_loop_close(&f->loop);
-        free(f);
-        skip(); /* a build without liburing has no ring to test */
-    }
-    if (e != 0)
-        fail_msg("io_uring refused: %s", why);
+    if (sl__ring_new(&f->loop, &f->ring, f->why, sizeof(f->why)) != 0)
+        f->ring = NULL; /* each test skips, saying why */
     *state = f;
     return 0;
 }
@@ -71,12 +64,25 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
 
-    sl__ring_close(f->ring);
-    uv_run(&f->loop, UV_RUN_DEFAULT);
-    sl__ring_free(f->ring);
+    if (f->ring != NULL) {
+        sl__ring_close(f->ring);
+        uv_run(&f->loop, UV_RUN_DEFAULT);
+        sl__ring_free(f->ring);
+    }
     assert_int_equal(uv_loop_close(&f->loop), 0);
     free(f);
     return 0;
+}
+
+/* Where this kernel (or a build without liburing) refuses io_uring,
+ * sluiced runs its readiness loop and no ring exists to test: skip, and
+ * say so in the output. */
+static void need_ring(const struct fixture *f)
+{
+    if (f->ring == NULL) {
+        print_message("no io_uring here: %s\n", f->why);
+        skip();
+    }
 }
 
 /* Submit and run the loop until `op` completed (bounded: 5 s). */
@@ -115,6 +121,7 @@ static void test_send_and_receive(void **state)
     char buf[64];
     int sv[2];
 
+    need_ring(f);
     pair(sv);
     sl__ring_send(f->ring, &s.op, sv[0], "PING\r\n", 6);
     wait_done(f, &s);
@@ -144,6 +151,7 @@ static void test_cancelled_receive(void **state)
     struct op r = {.op.done = done};
     int sv[2];
 
+    need_ring(f);
     pair(sv);
     sl__ring_recv(f->ring, &r.op, sv[0]);
     sl__ring_submit(f->ring);
@@ -163,6 +171,7 @@ static void test_send_to_closed_descriptor_stays_with_its_socket(void **state)
     char buf[64];
     int old[2], neu[2];
 
+    need_ring(f);
     pair(old);
     sl__ring_send(f->ring, &s.op, old[0], "old reply", 9);
     sl__ring_fd_closing(f->ring, old[0]);
@@ -189,6 +198,7 @@ static void test_receive_on_closed_descriptor_takes_nothing_new(void **state)
     char buf[64];
     int old[2], neu[2];
 
+    need_ring(f);
     pair(old);
     sl__ring_recv(f->ring, &r.op, old[0]);
     sl__ring_fd_closing(f->ring, old[0]);
