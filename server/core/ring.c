@@ -355,35 +355,6 @@ void sl__ring_cancel(struct sl__ring *r, struct sl__ring_op *op)
     (void)r, (void)op;
 }
 
-/* Whether a submission prepared and not yet handed to the kernel names fd
- * (liburing keeps them between sqe_head and sqe_tail). */
-static bool prepared_for(const struct sl__ring *r, int fd)
-{
-    const struct io_uring_sq *sq = &r->ring.sq;
-
-    for (unsigned i = sq->sqe_head; i != sq->sqe_tail; i++) {
-        const struct io_uring_sqe *sqe = &sq->sqes[i & sq->ring_mask];
-        if (sqe->fd == fd && sqe->opcode != IORING_OP_ASYNC_CANCEL && sqe->opcode != IORING_OP_NOP)
-            return true;
-    }
-    return false;
-}
-
-void sl__ring_fd_closing(struct sl__ring *r, int fd)
-{
-    /* Only when something names it: a connection closed at its peer's EOF
-     * has nothing armed, and costs no system call here. */
-    take_later(r);
-    if (r->prepared > 0 && prepared_for(r, fd)) {
-        io_uring_submit(&r->ring);
-        r->prepared = 0;
-    }
-    for (size_t i = 0; i < r->n_later; i++) {
-        if (r->later[i].fd == fd && r->later[i].kind != REQ_CANCEL)
-            r->later[i].kind = REQ_NOP;
-    }
-}
-
 void sl__ring_fd_closing(struct sl__ring *r, int fd)
 {
     (void)r, (void)fd;

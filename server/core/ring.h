@@ -74,9 +74,9 @@ void sl__ring_cancel(struct sl__ring *r, struct sl__ring_op *op);
  * same number, and would receive the closed one's sends and lose its bytes
  * to its receive. So when a prepared operation names fd, what is prepared
  * goes to the kernel now (one system call, no completion delivered), and
- * an operation still waiting for room in the
- * submission queue completes as a no-op (result 0) instead of touching
- * the descriptor. Call before the close and before cancelling. */
+ * an operation still waiting for room in the submission queue completes
+ * as a no-op (result 0) instead of touching the descriptor. Call before
+ * the close and before cancelling. */
 void sl__ring_fd_closing(struct sl__ring *r, int fd);
 
 /* Hand every operation prepared since the last call to the kernel, in one
