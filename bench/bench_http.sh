@@ -100,7 +100,7 @@ rps() {
     local pid=$1 out c0 c1 w
     shift
     c0=$(ticks "$pid")
-    w=$( { TIMEFORMAT='%R %U %S'; time taskset -c 1 wrk -t1 -c64 -d"${secs}s" "$@" >"$tmp/wrk.out"; } 2>&1)
+    w=$( { TIMEFORMAT='%R %U %S'; time taskset -c 1 wrk -t1 -c64 -d"${secs}s" "$@" >"$tmp/wrk.out" 2>&1; } 2>&1)
     out=$(cat "$tmp/wrk.out")
     c1=$(ticks "$pid")
     if grep -q "Non-2xx" <<<"$out"; then

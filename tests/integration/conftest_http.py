@@ -104,12 +104,12 @@ log:
             self.token = path.read_text().split()[0]
             self.admin_headers = {"Authorization": f"Bearer {self.token}"}
 
-    def conn(self, port=None):
-        return http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=5)
+    def conn(self, port=None, timeout=5):
+        return http.client.HTTPConnection("127.0.0.1", port or self.port, timeout=timeout)
 
-    def request(self, method, path, body=None, headers=None, port=None):
+    def request(self, method, path, body=None, headers=None, port=None, timeout=5):
         """One request on a fresh connection: (status, headers dict, body bytes)."""
-        c = self.conn(port)
+        c = self.conn(port, timeout)
         try:
             if isinstance(body, (dict, list)):
                 body = json.dumps(body)
