@@ -135,7 +135,7 @@ static int check_framing(const struct sl_str *seen, const bool *have, struct sl_
 int sl__h1_check_head(const char *b, size_t head, struct sl__h1_req *r, bool *expect_continue,
                       struct sl__h1_status *st)
 {
-    struct sl_str seen[ONCE_N], name, value;
+    struct sl_str seen[ONCE_N] = {{0}}, name, value; /* read only where have[] says */
     bool have[ONCE_N] = {false};
     size_t at = 0, first = 0;
 
