@@ -11,9 +11,7 @@ Real sluiced (memory store, test clock), real clients; loads are bounded.
 """
 import re
 import signal
-import socket
 import subprocess
-import time
 import urllib.request
 
 import grpc
@@ -89,10 +87,10 @@ def test_client_that_stops_reading_stalls_no_one(grpc_sluiced):
     # Another connection is served meanwhile, promptly.
     with channel(s.port) as ch:
         rl = rls_stub(ch)
-        t0 = time.monotonic()
+        # (a worker blocked by the stalled one would let these run into
+        # their 5 s deadline: they would fail)
         assert all(rl(request("api", [("plan", f"o{i}")]), timeout=5).overall_code == 1
                    for i in range(50))
-        assert time.monotonic() - t0 < 5
     # The stalled client got no more DATA than its window allowed ...
     data = 0
     try:
@@ -191,8 +189,7 @@ def test_incomplete_call_read_timeout_and_idle_goaway(grpc_sluiced):
     idle = RawH2(s.port)
     idle.call(1, request("api", [("user", "i")]).SerializeToString())
     assert idle.answer(1)[2]["grpc-status"] == "0"
-    t0 = time.monotonic()
-    assert stuck.closed(timeout=10) and time.monotonic() - t0 < 10
+    assert stuck.closed(timeout=10)
     g = idle.goaway(timeout=10)
     assert g is not None and g.error_code == 0 and g.last_stream_id == 1
     assert idle.closed(timeout=10)

@@ -365,11 +365,9 @@ def test_concurrency_lease_released_on_completion_and_abort(proxy_sluiced, upstr
     a, b = slow(p, 10000, linger=True), slow(p, 10000)
     time.sleep(0.3)
     assert tenant(p) == 429
-    t0 = time.monotonic()
     a.close()
     b.close()
     assert wait_admitted(p, 5), "the leases of aborted requests were not given back"
-    assert time.monotonic() - t0 < 5
     assert statuses(p, "/slow?ms=1", 2, headers={"X-Tenant": "t1"}) == [200, 200]
     time.sleep(0.3)
     assert sum(" 499 " in ln for ln in access(p)) == 2

@@ -148,12 +148,6 @@ def test_two_proxies_share_one_concurrency_limit(proxy_sluiced, upstream, tmp_pa
     assert status(a, "/slow?ms=1", {"X-Tenant": "t"}) == 200
 
 
-def timed(p, path):
-    t = time.monotonic()
-    st = status(p, path)
-    return st, time.monotonic() - t
-
-
 def test_redis_paused_is_answered_by_policy(proxy_sluiced, upstream, tmp_path, rds):
     u = upstream()
     (p,) = proxies(proxy_sluiced, tmp_path, rds, u, 1)
@@ -163,11 +157,11 @@ def test_redis_paused_is_answered_by_policy(proxy_sluiced, upstream, tmp_path, r
     assert status(p, "/open/echo") == 200
     rds.proc.send_signal(signal.SIGSTOP)
     try:
+        # a Redis that never answers: without the store's timeout these
+        # would hang until the client's own (5 s) and fail
         for _ in range(5):
-            st, took = timed(p, "/closed/echo")  # failure policy deny
-            assert st == 429 and took < 20 * TIMEOUT_MS / 1000, (st, took)
-            st, took = timed(p, "/open/echo")  # failure policy allow: forwarded
-            assert st == 200 and took < 20 * TIMEOUT_MS / 1000, (st, took)
+            assert status(p, "/closed/echo") == 429  # failure policy deny
+            assert status(p, "/open/echo") == 200  # failure policy allow: forwarded
     finally:
         rds.proc.send_signal(signal.SIGCONT)
     # Redis back: its state is used again once the breaker lets calls
