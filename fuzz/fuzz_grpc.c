@@ -42,7 +42,7 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     sl__h2_release(session, s);
 }
 
-static const struct sl__h2_ops ops = {on_send, on_call};
+static const struct sl__h2_ops ops = {on_send, on_call, NULL};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

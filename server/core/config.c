@@ -68,7 +68,8 @@ static const struct sl__key keys[] = {
     {"server.header_timeout", SL__K_DUR_MS, F(header_timeout_ms), "10s",
      "close a new connection that sent nothing this long; 0s = never"},
     {"server.max_buffer_bytes", SL__K_SIZE, F(max_buffer_bytes), "256MiB",
-     "every connection's buffers together; past it, frames above 64KiB close their connection"},
+     "every connection's buffers together; past it, frames above 64KiB close their connection "
+     "and gRPC calls needing more than 64KiB per connection are refused"},
     {"server.max_connections_per_ip", SL__K_UINT, F(max_conns_per_ip), "0",
      "open connections from one client address; 0 = no limit", .max = 1u << 24},
     {"server.user", SL__K_STR, F(user), NULL,

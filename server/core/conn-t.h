@@ -96,6 +96,7 @@ struct sl__conn {
     int64_t accepted_ms;      /* loop time of accept (server.header_timeout) */
     int64_t stalled_since_ms; /* loop time output began to wait without progress, -1 none */
     int64_t accounted;        /* buffer bytes counted in the server's budget */
+    int64_t proto_bytes;      /* the protocol's own buffers (sl__conn_budget) */
     uint64_t ip_hash;         /* the peer address's slot (server.max_connections_per_ip) */
     bool got_bytes;           /* the peer has sent something */
     bool ip_counted;          /* ip_hash holds one of the per-address counts */

@@ -89,7 +89,8 @@ static void count(struct sl__conn *c, enum sl__conn_event e, uint64_t n)
 static void account(struct sl__conn *c)
 {
     int64_t held =
-        (int64_t)(c->in.cap + c->out.cap + c->inflight.cap + c->held.cap + c->slotdata.cap);
+        (int64_t)(c->in.cap + c->out.cap + c->inflight.cap + c->held.cap + c->slotdata.cap) +
+        c->proto_bytes;
 
     if (held != c->accounted) {
         atomic_fetch_add_explicit(&c->w->srv->buffer_bytes, held - c->accounted,
@@ -606,6 +607,19 @@ static bool budget_allows(struct sl__conn *c, size_t cap)
     return cap <= SL__CONN_SMALL_BYTES ||
            atomic_load_explicit(&srv->buffer_bytes, memory_order_relaxed) + more <=
                (int64_t)srv->cfg.max_buffer_bytes;
+}
+
+bool sl__conn_budget(struct sl__conn *c, int64_t delta, bool refusable)
+{
+    const struct sl__server *srv = c->w->srv;
+
+    if (refusable && delta > 0 && c->proto_bytes + delta > (int64_t)SL__CONN_SMALL_BYTES &&
+        atomic_load_explicit(&srv->buffer_bytes, memory_order_relaxed) + delta >
+            (int64_t)srv->cfg.max_buffer_bytes)
+        return false;
+    c->proto_bytes += delta;
+    account(c);
+    return true;
 }
 
 /* Room for READ_CHUNK more bytes in `in` (a read's, or a ring buffer's),

@@ -53,6 +53,17 @@ void sl__conn_scanned(struct sl__conn *c, uint64_t bytes);
 void sl__conn_pin(struct sl__conn *c);
 void sl__conn_unpin(struct sl__conn *c);
 
+/* Memory the protocol holds for c beyond the connection's own buffers
+ * (gRPC's per-call messages) changes by `delta` bytes: counted in the
+ * server's buffer budget (server.max_buffer_bytes, the gauge
+ * sluice_connection_buffer_bytes) like those buffers. Growth that may be
+ * refused (`refusable`) and takes the protocol's bytes past
+ * SL__CONN_SMALL_BYTES is refused when the budget has no room: false,
+ * nothing counted, and the protocol must not grow. Other growth and
+ * giving back (delta < 0) always succeed. The connection's end gives back
+ * whatever is still counted. */
+bool sl__conn_budget(struct sl__conn *c, int64_t delta, bool refusable);
+
 /* Send what sl__conn_write() queued outside on_read() (a timer's answer);
  * inside on_read() nothing is needed, the core flushes when it returns. */
 void sl__conn_flush(struct sl__conn *c);

@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "decide.h"
 #include "grpc.h"
+#include "log.h"
 #include "server-t.h"
 #include "worker-t.h"
 #include "xalloc.h"
@@ -192,7 +193,25 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
                       : "unknown method");
 }
 
-static const struct sl__h2_ops h2_ops = {on_send, on_call};
+/* The calls' message buffers draw on the budget every connection's
+ * buffers share (server.max_buffer_bytes): past it, a call whose message
+ * needs more is refused, and the connection goes on. */
+static bool on_budget(void *owner, int64_t delta, bool refusable)
+{
+    struct sl__grpc_conn *g = owner;
+    static struct sl__lograte rl;
+
+    if (sl__conn_budget(g->c, delta, refusable))
+        return true;
+    sl__log_rate(&rl, SL__LOG_WARN, "grpc.buffer_budget",
+                 &SL__LOG_STR("limit", "server.max_buffer_bytes"), 1,
+                 "grpc: server.max_buffer_bytes (%zu) reached; refusing a call whose message "
+                 "needs more (RESOURCE_EXHAUSTED)",
+                 g->c->w->srv->cfg.max_buffer_bytes);
+    return false;
+}
+
+static const struct sl__h2_ops h2_ops = {on_send, on_call, on_budget};
 
 /* ------------------------------------------------------------ protocol */
 

@@ -37,6 +37,10 @@ struct sl__h2_limits {
  * operation lives there, so starting a call allocates nothing). */
 #define SL__H2_OWNER_BYTES 512
 
+/* A request message buffer up to this size is never refused by the
+ * owner's budget (ops->budget): an ordinary call always gets its room. */
+#define SL__H2_SMALL_MESSAGE (16u << 10)
+
 /* One unary call, handed to the owner when its request is complete. Borrowed
  * for the duration of the ops->call() only. */
 struct sl__h2_call {
@@ -58,6 +62,12 @@ struct sl__h2_ops {
      * Until then the stream is kept, even if the peer resets it (an answer
      * is then dropped). */
     void (*call)(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *call);
+    /* The calls' message buffers of the session grow (delta > 0) or shrink
+     * by delta bytes; false refuses growth, only where `refusable` (a
+     * request message's buffer growing past SL__H2_SMALL_MESSAGE: the
+     * call is answered RESOURCE_EXHAUSTED). Replies, small requests and
+     * giving back are counted and never refused. NULL: nothing counted. */
+    bool (*budget)(void *owner, int64_t delta, bool refusable);
 };
 
 #endif /* SL_SERVER_H2_T_H */

@@ -59,21 +59,29 @@ static struct sl__h2_stream *stream_get(struct sl__h2 *h)
     return s;
 }
 
+/* The owner's budget (h2-t.h) of the session's message buffers. */
+static bool budget(struct sl__h2 *h, int64_t delta, bool refusable)
+{
+    return h->ops->budget == NULL || h->ops->budget(h->owner, delta, refusable);
+}
+
+static void give_back(struct sl__h2 *h, uint8_t **buf, size_t *cap)
+{
+    budget(h, -(int64_t)*cap, false);
+    free(*buf);
+    *buf = NULL;
+    *cap = 0;
+}
+
 static void stream_put(struct sl__h2_stream *s)
 {
     struct sl__h2 *h = s->h;
 
     set_partial(s, false);
-    if (s->in_cap > KEEP_BUFFER) {
-        free(s->in);
-        s->in = NULL;
-        s->in_cap = 0;
-    }
-    if (s->out_cap > KEEP_BUFFER) {
-        free(s->out);
-        s->out = NULL;
-        s->out_cap = 0;
-    }
+    if (s->in_cap > KEEP_BUFFER)
+        give_back(h, &s->in, &s->in_cap);
+    if (s->out_cap > KEEP_BUFFER)
+        give_back(h, &s->out, &s->out_cap);
     s->next_free = h->free_streams;
     h->free_streams = s;
     h->n_streams--;
@@ -97,8 +105,9 @@ void *sl__h2_owner_area(struct sl__h2_stream *s)
     return s->owner;
 }
 
-/* Grow *buf to hold `need` bytes. false when out of memory. */
-static bool reserve(uint8_t **buf, size_t *cap, size_t need)
+/* Grow *buf to hold `need` bytes, within the owner's budget where
+ * `refusable`. false when the budget refuses or out of memory. */
+static bool reserve(struct sl__h2 *h, uint8_t **buf, size_t *cap, size_t need, bool refusable)
 {
     size_t c = *cap ? *cap : 256;
     uint8_t *p;
@@ -107,9 +116,13 @@ static bool reserve(uint8_t **buf, size_t *cap, size_t need)
         return true;
     while (c < need)
         c *= 2;
-    p = realloc(*buf, c);
-    if (p == NULL)
+    if (!budget(h, (int64_t)(c - *cap), refusable && c > SL__H2_SMALL_MESSAGE))
         return false;
+    p = realloc(*buf, c);
+    if (p == NULL) {
+        budget(h, -(int64_t)(c - *cap), false);
+        return false;
+    }
     *buf = p;
     *cap = c;
     return true;
@@ -205,7 +218,7 @@ void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg,
 
     if (!still_open(s))
         return;
-    if (len > UINT32_MAX || !reserve(&s->out, &s->out_cap, PREFIX + len)) {
+    if (len > UINT32_MAX || !reserve(s->h, &s->out, &s->out_cap, PREFIX + len, false)) {
         trailers_only(s, SL__GRPC_INTERNAL, "reply too large");
         return;
     }
@@ -389,8 +402,9 @@ int sl__h2_on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
     take = len;
     if (s->in_len + take > PREFIX + s->h->lim.max_message_bytes + 1)
         take = PREFIX + s->h->lim.max_message_bytes + 1 - s->in_len;
-    if (!reserve(&s->in, &s->in_cap, s->in_len + take)) {
-        trailers_only(s, SL__GRPC_RESOURCE_EXHAUSTED, "out of memory");
+    if (!reserve(s->h, &s->in, &s->in_cap, s->in_len + take, true)) {
+        trailers_only(s, SL__GRPC_RESOURCE_EXHAUSTED,
+                      "no memory for the message (server.max_buffer_bytes)");
         return 0;
     }
     memcpy(s->in + s->in_len, data, take);

@@ -8,6 +8,8 @@ limit, a SETTINGS flood and a stream-reset flood. After each, a fresh
 grpcio channel is answered (the daemon is alive and not stalled). Raw
 frames through hyperframe/hpack; loads are bounded.
 """
+import time
+
 import grpc
 import hyperframe.frame as hf
 import pytest
@@ -145,3 +147,67 @@ def test_stream_reset_flood(s):
     assert g is not None and g.error_code == ENHANCE_YOUR_CALM
     assert h.closed()
     served(s)
+
+
+def buffer_bytes(s):
+    for line in s.request("GET", "/metrics")[2].decode().splitlines():
+        if line.startswith("sluice_connection_buffer_bytes "):
+            return float(line.split()[1])
+    raise AssertionError("sluice_connection_buffer_bytes not in /metrics")
+
+
+def hold_messages(h, streams, size=40000):
+    """Open `streams` calls on h, each with `size` bytes of a larger
+    message and no end, one after another within HTTP/2's flow control
+    (the server's window update for the connection before the next): the
+    stream ids whose answer came back, with those answers' trailers."""
+    refused = {}
+    for sid in range(1, 2 * streams, 2):
+        body = frame_message(b"x" * 60000)[:size]
+        h.send(h.headers_frame(sid), *[h.data_frame(sid, body[i:i + 16000], end=False)
+                                       for i in range(0, len(body), 16000)])
+        f = h.read_until(lambda f: (isinstance(f, hf.WindowUpdateFrame) and f.stream_id == 0) or
+                         (isinstance(f, hf.HeadersFrame) and f.stream_id == sid))
+        assert f is not None, "connection closed"
+        if isinstance(f, hf.HeadersFrame):
+            refused[sid] = h.answer(sid)[2]
+            break
+    return refused
+
+
+def test_grpc_messages_within_the_buffer_budget(grpc_sluiced):
+    """The calls' message buffers count in server.max_buffer_bytes, as the
+    other protocols' buffers do: a client holding many incomplete large
+    messages is refused a call (RESOURCE_EXHAUSTED) once the budget is
+    spent, its connection goes on, small calls still pass, and closing it
+    gives the memory back."""
+    s = grpc_sluiced(extra="server:\n  max_buffer_bytes: 1MiB\n")
+    h = RawH2(s.port)
+    refused = hold_messages(h, 40)  # 40 x 64 KiB would be 2.5 MiB
+    assert len(refused) == 1, "no call refused: the messages are outside the budget"
+    (sid, trailers), = refused.items()
+    assert sid > 1 and trailers["grpc-status"] == RESOURCE_EXHAUSTED
+    assert "server.max_buffer_bytes" in trailers["grpc-message"]
+    held = buffer_bytes(s)  # the budget, and small buffers that always pass
+    assert 512 << 10 <= held <= (1 << 20) + (128 << 10), held
+    # the same connection goes on; a small call passes
+    h.call(sid + 2, request("api", [("plan", "small")]).SerializeToString())
+    assert h.answer(sid + 2)[2]["grpc-status"] == "0"
+    served(s)
+    assert "grpc.buffer_budget" in s.log_text()
+    # its memory goes back with it: another client may hold large messages
+    h.close()
+    assert wait_for(lambda: buffer_bytes(s) < 256 << 10), buffer_bytes(s)
+    h2 = RawH2(s.port)
+    assert hold_messages(h2, 4) == {}
+    h2.close()
+    assert s.proc.poll() is None
+
+
+def wait_for(pred, seconds=10):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()

@@ -169,11 +169,13 @@ static void test_encode_answer(void **state)
 struct pair {
     struct sl__h2 *server;
     nghttp2_session *client;
-    uint8_t to_server[1 << 16];
+    uint8_t to_server[1 << 18];
     size_t to_server_len;
     int grpc_status[1024]; /* by stream id / 2, -1 until the trailers */
     size_t answers;
     size_t data_bytes;
+    int64_t held, peak, limit; /* the message buffers' budget (budget_ops) */
+    unsigned refused;
 };
 
 static struct sl__grpc_rls_req call_req;
@@ -200,7 +202,34 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     sl__h2_release(p->server, s);
 }
 
-static const struct sl__h2_ops ops = {on_send, on_call};
+static const struct sl__h2_ops ops = {on_send, on_call, NULL};
+
+/* An owner that refuses every call it is handed, and keeps the message
+ * buffers' budget as a connection does: growth past `limit` refused. */
+static void on_call_refuse(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *c)
+{
+    struct pair *p = owner;
+
+    sl__h2_fail(p->server, s, SL__GRPC_INVALID_ARGUMENT, "refused by the test");
+    sl__h2_release(p->server, s);
+}
+
+static bool on_budget(void *owner, int64_t delta, bool refusable)
+{
+    struct pair *p = owner;
+
+    if (refusable && delta > 0 && p->held + delta > p->limit) {
+        p->refused++;
+        return false;
+    }
+    p->held += delta;
+    assert_true(p->held >= 0);
+    if (p->held > p->peak)
+        p->peak = p->held;
+    return true;
+}
+
+static const struct sl__h2_ops budget_ops = {on_send, on_call_refuse, on_budget};
 
 static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nl,
                      const uint8_t *value, size_t vl, uint8_t flags, void *ud)
@@ -224,14 +253,14 @@ static int on_close(nghttp2_session *ng, int32_t id, uint32_t err, void *ud)
     return 0;
 }
 
-static struct pair *pair_new(size_t max_message)
+static struct pair *pair_new_ops(size_t max_message, const struct sl__h2_ops *o)
 {
     struct pair *p = calloc(1, sizeof(*p));
     struct sl__h2_limits lim = {100, max_message, 16384};
     nghttp2_session_callbacks *cb;
 
     memset(p->grpc_status, -1, sizeof(p->grpc_status));
-    p->server = sl__h2_new(&lim, &ops, p);
+    p->server = sl__h2_new(&lim, o, p);
     assert_non_null(p->server);
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
@@ -241,6 +270,11 @@ static struct pair *pair_new(size_t max_message)
     nghttp2_session_callbacks_del(cb);
     nghttp2_submit_settings(p->client, NGHTTP2_FLAG_NONE, NULL, 0);
     return p;
+}
+
+static struct pair *pair_new(size_t max_message)
+{
+    return pair_new_ops(max_message, &ops);
 }
 
 static void pair_free(struct pair *p)
@@ -357,6 +391,41 @@ static void test_message_above_cap(void **state)
     pair_free(p);
 }
 
+/* A call's message buffer draws on the owner's budget: a large message
+ * is taken while the budget allows and its buffer given back after the
+ * call; past the budget the call is answered RESOURCE_EXHAUSTED, nothing
+ * more is counted, and the session goes on. */
+static void test_message_buffers_within_budget(void **state)
+{
+    struct pair *p = pair_new_ops(200000, &budget_ops);
+    static uint8_t big[5 + 100000], small[256];
+    struct sl_str b1 = {(const char *)big, sizeof(big)}, b2 = b1;
+    struct sl_str b3 = {(const char *)small, framed_request(small)};
+    big[3] = (uint8_t)(100000 >> 8); /* prefix: uncompressed, 100,000 bytes */
+    big[2] = (uint8_t)(100000 >> 16);
+    big[4] = (uint8_t)100000;
+    p->limit = 1 << 20;
+    submit(p, &b1);
+    exchange(p);
+    assert_int_equal(p->grpc_status[0], SL__GRPC_INVALID_ARGUMENT); /* the call was made */
+    assert_true(p->peak >= (int64_t)sizeof(big));
+    assert_true(p->held < 65536); /* the large buffer went back with its stream */
+    assert_int_equal(p->refused, 0);
+
+    p->limit = p->held + 4096;
+    submit(p, &b2);
+    exchange(p);
+    assert_int_equal(p->grpc_status[1], SL__GRPC_RESOURCE_EXHAUSTED);
+    assert_true(p->refused >= 1);
+    assert_true(p->held <= p->limit + SL__H2_SMALL_MESSAGE); /* small ones always pass */
+
+    submit(p, &b3); /* a small call still passes */
+    exchange(p);
+    assert_int_equal(p->grpc_status[2], SL__GRPC_INVALID_ARGUMENT);
+    assert_true(p->held <= p->limit + SL__H2_SMALL_MESSAGE);
+    pair_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_encode_answer),
         cmocka_unit_test(test_warm_session_allocates_nothing),
         cmocka_unit_test(test_message_above_cap),
+        cmocka_unit_test(test_message_buffers_within_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
