@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 
 import pytest
 import redis
@@ -109,8 +110,26 @@ store:
     failure_policy: local
     policies: {{closed: deny, open: allow}}
 """
-    return [proxy_sluiced(routes, extra=extra, workers=2, args=["--test-clock", str(START_MS)])
-            for _ in range(n)]
+    started = []
+    for _ in range(n):
+        mport = free_port()
+        p = proxy_sluiced(routes, extra=extra, workers=2, args=["--test-clock", str(START_MS)],
+                          listeners=f"  - {{address: 127.0.0.1, port: {mport}, "
+                                    "protocols: [http1]}\n")
+        # each worker has its own connection to Redis: until every one is
+        # up with its engine known, that worker's checks are answered by
+        # the failure policy, which would count outside the shared limit
+        assert wait_until(lambda: store_up(mport)), "Redis never decided for every worker"
+        started.append(p)
+    return started
+
+
+def store_up(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return "\nsluice_store_up 1\n" in r.read().decode()
+    except OSError:
+        return False
 
 
 def status(p, path, headers=None):
