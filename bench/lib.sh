@@ -32,8 +32,27 @@ bench_cleanup() {
     rm -rf "$tmp"
 }
 
+# A port free now and not handed out before in this run (the kernel often
+# gives a just-closed port again: two servers of one bench would share it).
 free_port() {
-    /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    /usr/bin/python3 - "$tmp/ports.handed_out" <<'PY'
+import socket, sys
+path = sys.argv[1]
+try:
+    seen = set(open(path).read().split())
+except OSError:
+    seen = set()
+while True:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = str(s.getsockname()[1])
+    s.close()
+    if port not in seen:
+        break
+with open(path, "a") as f:
+    f.write(port + "\n")
+print(port)
+PY
 }
 
 wait_redis() {

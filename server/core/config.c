@@ -438,6 +438,17 @@ static int load_listener(struct sl__config_ctx *x, yaml_node_t *m)
                      ks ? ks : "?");
         }
     }
+    /* Two listeners on one address and port would both bind it (each
+     * worker's socket has SO_REUSEPORT) and the kernel would split the
+     * connections between their protocols. */
+    for (size_t i = 0; r == 0 && l->port != 0 && i + 1 < x->c->n_listeners; i++) {
+        const struct sl__listener *o = &x->c->listeners[i];
+        if (o->port == l->port && strcmp(o->address, l->address) == 0)
+            r = fail(x, m,
+                     "%s:%u is also an earlier listener's: list every protocol of that "
+                     "address in one listener",
+                     l->address, (unsigned)l->port);
+    }
     return r;
 }
 

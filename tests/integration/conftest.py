@@ -44,10 +44,21 @@ descriptors:
 """
 
 
+_handed_out = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, and never one this process handed out before: two
+    drawn for one configuration (a main and an admin listener) would
+    otherwise often be the same, the kernel giving a just-closed port
+    again."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 class PortTaken(Exception):

@@ -123,3 +123,20 @@ def test_yaml_syntax_error_is_one_error(tmp_path):
     r = run("-t", "-c", str(cfg))
     assert r.returncode == 1
     assert len(errors_of(r.stderr, cfg)) == 1, r.stderr
+
+
+def test_two_listeners_on_one_port_refused(tmp_path):
+    """Both would bind it (SO_REUSEPORT) and the kernel would split the
+    connections between their protocols; port 0 draws a port each."""
+    cfg = tmp_path / "sluice.yaml"
+    cfg.write_text("listeners:\n"
+                   "  - {address: 127.0.0.1, port: 7000, protocols: [resp]}\n"
+                   "  - {address: 127.0.0.2, port: 7000, protocols: [resp]}\n"
+                   "  - {address: 127.0.0.1, port: 7000, protocols: [http1]}\n"
+                   "  - {address: 127.0.0.1, port: 0, protocols: [resp]}\n"
+                   "  - {address: 127.0.0.1, port: 0, protocols: [http1]}\n")
+    r = run("-t", "-c", str(cfg))
+    assert r.returncode == 1
+    assert errors_of(r.stderr, cfg) == [
+        (4, 5, "127.0.0.1:7000 is also an earlier listener's: list every protocol of that "
+               "address in one listener")], r.stderr

@@ -27,10 +27,20 @@ SLUICED = os.environ.get("SLUICED", "sluiced")
 START_MS = 1_700_000_000_000
 
 
+_handed_out = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now, never one this process handed out before (the
+    kernel often gives a just-closed port again, and two listeners of one
+    sluiced must differ)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
 
 
 def wait_until(pred, seconds=5.0, step=0.02):
