@@ -435,8 +435,51 @@ static int peek(struct sl__store *s, const struct sl__store_req *q, sl__store_cb
     return check(s, &qz, cb, arg);
 }
 
-/* Forget this node's local state of the matches (the fleet's counters in
- * Redis expire by themselves; see docs/distributed.md). */
+struct sl__hyshared *sl__hyshared_new(void)
+{
+    struct sl__hyshared *sh = calloc(1, sizeof(*sh));
+
+    if (sh == NULL)
+        return NULL;
+    sh->redis = sl__rshared_new();
+    if (sh->redis == NULL || uv_mutex_init(&sh->lock) != 0) {
+        sl__rshared_free(sh->redis);
+        free(sh);
+        return NULL;
+    }
+    return sh;
+}
+
+void sl__hyshared_free(struct sl__hyshared *sh)
+{
+    if (sh == NULL)
+        return;
+    sl__rshared_free(sh->redis);
+    uv_mutex_destroy(&sh->lock);
+    free(sh);
+}
+
+/* Forget the matches' states in this worker's table and in every other
+ * worker's of the process (each table takes its own shard locks, so
+ * another thread's may be reset from here; the list is the registry's
+ * lock's). SL_OK when any table had one, SL_ENOENT when none did. */
+static int reset_tables(struct sl__hystore *st, const struct sl_match *m, size_t n)
+{
+    int r = sl_limiter_reset(st->lim, m, n);
+
+    if (st->shared == NULL || (r != SL_OK && r != SL_ENOENT))
+        return r;
+    uv_mutex_lock(&st->shared->lock);
+    for (struct sl__hystore *o = st->shared->stores; o != NULL; o = o->sibling)
+        if (o != st && sl_limiter_reset(o->lim, m, n) == SL_OK)
+            r = SL_OK;
+    uv_mutex_unlock(&st->shared->lock);
+    return r;
+}
+
+/* Forget the local state of the matches on every worker of this node
+ * (the fleet's counters in Redis expire by themselves, and other nodes
+ * keep their view; see docs/distributed.md). */
 static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
 {
     struct sl__hystore *st = of(s);
@@ -448,12 +491,12 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
         return st->inner->ops->reset(st->inner, q, cb, arg);
     }
     if (q->rules == NULL) {
-        r = sl_limiter_reset(st->lim, q->m, q->n);
+        r = reset_tables(st, q->m, q->n);
     } else {
         for (size_t i = 0; i < q->req->n_descriptors && (r == SL_OK || r == SL_ENOENT); i++) {
             r = sl_rules_match(q->rules, q->req, i, &m);
             if (r == SL_OK)
-                r = sl_limiter_reset(st->lim, &m, 1);
+                r = reset_tables(st, &m, 1);
         }
     }
     if (r != SL_OK && r != SL_ENOENT)
@@ -501,6 +544,16 @@ static void destroy(struct sl__store *s)
 {
     struct sl__hystore *st = of(s);
 
+    if (st->shared != NULL) { /* no other worker's reset reaches it from now on */
+        uv_mutex_lock(&st->shared->lock);
+        for (struct sl__hystore **p = &st->shared->stores; *p != NULL; p = &(*p)->sibling) {
+            if (*p == st) {
+                *p = st->sibling;
+                break;
+            }
+        }
+        uv_mutex_unlock(&st->shared->lock);
+    }
     st->closing = true;
     sl__hy_sync_close(st); /* calls out come back lost: their deltas pending */
     sl__hy_final_push(st);
@@ -557,7 +610,7 @@ int sl__store_hybrid_new(uv_loop_t *loop, const struct sl__hybrid_config *c, str
 }
 
 int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config *c,
-                                sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+                                sl__store_log_fn log, void *log_arg, struct sl__hyshared *shared,
                                 struct sl__store **out)
 {
     struct sl__hystore *st;
@@ -596,9 +649,17 @@ int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config 
     if (rc != SL_OK)
         goto fail;
     sl__limiter_on_commit(st->lim, on_commit, st);
-    rc = sl__store_redis_new_logged(loop, c->redis, st->lim, log, log_arg, shared, &st->inner);
+    rc = sl__store_redis_new_logged(loop, c->redis, st->lim, log, log_arg,
+                                    shared != NULL ? shared->redis : NULL, &st->inner);
     if (rc != SL_OK)
         goto fail;
+    if (shared != NULL) {
+        uv_mutex_lock(&shared->lock);
+        st->shared = shared;
+        st->sibling = shared->stores;
+        shared->stores = st;
+        uv_mutex_unlock(&shared->lock);
+    }
     rc = sl__hy_sync_init(st);
     if (rc != SL_OK)
         goto fail;

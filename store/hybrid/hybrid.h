@@ -72,10 +72,18 @@ int sl__hybrid_config_check(const struct sl__hybrid_config *c, char *err, size_t
 
 int sl__store_hybrid_new(uv_loop_t *loop, const struct sl__hybrid_config *c,
                          struct sl__store **out);
+
+/* What the hybrid stores of one process's workers share: the Redis path's
+ * process-wide state, and every worker's local table, so that a reset
+ * forgets the key on every worker of the node, not only on the one that
+ * served it. Made before the workers' stores, freed after them. */
+struct sl__hyshared;
+struct sl__hyshared *sl__hyshared_new(void);
+void sl__hyshared_free(struct sl__hyshared *sh);
 /* The same, with the server's log and the Redis store's process-wide
  * state for the Redis path (store/redis/redis.h). */
 int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config *c,
-                                sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+                                sl__store_log_fn log, void *log_arg, struct sl__hyshared *shared,
                                 struct sl__store **out);
 void sl__store_hybrid_stats(const struct sl__store *s, struct sl__hybrid_stats *out);
 /* Start a sync at `now_ns` now (the tests; the store calls it itself when

@@ -70,6 +70,8 @@ struct sl__hystore {
     sl_rules *rules_seen;    /* the snapshot `rules_plain` is about (a reference) */
     bool rules_plain;        /* no limit of it needs the Redis path */
     bool closing;
+    struct sl__hyshared *shared; /* the process's workers' stores, or NULL */
+    struct sl__hystore *sibling; /* next in shared->stores */
 
     /* kept deltas: entries[max_keys], an open-addressing index of
      * index_cap (a power of two) slots holding entry number + 1 */
@@ -105,6 +107,13 @@ struct sl__hystore {
     size_t argbuf_cap;
 
     struct sl__hy_counters ctr;
+};
+
+/* The process's hybrid stores (hybrid.h). */
+struct sl__hyshared {
+    struct sl__rshared *redis;  /* the Redis path's process-wide state */
+    uv_mutex_t lock;            /* guards `stores`; the tables lock themselves */
+    struct sl__hystore *stores; /* every worker's, linked by `sibling` */
 };
 
 /* hybrid.c */

@@ -79,16 +79,17 @@ static int create(const void *cfg, const struct sl__store_env *env, struct sl__s
     return sl__store_hybrid_new_logged(env->loop, cfg, env->log, env->log_arg, env->shared, out);
 }
 
-/* The Redis path's stores log each outage event once per process, as the
- * Redis store's do. */
+/* Shared by the workers' stores: the Redis path's process-wide state (its
+ * outage events logged once per process, as the Redis store's are) and
+ * the list of the workers' tables a reset clears. */
 static void *shared_new(void)
 {
-    return sl__rshared_new();
+    return sl__hyshared_new();
 }
 
 static void shared_free(void *shared)
 {
-    sl__rshared_free(shared);
+    sl__hyshared_free(shared);
 }
 
 /* ------------------------------------------------------------ metrics */

@@ -22,6 +22,7 @@ import random
 import signal
 import subprocess
 import time
+import urllib.request
 
 import pytest
 import redis
@@ -40,6 +41,8 @@ descriptors:
     limits: [{algorithm: sliding_log, requests: 10, period: 1h}]
   - key: free
     limits: [{algorithm: fixed_window, requests: 1000000, period: 1h}]
+  - key: rs
+    limits: [{algorithm: fixed_window, requests: 10, period: 1h}]
 """
 
 
@@ -70,7 +73,7 @@ class Redis:
 
 
 class Hybrid(SluicedProc):
-    def __init__(self, tmp_path, name, redis_port):
+    def __init__(self, tmp_path, name, redis_port, workers=1):
         store = f"""  type: hybrid
   redis:
     port: {redis_port}
@@ -79,7 +82,7 @@ class Hybrid(SluicedProc):
     sync_interval: {SYNC_MS}ms
     timeout: 100ms
 """
-        super().__init__(tmp_path, name, store, RULES, workers=1)
+        super().__init__(tmp_path, name, store, RULES, workers=workers)
 
 
 @pytest.fixture
@@ -146,3 +149,35 @@ def test_redis_frozen_then_resumed(rds, fleet):
     # run when it woke: counted twice, never lost)
     assert rds.total() - before >= admitted
     assert all(n.alive() for n in fleet)
+
+
+def fresh_check(node, key, value):
+    """One check on a connection of its own: the kernel spreads such
+    connections over the node's workers."""
+    status, body = node.post("/v1/check", {"domain": "hy", "descriptors": [{key: value}]})
+    assert status in (200, 429), (status, body)
+    return body["decision"]
+
+
+def test_a_reset_clears_every_worker_of_the_node(tmp_path, rds):
+    """Each worker of a hybrid node keeps its own table (synced through
+    Redis like separate nodes): a reset served by one worker must clear
+    the key on the others too, or every request they take stays denied."""
+    node = Hybrid(tmp_path, "w", rds.port, workers=2)
+    try:
+        assert wait_until(lambda: node.metric("sluice_store_hybrid_workers_connected") == 2)
+        admitted = sum(fresh_check(node, "rs", "k") != "deny" for _ in range(40))
+        assert 10 <= admitted <= 20  # each worker admits until the syncs tell it the total
+        time.sleep(4 * SYNC_MS / 1000)  # both workers have the fleet's total
+        assert all(fresh_check(node, "rs", "k") == "deny" for _ in range(12))
+        req = urllib.request.Request(f"http://127.0.0.1:{node.http}/v1/keys?domain=hy&rs=k",
+                                     method="DELETE", headers=node.admin_headers())
+        with urllib.request.urlopen(req, timeout=5) as r:
+            assert r.status == 200
+        # 8 of 10 on fresh connections, whichever workers take them: all
+        # admitted (before, the worker that did not serve the reset denied
+        # every one it took: all 8 landing on the other is 1 in 256)
+        verdicts = [fresh_check(node, "rs", "k") for _ in range(8)]
+        assert verdicts == ["allow"] * 8, verdicts
+    finally:
+        node.stop()
