@@ -62,6 +62,7 @@ struct sl__ring {
     unsigned prepared; /* submissions not yet handed to the kernel */
     struct req *later;
     size_t n_later, cap_later;
+    bool held; /* sl__ring_hold_submissions: everything waits in `later` */
 };
 
 /* Receives into a registered buffer ring need Linux 5.19; ask for 6.0,
@@ -218,7 +219,7 @@ static bool fill(struct sl__ring *r, const struct req *q)
 
 static void put(struct sl__ring *r, struct req q)
 {
-    if (r->n_later == 0 && fill(r, &q))
+    if (r->n_later == 0 && !r->held && fill(r, &q))
         return;
     if (r->n_later == r->cap_later) {
         r->cap_later = r->cap_later ? r->cap_later * 2 : 64;
@@ -247,7 +248,7 @@ static void take_later(struct sl__ring *r)
 {
     size_t i = 0;
 
-    while (i < r->n_later && fill(r, &r->later[i]))
+    while (!r->held && i < r->n_later && fill(r, &r->later[i]))
         i++;
     if (i > 0) {
         memmove(r->later, r->later + i, (r->n_later - i) * sizeof(*r->later));
@@ -301,6 +302,11 @@ void sl__ring_submit(struct sl__ring *r)
         if (round < 3)
             reap(r);
     }
+}
+
+void sl__ring_hold_submissions(struct sl__ring *r, bool hold)
+{
+    r->held = hold;
 }
 
 void sl__ring_close(struct sl__ring *r)
@@ -363,6 +369,11 @@ void sl__ring_fd_closing(struct sl__ring *r, int fd)
 void sl__ring_submit(struct sl__ring *r)
 {
     (void)r;
+}
+
+void sl__ring_hold_submissions(struct sl__ring *r, bool hold)
+{
+    (void)r, (void)hold;
 }
 
 #endif

@@ -84,4 +84,9 @@ void sl__ring_fd_closing(struct sl__ring *r, int fd);
  * iteration (the worker's check and prepare handles). */
 void sl__ring_submit(struct sl__ring *r);
 
+/* For the tests: while `hold`, every request waits in the queue the ring
+ * keeps when the submission queue is full (in use only when the kernel
+ * does not take what is submitted), so that path can be exercised. */
+void sl__ring_hold_submissions(struct sl__ring *r, bool hold);
+
 #endif /* SL_SERVER_RING_H */

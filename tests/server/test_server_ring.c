@@ -7,7 +7,8 @@
  * closed before the end of the iteration never reaches the connection
  * that is given the same descriptor number next (sl__ring_fd_closing):
  * neither the closed connection's reply nor a receive that would take the
- * new connection's bytes.
+ * new connection's bytes - whether the operation was already in the
+ * submission queue or still waiting for room in it.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -216,6 +217,42 @@ static void test_receive_on_closed_descriptor_takes_nothing_new(void **state)
     close(neu[1]);
 }
 
+/* The same for requests that waited for room in the submission queue
+ * (the ring's own queue, used when the kernel does not take what is
+ * submitted): sl__ring_fd_closing turns them into no-ops, so the receive
+ * and the send of the closed descriptor touch nothing of the socket that
+ * is given its number next. */
+static void test_waiting_requests_of_closed_descriptor_become_noops(void **state)
+{
+    struct fixture *f = *state;
+    struct op r = {.op.done = done}, s = {.op.done = done};
+    char buf[64];
+    int old[2], neu[2];
+
+    need_ring(f);
+    pair(old);
+    sl__ring_hold_submissions(f->ring, true); /* as if the queue were full */
+    sl__ring_recv(f->ring, &r.op, old[0]);
+    sl__ring_send(f->ring, &s.op, old[0], "old reply", 9);
+    sl__ring_fd_closing(f->ring, old[0]);
+    close(old[0]);
+    pair(neu);
+    assert_int_equal(neu[0], old[0]);
+    assert_int_equal(write(neu[1], "new request", 11), 11);
+    sl__ring_hold_submissions(f->ring, false);
+    wait_done(f, &r);
+    wait_done(f, &s);
+    assert_int_equal(r.res, 0); /* no-ops: nothing received, nothing sent */
+    assert_int_equal(r.len, 0);
+    assert_int_equal(s.res, 0);
+    assert_int_equal(pending(neu[0], buf, sizeof(buf)), 11); /* the new request, untouched */
+    assert_memory_equal(buf, "new request", 11);
+    assert_int_equal(pending(neu[1], buf, sizeof(buf)), 0); /* the new peer got nothing */
+    close(old[1]);
+    close(neu[0]);
+    close(neu[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +262,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_receive_on_closed_descriptor_takes_nothing_new, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_waiting_requests_of_closed_descriptor_become_noops,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
