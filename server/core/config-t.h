@@ -126,6 +126,7 @@ struct sl__config {
      * (or created in) its file at start (token.h); NULL only before that. */
     char *admin_token;
     char *admin_token_file;                 /* admin.token_file (resolved), NULL: the default */
+    unsigned admin_max_failures;            /* admin.max_failures: per minute per address, 0 none */
     char *admin_hosts[SL__MAX_ADMIN_HOSTS]; /* names a Host header may carry (admin.hosts) */
     size_t n_admin_hosts;
     unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */

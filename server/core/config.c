@@ -93,6 +93,10 @@ static const struct sl__key keys[] = {
      "default: admin.token beside rules.database, else beside this file, else in the working "
      "directory",
      .shown = "(computed)"},
+    {"admin.max_failures", SL__K_UINT, F(admin_max_failures), "10",
+     "wrong admin credentials one client address may present a minute (that many at once); past "
+     "them its admin requests are refused unread until a try comes back; 0 = no limit",
+     .max = 1u << 20},
     {"http.max_delay", SL__K_DUR_MS, F(http_max_delay_ms), "1s",
      "GET /v1/auth holds a delayed answer up to this; longer delays are denials"},
     {"envoy.response_headers", SL__K_BOOL, F(envoy_headers), "false",

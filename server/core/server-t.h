@@ -33,6 +33,7 @@ struct sl__server {
     atomic_uint n_conns;               /* open connections over all workers */
     _Atomic int64_t buffer_bytes;      /* memory of every connection's buffers */
     _Atomic uint32_t *per_ip;          /* open connections per address hash, or NULL */
+    struct sl__guard *guard;           /* failed admin credentials per address, or NULL */
     uint8_t ip_secret[16];             /* key of that hash */
     uint16_t ports[SL__MAX_LISTENERS]; /* bound ports, per listener */
 

@@ -19,6 +19,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "killswitch.h"
 #include "listen.h"
 #include "log.h"
@@ -100,6 +101,11 @@ static int make_registries(struct sl__server *srv)
         sl__err("server.metrics_failed", "metrics: %s (metrics.max_series must be 1..16777216)",
                 sl_strerror(r));
         return r;
+    }
+    if (srv->cfg.admin_max_failures > 0 &&
+        (srv->guard = sl__guard_new(srv->cfg.admin_max_failures)) == NULL) {
+        sl__err("server.guard_failed", "admin.max_failures: no memory or no random secret");
+        return SL_EINVAL;
     }
     if (srv->cfg.max_conns_per_ip > 0) {
         srv->per_ip = sl__xzalloc(SL__PER_IP_SLOTS * sizeof(*srv->per_ip));
@@ -381,6 +387,7 @@ int sl__server_run(struct sl__config *cfg)
     sl__stats_free(srv->stats);
     sl__ks_destroy(&srv->ks);
     free((void *)srv->per_ip);
+    sl__guard_free(srv->guard);
     uv_mutex_destroy(&srv->reload_lock);
     free(srv->workers);
     sl__config_free(&srv->cfg);

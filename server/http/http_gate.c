@@ -9,8 +9,10 @@
  * multipart bodies without a CORS preflight, which sluiced never grants).
  *
  * The token compare takes the same time whatever the first differing byte
- * is, so timing does not reveal a prefix of the token. It does not route
- * (http_api.c) and does not rate-limit failed attempts.
+ * is, so timing does not reveal a prefix of the token; wrong tokens are
+ * counted per client address (guard.h), and an address past
+ * admin.max_failures is answered 429 before its token is looked at. It
+ * does not route (http_api.c).
  */
 #include <string.h>
 #include <strings.h>
@@ -18,6 +20,7 @@
 #include <http_parser.h>
 
 #include "conn.h"
+#include "guard.h"
 #include "http_gate.h"
 #include "log.h"
 #include "server-t.h"
@@ -171,14 +174,20 @@ static void names_of(struct sl__conn *c, struct sl__gate_names *n, char *buf, si
         n->local = buf;
 }
 
+static bool refuse_with(struct sl__conn *c, const struct sl__h1_req *r, int status, const char *hdr,
+                        const char *body)
+{
+    sl__dbg("admin.refused", "admin gate: %d for %.*s", status, (int)r->path.len, r->path.p);
+    sl__h1_respond(c, -1, r->keep_alive, status, hdr, hdr != NULL ? strlen(hdr) : 0, body,
+                   strlen(body));
+    return false;
+}
+
 static bool refuse(struct sl__conn *c, const struct sl__h1_req *r, int status, const char *body)
 {
-    static const char www[] = "WWW-Authenticate: Bearer realm=\"sluiced\"\r\n";
-
-    sl__dbg("admin.refused", "admin gate: %d for %.*s", status, (int)r->path.len, r->path.p);
-    sl__h1_respond(c, -1, r->keep_alive, status, status == 401 ? www : NULL,
-                   status == 401 ? sizeof(www) - 1 : 0, body, strlen(body));
-    return false;
+    return refuse_with(c, r, status,
+                       status == 401 ? "WWW-Authenticate: Bearer realm=\"sluiced\"\r\n" : NULL,
+                       body);
 }
 
 /* A write that carries (or should carry) a body. */
@@ -193,6 +202,7 @@ bool sl__gate_admin(struct sl__conn *c, const struct sl__h1_req *r)
     struct sl__gate_names names;
     struct sl_str host, origin, site, type;
     char local[64];
+    int64_t wait_ms;
 
     if (!sl__gate_listener(c))
         return refuse(c, r, 404, "{\"error\":\"no such endpoint\"}");
@@ -207,10 +217,22 @@ bool sl__gate_admin(struct sl__conn *c, const struct sl__h1_req *r)
         return refuse(c, r, 403,
                       "{\"error\":\"the admin endpoints refuse requests from another origin (a "
                       "web page)\"}");
-    if (!sl__gate_token_ok(c->w->srv->cfg.admin_token, r->authorization.p, r->authorization.len))
+    if ((wait_ms = sl__guard_wait_ms(c->w->srv->guard, c)) > 0) {
+        char body[200], hdr[48];
+        long long s = (long long)((wait_ms + 999) / 1000);
+        snprintf(body, sizeof(body),
+                 "{\"error\":\"too many wrong admin credentials from this address "
+                 "(admin.max_failures): try again in %lld s\"}",
+                 s);
+        snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n", s);
+        return refuse_with(c, r, 429, hdr, body);
+    }
+    if (!sl__gate_token_ok(c->w->srv->cfg.admin_token, r->authorization.p, r->authorization.len)) {
+        sl__guard_failed(c->w->srv->guard, c);
         return refuse(c, r, 401,
                       "{\"error\":\"this endpoint needs Authorization: Bearer TOKEN (the "
                       "admin.token, or the first line of admin.token_file)\"}");
+    }
     if (takes_body(r) && (!sl__h1_header(r, "content-type", &type) || !sl__gate_json_type(type)))
         return refuse(c, r, 415,
                       "{\"error\":\"admin writes need Content-Type: application/json\"}");

@@ -7,6 +7,9 @@ marked `admin: true`, only that one does (404 elsewhere); with admin.token,
 a request needs `Authorization: Bearer TOKEN` (401 with WWW-Authenticate
 otherwise). Check endpoints stay open everywhere.
 """
+import pytest
+import redis
+
 from conftest_http import http_sluiced  # noqa: F401 (fixture)
 
 ADMIN_GETS = ["/v1/config", "/v1/killswitch", "/v1/keys?domain=api&user=a", "/v1/rules"]
@@ -62,3 +65,27 @@ def test_token_file(http_sluiced, tmp_path):
     assert s.request("GET", "/v1/killswitch")[0] == 401
     ok = {"Authorization": "Bearer from-a-file"}
     assert s.request("GET", "/v1/killswitch", headers=ok)[0] == 200
+
+
+def test_wrong_credentials_budget_per_address(http_sluiced):
+    """admin.max_failures wrong credentials a minute from one address; past
+    them every admin request from it is refused unread (even with the right
+    token), over HTTP (429, Retry-After) and RESP AUTH alike, while checks
+    go on; the event is logged. An address is one budget across protocols."""
+    s = http_sluiced(extra="admin:\n  token: s3cret-token\n  max_failures: 3\n",
+                     protocols="resp, http1")
+    good = {"Authorization": "Bearer s3cret-token"}
+    bad = {"Authorization": "Bearer guess"}
+    assert s.request("GET", "/v1/config", headers=good)[0] == 200
+    assert [s.request("GET", "/v1/config", headers=bad)[0] for _ in range(2)] == [401, 401]
+    r = redis.Redis(port=s.port, socket_timeout=5)
+    with pytest.raises(redis.ResponseError, match="WRONGPASS"):
+        r.execute_command("AUTH", "another-guess")  # the third, through RESP
+    status, headers, body = s.request("GET", "/v1/config", headers=good)
+    assert status == 429, body
+    assert 1 <= int(headers["retry-after"]) <= 20  # one try back every 60 s / 3
+    assert b"admin.max_failures" in body
+    with pytest.raises(redis.ResponseError, match="too many wrong AUTH"):
+        r.execute_command("AUTH", "s3cret-token")
+    assert s.json("POST", "/v1/check", CHECK)[0] == 200  # checks are not admin
+    assert "admin.locked" in s.log_text()

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * guard.c - the budget of failed admin credentials (guard.h), kept in the
+ * library's own state table: one GCRA limit of admin.max_failures a
+ * minute (burst the same), keyed by the peer's address bytes, on real
+ * monotonic time (not the test clock: a frozen clock would never give a
+ * locked address its tries back). The table's memory is capped and its
+ * hash keyed with a secret from the kernel, so addresses cannot be made
+ * to collide, and an old entry is evicted before a new address is
+ * refused.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <arpa/inet.h>
+
+#include "conn-t.h"
+#include "guard.h"
+#include "log.h"
+#include "sluice.h"
+#include "xalloc.h"
+
+#define GUARD_BYTES (1u << 20)
+
+struct sl__guard {
+    sl_table *t;
+    struct sl_limit l;
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct sl__guard *sl__guard_new(unsigned per_minute)
+{
+    struct sl_table_config tc;
+    struct sl__guard *g;
+    size_t got = 0;
+
+    if (per_minute == 0)
+        return NULL;
+    g = sl__xzalloc(sizeof(*g));
+    sl_table_config_init(&tc);
+    tc.max_bytes = GUARD_BYTES;
+    while (got < sizeof(tc.secret)) {
+        ssize_t n = getrandom(tc.secret + got, sizeof(tc.secret) - got, 0);
+        if (n <= 0) {
+            free(g);
+            return NULL;
+        }
+        got += (size_t)n;
+    }
+    sl_limit_init(&g->l);
+    g->l.algo = SL_ALGO_GCRA;
+    g->l.requests = per_minute;
+    g->l.period_ns = INT64_C(60) * 1000000000;
+    g->l.burst = (int64_t)per_minute - 1; /* GCRA admits burst + 1 at once */
+    sl_limit_finish(&g->l);
+    if (sl_table_new(&tc, &g->t) != SL_OK) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void sl__guard_free(struct sl__guard *g)
+{
+    if (g == NULL)
+        return;
+    sl_table_free(g->t);
+    free(g);
+}
+
+/* The peer's address bytes (family and address, no port); 0 if unknown. */
+static size_t peer_key(struct sl__conn *c, unsigned char *key, size_t cap)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET && cap >= 5) {
+        key[0] = 4;
+        memcpy(key + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+        return 5;
+    }
+    if (ss.ss_family == AF_INET6 && cap >= 17) {
+        key[0] = 6;
+        memcpy(key + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+        return 17;
+    }
+    return 0;
+}
+
+int64_t sl__guard_wait_ms(struct sl__guard *g, struct sl__conn *c)
+{
+    unsigned char key[17];
+    size_t n;
+    struct sl_decision d;
+    int64_t wait;
+
+    if (g == NULL || (n = peer_key(c, key, sizeof(key))) == 0)
+        return 0;
+    /* a peek (cost 0) is never denied: the address is out of tries when
+     * none remains, until the backlog (reset) has drained below what the
+     * burst allows, one emission interval T from full */
+    if (sl_table_peek(g->t, key, n, &g->l, mono_ns(), &d) != SL_OK || d.remaining > 0)
+        return 0;
+    wait = d.reset_ns - g->l.burst * (g->l.period_ns / (int64_t)g->l.requests);
+    return wait > 0 ? (wait + 999999) / 1000000 : 1;
+}
+
+void sl__guard_failed(struct sl__guard *g, struct sl__conn *c)
+{
+    static struct sl__lograte rl;
+    unsigned char key[17];
+    char addr[INET6_ADDRSTRLEN] = "?";
+    size_t n;
+    struct sl_decision d;
+
+    if (g == NULL || (n = peer_key(c, key, sizeof(key))) == 0)
+        return;
+    if (sl_table_check(g->t, key, n, &g->l, mono_ns(), 1, &d) != SL_OK || d.remaining > 0)
+        return;
+    inet_ntop(key[0] == 4 ? AF_INET : AF_INET6, key + 1, addr, sizeof(addr));
+    sl__log_rate(&rl, SL__LOG_WARN, "admin.locked", &SL__LOG_STR("address", addr), 1,
+                 "admin: %s presented admin.max_failures wrong credentials; its admin requests "
+                 "are refused until a try comes back",
+                 addr);
+}
