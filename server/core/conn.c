@@ -798,23 +798,29 @@ static void ring_recv_done(struct sl__ring_op *op, int res, const char *data, si
  * past server.max_connections_per_ip. The count lives in a table of
  * counters indexed by a keyed hash of the address, shared by the workers:
  * a collision makes two addresses share a limit, never lifts one. */
+size_t sl__conn_peer_addr(struct sl__conn *c, unsigned char out[16])
+{
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0)
+        return 0;
+    if (sa.ss_family == AF_INET6) {
+        memcpy(out, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
+        return 16;
+    }
+    memcpy(out, &((struct sockaddr_in *)&sa)->sin_addr, 4);
+    return 4;
+}
+
 static bool take_ip_slot(struct sl__conn *c)
 {
     const struct sl__server *srv = c->w->srv;
-    struct sockaddr_storage sa;
-    int len = sizeof(sa);
-    const void *addr;
+    unsigned char addr[16];
     size_t alen;
 
-    if (srv->per_ip == NULL || uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0)
+    if (srv->per_ip == NULL || (alen = sl__conn_peer_addr(c, addr)) == 0)
         return true;
-    if (sa.ss_family == AF_INET6) {
-        addr = &((struct sockaddr_in6 *)&sa)->sin6_addr;
-        alen = 16;
-    } else {
-        addr = &((struct sockaddr_in *)&sa)->sin_addr;
-        alen = 4;
-    }
     c->ip_hash = sl_siphash(srv->ip_secret, addr, alen) % SL__PER_IP_SLOTS;
     if (atomic_fetch_add_explicit(&srv->per_ip[c->ip_hash], 1, memory_order_relaxed) >=
         srv->cfg.max_conns_per_ip) {

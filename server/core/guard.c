@@ -6,22 +6,21 @@
  * minute (burst the same), keyed by the peer's address bytes, on real
  * monotonic time (not the test clock: a frozen clock would never give a
  * locked address its tries back). The table's memory is capped and its
- * hash keyed with a secret from the kernel, so addresses cannot be made
+ * hash keyed with a secret the server draws, so addresses cannot be made
  * to collide, and an old entry is evicted before a new address is
  * refused.
  */
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/socket.h>
 #include <time.h>
 
-#include <arpa/inet.h>
-
-#include "conn-t.h"
+#include "conn.h"
 #include "guard.h"
 #include "log.h"
+#include "server-t.h"
 #include "sluice.h"
+#include "worker-t.h"
 #include "xalloc.h"
 
 #define GUARD_BYTES (1u << 20)
@@ -39,25 +38,14 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-struct sl__guard *sl__guard_new(unsigned per_minute)
+struct sl__guard *sl__guard_new(unsigned per_minute, const uint8_t secret[16])
 {
     struct sl_table_config tc;
-    struct sl__guard *g;
-    size_t got = 0;
+    struct sl__guard *g = sl__xzalloc(sizeof(*g));
 
-    if (per_minute == 0)
-        return NULL;
-    g = sl__xzalloc(sizeof(*g));
     sl_table_config_init(&tc);
     tc.max_bytes = GUARD_BYTES;
-    while (got < sizeof(tc.secret)) {
-        ssize_t n = getrandom(tc.secret + got, sizeof(tc.secret) - got, 0);
-        if (n <= 0) {
-            free(g);
-            return NULL;
-        }
-        got += (size_t)n;
-    }
+    memcpy(tc.secret, secret, sizeof(tc.secret));
     sl_limit_init(&g->l);
     g->l.algo = SL_ALGO_GCRA;
     g->l.requests = per_minute;
@@ -79,35 +67,15 @@ void sl__guard_free(struct sl__guard *g)
     free(g);
 }
 
-/* The peer's address bytes (family and address, no port); 0 if unknown. */
-static size_t peer_key(struct sl__conn *c, unsigned char *key, size_t cap)
+int64_t sl__guard_wait_s(struct sl__conn *c)
 {
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) != 0)
-        return 0;
-    if (ss.ss_family == AF_INET && cap >= 5) {
-        key[0] = 4;
-        memcpy(key + 1, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-        return 5;
-    }
-    if (ss.ss_family == AF_INET6 && cap >= 17) {
-        key[0] = 6;
-        memcpy(key + 1, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-        return 17;
-    }
-    return 0;
-}
-
-int64_t sl__guard_wait_ms(struct sl__guard *g, struct sl__conn *c)
-{
-    unsigned char key[17];
+    struct sl__guard *g = c->w->srv->guard;
+    unsigned char key[16];
     size_t n;
     struct sl_decision d;
     int64_t wait;
 
-    if (g == NULL || (n = peer_key(c, key, sizeof(key))) == 0)
+    if (g == NULL || (n = sl__conn_peer_addr(c, key)) == 0)
         return 0;
     /* a peek (cost 0) is never denied: the address is out of tries when
      * none remains, until the backlog (reset) has drained below what the
@@ -115,22 +83,23 @@ int64_t sl__guard_wait_ms(struct sl__guard *g, struct sl__conn *c)
     if (sl_table_peek(g->t, key, n, &g->l, mono_ns(), &d) != SL_OK || d.remaining > 0)
         return 0;
     wait = d.reset_ns - g->l.burst * (g->l.period_ns / (int64_t)g->l.requests);
-    return wait > 0 ? (wait + 999999) / 1000000 : 1;
+    return wait > 0 ? (wait + 999999999) / 1000000000 : 1;
 }
 
-void sl__guard_failed(struct sl__guard *g, struct sl__conn *c)
+void sl__guard_failed(struct sl__conn *c)
 {
     static struct sl__lograte rl;
-    unsigned char key[17];
+    struct sl__guard *g = c->w->srv->guard;
+    unsigned char key[16];
     char addr[INET6_ADDRSTRLEN] = "?";
     size_t n;
     struct sl_decision d;
 
-    if (g == NULL || (n = peer_key(c, key, sizeof(key))) == 0)
+    if (g == NULL || (n = sl__conn_peer_addr(c, key)) == 0)
         return;
     if (sl_table_check(g->t, key, n, &g->l, mono_ns(), 1, &d) != SL_OK || d.remaining > 0)
         return;
-    inet_ntop(key[0] == 4 ? AF_INET : AF_INET6, key + 1, addr, sizeof(addr));
+    inet_ntop(n == 4 ? AF_INET : AF_INET6, key, addr, sizeof(addr));
     sl__log_rate(&rl, SL__LOG_WARN, "admin.locked", &SL__LOG_STR("address", addr), 1,
                  "admin: %s presented admin.max_failures wrong credentials; its admin requests "
                  "are refused until a try comes back",

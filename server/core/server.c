@@ -102,10 +102,15 @@ static int make_registries(struct sl__server *srv)
                 sl_strerror(r));
         return r;
     }
-    if (srv->cfg.admin_max_failures > 0 &&
-        (srv->guard = sl__guard_new(srv->cfg.admin_max_failures)) == NULL) {
-        sl__err("server.guard_failed", "admin.max_failures: no memory or no random secret");
-        return SL_EINVAL;
+    if (srv->cfg.admin_max_failures > 0) {
+        uint8_t secret[16];
+        if (draw_secret(secret, sizeof(secret)) != SL_OK)
+            return SL_EINVAL;
+        srv->guard = sl__guard_new(srv->cfg.admin_max_failures, secret);
+        if (srv->guard == NULL) {
+            sl__err("server.guard_failed", "admin.max_failures: no memory for its table");
+            return SL_ENOMEM;
+        }
     }
     if (srv->cfg.max_conns_per_ip > 0) {
         srv->per_ip = sl__xzalloc(SL__PER_IP_SLOTS * sizeof(*srv->per_ip));

@@ -202,7 +202,7 @@ bool sl__gate_admin(struct sl__conn *c, const struct sl__h1_req *r)
     struct sl__gate_names names;
     struct sl_str host, origin, site, type;
     char local[64];
-    int64_t wait_ms;
+    int64_t wait_s;
 
     if (!sl__gate_listener(c))
         return refuse(c, r, 404, "{\"error\":\"no such endpoint\"}");
@@ -217,18 +217,17 @@ bool sl__gate_admin(struct sl__conn *c, const struct sl__h1_req *r)
         return refuse(c, r, 403,
                       "{\"error\":\"the admin endpoints refuse requests from another origin (a "
                       "web page)\"}");
-    if ((wait_ms = sl__guard_wait_ms(c->w->srv->guard, c)) > 0) {
+    if ((wait_s = sl__guard_wait_s(c)) > 0) {
         char body[200], hdr[48];
-        long long s = (long long)((wait_ms + 999) / 1000);
         snprintf(body, sizeof(body),
                  "{\"error\":\"too many wrong admin credentials from this address "
                  "(admin.max_failures): try again in %lld s\"}",
-                 s);
-        snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n", s);
+                 (long long)wait_s);
+        snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n", (long long)wait_s);
         return refuse_with(c, r, 429, hdr, body);
     }
     if (!sl__gate_token_ok(c->w->srv->cfg.admin_token, r->authorization.p, r->authorization.len)) {
-        sl__guard_failed(c->w->srv->guard, c);
+        sl__guard_failed(c);
         return refuse(c, r, 401,
                       "{\"error\":\"this endpoint needs Authorization: Bearer TOKEN (the "
                       "admin.token, or the first line of admin.token_file)\"}");

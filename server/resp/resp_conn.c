@@ -53,24 +53,24 @@ static int auth(struct sl__conn *c, struct sl__resp_state *st, struct sl_str sec
                 struct sl__buf *out)
 {
     const struct sl__config *cfg = &c->w->srv->cfg;
-    int64_t wait_ms;
+    int64_t wait_s;
 
     if (cfg->admin_token == NULL) {
         sl__resp_w_error(out, "ERR AUTH <password> called without any password configured for "
                               "the default user. Are you sure your configuration is correct?");
         return -1;
     }
-    if ((wait_ms = sl__guard_wait_ms(c->w->srv->guard, c)) > 0) {
+    if ((wait_s = sl__guard_wait_s(c)) > 0) {
         st->admin = false;
         sl__resp_w_error(out,
                          "ERR too many wrong AUTH from this address (admin.max_failures): try "
                          "again in %lld s",
-                         (long long)((wait_ms + 999) / 1000));
+                         (long long)wait_s);
         return -1;
     }
     if (!sl__admin_token_equal(cfg, secret.p, secret.len)) {
         st->admin = false;
-        sl__guard_failed(c->w->srv->guard, c);
+        sl__guard_failed(c);
         sl__resp_w_error(out, "WRONGPASS invalid username-password pair or user is disabled.");
         return -1;
     }
