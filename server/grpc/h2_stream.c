@@ -59,15 +59,16 @@ static struct sl__h2_stream *stream_get(struct sl__h2 *h)
     return s;
 }
 
-/* The owner's budget (h2-t.h) of the session's message buffers. */
-static bool budget(struct sl__h2 *h, int64_t delta, bool refusable)
+/* The owner's budget (ops->budget, h2-t.h) of the session's message
+ * buffers; not h->budget, the flood budget of frames. */
+static bool owner_budget(struct sl__h2 *h, int64_t delta, bool refusable)
 {
     return h->ops->budget == NULL || h->ops->budget(h->owner, delta, refusable);
 }
 
 static void give_back(struct sl__h2 *h, uint8_t **buf, size_t *cap)
 {
-    budget(h, -(int64_t)*cap, false);
+    owner_budget(h, -(int64_t)*cap, false);
     free(*buf);
     *buf = NULL;
     *cap = 0;
@@ -116,11 +117,11 @@ static bool reserve(struct sl__h2 *h, uint8_t **buf, size_t *cap, size_t need, b
         return true;
     while (c < need)
         c *= 2;
-    if (!budget(h, (int64_t)(c - *cap), refusable && c > SL__H2_SMALL_MESSAGE))
+    if (!owner_budget(h, (int64_t)(c - *cap), refusable && c > SL__H2_SMALL_MESSAGE))
         return false;
     p = realloc(*buf, c);
     if (p == NULL) {
-        budget(h, -(int64_t)(c - *cap), false);
+        owner_budget(h, -(int64_t)(c - *cap), false);
         return false;
     }
     *buf = p;
