@@ -8,14 +8,13 @@ limit, a SETTINGS flood and a stream-reset flood. After each, a fresh
 grpcio channel is answered (the daemon is alive and not stalled). Raw
 frames through hyperframe/hpack; loads are bounded.
 """
-import time
-
 import grpc
 import hyperframe.frame as hf
 import pytest
 
 from grpc_client import (RLS, RawH2, channel, frame_message, request, rls_stub)
 from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
+from conftest import wait_for  # tests/integration's (on the path through grpc_fixtures)
 
 PROTOCOL_ERROR, FRAME_SIZE_ERROR, REFUSED_STREAM, CANCEL, ENHANCE_YOUR_CALM = 1, 6, 7, 8, 11
 RESOURCE_EXHAUSTED, UNIMPLEMENTED, INTERNAL = "8", "12", "13"
@@ -202,12 +201,3 @@ def test_grpc_messages_within_the_buffer_budget(grpc_sluiced):
     assert hold_messages(h2, 4) == {}
     h2.close()
     assert s.proc.poll() is None
-
-
-def wait_for(pred, seconds=10):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()

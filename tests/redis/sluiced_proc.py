@@ -14,33 +14,22 @@ nothing about Redis.
 """
 import json
 import os
+import pathlib
 import signal
-import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 
 import redis
 
+# free_port is tests/integration's (never the same port twice in a run)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "integration"))
+from conftest import free_port  # noqa: E402,F401
+
 SLUICED = os.environ.get("SLUICED", "sluiced")
 START_MS = 1_700_000_000_000
-
-
-_handed_out = set()
-
-
-def free_port():
-    """A port free now, never one this process handed out before (the
-    kernel often gives a just-closed port again, and two listeners of one
-    sluiced must differ)."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _handed_out:
-            _handed_out.add(port)
-            return port
 
 
 def wait_until(pred, seconds=5.0, step=0.02):
