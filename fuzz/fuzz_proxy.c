@@ -20,16 +20,13 @@
 
 #define CHECK(c) ((c) ? (void)0 : abort()) /* unlike assert, kept under NDEBUG */
 
-/* The one piece of the core the rewriter needs (conn.c's, without libuv). */
-void sl__buf_append(struct sl__buf *b, const void *p, size_t len)
+/* The one piece of the core the rewriter needs (conn.c's, without libuv):
+ * the growth behind conn.h's inline sl__buf_append. */
+void sl__buf_grow(struct sl__buf *b, size_t len)
 {
-    if (b->cap - b->len < len) {
-        b->cap = (b->len + len) * 2;
-        b->p = realloc(b->p, b->cap);
-        CHECK(b->p != NULL);
-    }
-    memcpy(b->p + b->len, p, len);
-    b->len += len;
+    b->cap = (b->len + len) * 2;
+    b->p = realloc(b->p, b->cap);
+    CHECK(b->p != NULL);
 }
 
 static struct sl__proxy_head h, again;

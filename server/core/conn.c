@@ -52,19 +52,14 @@ static bool resume(struct sl__conn *c);
 static void ring_recv_done(struct sl__ring_op *op, int res, const char *data, size_t len);
 static void ring_send_done(struct sl__ring_op *op, int res, const char *data, size_t len);
 
-void sl__buf_append(struct sl__buf *b, const void *p, size_t len)
+void sl__buf_grow(struct sl__buf *b, size_t len)
 {
-    if (len == 0)
-        return;
-    if (b->cap - b->len < len) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < len)
-            cap *= 2;
-        b->p = sl__xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, p, len);
-    b->len += len;
+    size_t cap = b->cap ? b->cap : 256;
+
+    while (cap - b->len < len)
+        cap *= 2;
+    b->p = sl__xrealloc(b->p, cap);
+    b->cap = cap;
 }
 
 void sl__buf_free(struct sl__buf *b)
@@ -547,6 +542,17 @@ static void release_held(struct sl__conn *c, size_t off)
     if (off > c->held_done && !(c->flags & SL__CONN_PEER_GONE)) /* held.p may be NULL */
         sl__buf_append(&c->out, c->held.p + c->held_done, off - c->held_done);
     c->held_done = off;
+}
+
+struct sl__buf *sl__conn_slot_out(struct sl__conn *c, int64_t id)
+{
+    uint64_t head = c->slot_seq - c->slot_n;
+
+    assert(id >= 0 && (uint64_t)id >= head && (uint64_t)id < c->slot_seq);
+    if ((uint64_t)id != head || (c->flags & SL__CONN_PEER_GONE))
+        return NULL;
+    release_held(c, slot_at(c, (uint64_t)id)->held_off);
+    return &c->out;
 }
 
 void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t len)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "conn-t.h"
 
@@ -41,6 +42,13 @@ void *sl__conn_op_reserve(struct sl__conn *c, size_t op_size, int64_t *slot);
  * writes are released in order once every slot before them is filled.
  * Safe after the peer has gone: the bytes are dropped. */
 void sl__conn_slot_fill(struct sl__conn *c, int64_t id, const void *buf, size_t len);
+
+/* Where slot `id`'s reply can be written in place, saving a copy: the
+ * connection's output, when `id` is the next reply due (what is held
+ * before it is released first) and the peer is there; NULL otherwise
+ * (build the reply elsewhere and hand it to sl__conn_slot_fill). After
+ * appending the reply to it, call sl__conn_slot_fill(c, id, NULL, 0). */
+struct sl__buf *sl__conn_slot_out(struct sl__conn *c, int64_t id);
 
 /* A protocol's parser looked at `bytes` more bytes (the metrics show it
  * against the bytes read: a parser that re-scans partial frames shows). */
@@ -150,8 +158,28 @@ bool sl__conn_want_sent(struct sl__conn *c);
  * should be written. */
 bool sl__conn_is_closing(const struct sl__conn *c);
 
-/* Append to a buffer, growing it (the daemon aborts on out of memory). */
-void sl__buf_append(struct sl__buf *b, const void *p, size_t len);
+/* Make room for `len` more bytes in b (the daemon aborts on out of memory). */
+void sl__buf_grow(struct sl__buf *b, size_t len);
+
+/* Room for `len` more bytes at the end of b, to be written in place and
+ * then counted (b->len += what was written). */
+static inline char *sl__buf_room(struct sl__buf *b, size_t len)
+{
+    if (b->cap - b->len < len)
+        sl__buf_grow(b, len);
+    return b->p + b->len;
+}
+
+/* Append to a buffer, growing it. Inline: replies are built of many short
+ * pieces (a RESP status is a dozen), most of constant length, which the
+ * compiler then copies without a call. */
+static inline void sl__buf_append(struct sl__buf *b, const void *p, size_t len)
+{
+    if (len == 0)
+        return;
+    memcpy(sl__buf_room(b, len), p, len);
+    b->len += len;
+}
 void sl__buf_free(struct sl__buf *b);
 
 #endif /* SL_SERVER_CONN_H */

@@ -68,6 +68,8 @@ static const struct sl_result *as_cost_one(const struct sl_result *res, struct s
     return out;
 }
 
+static int64_t answered_ns(struct sl__worker *w);
+
 /* The store's callback: kill switch "shadow", metrics and statistics, then
  * the protocol. The labels are taken first: the protocol's callback may
  * end the op. */
@@ -88,7 +90,7 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
     if (err == SL_OK && op->shadow)
         res = sl__ks_unenforce(res, &edited);
     if (op->counted && (m != NULL || st != NULL))
-        mono = mono_ns();
+        mono = answered_ns(op->w);
     if (err == SL_OK && op->counted && m != NULL) {
         sl__metrics_result(m, op->w->id, (struct sl_str){op->domain, op->domain_len}, res,
                            labels != NULL ? labels->s : NULL);
@@ -172,6 +174,7 @@ struct sl__decide_batch {
     bool have_time;  /* now_ns/mono_ns taken for this batch */
     int64_t now_ns;  /* the batch's decision time */
     int64_t mono_ns; /* and its arrival time for the latency histogram */
+    int64_t done_ns; /* the flush's answer time (0: not read yet) */
     size_t n;
     struct pending p[SL__DECIDE_BATCH_MAX];
 };
@@ -293,9 +296,25 @@ void sl__decide_flush(struct sl__worker *w)
         sl__metrics_batch(w->srv->metrics, w->id, n);
     /* The callbacks may start decisions of their own: those go alone. */
     b->flushing = true;
+    b->done_ns = 0;
     w->store->ops->check_batch(w->store, q, n, on_store, args);
     b->flushing = false;
     b->n = 0;
+}
+
+/* When a decision was answered, for the latency histogram and the
+ * statistics: the clock once per flush (its decisions are answered
+ * together, within microseconds of each other, so a reading each cost more
+ * than it told), else now. */
+static int64_t answered_ns(struct sl__worker *w)
+{
+    struct sl__decide_batch *b = w->batch;
+
+    if (b == NULL || !b->flushing)
+        return mono_ns();
+    if (b->done_ns == 0)
+        b->done_ns = mono_ns();
+    return b->done_ns;
 }
 
 void sl__decide_batch_end(struct sl__worker *w)
@@ -439,7 +458,7 @@ void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_
             /* answered at the flush, after the request is gone: the
              * statistics keep its key texts now */
             sl__stats_op_begin(&op->stats, req, rules);
-            op->stats.store_ns = mono_ns();
+            op->stats.store_ns = b->have_time ? b->mono_ns : mono_ns(); /* queued now */
             sl__stats_op_keep(w->srv->stats, w->id, &op->stats);
         }
         return;

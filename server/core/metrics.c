@@ -118,8 +118,44 @@ static bool same(const struct sl__series *s, const char *d, size_t dl, const cha
            memcmp(s->limit, l, ll) == 0;
 }
 
+static struct sl__series *find_series_slow(struct sl__metrics *m, struct sl__wmetrics *w,
+                                           struct sl_str domain, struct sl_str limit);
+
+/* s[0..n) equals p[0..n) (either may be NULL when n is 0). */
+static bool same_bytes(const char *s, const char *p, size_t n)
+{
+    return n == 0 || memcmp(s, p, n) == 0;
+}
+
+/* The series of (domain, limit): the one found last when the raw labels
+ * are those again (a series never moves: the slots are allocated once and
+ * never freed), else looked up and remembered. The overflow series is not
+ * remembered, nor labels longer than a label's limit. */
 static struct sl__series *find_series(struct sl__metrics *m, struct sl__wmetrics *w,
                                       struct sl_str domain, struct sl_str limit)
+{
+    struct sl__series *s;
+
+    if (w->last != NULL && domain.len == w->last_dl && limit.len == w->last_ll &&
+        same_bytes(domain.p, w->last_raw, domain.len) &&
+        same_bytes(limit.p, w->last_raw + domain.len, limit.len))
+        return w->last;
+    s = find_series_slow(m, w, domain, limit);
+    if (s != &w->overflow && domain.len <= SL__METRIC_LABEL_MAX &&
+        limit.len <= SL__METRIC_LABEL_MAX) {
+        if (domain.len > 0)
+            memcpy(w->last_raw, domain.p, domain.len);
+        if (limit.len > 0)
+            memcpy(w->last_raw + domain.len, limit.p, limit.len);
+        w->last_dl = (uint16_t)domain.len;
+        w->last_ll = (uint16_t)limit.len;
+        w->last = s;
+    }
+    return s;
+}
+
+static struct sl__series *find_series_slow(struct sl__metrics *m, struct sl__wmetrics *w,
+                                           struct sl_str domain, struct sl_str limit)
 {
     char d[SL__METRIC_LABEL_MAX], l[SL__METRIC_LABEL_MAX], key[2 * SL__METRIC_LABEL_MAX + 1];
     uint16_t dl = clean_label(d, domain), ll = clean_label(l, limit);

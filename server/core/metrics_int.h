@@ -41,6 +41,12 @@ struct sl__wmetrics {
     _Atomic uint64_t conn_events[SL__CONN_EV_COUNT];
     _Atomic uint64_t lat_buckets[SL__LAT_BUCKETS + 1]; /* last: +Inf */
     _Atomic uint64_t lat_sum_ns;
+    /* the series found last, by the raw labels it was found for (writer
+     * only): a worker counts the same domain and limit decision after
+     * decision, and finding a series cleans, hashes and compares both */
+    struct sl__series *last;
+    uint16_t last_dl, last_ll;
+    char last_raw[2 * SL__METRIC_LABEL_MAX];
 };
 
 struct sl__metrics {

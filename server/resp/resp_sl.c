@@ -132,9 +132,13 @@ static void w_store_error(struct sl__buf *b, int err)
 static void on_done(struct sl__decide_op *d, int err, const struct sl_result *res)
 {
     struct sl__resp_op *op = (struct sl__resp_op *)(void *)d;
-    struct sl__buf *b = &op->c->w->areply;
+    struct sl__buf *b = sl__conn_slot_out(op->c, op->slot);
+    bool direct = b != NULL; /* the next reply due: written in place */
 
-    b->len = 0;
+    if (!direct) {
+        b = &op->c->w->areply;
+        b->len = 0;
+    }
     if (op->kind == SL__RESP_OP_RELEASE) {
         if (err == SL_OK || err == SL_ENOENT)
             sl__resp_w_int(b, err == SL_OK);
@@ -147,7 +151,10 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
     } else {
         w_decision(b, res, op->kind == SL__RESP_OP_ACQUIRE, sl__decide_policy(d));
     }
-    sl__conn_slot_fill(op->c, op->slot, b->p, b->len);
+    if (direct)
+        sl__conn_slot_fill(op->c, op->slot, NULL, 0);
+    else
+        sl__conn_slot_fill(op->c, op->slot, b->p, b->len);
 }
 
 /* Reserve a slot and its op; NULL (with an error written) when the

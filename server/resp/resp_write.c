@@ -13,12 +13,18 @@
 #include "conn.h"
 #include "resp_write.h"
 
-/* ":<v>\r\n" with `type` instead of ':'. */
+/* ":<v>\r\n" with `type` instead of ':', written in place: the digits
+ * counted first, then written from the last. */
 static void w_num(struct sl__buf *b, char type, int64_t v)
 {
-    char tmp[24], *p = tmp + sizeof(tmp);
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    size_t digits = 1, n;
+    char *p;
 
+    for (uint64_t t = u; t >= 10; t /= 10)
+        digits++;
+    n = 1 + (v < 0) + digits + 2;
+    p = sl__buf_room(b, n) + n;
     *--p = '\n';
     *--p = '\r';
     do {
@@ -28,7 +34,7 @@ static void w_num(struct sl__buf *b, char type, int64_t v)
     if (v < 0)
         *--p = '-';
     *--p = type;
-    sl__buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+    b->len += n;
 }
 
 void sl__resp_w_simple(struct sl__buf *b, const char *s)

@@ -251,6 +251,43 @@ static void test_label_escaping_and_cleaning(void **st)
     (void)st;
 }
 
+/* A worker remembers the series it counted last: the same labels again,
+ * labels whose bytes run together the same way ("ab"+"c", "a"+"bc"),
+ * labels with a common prefix, and labels past the length limit (not
+ * remembered; cleaned to one series) must each count where they belong. */
+static void test_same_labels_again_and_lookalikes(void **st)
+{
+    struct sl__metrics *m = make(1, 8);
+    char long1[200], long2[200];
+
+    memset(long1, 'y', sizeof(long1) - 1);
+    long1[sizeof(long1) - 1] = '\0';
+    memcpy(long2, long1, sizeof(long1));
+    long2[sizeof(long2) - 2] = 'z'; /* differs past the limit */
+    for (int i = 0; i < 3; i++) {
+        sl__metrics_decision(m, 0, S("ab"), S("c"), SL__OUTCOME_ALLOW);
+        sl__metrics_decision(m, 0, S("ab"), S("c"), SL__OUTCOME_DENY);
+        sl__metrics_decision(m, 0, S("a"), S("bc"), SL__OUTCOME_ALLOW);
+        sl__metrics_decision(m, 0, S("ab"), S("cd"), SL__OUTCOME_ALLOW);
+        sl__metrics_decision(m, 0, S("ab"), S(""), SL__OUTCOME_ALLOW);
+        sl__metrics_decision(m, 0, S(""), S("ab"), SL__OUTCOME_ALLOW);
+        sl__metrics_decision(m, 0, S("d"), S(long1), SL__OUTCOME_ALLOW);
+        sl__metrics_decision(m, 0, S("d"), S(long2), SL__OUTCOME_ALLOW);
+    }
+    free(render(m, NULL));
+    assert_int_equal(num(find("sluice_decisions_total", "ab", "c", "allow")), 3);
+    assert_int_equal(num(find("sluice_decisions_total", "ab", "c", "deny")), 3);
+    assert_int_equal(num(find("sluice_decisions_total", "a", "bc", "allow")), 3);
+    assert_int_equal(num(find("sluice_decisions_total", "a", "bc", "deny")), 0);
+    assert_int_equal(num(find("sluice_decisions_total", "ab", "cd", "allow")), 3);
+    assert_int_equal(num(find("sluice_decisions_total", "ab", "", "allow")), 3);
+    assert_int_equal(num(find("sluice_decisions_total", "", "ab", "allow")), 3);
+    long1[SL__METRIC_LABEL_MAX] = '\0';
+    assert_int_equal(num(find("sluice_decisions_total", "d", long1, "allow")), 6);
+    sl__metrics_free(m);
+    (void)st;
+}
+
 static void test_latency_histogram(void **st)
 {
     struct sl__metrics *m = make(2, 4);
@@ -396,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_cap_and_overflow_one_worker),
         cmocka_unit_test(test_cap_applies_across_workers),
         cmocka_unit_test(test_label_escaping_and_cleaning),
+        cmocka_unit_test(test_same_labels_again_and_lookalikes),
         cmocka_unit_test(test_latency_histogram),
         cmocka_unit_test(test_gauges_and_connections),
         cmocka_unit_test(test_buffer_limits_and_config),
