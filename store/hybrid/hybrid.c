@@ -143,13 +143,24 @@ static void remove_ent(struct sl__hystore *st, struct sl__hy_ent *e)
     st->index[i] = 0;
 }
 
+/* The hash that names limit l's counters of match key `key` in Redis, the
+ * same on every node (key_len <= SL__HY_KEY_MAX). */
+static void key_hash(const char *key, size_t key_len, const struct sl_limit *l, uint64_t h[2])
+{
+    char buf[SL__HY_KEY_MAX + 8];
+
+    memcpy(buf, key, key_len);
+    for (int k = 0; k < 8; k++)
+        buf[key_len + (size_t)k] = (char)(l->id >> (8 * k));
+    sl_siphash13_128(key_hash_key, buf, key_len + 8, h);
+}
+
 /* The limiter recorded `cost` on limit l of match m: keep it for the next
  * sync. Called under the limiter's lock; allocates nothing. */
 static void on_commit(void *arg, const struct sl_match *m, const struct sl_limit *l, uint64_t cost,
                       int64_t now_ns)
 {
     struct sl__hystore *st = arg;
-    char buf[SL__HY_KEY_MAX + 8];
     uint64_t h[2];
     int64_t w = windowed(l) ? floor_div(now_ns, span_ns(l)) : 0;
     struct sl__hy_ent *e;
@@ -158,10 +169,7 @@ static void on_commit(void *arg, const struct sl_match *m, const struct sl_limit
         SL__HY_CNT(st, untracked, cost);
         return;
     }
-    memcpy(buf, m->key, m->key_len);
-    for (int k = 0; k < 8; k++)
-        buf[m->key_len + (size_t)k] = (char)(l->id >> (8 * k));
-    sl_siphash13_128(key_hash_key, buf, m->key_len + 8, h);
+    key_hash(m->key, m->key_len, l, h);
     e = find(st, h, w);
     if (e == NULL) {
         bool found;
@@ -179,6 +187,7 @@ static void on_commit(void *arg, const struct sl_match *m, const struct sl_limit
         e->l = *l;
         e->l.name = NULL;
         e->used = true;
+        e->first_ns = now_ns;
         e->key_len = (uint16_t)m->key_len;
         memcpy(e->key, m->key, m->key_len);
         i = slot_of(st, h, w, &found);
@@ -209,13 +218,36 @@ static int64_t drain_ns(const struct sl_limit *l)
     return t > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)t;
 }
 
-int64_t sl__hy_ttl_ms(const struct sl__hystore *st, const struct sl__hy_ent *e)
+int64_t sl__hy_limit_ttl_ms(const struct sl__hystore *st, const struct sl_limit *l)
 {
-    int64_t ns = windowed(&e->l) ? 2 * e->l.period_ns : drain_ns(&e->l);
+    int64_t ns = windowed(l) ? 2 * l->period_ns : drain_ns(l);
     int64_t ms = ns / SL_NS_PER_MS + st->cfg.redis->opts.slack_ms + 1;
 
-    (void)st;
     return ms < 1000 ? 1000 : ms;
+}
+
+int64_t sl__hy_ttl_ms(const struct sl__hystore *st, const struct sl__hy_ent *e)
+{
+    return sl__hy_limit_ttl_ms(st, &e->l);
+}
+
+/* A reset deletes every window a node may still count at now_ns, give or
+ * take a window of clock difference between nodes: the current one, the
+ * sub-windows a sliding window still weighs (at most 4096 of them), the
+ * one before and the one after. */
+void sl__hy_reset_windows(const struct sl_limit *l, int64_t now_ns, int64_t *first, int64_t *last)
+{
+    int64_t cur, back;
+
+    *first = *last = 0;
+    if (!windowed(l))
+        return;
+    cur = floor_div(now_ns, span_ns(l));
+    back = l->algo == SL_ALGO_SLIDING_WINDOW ? sub_windows(l) : 0;
+    if (back > 4096)
+        back = 4096;
+    *first = cur - back - 1;
+    *last = cur + 1;
 }
 
 /* Is entry e still of use at now? Windows: while its window is the
@@ -251,32 +283,72 @@ void sl__hy_sweep(struct sl__hystore *st, int64_t now_ns)
     SL__HY_SET(st, kept, kept);
 }
 
-size_t sl__hy_redis_key(const struct sl__hystore *st, const struct sl__hy_ent *e, char *buf,
-                        size_t cap)
+size_t sl__hy_key_name(const struct sl__hystore *st, const uint64_t h[2], const struct sl_limit *l,
+                       int64_t w, bool marker, char *buf, size_t cap)
 {
     int n;
 
-    if (windowed(&e->l))
+    if (marker)
+        n = snprintf(buf, cap, "%s:h1:%016llx%016llx:r", st->cfg.redis->opts.prefix,
+                     (unsigned long long)h[0], (unsigned long long)h[1]);
+    else if (windowed(l))
         n = snprintf(buf, cap, "%s:h1:%016llx%016llx:%lld", st->cfg.redis->opts.prefix,
-                     (unsigned long long)e->h[0], (unsigned long long)e->h[1], (long long)e->w);
+                     (unsigned long long)h[0], (unsigned long long)h[1], (long long)w);
     else
         n = snprintf(buf, cap, "%s:h1:%016llx%016llx", st->cfg.redis->opts.prefix,
-                     (unsigned long long)e->h[0], (unsigned long long)e->h[1]);
+                     (unsigned long long)h[0], (unsigned long long)h[1]);
     return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
 }
 
 void sl__hy_restore(struct sl__hystore *st, struct sl__hy_ent *e)
 {
+    e->in_call = false;
+    if (e->skip_absorb) { /* deltas from before a reset here: not pushed again */
+        e->skip_absorb = false;
+        e->inflight = 0;
+        return;
+    }
     SL__HY_CNT(st, kept, e->inflight);
     e->pending += e->inflight;
     e->inflight = 0;
 }
 
-void sl__hy_apply(struct sl__hystore *st, struct sl__hy_ent *e, uint64_t total)
+/* Forget this worker's local state of entry e's key and limit. */
+static void forget_local(struct sl__hystore *st, const struct sl__hy_ent *e)
+{
+    struct sl_match m = {.limits = {&e->l}, .n_limits = 1, .key_len = e->key_len};
+
+    memcpy(m.key, e->key, e->key_len);
+    (void)sl_limiter_reset(st->lim, &m, 1); /* SL_ENOENT: nothing left to forget */
+}
+
+void sl__hy_apply(struct sl__hystore *st, struct sl__hy_ent *e, uint64_t total, int64_t reset_ms)
 {
     uint64_t d = e->inflight, others;
     int64_t at = st->last_now_ns;
 
+    e->in_call = false;
+    if (e->skip_absorb) {
+        /* reset on this node while this call was out: the total is from
+         * before the reset (whose counters are gone now), nothing to add */
+        e->skip_absorb = false;
+        e->seen = total;
+        e->inflight = 0;
+        return;
+    }
+    if (reset_ms > e->reset_ms) {
+        e->reset_ms = reset_ms;
+        if (floor_div(e->first_ns, SL_NS_PER_MS) <= reset_ms) {
+            /* reset elsewhere after this node first counted the key: what
+             * it holds is from before (up to a sync interval after, which
+             * it gives up); what the others count from now on is added */
+            forget_local(st, e);
+            e->seen = total;
+            e->inflight = 0;
+            SL__HY_CNT(st, fleet_resets_applied, 1);
+            return;
+        }
+    }
     if (total >= e->seen + d)
         others = total - e->seen - d;
     else /* the counter started again (expired, Redis emptied): all of it is new */
@@ -477,13 +549,42 @@ static int reset_tables(struct sl__hystore *st, const struct sl_match *m, size_t
     return r;
 }
 
-/* Forget the local state of the matches on every worker of this node
- * (the fleet's counters in Redis expire by themselves, and other nodes
- * keep their view; see docs/distributed.md). */
+/* Reset the fleet's view of every synced limit of match m at now_ns: this
+ * worker's entries of it give up what they hold (pending deltas are from
+ * before; an answer already on its way is too), and the counters in
+ * Redis are deleted with the key's reset marker set, which every other
+ * node acts on at its next sync. */
+static void reset_fleet(struct sl__hystore *st, const struct sl_match *m, int64_t now_ns)
+{
+    if (m->unlimited || m->key_len > SL__HY_KEY_MAX)
+        return;
+    for (size_t j = 0; j < m->n_limits && j < SL_MAX_LIMITS; j++) {
+        const struct sl_limit *l = m->limits[j];
+        uint64_t h[2];
+        if (l == NULL || !syncable(l))
+            continue;
+        key_hash(m->key, m->key_len, l, h);
+        for (uint32_t li = 0; li < st->n_live; li++) {
+            struct sl__hy_ent *e = &st->ents[st->live[li]];
+            if (e->h[0] != h[0] || e->h[1] != h[1])
+                continue;
+            SL__HY_SET(st, kept,
+                       atomic_load_explicit(&st->ctr.kept, memory_order_relaxed) - e->pending);
+            e->pending = 0;
+            e->reset_ms = floor_div(now_ns, SL_NS_PER_MS);
+            e->skip_absorb = e->in_call;
+        }
+        sl__hy_reset_fleet(st, h, l, now_ns);
+    }
+}
+
+/* Forget the state of the matches on every worker of this node, and in
+ * the fleet: see reset_fleet and docs/distributed.md. */
 static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
 {
     struct sl__hystore *st = of(s);
     struct sl_match m;
+    int64_t now_ns = q->req != NULL ? q->req->now_ns : st->last_now_ns;
     int r = SL_OK;
 
     if (needs_redis(st, q)) {
@@ -492,11 +593,16 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     }
     if (q->rules == NULL) {
         r = reset_tables(st, q->m, q->n);
+        for (size_t i = 0; i < q->n && (r == SL_OK || r == SL_ENOENT); i++)
+            reset_fleet(st, &q->m[i], now_ns);
     } else {
         for (size_t i = 0; i < q->req->n_descriptors && (r == SL_OK || r == SL_ENOENT); i++) {
             r = sl_rules_match(q->rules, q->req, i, &m);
-            if (r == SL_OK)
+            if (r == SL_OK) {
                 r = reset_tables(st, &m, 1);
+                if (r == SL_OK || r == SL_ENOENT)
+                    reset_fleet(st, &m, now_ns);
+            }
         }
     }
     if (r != SL_OK && r != SL_ENOENT)
@@ -701,6 +807,9 @@ void sl__store_hybrid_stats(const struct sl__store *s, struct sl__hybrid_stats *
     G(deltas_dropped);
     G(untracked);
     G(final_pushes);
+    G(fleet_resets);
+    G(fleet_resets_applied);
+    G(fleet_resets_unsent);
     G(keys);
     G(kept);
     G(in_flight);

@@ -48,20 +48,23 @@ struct sl__hybrid_config {
 
 /* Counters for /metrics and the tests: a snapshot, any thread. */
 struct sl__hybrid_stats {
-    uint64_t checks;         /* check/peek/reset decided in the local table */
-    uint64_t redis_path;     /* operations handed to the Redis store */
-    uint64_t syncs;          /* sync rounds that sent something */
-    uint64_t sync_calls;     /* script calls sent */
-    uint64_t sync_keys;      /* keys pushed (or read) in them */
-    uint64_t sync_failures;  /* calls lost (timeout, error, no connection) */
-    uint64_t absorbed;       /* counts/amounts of other nodes added locally */
-    uint64_t deltas_dropped; /* kept deltas dropped: stale, or no room */
-    uint64_t untracked;      /* commits not kept: no room or key too long */
-    uint64_t final_pushes;   /* keys pushed by the blocking push at shutdown */
-    uint64_t keys;           /* keys tracked now (gauge) */
-    uint64_t kept;           /* deltas waiting to be pushed now (gauge, sum) */
-    uint64_t in_flight;      /* calls out now (gauge) */
-    bool connected;          /* the sync connection is ready */
+    uint64_t checks;               /* check/peek/reset decided in the local table */
+    uint64_t redis_path;           /* operations handed to the Redis store */
+    uint64_t syncs;                /* sync rounds that sent something */
+    uint64_t sync_calls;           /* script calls sent */
+    uint64_t sync_keys;            /* keys pushed (or read) in them */
+    uint64_t sync_failures;        /* calls lost (timeout, error, no connection) */
+    uint64_t absorbed;             /* counts/amounts of other nodes added locally */
+    uint64_t deltas_dropped;       /* kept deltas dropped: stale, or no room */
+    uint64_t untracked;            /* commits not kept: no room or key too long */
+    uint64_t final_pushes;         /* keys pushed by the blocking push at shutdown */
+    uint64_t fleet_resets;         /* resets sent to Redis for the fleet (one per key and limit) */
+    uint64_t fleet_resets_applied; /* other nodes' resets acted on here */
+    uint64_t fleet_resets_unsent;  /* resets that reached no other node (Redis away) */
+    uint64_t keys;                 /* keys tracked now (gauge) */
+    uint64_t kept;                 /* deltas waiting to be pushed now (gauge, sum) */
+    uint64_t in_flight;            /* calls out now (gauge) */
+    bool connected;                /* the sync connection is ready */
 };
 
 /* The key table (store/hybrid/hybrid_config.c). */

@@ -29,6 +29,10 @@ struct sl__hy_ent {
     uint64_t inflight; /* in the sync call out now */
     uint64_t seen;     /* the fleet's total after our last push */
     int64_t last_ns;   /* last local commit or absorb */
+    int64_t first_ns;  /* first local commit: made before a reset, or after */
+    int64_t reset_ms;  /* the latest fleet reset of this key seen (ms), 0: none */
+    bool in_call;      /* in a sync call that is out now */
+    bool skip_absorb;  /* reset here while in a call: its answer predates the reset */
     uint32_t pos;      /* in the store's live list */
     bool used;
     bool superseded; /* a later window of the same key exists here */
@@ -38,7 +42,8 @@ struct sl__hy_ent {
 
 struct sl__hy_counters {
     _Atomic uint64_t checks, redis_path, syncs, sync_calls, sync_keys, sync_failures, absorbed,
-        deltas_dropped, untracked, final_pushes, keys, kept, in_flight;
+        deltas_dropped, untracked, final_pushes, fleet_resets, fleet_resets_applied,
+        fleet_resets_unsent, keys, kept, in_flight;
     _Atomic bool connected;
     _Atomic bool ever_connected;
 };
@@ -107,6 +112,9 @@ struct sl__hystore {
     size_t argbuf_cap;
 
     struct sl__hy_counters ctr;
+
+    uint64_t reset_said_ms; /* when an unsent reset was last said (loop time), 0: never */
+    uint64_t resets_unsaid; /* unsent resets since */
 };
 
 /* The process's hybrid stores (hybrid.h). */
@@ -117,16 +125,25 @@ struct sl__hyshared {
 };
 
 /* hybrid.c */
-/* The fleet's total for entry `e` is `total` after a push of e->inflight:
- * record it and add what other nodes recorded to the local table. */
-void sl__hy_apply(struct sl__hystore *st, struct sl__hy_ent *e, uint64_t total);
+/* The fleet's total for entry `e` is `total` after a push of e->inflight,
+ * and the latest reset of its key anywhere in the fleet was at `reset_ms`
+ * (0: none known): record them, and add what other nodes recorded to the
+ * local table - or, when the key was reset after this node first counted
+ * it, forget the local state instead. */
+void sl__hy_apply(struct sl__hystore *st, struct sl__hy_ent *e, uint64_t total, int64_t reset_ms);
+/* Milliseconds a Redis counter of limit l must live after a push. */
+int64_t sl__hy_limit_ttl_ms(const struct sl__hystore *st, const struct sl_limit *l);
+/* The Redis key of the counter of key hash h, window w (buckets: any),
+ * limit l into buf (cap bytes); with `marker`, the key's reset marker
+ * instead. Its length. */
+size_t sl__hy_key_name(const struct sl__hystore *st, const uint64_t h[2], const struct sl_limit *l,
+                       int64_t w, bool marker, char *buf, size_t cap);
+/* The first and last window a reset deletes at now_ns (buckets: 0, 0). */
+void sl__hy_reset_windows(const struct sl_limit *l, int64_t now_ns, int64_t *first, int64_t *last);
 /* A call carrying `e` was lost: its deltas are pending again. */
 void sl__hy_restore(struct sl__hystore *st, struct sl__hy_ent *e);
 /* Drop entries no longer useful at `now_ns`, and count what is kept. */
 void sl__hy_sweep(struct sl__hystore *st, int64_t now_ns);
-/* The Redis key of entry e into buf (cap bytes); its length. */
-size_t sl__hy_redis_key(const struct sl__hystore *st, const struct sl__hy_ent *e, char *buf,
-                        size_t cap);
 /* Milliseconds the Redis counter of e must live after a push. */
 int64_t sl__hy_ttl_ms(const struct sl__hystore *st, const struct sl__hy_ent *e);
 
@@ -136,5 +153,10 @@ void sl__hy_sync_close(struct sl__hystore *st);
 void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns);
 /* Push every kept delta with a blocking connection (shutdown). */
 void sl__hy_final_push(struct sl__hystore *st);
+/* Reset the fleet's view of (key hash h, limit l) at now_ns: its counters
+ * deleted and its reset marker set, on the sync connection (one call, not
+ * waited for). Said in the log when it cannot be sent. */
+void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struct sl_limit *l,
+                        int64_t now_ns);
 
 #endif /* SL_STORE_HYBRID_INT_H */

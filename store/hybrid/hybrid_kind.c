@@ -110,6 +110,9 @@ static const struct sl__store_counter counters[] = {
     C(deltas_dropped, "Kept deltas dropped unpushed: their window or bucket was over."),
     C(untracked, "Costs recorded locally but not kept for syncing (max_keys full, long key)."),
     C(final_pushes, "Keys pushed by the blocking push when a store stops."),
+    C(fleet_resets, "Resets sent to Redis for every node (one per key and limit)."),
+    C(fleet_resets_applied, "Resets made on another node, acted on here at a sync."),
+    C(fleet_resets_unsent, "Resets that could not be sent to Redis: forgotten on this node only."),
 #undef C
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))

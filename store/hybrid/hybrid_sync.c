@@ -14,6 +14,10 @@
  * A timeout drops the connection (freeing the calls stuck on it) and it
  * reconnects with a backoff (50 ms doubling to store.redis.backoff_max).
  *
+ * A reset is one more script call on the same connection (not waited
+ * for): the key's counters deleted and its reset marker set, which every
+ * sync reads back with the counters (hybrid.c acts on it).
+ *
  * When the store is freed, kept deltas are pushed once more over a
  * blocking connection, bounded by 1 s (or store.hybrid.timeout if longer)
  * per step, so a
@@ -27,25 +31,43 @@
 #include <hiredis/hiredis.h>
 
 #include "hybrid_int.h"
+#include "store_log.h"
 
 /*
- * KEYS: the counters; ARGV[2i-1]: key i's delta (a decimal), ARGV[2i]: its
- * expiry in ms. A delta of 0 only reads. Returns every key's total.
+ * KEYS[1..n]: the counters, KEYS[n+i]: counter i's reset marker;
+ * ARGV[2i-1]: counter i's delta (a decimal), ARGV[2i]: its expiry in ms. A
+ * delta of 0 only reads. Returns, per counter, its total and the time of
+ * the latest reset of its key (ms; 0: none).
  */
-static const char sync_lua[] = "local r = {}\n"
-                               "for i = 1, #KEYS do\n"
+static const char sync_lua[] = "local n, r = #KEYS / 2, {}\n"
+                               "for i = 1, n do\n"
                                "  local d = ARGV[2 * i - 1]\n"
                                "  if d ~= '0' then\n"
-                               "    r[i] = redis.call('INCRBY', KEYS[i], d)\n"
+                               "    r[2 * i - 1] = redis.call('INCRBY', KEYS[i], d)\n"
                                "    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])\n"
                                "  else\n"
-                               "    r[i] = tonumber(redis.call('GET', KEYS[i]) or '0')\n"
+                               "    r[2 * i - 1] = tonumber(redis.call('GET', KEYS[i]) or '0')\n"
                                "  end\n"
+                               "  r[2 * i] = tonumber(redis.call('GET', KEYS[n + i]) or '0')\n"
                                "end\n"
                                "return r\n";
 
-/* Bytes of arguments one key takes at most: key, delta, ttl. */
-#define ARG_BYTES (SL__REDIS_PREFIX_MAX + 64 + 24 + 24)
+/*
+ * A reset of one key and limit for the whole fleet. KEYS[1]: its reset
+ * marker, KEYS[2..]: its counters; ARGV[1]: the reset's time (ms), ARGV[2]:
+ * how long the marker lives (ms: as long as a counter may). The counters
+ * are deleted, and the marker keeps the latest reset's time.
+ */
+static const char reset_lua[] = "if #KEYS > 1 then redis.call('DEL', unpack(KEYS, 2)) end\n"
+                                "local cur = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
+                                "if tonumber(ARGV[1]) > cur then\n"
+                                "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+                                "end\n"
+                                "return 1\n";
+
+/* Bytes of arguments one key takes at most: key, its marker, delta, ttl. */
+#define KEY_BYTES (SL__REDIS_PREFIX_MAX + 64)
+#define ARG_BYTES (2 * KEY_BYTES + 24 + 24)
 
 static void start(struct sl__hystore *st);
 
@@ -213,8 +235,8 @@ int sl__hy_sync_init(struct sl__hystore *st)
 
     st->n_calls = (st->cfg.max_keys + batch - 1) / batch;
     st->calls = calloc(st->n_calls, sizeof(*st->calls));
-    st->argv = calloc(3 + 3 * (size_t)batch, sizeof(*st->argv));
-    st->argvlen = calloc(3 + 3 * (size_t)batch, sizeof(*st->argvlen));
+    st->argv = calloc(3 + 4 * (size_t)batch, sizeof(*st->argv));
+    st->argvlen = calloc(3 + 4 * (size_t)batch, sizeof(*st->argvlen));
     st->argbuf_cap = 64 + (size_t)batch * ARG_BYTES;
     st->argbuf = malloc(st->argbuf_cap);
     if (st->calls == NULL || st->argv == NULL || st->argvlen == NULL || st->argbuf == NULL)
@@ -276,7 +298,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
     (void)ac;
     if (!c->busy)
         return; /* already lost (timeout) */
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != c->n) {
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 * (size_t)c->n) {
         if (r != NULL && is_noscript(r) && st->ac != NULL) {
             st->sha[0] = '\0'; /* Redis restarted or flushed: load it again */
             set_conn(st, SL__HY_CONNECTING);
@@ -287,14 +309,32 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
         return;
     }
     for (unsigned i = 0; i < c->n; i++) {
-        const redisReply *e = r->element[i];
+        const redisReply *e = r->element[2 * i], *m = r->element[2 * i + 1];
         struct sl__hy_ent *x = &st->ents[c->idx[i]];
-        if (e->type == REDIS_REPLY_INTEGER && e->integer >= 0)
-            sl__hy_apply(st, x, (uint64_t)e->integer);
+        if (e->type == REDIS_REPLY_INTEGER && e->integer >= 0 && m->type == REDIS_REPLY_INTEGER)
+            sl__hy_apply(st, x, (uint64_t)e->integer, m->integer > 0 ? m->integer : 0);
         else
             sl__hy_restore(st, x);
     }
     finish_call(c);
+}
+
+/* The keys of a sync call over entries idx[0..k): the counters, then
+ * their markers, as st->argv[at...] in b; the bytes of b used. */
+static size_t key_args(struct sl__hystore *st, const uint32_t *idx, unsigned k, size_t at, char *b)
+{
+    size_t used = 0;
+
+    for (int marker = 0; marker < 2; marker++) {
+        for (unsigned i = 0; i < k; i++) {
+            const struct sl__hy_ent *e = &st->ents[idx[i]];
+            size_t len = sl__hy_key_name(st, e->h, &e->l, e->w, marker, b + used, KEY_BYTES);
+            st->argv[at] = b + used;
+            st->argvlen[at++] = len;
+            used += len + 1;
+        }
+    }
+    return used;
 }
 
 static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
@@ -307,15 +347,10 @@ static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
     st->argv[1] = st->sha;
     st->argvlen[1] = 40;
     st->argv[2] = b;
-    st->argvlen[2] = (size_t)snprintf(b, 24, "%u", c->n);
+    st->argvlen[2] = (size_t)snprintf(b, 24, "%u", 2 * c->n);
     used = st->argvlen[2] + 1;
-    for (unsigned i = 0; i < c->n; i++) {
-        const struct sl__hy_ent *e = &st->ents[c->idx[i]];
-        size_t len = sl__hy_redis_key(st, e, b + used, ARG_BYTES);
-        st->argv[argc] = b + used;
-        st->argvlen[argc++] = len;
-        used += len + 1;
-    }
+    used += key_args(st, c->idx, c->n, argc, b + used);
+    argc += 2 * (size_t)c->n;
     for (unsigned i = 0; i < c->n; i++) {
         const struct sl__hy_ent *e = &st->ents[c->idx[i]];
         int n = snprintf(b + used, 24, "%llu", (unsigned long long)e->inflight);
@@ -362,6 +397,7 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
         }
         e->inflight = e->pending;
         e->pending = 0;
+        e->in_call = true;
         SL__HY_SET(st, kept,
                    atomic_load_explicit(&st->ctr.kept, memory_order_relaxed) - e->inflight);
         c->idx[c->n++] = i;
@@ -409,14 +445,10 @@ static bool push_blocking(struct sl__hystore *st, redisContext *c, const uint32_
     st->argvlen[0] = 4;
     st->argv[1] = sync_lua;
     st->argvlen[1] = sizeof(sync_lua) - 1;
-    st->argvlen[2] = (size_t)snprintf(nk, sizeof(nk), "%u", k);
+    st->argvlen[2] = (size_t)snprintf(nk, sizeof(nk), "%u", 2 * k);
     st->argv[2] = nk;
-    for (unsigned j = 0; j < k; j++) {
-        size_t len = sl__hy_redis_key(st, &st->ents[idx[j]], st->argbuf + used, ARG_BYTES);
-        st->argv[argc] = st->argbuf + used;
-        st->argvlen[argc++] = len;
-        used += len + 1;
-    }
+    used = key_args(st, idx, k, argc, st->argbuf);
+    argc += 2 * (size_t)k;
     for (unsigned j = 0; j < k; j++) {
         const struct sl__hy_ent *e = &st->ents[idx[j]];
         int w = snprintf(st->argbuf + used, 24, "%llu", (unsigned long long)e->pending);
@@ -479,4 +511,90 @@ out:
     free(idx);
     if (c != NULL)
         redisFree(c);
+}
+
+/* ------------------------------------------------------------ resets */
+
+/* Said at most every 10 s per worker (the line counts what it stands for):
+ * an admin script resetting many keys while Redis is away is one line. */
+static void unsent(struct sl__hystore *st, const char *why)
+{
+    uint64_t now = uv_now(st->loop);
+
+    SL__HY_CNT(st, fleet_resets_unsent, 1);
+    st->resets_unsaid++;
+    if (st->reset_said_ms != 0 && now - st->reset_said_ms < 10000)
+        return;
+    sl__store_log(SL__SLOG_WARN, "store.hybrid_reset_local",
+                  "%llu reset(s) reached no other node (%s): forgotten on this node only, "
+                  "the others keep counting until the key's window or bucket is over",
+                  (unsigned long long)st->resets_unsaid, why);
+    st->reset_said_ms = now;
+    st->resets_unsaid = 0;
+}
+
+static void on_reset_reply(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__hystore *st = priv;
+    redisReply *r = reply;
+
+    (void)ac;
+    if (st->closing)
+        return;
+    if (r == NULL)
+        unsent(st, "the connection to Redis was lost");
+    else if (r->type == REDIS_REPLY_ERROR)
+        unsent(st, r->str != NULL ? r->str : "Redis answered an error");
+}
+
+void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struct sl_limit *l,
+                        int64_t now_ns)
+{
+    int64_t first, last, now_ms = now_ns / SL_NS_PER_MS;
+    size_t nk, argc = 0, used = 0;
+    const char **argv = NULL;
+    size_t *argvlen = NULL;
+    char *b = NULL, head[3][24];
+
+    if (st->closing)
+        return;
+    if (st->conn != SL__HY_READY || st->ac == NULL) {
+        unsent(st, "Redis is not connected");
+        return;
+    }
+    sl__hy_reset_windows(l, now_ns, &first, &last);
+    nk = 1 + (size_t)(last - first + 1); /* the marker, then the counters */
+    argv = malloc((3 + nk + 2) * sizeof(*argv));
+    argvlen = malloc((3 + nk + 2) * sizeof(*argvlen));
+    b = malloc(nk * KEY_BYTES);
+    if (argv == NULL || argvlen == NULL || b == NULL) {
+        unsent(st, "out of memory");
+        goto out;
+    }
+    argv[argc] = "EVAL";
+    argvlen[argc++] = 4;
+    argv[argc] = reset_lua;
+    argvlen[argc++] = sizeof(reset_lua) - 1;
+    argvlen[argc] = (size_t)snprintf(head[0], sizeof(head[0]), "%zu", nk);
+    argv[argc++] = head[0];
+    for (int64_t w = first - 1; w <= last; w++) { /* first - 1: the marker */
+        size_t len = sl__hy_key_name(st, h, l, w, w == first - 1, b + used, KEY_BYTES);
+        argv[argc] = b + used;
+        argvlen[argc++] = len;
+        used += len + 1;
+    }
+    argvlen[argc] = (size_t)snprintf(head[1], sizeof(head[1]), "%lld", (long long)now_ms);
+    argv[argc++] = head[1];
+    argvlen[argc] =
+        (size_t)snprintf(head[2], sizeof(head[2]), "%lld", (long long)sl__hy_limit_ttl_ms(st, l));
+    argv[argc++] = head[2];
+    if (redisAsyncCommandArgv(st->ac, on_reset_reply, st, (int)argc, argv, argvlen) != REDIS_OK) {
+        unsent(st, "the command could not be queued");
+        goto out;
+    }
+    SL__HY_CNT(st, fleet_resets, 1);
+out:
+    free(argv);
+    free(argvlen);
+    free(b);
 }

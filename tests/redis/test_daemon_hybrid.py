@@ -62,8 +62,10 @@ class Redis:
             return False
 
     def total(self):
-        """The sum of the hybrid store's counters."""
-        return sum(int(self.client.get(k) or 0) for k in self.client.keys("sluice:h1:*"))
+        """The sum of the hybrid store's counters (not the reset markers,
+        "<prefix>:h1:<hash>:r", which hold a time)."""
+        return sum(int(self.client.get(k) or 0) for k in self.client.keys("sluice:h1:*")
+                   if not k.endswith(b":r"))
 
     def stop(self):
         if self.proc.poll() is None:
@@ -179,5 +181,59 @@ def test_a_reset_clears_every_worker_of_the_node(tmp_path, rds):
         # every one it took: all 8 landing on the other is 1 in 256)
         verdicts = [fresh_check(node, "rs", "k") for _ in range(8)]
         assert verdicts == ["allow"] * 8, verdicts
+    finally:
+        node.stop()
+
+
+def reset(node, key, value):
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{node.http}/v1/keys?domain=hy&{key}={value}", method="DELETE",
+        headers=node.admin_headers())
+    with urllib.request.urlopen(req, timeout=5) as r:
+        assert r.status == 200
+
+
+def test_a_reset_reaches_every_node(rds, fleet):
+    """A reset served by one node deletes the fleet's counters and leaves
+    a marker every other node acts on at its next sync: the key is whole
+    again on every node (before, the others went on denying until the
+    window was over), and what is counted after the reset is synced as
+    before."""
+    rnd = random.Random(5)
+    rounds(fleet, "rs", "f", 3, rnd)  # 60 offered for a limit of 10
+    assert all(n.check("hy", "rs", "f") == "deny" for n in fleet for _ in range(2))
+    reset(fleet[0], "rs", "f")
+    time.sleep(4 * SYNC_MS / 1000)  # every node syncs, sees the marker
+    assert rds.total() == 0  # the counters are gone
+    assert len(rds.client.keys("sluice:h1:*:r")) == 1
+    # 3 per node, 9 of the 10: every node admits again
+    verdicts = [n.check("hy", "rs", "f") for n in fleet for _ in range(3)]
+    assert verdicts == ["allow"] * 9, verdicts
+    assert fleet[0].metric("sluice_store_hybrid_fleet_resets_total") == 1
+    assert sum(n.metric("sluice_store_hybrid_fleet_resets_applied_total") for n in fleet[1:]) >= 2
+    # after the reset the fleet counts as before: 9 admitted, then at most
+    # the limit's last one plus the bound of two rounds
+    time.sleep(3 * SYNC_MS / 1000)
+    admitted = 9 + rounds(fleet, "rs", "f", 3, rnd)
+    assert 10 <= admitted <= 10 + 2 * ROUND, admitted
+    time.sleep(0.3)
+    assert rds.total() == admitted
+
+
+def test_a_reset_without_redis_is_local_and_said(tmp_path, rds):
+    """Redis gone: the reset still clears the node's own tables, and the
+    log and a counter say the other nodes were not told."""
+    node = Hybrid(tmp_path, "solo", rds.port)
+    try:
+        assert wait_until(lambda: node.metric("sluice_store_hybrid_workers_connected") == 1)
+        assert sum(node.check("hy", "rs", "g") != "deny" for _ in range(12)) == 10
+        rds.stop()
+        assert wait_until(lambda: node.metric("sluice_store_hybrid_workers_connected") == 0)
+        reset(node, "rs", "g")
+        assert node.check("hy", "rs", "g") == "allow"
+        assert node.metric("sluice_store_hybrid_fleet_resets_unsent_total") == 1
+        assert node.metric("sluice_store_hybrid_fleet_resets_total") == 0
+        assert wait_until(lambda: "store.hybrid_reset_local" in node.log_text())
+        assert node.alive()
     finally:
         node.stop()

@@ -515,6 +515,83 @@ static void test_node_restart_keeps_deltas(void **state)
     clock_ns = now + 2 * MS;
 }
 
+/* Node i syncs at `now` and its reply is in. */
+static void sync_one(int i, int64_t now)
+{
+    sl__store_hybrid_sync(nodes[i], now);
+    uv_update_time(&loop);
+    for (uint64_t end = uv_now(&loop) + 5000; stats(i).in_flight > 0 && uv_now(&loop) < end;)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(stats(i).in_flight, 0);
+}
+
+/*
+ * A reset on one node reaches the fleet: the counters in Redis are deleted
+ * and the other nodes forget the key at their next sync. The resetting
+ * node does not take, from a sync answer that was already on its way, the
+ * counts of before the reset.
+ */
+static void test_reset_reaches_the_fleet(void **state)
+{
+    struct one o;
+    int64_t now = start_at(3600 * S);
+    struct sl__store_req q = {.req = &o.req, .m = &o.m, .n = 1};
+    struct answer a;
+    struct sl__store *kept[NODES];
+    struct sl__hybrid_config auto_cfg = hcfg;
+    (void)state;
+    /* nodes that sync only when told, so that the order below is exact */
+    memcpy(kept, nodes, sizeof(kept));
+    hcfg.manual_sync = true;
+    for (int i = 0; i < NODES; i++) {
+        nodes[i] = NULL;
+        make_node(i);
+    }
+    one_init(&o, SL_ALGO_FIXED_WINDOW, 100, 3600 * S);
+    for (int i = 0; i < NODES; i++)
+        for (int r = 0; r < 30; r++)
+            assert_int_equal(check_on(i, &o, now), SL_ALLOW);
+    sync_one(1, now);
+    sync_one(2, now); /* the fleet's total is 60 */
+    /* node 0's sync is sent (its answer would say 90: 60 from others)... */
+    sl__store_hybrid_sync(nodes[0], now);
+    /* ...and the key is reset on node 0 before the answer is read */
+    memset(&a, 0, sizeof(a));
+    o.req.now_ns = now;
+    assert_int_equal(nodes[0]->ops->reset(nodes[0], &q, sw_on_answer, &a), SL_OK);
+    assert_true(a.done);
+    assert_int_equal(stats(0).fleet_resets, 1);
+    /* a request before the answer: the key has a state again */
+    assert_int_equal(check_on(0, &o, now), SL_ALLOW);
+    sync_one(0, now); /* the sync, then the reset, ran in Redis */
+    assert_int_equal(key_total(&o, now), 0);
+    /* node 0 starts from nothing: the 60 of the others from before the
+     * reset, in the answer, are not added */
+    for (int r = 0; r < 59; r++)
+        assert_int_equal(check_on(0, &o, now), SL_ALLOW);
+    /* nodes 1 and 2 forget their 30 at their next sync */
+    sync_one(1, now);
+    sync_one(2, now);
+    assert_int_equal(stats(1).fleet_resets_applied, 1);
+    assert_int_equal(stats(2).fleet_resets_applied, 1);
+    /* and learn node 0's 60 once it pushed them: 40 left on node 1 */
+    sync_one(0, now);
+    assert_int_equal(key_total(&o, now), 60);
+    sync_one(1, now);
+    for (int r = 0; r < 40; r++)
+        assert_int_equal(check_on(1, &o, now), SL_ALLOW);
+    assert_int_equal(check_on(1, &o, now), SL_DENY);
+    sync_one(1, now);
+    assert_int_equal(key_total(&o, now), 100);
+    assert_int_equal(stats(0).fleet_resets_unsent, 0);
+    clock_ns = now + MS;
+    for (int i = 0; i < NODES; i++) {
+        sl__store_free(nodes[i]);
+        nodes[i] = kept[i];
+    }
+    hcfg = auto_cfg;
+}
+
 static void test_sliding_log_goes_through_redis(void **state)
 {
     struct one o;
@@ -555,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_check_path_allocates_nothing_no_round_trip),
         cmocka_unit_test(test_redis_paused_then_resumed),
         cmocka_unit_test(test_node_restart_keeps_deltas),
+        cmocka_unit_test(test_reset_reaches_the_fleet),
         cmocka_unit_test(test_sliding_log_goes_through_redis),
     };
 
