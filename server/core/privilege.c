@@ -10,9 +10,8 @@
 #include "config-t.h"
 #include "privilege.h"
 
-bool sl__admin_token_equal(const struct sl__config *cfg, const char *given, size_t len)
+bool sl__token_equal(const char *token, const char *given, size_t len)
 {
-    const char *token = cfg->admin_token;
     unsigned char diff;
     size_t tlen;
 
@@ -23,6 +22,11 @@ bool sl__admin_token_equal(const struct sl__config *cfg, const char *given, size
     for (size_t i = 0; i < tlen; i++) /* reads within both: index clamped to len */
         diff |= (unsigned char)(token[i] ^ (i < len ? given[i] : 0));
     return diff == 0;
+}
+
+bool sl__admin_token_equal(const struct sl__config *cfg, const char *given, size_t len)
+{
+    return sl__token_equal(cfg->admin_token, given, len);
 }
 
 bool sl__admin_allowed(const struct sl__config *cfg, const struct sl__listener *ls, bool proven)

@@ -19,9 +19,12 @@
 struct sl__config;
 struct sl__listener;
 
-/* Does `given` (len bytes, not NUL-terminated) equal the configured admin
- * token? Compared in constant time over the token's length; false when
- * the server has no token. */
+/* Does `given` (len bytes, not NUL-terminated) equal `token` (a C
+ * string)? Compared in constant time over the token's length, whatever
+ * `given` holds; false when token is NULL. */
+bool sl__token_equal(const char *token, const char *given, size_t len);
+
+/* sl__token_equal against the configured admin token. */
 bool sl__admin_token_equal(const struct sl__config *cfg, const char *given, size_t len);
 
 /* May a connection on `ls` that has (`proven`) or has not shown the token

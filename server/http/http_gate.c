@@ -23,6 +23,7 @@
 #include "guard.h"
 #include "http_gate.h"
 #include "log.h"
+#include "privilege.h"
 #include "server-t.h"
 #include "worker-t.h"
 
@@ -33,9 +34,6 @@ bool sl__gate_listener(const struct sl__conn *c)
 
 bool sl__gate_token_ok(const char *token, const char *authorization, size_t len)
 {
-    size_t tlen, i;
-    unsigned char diff = 0;
-
     if (token == NULL) /* never: the server starts with a token (token.h) */
         return false;
     if (len < 7 || strncasecmp(authorization, "Bearer ", 7) != 0)
@@ -46,11 +44,7 @@ bool sl__gate_token_ok(const char *token, const char *authorization, size_t len)
         authorization++;
         len--;
     }
-    tlen = strlen(token);
-    diff = (unsigned char)(len != tlen);
-    for (i = 0; i < tlen; i++) /* reads within both: index clamped to len */
-        diff |= (unsigned char)(token[i] ^ (i < len ? authorization[i] : 0));
-    return diff == 0;
+    return sl__token_equal(token, authorization, len);
 }
 
 /* ------------------------------------------------------------ Host */
