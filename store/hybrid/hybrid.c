@@ -19,6 +19,11 @@
  * - what we pushed) is added to the local state (sl__limiter_absorb), so
  * the local table reflects the whole fleet, one sync late.
  *
+ * A reset forgets the key on every worker of this node and, through Redis,
+ * on every node: its counters are deleted and its reset marker set
+ * (hybrid_sync.c); a node that counted the key before the marker's time
+ * forgets its own state of it at its next sync (sl__hy_apply).
+ *
  * A request with a limit whose state is not an amount (sliding_log,
  * concurrency, and the warm-up token bucket, whose state is not a plain
  * level) goes to the Redis store as a whole (exact, one round trip).
