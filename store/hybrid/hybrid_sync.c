@@ -37,20 +37,22 @@
  * KEYS[1..n]: the counters, KEYS[n+i]: counter i's reset marker;
  * ARGV[2i-1]: counter i's delta (a decimal), ARGV[2i]: its expiry in ms. A
  * delta of 0 only reads. Returns, per counter, its total and the time of
- * the latest reset of its key (ms; 0: none).
+ * the latest reset of its key (ms; 0: none, or not a number: a value
+ * written there by something else must not stop every sync).
  */
-static const char sync_lua[] = "local n, r = #KEYS / 2, {}\n"
-                               "for i = 1, n do\n"
-                               "  local d = ARGV[2 * i - 1]\n"
-                               "  if d ~= '0' then\n"
-                               "    r[2 * i - 1] = redis.call('INCRBY', KEYS[i], d)\n"
-                               "    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])\n"
-                               "  else\n"
-                               "    r[2 * i - 1] = tonumber(redis.call('GET', KEYS[i]) or '0')\n"
-                               "  end\n"
-                               "  r[2 * i] = tonumber(redis.call('GET', KEYS[n + i]) or '0')\n"
-                               "end\n"
-                               "return r\n";
+static const char sync_lua[] =
+    "local n, r = #KEYS / 2, {}\n"
+    "for i = 1, n do\n"
+    "  local d = ARGV[2 * i - 1]\n"
+    "  if d ~= '0' then\n"
+    "    r[2 * i - 1] = redis.call('INCRBY', KEYS[i], d)\n"
+    "    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])\n"
+    "  else\n"
+    "    r[2 * i - 1] = tonumber(redis.call('GET', KEYS[i]) or '0') or 0\n"
+    "  end\n"
+    "  r[2 * i] = tonumber(redis.call('GET', KEYS[n + i]) or '0') or 0\n"
+    "end\n"
+    "return r\n";
 
 /*
  * A reset of one key and limit for the whole fleet. KEYS[1]: its reset
@@ -59,7 +61,7 @@ static const char sync_lua[] = "local n, r = #KEYS / 2, {}\n"
  * are deleted, and the marker keeps the latest reset's time.
  */
 static const char reset_lua[] = "if #KEYS > 1 then redis.call('DEL', unpack(KEYS, 2)) end\n"
-                                "local cur = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
+                                "local cur = tonumber(redis.call('GET', KEYS[1]) or '0') or 0\n"
                                 "if tonumber(ARGV[1]) > cur then\n"
                                 "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
                                 "end\n"

@@ -584,6 +584,21 @@ static void test_reset_reaches_the_fleet(void **state)
     sync_one(1, now);
     assert_int_equal(key_total(&o, now), 100);
     assert_int_equal(stats(0).fleet_resets_unsent, 0);
+    /* a marker that is not a number (written by something else) is read as
+     * none: the syncs go on */
+    {
+        redisReply *k = admin("KEYS %s:h1:*:r", rcfg.opts.prefix);
+        uint64_t failures = stats(0).sync_failures;
+        assert_non_null(k);
+        assert_int_equal(k->type, REDIS_REPLY_ARRAY);
+        assert_int_equal(k->elements, 1);
+        freeReplyObject(admin("SET %s not-a-time", k->element[0]->str));
+        freeReplyObject(k);
+        sync_one(0, now);
+        assert_int_equal(stats(0).sync_failures, failures);
+        assert_int_equal(stats(0).fleet_resets_applied, 0);
+        assert_int_equal(check_on(0, &o, now), SL_DENY); /* it learned node 1's 40 */
+    }
     clock_ns = now + MS;
     for (int i = 0; i < NODES; i++) {
         sl__store_free(nodes[i]);
