@@ -10,12 +10,10 @@ SIGTERM the server sends GOAWAY with the last stream id, then completes the
 streams in flight before it closes.
 """
 import signal
-import subprocess
 import time
 
 import hyperframe.frame as hf
 import pytest
-import redis
 
 from grpc_client import RawH2, channel, health_pb2, health_stub, request, rls_stub
 from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
@@ -44,23 +42,11 @@ def wait_until(pred, seconds=10.0, step=0.02):
 
 @pytest.fixture
 def rds():
-    from conftest import free_port
-    port = free_port()
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                             "--save", "", "--appendonly", "no", "--logfile", "/dev/null"])
-    client = redis.Redis(port=port)
-
-    def up():
-        try:
-            return client.ping()
-        except redis.ConnectionError:
-            return False
-    assert wait_until(up), "redis-server did not start"
-    proc.port = port
-    yield proc
-    proc.send_signal(signal.SIGCONT)
-    proc.kill()
-    proc.wait()
+    from conftest import RedisServer
+    server = RedisServer()
+    server.proc.port = server.port
+    yield server.proc
+    server.stop()
 
 
 def start(grpc_sluiced, rds, timeout):

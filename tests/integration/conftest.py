@@ -65,6 +65,46 @@ class PortTaken(Exception):
     pass
 
 
+class RedisServer:
+    """A redis-server on 127.0.0.1 without persistence, killed by PID in
+    stop(): on `port`, or on a free one. A free port can be taken by a
+    parallel test before redis-server binds it; redis-server then exits,
+    and it is started again on another (not when the port was given: a
+    restart on the same one). `args` are added to its command line, `env`
+    is its environment."""
+
+    def __init__(self, port=None, args=(), env=None, password=None, logfile="/dev/null",
+                 seconds=5, socket_timeout=None):
+        for _ in range(5):
+            self.port = port or free_port()
+            self.proc = subprocess.Popen(
+                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no", "--logfile", str(logfile).replace("{port}", str(self.port))]
+                + list(args) + (["--requirepass", password] if password else []), env=env)
+            self.client = redis.Redis(port=self.port, password=password,
+                                      socket_timeout=socket_timeout)
+            wait_for(lambda: self.proc.poll() is not None or self._up(), seconds)
+            if self.proc.poll() is None and self._up():
+                return
+            self.stop()
+            if port:
+                break
+        raise AssertionError("redis-server did not start")
+
+    def _up(self):
+        try:
+            return self.client.ping()
+        except redis.RedisError:
+            return False
+
+    def stop(self):
+        """Kill it (resumed first, if a test froze it with SIGSTOP)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+        self.proc.wait()
+
+
 class Sluiced:
     """One running sluiced: its port, files, log, and helpers."""
 

@@ -25,14 +25,12 @@ ends):
 """
 import json
 import re
-import signal
-import subprocess
 import time
 
 import pytest
 import redis
 
-from conftest import free_port
+from conftest import RedisServer
 from conftest_http import http_sluiced  # noqa: F401 (fixture)
 
 
@@ -68,26 +66,6 @@ descriptors:
 """
 
 STORES = ["memory", "redis", "redis-olc"]
-
-
-class RedisServer:
-    def __init__(self):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", "/dev/null"])
-        self.client = redis.Redis(port=self.port)
-        assert wait_until(self.up), "redis-server did not start"
-
-    def up(self):
-        try:
-            return self.client.ping()
-        except redis.ConnectionError:
-            return False
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
 
 
 @pytest.fixture(params=STORES)

@@ -14,14 +14,12 @@ counts are exact.
 """
 import signal
 import socket
-import subprocess
 import time
 import urllib.request
 
 import pytest
-import redis
 
-from conftest import START_MS, free_port
+from conftest import START_MS, RedisServer, free_port
 from conftest_proxy import proxy_sluiced, route, upstream  # noqa: F401 (fixtures)
 
 TIMEOUT_MS = 300  # met by Redis under the sanitizers on a loaded machine
@@ -59,26 +57,9 @@ def wait_until(pred, seconds=10.0):
     return pred()
 
 
-class Redis:
+class Redis(RedisServer):
     def __init__(self):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", "/dev/null"])
-        self.client = redis.Redis(port=self.port, socket_timeout=5)
-        assert wait_until(self._up), "redis-server did not start"
-
-    def _up(self):
-        try:
-            return self.client.ping()
-        except redis.ConnectionError:
-            return False
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-        self.proc.wait()
+        super().__init__(socket_timeout=5)
 
 
 @pytest.fixture

@@ -24,9 +24,10 @@ import urllib.request
 
 import redis
 
-# free_port is tests/integration's (never the same port twice in a run)
+# free_port is tests/integration's (never the same port twice in a run), and
+# so is RedisServer (a redis-server started again when its port was taken)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "integration"))
-from conftest import free_port  # noqa: E402,F401
+from conftest import RedisServer, free_port  # noqa: E402,F401
 
 SLUICED = os.environ.get("SLUICED", "sluiced")
 START_MS = 1_700_000_000_000

@@ -20,14 +20,12 @@ benchmark):
 """
 import random
 import signal
-import subprocess
 import time
 import urllib.request
 
 import pytest
-import redis
 
-from sluiced_proc import SluicedProc, free_port, wait_until
+from sluiced_proc import RedisServer, SluicedProc, wait_until
 
 SYNC_MS = 50
 ROUND = 20  # requests per round, over the three daemons
@@ -46,32 +44,12 @@ descriptors:
 """
 
 
-class Redis:
-    def __init__(self):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", "/dev/null"])
-        self.client = redis.Redis(port=self.port)
-        assert wait_until(self._up), "redis-server did not start"
-
-    def _up(self):
-        try:
-            return self.client.ping()
-        except redis.ConnectionError:
-            return False
-
+class Redis(RedisServer):
     def total(self):
         """The sum of the hybrid store's counters (not the reset markers,
         "<prefix>:h1:<hash>:r", which hold a time)."""
         return sum(int(self.client.get(k) or 0) for k in self.client.keys("sluice:h1:*")
                    if not k.endswith(b":r"))
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-        self.proc.wait()
 
 
 class Hybrid(SluicedProc):

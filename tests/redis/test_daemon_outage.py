@@ -31,14 +31,13 @@ import json
 import re
 import signal
 import socket
-import subprocess
 import threading
 import time
 
 import pytest
 import redis
 
-from sluiced_proc import SluicedProc, free_port, wait_until
+from sluiced_proc import RedisServer, SluicedProc, free_port, wait_until
 
 TIMEOUT_MS = 100  # Redis decides every check while it is up, also under a sanitizer
 
@@ -58,28 +57,6 @@ descriptors:
   - key: k
     rate_limit: {unit: minute, requests_per_unit: 1000}
 """
-
-
-class Redis:
-    def __init__(self):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", "/dev/null"])
-        self.client = redis.Redis(port=self.port)
-        assert wait_until(self._up), "redis-server did not start"
-
-    def _up(self):
-        try:
-            return self.client.ping()
-        except redis.ConnectionError:
-            return False
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-        self.proc.wait()
 
 
 class Sluiced(SluicedProc):
@@ -108,7 +85,7 @@ class Sluiced(SluicedProc):
 
 @pytest.fixture
 def rds():
-    r = Redis()
+    r = RedisServer()
     yield r
     r.stop()
 

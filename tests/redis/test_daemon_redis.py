@@ -41,7 +41,7 @@ import urllib.request
 import pytest
 import redis
 
-from sluiced_proc import SLUICED, SluicedProc, free_port, wait_until
+from sluiced_proc import SLUICED, RedisServer, SluicedProc, free_port, wait_until
 
 TIMEOUT_MS = 20
 MODULE = os.environ.get("SL_REDIS_MODULE")
@@ -86,26 +86,16 @@ ADMITTED = {"tb": 40, "warm": 1, "gcra": 16, "leaky": 21, "fw": 50, "sw": 50,
             "swb": 30, "log": 25, "conc": 12}
 
 
-class Redis:
+class Redis(RedisServer):
+    """The Redis of these tests: with $SL_REDIS_MODULE loaded when set."""
+
     def __init__(self, port=None, password=None):
-        self.port = port or free_port()
         module = ["--loadmodule", MODULE] if MODULE else []
         env = dict(os.environ)
         if MODULE and os.environ.get("SL_REDIS_PRELOAD"):
             # the sanitizer build's module needs the sanitizer's runtime first
             env["LD_PRELOAD"] = os.environ["SL_REDIS_PRELOAD"]
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--logfile", "/dev/null"] + module
-            + (["--requirepass", password] if password else []), env=env)
-        self.client = redis.Redis(port=self.port, password=password)
-        assert wait_until(self._up), "redis-server did not start"
-
-    def _up(self):
-        try:
-            return self.client.ping()
-        except redis.ConnectionError:
-            return False
+        super().__init__(port=port, args=module, env=env, password=password)
 
     def calls(self, cmd):
         return self.client.info("commandstats").get(f"cmdstat_{cmd}", {}).get("calls", 0)
@@ -113,12 +103,6 @@ class Redis:
     def evalsha_calls(self):
         """Calls of every decision command, whichever the engine."""
         return sum(self.calls(cmd) for cmd in DECISIONS)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-        self.proc.wait()
 
 
 class Sluiced(SluicedProc):

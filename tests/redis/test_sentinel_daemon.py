@@ -29,7 +29,6 @@ Timing figures are not measured here (bench/ does that).
 """
 import json
 import re
-import signal
 import subprocess
 import threading
 import time
@@ -38,7 +37,7 @@ import urllib.request
 import pytest
 import redis
 
-from sluiced_proc import SluicedProc, free_port, wait_until
+from sluiced_proc import RedisServer, SluicedProc, free_port, wait_until
 
 TIMEOUT_MS = 100  # Redis decides every check while it is up, also under a sanitizer
 BOUND_S = 40 * TIMEOUT_MS / 1000  # generous: a 2-core machine shared with builds
@@ -77,23 +76,13 @@ def policy(reply):
     return reply[3] if len(reply) == 4 else None
 
 
-class Redis:
+class Redis(RedisServer):
     def __init__(self, tmp_path, replica_of=None):
-        self.port = free_port()
-        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", str(tmp_path),
-                "--logfile", str(tmp_path / f"redis-{self.port}.log")]
+        args = ["--dir", str(tmp_path)]
         if replica_of is not None:
             args += ["--replicaof", "127.0.0.1", str(replica_of)]
-        self.proc = subprocess.Popen(args)
-        self.client = redis.Redis(port=self.port, socket_timeout=2)
-        assert wait_until(self._up, 10), "redis-server did not start"
-
-    def _up(self):
-        try:
-            return self.client.ping()
-        except redis.RedisError:
-            return False
+        super().__init__(args=args, logfile=tmp_path / "redis-{port}.log", seconds=10,
+                         socket_timeout=2)
 
     def info(self, section):
         return self.client.info(section)
@@ -104,11 +93,6 @@ class Redis:
         stats = self.info("commandstats")
         return sum(stats.get(f"cmdstat_{c}", {}).get("calls", 0)
                    for c in ("evalsha", "fcall", "SLUICE.CHECK"))
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 class Sentinel:
