@@ -83,6 +83,10 @@ class RedisServer:
                 + list(args) + (["--requirepass", password] if password else []), env=env)
             self.client = redis.Redis(port=self.port, password=password,
                                       socket_timeout=socket_timeout)
+            # the probe never waits long: what answers on a taken port may
+            # be anything, and may never answer
+            self._probe = redis.Redis(port=self.port, password=password, socket_timeout=1,
+                                      socket_connect_timeout=1)
             wait_for(lambda: self.proc.poll() is not None or self._up(), seconds)
             if self.proc.poll() is None and self._up():
                 return
@@ -93,7 +97,7 @@ class RedisServer:
 
     def _up(self):
         try:
-            return self.client.ping()
+            return self._probe.ping()
         except redis.RedisError:
             return False
 
