@@ -23,13 +23,7 @@ n=${SL_BENCH_REQUESTS_P16:-2000000}
 . "$(dirname "$0")/lib.sh"
 bench_init ab_decision_cpu redis-server redis-benchmark redis-cli taskset
 
-cat >"$tmp/rules.yaml" <<YAML
-domain: bench
-descriptors:
-  - key: user
-    limits:
-      - {name: per_user, algorithm: token_bucket, requests: 1000000000, period: 1s}
-YAML
+per_user_rules
 start_sluiced() { # BIN NAME -> port in $port_NAME, pid in $pid_NAME
     local p
     p=$(free_port)

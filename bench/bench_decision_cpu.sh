@@ -41,13 +41,7 @@ lsecs=${SL_BENCH_LATENCY_SECONDS:-5}
 bench_init bench_decision_cpu redis-server redis-benchmark redis-cli taskset curl
 
 port=$(free_port)
-cat >"$tmp/rules.yaml" <<YAML
-domain: bench
-descriptors:
-  - key: user
-    limits:
-      - {name: per_user, algorithm: token_bucket, requests: 1000000000, period: 1s}
-YAML
+per_user_rules
 cat >"$tmp/sluice.yaml" <<YAML
 listeners: [{address: 127.0.0.1, port: $port, protocols: [resp, http1, grpc]}]
 workers: 1

@@ -27,13 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bench_init bench_grpc h2load redis-benchmark wrk taskset curl protoc
 
 port=$(free_port)
-cat >"$tmp/rules.yaml" <<YAML
-domain: bench
-descriptors:
-  - key: user
-    limits:
-      - {name: per_user, algorithm: token_bucket, requests: 1000000000, period: 1s}
-YAML
+per_user_rules
 cat >"$tmp/sluice.yaml" <<YAML
 listeners: [{address: 127.0.0.1, port: $port, protocols: [grpc, resp, http1]}]
 workers: 1

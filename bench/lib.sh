@@ -10,6 +10,8 @@
 #   wait_redis PORT           until a RESP server answers PING on PORT
 #   wait_http PORT PATH       until GET PATH answers 2xx on PORT
 #   start_redis PORT          a redis-server (no persistence) pinned to CPU 0
+#   per_user_rules            write $tmp/rules.yaml: domain "bench", a token
+#                             bucket per `user` too large to ever deny
 #   lua_token_bucket PORT     load the peer token bucket (capacity ARGV[1],
 #                             ARGV[2] tokens/s, Redis's clock) and print its
 #                             SHA; how rate limiting is usually done in Redis
@@ -53,6 +55,16 @@ with open(path, "a") as f:
     f.write(port + "\n")
 print(port)
 PY
+}
+
+per_user_rules() {
+    cat >"$tmp/rules.yaml" <<YAML
+domain: bench
+descriptors:
+  - key: user
+    limits:
+      - {name: per_user, algorithm: token_bucket, requests: 1000000000, period: 1s}
+YAML
 }
 
 wait_redis() {
