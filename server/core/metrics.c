@@ -118,8 +118,37 @@ static bool same(const struct sl__series *s, const char *d, size_t dl, const cha
            memcmp(s->limit, l, ll) == 0;
 }
 
+/* The series of the cleaned labels (domain, limit), claimed when new; the
+ * overflow series once the cap is reached. */
 static struct sl__series *find_series_slow(struct sl__metrics *m, struct sl__wmetrics *w,
-                                           struct sl_str domain, struct sl_str limit);
+                                           struct sl_str domain, struct sl_str limit)
+{
+    char d[SL__METRIC_LABEL_MAX], l[SL__METRIC_LABEL_MAX], key[2 * SL__METRIC_LABEL_MAX + 1];
+    uint16_t dl = clean_label(d, domain), ll = clean_label(l, limit);
+    uint64_t h;
+
+    memcpy(key, d, dl);
+    key[dl] = '\0'; /* NUL never appears in a clean label */
+    memcpy(key + dl + 1, l, ll);
+    h = sl_siphash(m->secret, key, (size_t)dl + 1 + ll);
+    for (size_t i = h & w->mask;; i = (i + 1) & w->mask) {
+        struct sl__series *s = &w->slots[i];
+        if (atomic_load_explicit(&s->ready, memory_order_relaxed) == 0) {
+            if (w->n_series >= m->series_cap)
+                return &w->overflow;
+            memcpy(s->domain, d, dl);
+            memcpy(s->limit, l, ll);
+            s->domain_len = dl;
+            s->limit_len = ll;
+            s->hash = h;
+            w->n_series++;
+            atomic_store_explicit(&s->ready, 1, memory_order_release);
+            return s;
+        }
+        if (s->hash == h && same(s, d, dl, l, ll))
+            return s;
+    }
+}
 
 /* s[0..n) equals p[0..n) (either may be NULL when n is 0). */
 static bool same_bytes(const char *s, const char *p, size_t n)
@@ -152,36 +181,6 @@ static struct sl__series *find_series(struct sl__metrics *m, struct sl__wmetrics
         w->last = s;
     }
     return s;
-}
-
-static struct sl__series *find_series_slow(struct sl__metrics *m, struct sl__wmetrics *w,
-                                           struct sl_str domain, struct sl_str limit)
-{
-    char d[SL__METRIC_LABEL_MAX], l[SL__METRIC_LABEL_MAX], key[2 * SL__METRIC_LABEL_MAX + 1];
-    uint16_t dl = clean_label(d, domain), ll = clean_label(l, limit);
-    uint64_t h;
-
-    memcpy(key, d, dl);
-    key[dl] = '\0'; /* NUL never appears in a clean label */
-    memcpy(key + dl + 1, l, ll);
-    h = sl_siphash(m->secret, key, (size_t)dl + 1 + ll);
-    for (size_t i = h & w->mask;; i = (i + 1) & w->mask) {
-        struct sl__series *s = &w->slots[i];
-        if (atomic_load_explicit(&s->ready, memory_order_relaxed) == 0) {
-            if (w->n_series >= m->series_cap)
-                return &w->overflow;
-            memcpy(s->domain, d, dl);
-            memcpy(s->limit, l, ll);
-            s->domain_len = dl;
-            s->limit_len = ll;
-            s->hash = h;
-            w->n_series++;
-            atomic_store_explicit(&s->ready, 1, memory_order_release);
-            return s;
-        }
-        if (s->hash == h && same(s, d, dl, l, ll))
-            return s;
-    }
 }
 
 void sl__metrics_decision(struct sl__metrics *m, unsigned w, struct sl_str domain,
