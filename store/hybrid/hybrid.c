@@ -231,11 +231,6 @@ int64_t sl__hy_limit_ttl_ms(const struct sl__hystore *st, const struct sl_limit 
     return ms < 1000 ? 1000 : ms;
 }
 
-int64_t sl__hy_ttl_ms(const struct sl__hystore *st, const struct sl__hy_ent *e)
-{
-    return sl__hy_limit_ttl_ms(st, &e->l);
-}
-
 /* A reset deletes every window a node may still count at now_ns, give or
  * take a window of clock difference between nodes: the current one, the
  * sub-windows a sliding window still weighs (at most 4096 of them), the
@@ -576,7 +571,7 @@ static void reset_fleet(struct sl__hystore *st, const struct sl_match *m, int64_
             SL__HY_SET(st, kept,
                        atomic_load_explicit(&st->ctr.kept, memory_order_relaxed) - e->pending);
             e->pending = 0;
-            e->reset_ms = floor_div(now_ns, SL_NS_PER_MS);
+            e->reset_ms = now_ns / SL_NS_PER_MS; /* the marker's time, as sent */
             e->skip_absorb = e->in_call;
         }
         sl__hy_reset_fleet(st, h, l, now_ns);

@@ -144,8 +144,6 @@ void sl__hy_reset_windows(const struct sl_limit *l, int64_t now_ns, int64_t *fir
 void sl__hy_restore(struct sl__hystore *st, struct sl__hy_ent *e);
 /* Drop entries no longer useful at `now_ns`, and count what is kept. */
 void sl__hy_sweep(struct sl__hystore *st, int64_t now_ns);
-/* Milliseconds the Redis counter of e must live after a push. */
-int64_t sl__hy_ttl_ms(const struct sl__hystore *st, const struct sl__hy_ent *e);
 
 /* hybrid_sync.c */
 int sl__hy_sync_init(struct sl__hystore *st);

@@ -112,7 +112,8 @@ static const struct sl__store_counter counters[] = {
     C(final_pushes, "Keys pushed by the blocking push when a store stops."),
     C(fleet_resets, "Resets sent to Redis for every node (one per key and limit)."),
     C(fleet_resets_applied, "Resets made on another node, acted on here at a sync."),
-    C(fleet_resets_unsent, "Resets that could not be sent to Redis: forgotten on this node only."),
+    C(fleet_resets_unsent,
+      "Resets Redis was not told of (not connected, or the call failed): this node only."),
 #undef C
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))

@@ -359,7 +359,7 @@ static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
         st->argv[argc] = b + used;
         st->argvlen[argc++] = (size_t)n;
         used += (size_t)n + 1;
-        n = snprintf(b + used, 24, "%lld", (long long)sl__hy_ttl_ms(st, e));
+        n = snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
         st->argv[argc] = b + used;
         st->argvlen[argc++] = (size_t)n;
         used += (size_t)n + 1;
@@ -457,7 +457,7 @@ static bool push_blocking(struct sl__hystore *st, redisContext *c, const uint32_
         st->argv[argc] = st->argbuf + used;
         st->argvlen[argc++] = (size_t)w;
         used += (size_t)w + 1;
-        w = snprintf(st->argbuf + used, 24, "%lld", (long long)sl__hy_ttl_ms(st, e));
+        w = snprintf(st->argbuf + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
         st->argv[argc] = st->argbuf + used;
         st->argvlen[argc++] = (size_t)w;
         used += (size_t)w + 1;

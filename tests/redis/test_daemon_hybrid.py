@@ -139,6 +139,14 @@ def fresh_check(node, key, value):
     return body["decision"]
 
 
+def reset(node, key, value):
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{node.http}/v1/keys?domain=hy&{key}={value}", method="DELETE",
+        headers=node.admin_headers())
+    with urllib.request.urlopen(req, timeout=5) as r:
+        assert r.status == 200
+
+
 def test_a_reset_clears_every_worker_of_the_node(tmp_path, rds):
     """Each worker of a hybrid node keeps its own table (synced through
     Redis like separate nodes): a reset served by one worker must clear
@@ -150,10 +158,7 @@ def test_a_reset_clears_every_worker_of_the_node(tmp_path, rds):
         assert 10 <= admitted <= 20  # each worker admits until the syncs tell it the total
         time.sleep(4 * SYNC_MS / 1000)  # both workers have the fleet's total
         assert all(fresh_check(node, "rs", "k") == "deny" for _ in range(12))
-        req = urllib.request.Request(f"http://127.0.0.1:{node.http}/v1/keys?domain=hy&rs=k",
-                                     method="DELETE", headers=node.admin_headers())
-        with urllib.request.urlopen(req, timeout=5) as r:
-            assert r.status == 200
+        reset(node, "rs", "k")
         # 8 of 10 on fresh connections, whichever workers take them: all
         # admitted (before, the worker that did not serve the reset denied
         # every one it took: all 8 landing on the other is 1 in 256)
@@ -161,14 +166,6 @@ def test_a_reset_clears_every_worker_of_the_node(tmp_path, rds):
         assert verdicts == ["allow"] * 8, verdicts
     finally:
         node.stop()
-
-
-def reset(node, key, value):
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{node.http}/v1/keys?domain=hy&{key}={value}", method="DELETE",
-        headers=node.admin_headers())
-    with urllib.request.urlopen(req, timeout=5) as r:
-        assert r.status == 200
 
 
 def test_a_reset_reaches_every_node(rds, fleet):
