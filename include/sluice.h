@@ -168,7 +168,10 @@ SL_API int sl_algo_release(void *state, const struct sl_limit *l, int64_t now_ns
 
 enum sl_on_full {
     SL_ON_FULL_EVICT = 0, /* drained entries first, then approximately LRU among
-                             those not out of quota; a denied key goes last */
+                             those not out of quota; a denied key goes last;
+                             what an evicted key owed is kept in a summary that
+                             its return is restored from (never forgiven);
+                             held concurrency leases are never evicted */
     SL_ON_FULL_DENY = 1,  /* new keys are denied (SL_EFULL) */
 };
 
@@ -189,6 +192,11 @@ struct sl_table_stats {
     uint64_t evictions_denying; /* of them, entries out of quota (evicted last) */
     uint64_t expired;           /* drained entries dropped by expiry or sweep */
     uint64_t full_denials;      /* new keys refused by SL_ON_FULL_DENY */
+    /* The summary of what evicted entries owe (docs/security.md): */
+    uint64_t summary_folds;    /* evicted entries it took the debt of */
+    uint64_t summary_restores; /* new keys whose state it decided */
+    uint64_t summary_cells;    /* its size in cells (8 bytes each) */
+    uint64_t summary_used;     /* cells holding a debt not yet whole */
 };
 
 SL_API int sl_table_new(const struct sl_table_config *c, sl_table **out);

@@ -239,7 +239,7 @@ static int check_all(sl_limiter *lim, struct batch *b, int64_t now_ns, bool refs
             it->have = sl__table_get(lim->table, &it->fp, it->l, now_ns, 0, &it->ref) == SL_OK;
         if (it->have)
             sl__algo_ops(it->l->algo)->check(it->ref.state, it->l, now_ns, it->cost, &it->d);
-        else if (sl__fresh_check(lim->table, it->shard, it->l, now_ns, it->cost, &it->d) != SL_OK)
+        else if (sl__fresh_check(lim->table, &it->fp, it->l, now_ns, it->cost, &it->d) != SL_OK)
             return SL_ENOMEM;
     }
     return SL_OK;

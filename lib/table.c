@@ -58,7 +58,7 @@ static int64_t lookup(const sl_table *t, struct sl__shard *s, const uint32_t fp[
         }
         if ((slot >> S_HASH_SHIFT) == h) {
             const struct sl__entry *e = entry_at(t, s, (uint32_t)(slot & S_IDX) - 1);
-            if (e->fp[1] == fp[1] && e->fp[2] == fp[2] && e->fp[0] == fp[0]) {
+            if (e->fp[1] == fp[1] && ((e->fp[2] ^ fp[2]) & FP2_KEY) == 0 && e->fp[0] == fp[0]) {
                 s->probes += n;
                 return i;
             }
@@ -198,9 +198,9 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
         return SL_EINVAL;
     if (c->on_full != SL_ON_FULL_EVICT && c->on_full != SL_ON_FULL_DENY)
         return SL_EINVAL;
-    if (c->max_bytes < fixed_bytes_for(n))
+    if (c->max_bytes < fixed_bytes_for(n) + sl__debt_bytes(c->max_bytes))
         return SL_EINVAL;
-    budget = (c->max_bytes - fixed_bytes_for(n)) / n;
+    budget = (c->max_bytes - fixed_bytes_for(n) - sl__debt_bytes(c->max_bytes)) / n;
     t = calloc(1, sizeof(*t));
     if (t == NULL)
         return SL_ENOMEM;
@@ -215,7 +215,7 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
     t->max_chunks = (uint32_t)(budget / chunk_bytes(t) + 1);
     t->nshards = n;
     t->shard_budget = budget;
-    t->fixed_bytes = fixed_bytes_for(n);
+    t->fixed_bytes = fixed_bytes_for(n) + sl__debt_bytes(c->max_bytes);
     t->on_full = c->on_full;
     memcpy(t->secret, c->secret, sizeof(t->secret));
     /* The smallest shard: its index, its directory and one chunk. */
@@ -224,10 +224,11 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
         return SL_EINVAL;
     }
     t->shards = aligned_alloc(64, n * sizeof(struct sl__shard));
-    t->pf = aligned_alloc(64, t->fixed_bytes - n * sizeof(struct sl__shard));
-    if (t->shards == NULL || t->pf == NULL) {
+    t->pf = aligned_alloc(64, fixed_bytes_for(n) - n * sizeof(struct sl__shard));
+    if (t->shards == NULL || t->pf == NULL || sl__debt_init(t, c->max_bytes) != SL_OK) {
         free(t->shards);
         free(t->pf);
+        sl__debt_free(t);
         free(t);
         return SL_ENOMEM;
     }
@@ -251,11 +252,14 @@ void sl_table_free(sl_table *t)
         shard_fini(t, &t->shards[i]);
     free(t->shards);
     free(t->pf);
+    sl__debt_free(t);
     free(t);
 }
 
 void sl_table_stats(const sl_table *t, struct sl_table_stats *out)
 {
+    uint32_t now_s = 0;
+
     memset(out, 0, sizeof(*out));
     out->bytes = t->fixed_bytes;
     for (unsigned i = 0; i < t->nshards; i++) {
@@ -268,8 +272,14 @@ void sl_table_stats(const sl_table *t, struct sl_table_stats *out)
         out->expired += s->expired;
         out->full_denials += s->full_denials;
         out->evictions_denying += s->evictions_denying;
+        out->summary_folds += s->debt_folds;
+        out->summary_restores += s->debt_restores;
+        if (s->now_s > now_s)
+            now_s = s->now_s;
         shard_unlock(s);
     }
+    out->summary_cells = (uint64_t)t->debt_lines * DEBT_CELLS_PER_LINE;
+    out->summary_used = sl__debt_used(t, now_s);
 }
 
 /* ------------------------------------------------- internal (table.h) */
@@ -376,9 +386,12 @@ static int create(sl_table *t, struct sl__shard *s, const uint32_t fp[3], const 
     int64_t found = lookup(t, s, fp, &pos);
     assert(found < 0); /* absent, or removed above as another limit's */
     (void)found;
+    uint16_t tag = sl__tag_of(t, l->id);
     uint32_t idx = s->count++;
     struct sl__entry *e = entry_at(t, s, idx);
-    memcpy(e->fp, fp, sizeof(e->fp));
+    e->fp[0] = fp[0];
+    e->fp[1] = fp[1];
+    e->fp[2] = (fp[2] & FP2_KEY) | ((uint32_t)tag << FP2_TAG_SHIFT);
     memset(e->st, 0, sizeof(e->st));
     if (ool)
         e->st[0] = (uint64_t)(uintptr_t)o;
@@ -393,7 +406,11 @@ static int create(sl_table *t, struct sl__shard *s, const uint32_t fp[3], const 
     ref->entry = e;
     ref->pos = pos;
     ops->init(ref->state, l, now_ns);
+    if (sl__debt_restore(t, e->fp, tag, l, ref->state, now_ns))
+        s->debt_restores++;
     e->whole_at_s = whole_at_seconds(ops->whole_at(ref->state, l));
+    if (now_ns / SL_NS_PER_S > (int64_t)s->now_s && now_ns / SL_NS_PER_S <= UINT32_MAX)
+        s->now_s = (uint32_t)(now_ns / SL_NS_PER_S);
     return SL_OK;
 }
 
@@ -512,6 +529,12 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
     }
     shard_unlock(s);
     return rc;
+}
+
+void sl__table_restore_fresh(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
+                             void *st, int64_t now_ns)
+{
+    sl__debt_restore(t, fp->w, sl__tag_of(t, l->id), l, st, now_ns);
 }
 
 bool sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp)

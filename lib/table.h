@@ -91,12 +91,19 @@ uint64_t sl__table_probes(const sl_table *t);
 /* With `shard` locked: a buffer of `size` bytes owned by the shard (kept
  * for reuse, counted in the cap), or NULL if it does not fit. */
 void *sl__table_scratch(sl_table *t, unsigned shard, size_t size);
-/* With `shard` locked: decide `cost` against a fresh state of `l` without
- * storing anything (a peek at an absent key). The state is built on the
- * stack, or for a large one in the shard's scratch buffer, so nothing is
- * allocated per request once the buffer exists; only a state that does not
- * fit under the cap is built on the heap. SL_ENOMEM if that fails. */
-int sl__fresh_check(sl_table *t, unsigned shard, const struct sl_limit *l, int64_t now_ns,
+/* With fp's shard locked: decide `cost` against the state an absent key
+ * `fp` of `l` would start with (fresh, or restored from what the key owed
+ * when it was evicted) without storing anything (a peek at an absent key).
+ * The state is built on the stack, or for a large one in the shard's
+ * scratch buffer, so nothing is allocated per request once the buffer
+ * exists; only a state that does not fit under the cap is built on the
+ * heap. SL_ENOMEM if that fails. */
+int sl__fresh_check(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l, int64_t now_ns,
                     uint64_t cost, struct sl_decision *d);
+/* With fp's shard locked: make the fresh state `st` of `l` what a new key
+ * `fp` would start with: restored from the summary of evicted debts if it
+ * holds one for it (table_debt.c). */
+void sl__table_restore_fresh(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
+                             void *st, int64_t now_ns);
 
 #endif /* SL_TABLE_H */

@@ -19,7 +19,7 @@
 /* Fresh states up to this size are built on the stack for a peek. */
 #define FRESH_STACK_BYTES 2048
 
-int sl__fresh_check(sl_table *t, unsigned shard, const struct sl_limit *l, int64_t now_ns,
+int sl__fresh_check(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l, int64_t now_ns,
                     uint64_t cost, struct sl_decision *d)
 {
     const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
@@ -28,13 +28,14 @@ int sl__fresh_check(sl_table *t, unsigned shard, const struct sl_limit *l, int64
     void *st = buf, *heap = NULL;
 
     if (size > sizeof(buf)) {
-        st = sl__table_scratch(t, shard, size);
+        st = sl__table_scratch(t, sl__table_shard(t, fp), size);
         if (st == NULL)
             st = heap = malloc(size);
         if (st == NULL)
             return SL_ENOMEM;
     }
     ops->init(st, l, now_ns);
+    sl__table_restore_fresh(t, fp, l, st, now_ns);
     ops->check(st, l, now_ns, cost, d);
     free(heap);
     return SL_OK;
@@ -65,7 +66,7 @@ int sl_table_peek(sl_table *t, const void *key, size_t key_len, const struct sl_
     if (rc == SL_OK)
         sl__algo_ops(l->algo)->check(ref.state, l, now_ns, 0, d);
     else if (rc == SL_ENOENT)
-        rc = sl__fresh_check(t, shard, l, now_ns, 0, d);
+        rc = sl__fresh_check(t, &fp, l, now_ns, 0, d);
     sl__table_unlock(t, shard);
     return rc;
 }

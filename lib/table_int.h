@@ -55,6 +55,13 @@
 #define S_DENY       (UINT64_C(1) << 30) /* out of quota at its last decision */
 #define S_HASH_SHIFT 31                  /* 33 hash bits: fp.w[0] and 1 bit of fp.w[2] */
 
+/* fp[2] of an entry: the low half is the fingerprint's, the high half the
+ * entry's limit tag (table_debt.c), so that an evicted entry's debt goes to
+ * its own limit's part of the summary; lookups compare the low half only
+ * (an 80-bit fingerprint: ~2^-80 per pair, under the secret). */
+#define FP2_KEY       UINT32_C(0xffff)
+#define FP2_TAG_SHIFT 16
+
 struct sl__entry {
     uint32_t fp[3];
     uint32_t whole_at_s; /* Unix seconds (rounded up) from which drained */
@@ -84,9 +91,30 @@ struct sl__shard {
     uint32_t denying; /* slots marked S_DENY (in the padding before `bytes`) */
     size_t bytes;     /* index + chunks + directory + out-of-line */
     uint64_t evictions, expired, full_denials;
-    uint64_t evictions_denying; /* of the evictions, entries marked S_DENY */
-    void *scratch;              /* a fresh state for peeks at absent keys */
-    size_t scratch_bytes;       /* its size, counted in `bytes` */
+    uint64_t evictions_denying;         /* of the evictions, entries marked S_DENY */
+    void *scratch;                      /* a fresh state for peeks at absent keys */
+    size_t scratch_bytes;               /* its size, counted in `bytes` */
+    uint32_t now_s;                     /* the latest second a key was created at */
+    uint64_t debt_folds, debt_restores; /* table_debt.c's counts for this shard */
+};
+
+/* The summary of what evicted entries owe (table_debt.c): a pool of 64-byte
+ * lines of DEBT_CELLS_PER_LINE cells, each cell (until_s << 32 | amount),
+ * carved into one array per limit tag; lines [0, overflow) are shared by
+ * the limits that get none. */
+#define DEBT_CELLS_PER_LINE 8u
+#define DEBT_SHARE_DIV      16u /* the pool: 1/16 of the cap */
+#define DEBT_ARRAY_DIV      8u  /* a limit's array, and the shared one: 1/8 of the pool */
+/* The limit tags: slots for limit ids (a tag is 16 bits; 0 = none: shared),
+ * 16 bytes each, 1/TAGS_SHARE_DIV of the cap. */
+#define TAGS_MAX       32768u
+#define TAGS_MIN       64u
+#define TAGS_SHARE_DIV 256u
+#define TAGS_PROBES    32u
+
+struct sl__tag {
+    _Atomic uint64_t id;    /* the limit's id (0 = free; id 0 is kept as 1) */
+    _Atomic uint64_t where; /* its array: first line << 32 | lines; 0 = none yet */
 };
 
 /* Per shard, copies of its `index` and `cap - 1`, written under the shard's
@@ -112,6 +140,15 @@ struct sl_table {
     size_t fixed_bytes;  /* the shard array itself */
     enum sl_on_full on_full;
     uint8_t secret[16];
+    /* The limit tags and the summary (table_debt.c), shared by all shards,
+     * read and claimed with atomics, without a lock; counted in
+     * fixed_bytes. A tag is its slot + 1. */
+    struct sl__tag *tags;
+    uint32_t tags_mask;
+    _Atomic uint64_t *debt; /* debt_lines * DEBT_CELLS_PER_LINE cells */
+    uint32_t debt_lines;
+    uint32_t debt_shared;       /* lines of the shared array, from line 0 */
+    _Atomic uint32_t debt_next; /* the first line not yet carved */
 };
 
 /* ---------------------------------------------------------------- locks */
@@ -241,5 +278,23 @@ int sl__shard_grow_index(sl_table *t, struct sl__shard *s);
  * line (SL_OK, SL_EFULL, SL_ETOOBIG, SL_ENOMEM). */
 uint32_t sl__shard_expire(sl_table *t, struct sl__shard *s, int64_t now_ns, uint32_t n);
 int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t now_ns);
+
+/* table_debt.c: the summary of what evicted entries owe.
+ * - debt_bytes: the tags' and the summary's size for a cap of `max_bytes`
+ *   (part of the table's fixed bytes); debt_init allocates them;
+ * - tag_of: the tag of limit `id` (0: no slot left, shared), no lock;
+ * - fold: before evicting the entry in `slot` (its shard locked), put what
+ *   it owes into its limit's cells; false when it cannot go (a lease held);
+ * - restore: make the fresh state `st` of a new key `fp` of `l` (tag `tag`)
+ *   at least as restrictive as its cells say it owes; true if they did;
+ * - used: cells holding a debt not yet whole at `now_s`. */
+size_t sl__debt_bytes(size_t max_bytes);
+int sl__debt_init(sl_table *t, size_t max_bytes);
+void sl__debt_free(sl_table *t);
+uint16_t sl__tag_of(sl_table *t, uint64_t id);
+bool sl__debt_fold(sl_table *t, uint64_t slot, const struct sl__entry *e, int64_t now_ns);
+bool sl__debt_restore(sl_table *t, const uint32_t fp[3], uint16_t tag, const struct sl_limit *l,
+                      void *st, int64_t now_ns);
+uint64_t sl__debt_used(const sl_table *t, uint32_t now_s);
 
 #endif /* SL_TABLE_INT_H */

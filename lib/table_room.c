@@ -3,9 +3,9 @@
 /*
  * table_room.c - keeping the state table under its memory cap: amortised
  * expiry of drained entries, the sweep, CLOCK eviction of live ones (those
- * out of quota last: a flood of new keys does not unblock a denied client),
- * and the on_full policy (evict, or deny new keys so a blocked key is never
- * unblocked by eviction).
+ * out of quota last; what an evicted entry owes goes to the summary of
+ * table_debt.c first, so its return is never forgiven), and the on_full
+ * policy (evict, or deny new keys).
  *
  * It does not look keys up or create entries (table.c does), nor decide
  * whether a state is out of quota (the algorithms do; table.c marks the
@@ -43,7 +43,8 @@ uint32_t sl__shard_expire(sl_table *t, struct sl__shard *s, int64_t now_ns, uint
 
 /*
  * CLOCK over the entries eviction may take: an unpinned one whose reference
- * bit is clear (a set bit is cleared: a second chance). With `spare`, the
+ * bit is clear (a set bit is cleared: a second chance) and whose debt the
+ * summary takes (table_debt.c: never a held lease). With `spare`, the
  * entries marked denying are passed over untouched, so that a client being
  * denied keeps its state while any other entry can go (a flood of new keys
  * must not unblock it); a marked entry found drained on the way is dropped
@@ -71,7 +72,12 @@ static bool clock_evict(sl_table *t, struct sl__shard *s, int64_t now_ns, bool s
             s->index[p] = slot & ~S_REF;
             continue;
         }
+        struct sl__entry *e = entry_at(t, s, (uint32_t)(slot & S_IDX) - 1);
+        bool owes = !drained(e, now_ns);
+        if (owes && !sl__debt_fold(t, slot, e, now_ns))
+            continue; /* a lease held */
         sl__shard_remove_at(t, s, p);
+        s->debt_folds += owes;
         s->evictions++;
         s->evictions_denying += (slot & S_DENY) != 0;
         return true;
@@ -136,9 +142,23 @@ static int add_chunk(sl_table *t, struct sl__shard *s)
     return SL_OK;
 }
 
+/* Give back the chunks no entry needs any more (the entries are dense, so
+ * the last ones): what an out-of-line state needs beside them. */
+static void free_spare_chunks(sl_table *t, struct sl__shard *s)
+{
+    uint32_t need = (s->count + (1u << t->chunk_shift) - 1) >> t->chunk_shift;
+
+    while (s->nchunks > need) {
+        free(s->chunks[--s->nchunks]);
+        s->chunks[s->nchunks] = NULL;
+        s->bytes -= chunk_bytes(t);
+    }
+}
+
 /* Make room for one more entry with `extra` out-of-line bytes: drop drained
  * entries, then (policy permitting) evict; then grow the index or add a
- * chunk as needed. */
+ * chunk as needed. Evicting inline entries frees no bytes until a whole
+ * chunk is empty: the chunks no entry needs are given back on the way. */
 int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t now_ns)
 {
     for (;;) {
@@ -148,6 +168,10 @@ int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t 
 
         if (need <= t->shard_budget && index_ok && s->count < ENTRIES_MAX)
             break;
+        if (extra > 0 && s->nchunks > 1 && s->count + 1 <= ((s->nchunks - 1) << t->chunk_shift)) {
+            free_spare_chunks(t, s);
+            continue;
+        }
         if (!grow && s->count == 0)
             return SL_ETOOBIG;
         if (sl__shard_expire(t, s, now_ns, s->count < EVICT_SCAN ? s->cap : EVICT_SCAN) > 0)
@@ -180,13 +204,7 @@ size_t sl_table_sweep(sl_table *t, int64_t now_ns)
         shard_lock(s);
         s->expire_hand = 0;
         total += sl__shard_expire(t, s, now_ns, s->cap);
-        /* Give back chunks no entry needs any more. */
-        uint32_t need = (s->count + (1u << t->chunk_shift) - 1) >> t->chunk_shift;
-        while (s->nchunks > need) {
-            free(s->chunks[--s->nchunks]);
-            s->chunks[s->nchunks] = NULL;
-            s->bytes -= chunk_bytes(t);
-        }
+        free_spare_chunks(t, s);
         shard_unlock(s);
     }
     return total;

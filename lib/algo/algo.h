@@ -59,6 +59,23 @@ struct sl__algo_ops {
     /* Give back an admitted `cost` recorded at `now` (sl__state_refund in
      * lib/internal/sluice_state.h); false when this state is not refunded. */
     bool (*refund)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost);
+    /*
+     * What an evicted state still owes, for the table's summary
+     * (table_debt.c): with the state's whole_at() (kept by the table), one
+     * amount that restore() turns back into a state at least as restrictive
+     * as this one. It is read without the limit (an inline entry does not
+     * keep it): from the state's `bytes` and its layout alone. Amounts of
+     * the same limit are combined by their maximum, so a larger amount must
+     * never restore a more permissive state. False: this state must not be
+     * evicted (concurrency: leases held).
+     */
+    bool (*fold)(const void *st, size_t bytes, uint64_t *amount);
+    /* Turn the fresh state `st` (just init()ed at now) into the most
+     * restrictive state that is whole at `until_ns` (> now) and holds at
+     * most `amount`, as fold() made it: never more permissive than any
+     * state that folded to (until_ns or earlier, amount or less). */
+    void (*restore)(void *st, const struct sl_limit *l, int64_t now_ns, int64_t until_ns,
+                    uint64_t amount);
 };
 
 extern const struct sl__algo_ops sl__algo_token_bucket;

@@ -183,4 +183,26 @@ static inline int64_t sl__backlog_whole_at(const struct sl__backlog *b, const st
     return sl__sat_add(b->last_ns, sl__backlog_ns(l, sl__backlog_get(b)));
 }
 
+/* The summary's restore for a backlog (see algo.h): the backlog that drains
+ * exactly at `until` (> now), which is what every backlog whole then was at
+ * most. */
+static inline void sl__backlog_restore(struct sl__backlog *b, const struct sl_limit *l,
+                                       int64_t now_ns, int64_t until_ns)
+{
+    unsigned __int128 v = (unsigned __int128)((uint64_t)until_ns - (uint64_t)now_ns) * l->requests;
+
+    b->last_ns = now_ns;
+    b->lo = (uint64_t)v;
+    b->hi = (uint64_t)(v >> 64);
+}
+
+/* The summary's fold for a backlog: its whole_at says it all. */
+static inline bool sl__backlog_fold(const void *st, size_t bytes, uint64_t *amount)
+{
+    (void)st;
+    (void)bytes;
+    *amount = 0;
+    return true;
+}
+
 #endif /* SL_ALGO_BACKLOG_H */

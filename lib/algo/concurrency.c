@@ -199,6 +199,26 @@ static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
     return d.remaining == 0;
 }
 
+/* Held leases are never evicted: a summary cannot hold who holds what. */
+static bool fold(const void *st, size_t bytes, uint64_t *amount)
+{
+    (void)st;
+    (void)bytes;
+    *amount = 0;
+    return false;
+}
+
+/* Not reached (nothing is folded); the fresh state stays. */
+static void restore(void *st, const struct sl_limit *l, int64_t now_ns, int64_t until_ns,
+                    uint64_t amount)
+{
+    (void)st;
+    (void)l;
+    (void)now_ns;
+    (void)until_ns;
+    (void)amount;
+}
+
 const struct sl__algo_ops sl__algo_concurrency = {
     .name = "concurrency",
     .state_size = state_size,
@@ -209,5 +229,7 @@ const struct sl__algo_ops sl__algo_concurrency = {
     .whole_at = whole_at,
     .denying = denying,
     .release = release,
+    .fold = fold,
+    .restore = restore,
     .refund = NULL, /* slots are released, not refunded */
 };

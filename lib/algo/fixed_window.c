@@ -154,6 +154,30 @@ static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
     return v.cur >= l->requests;
 }
 
+/* The window's count. */
+static bool fold(const void *st, size_t bytes, uint64_t *amount)
+{
+    const struct sl__fw_state *s = st;
+
+    (void)bytes;
+    *amount = s->count;
+    return true;
+}
+
+/* `amount` recorded in the window of `now`: a state whole at `until` (> now)
+ * counted in the window that ends then, or (`until` rounded up by the table)
+ * in an earlier one, which this is at least as restrictive as. */
+static void restore(void *st, const struct sl_limit *l, int64_t now_ns, int64_t until_ns,
+                    uint64_t amount)
+{
+    struct sl__fw_state *s = st;
+
+    (void)l;
+    (void)until_ns;
+    s->last_ns = now_ns;
+    s->count = amount;
+}
+
 const struct sl__algo_ops sl__algo_fixed_window = {
     .name = "fixed_window",
     .state_size = state_size,
@@ -164,5 +188,7 @@ const struct sl__algo_ops sl__algo_fixed_window = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .fold = fold,
+    .restore = restore,
     .refund = refund,
 };

@@ -83,6 +83,13 @@ static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
     return sl__backlog_denying(st, l, now_ns, dvt_of(l));
 }
 
+static void restore(void *st, const struct sl_limit *l, int64_t now_ns, int64_t until_ns,
+                    uint64_t amount)
+{
+    (void)amount;
+    sl__backlog_restore(st, l, now_ns, until_ns);
+}
+
 const struct sl__algo_ops sl__algo_gcra = {
     .name = "gcra",
     .state_size = state_size,
@@ -93,5 +100,7 @@ const struct sl__algo_ops sl__algo_gcra = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .fold = sl__backlog_fold,
+    .restore = restore,
     .refund = refund,
 };

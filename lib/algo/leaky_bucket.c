@@ -106,6 +106,14 @@ static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
     return sl__backlog_denying(st, l, now_ns, capacity_of(l));
 }
 
+/* Policing and shaping alike: the water that drains at `until`. */
+static void restore(void *st, const struct sl_limit *l, int64_t now_ns, int64_t until_ns,
+                    uint64_t amount)
+{
+    (void)amount;
+    sl__backlog_restore(st, l, now_ns, until_ns);
+}
+
 const struct sl__algo_ops sl__algo_leaky_bucket = {
     .name = "leaky_bucket",
     .state_size = state_size,
@@ -116,5 +124,7 @@ const struct sl__algo_ops sl__algo_leaky_bucket = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .fold = sl__backlog_fold,
+    .restore = restore,
     .refund = refund,
 };

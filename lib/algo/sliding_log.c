@@ -225,6 +225,32 @@ static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
     return d.remaining == 0;
 }
 
+/* The entries logged (live or not: more is more restrictive). */
+static bool fold(const void *st, size_t bytes, uint64_t *amount)
+{
+    const struct sl__sg_state *s = st;
+
+    (void)bytes;
+    *amount = s->len;
+    return true;
+}
+
+/* `amount` entries (at most the ring) all at the newest time a folded state
+ * can have logged, `until` - period (no later than now): each folded entry
+ * was logged no later, so leaves the window no later, and spaces no less. */
+static void restore(void *st, const struct sl_limit *l, int64_t now_ns, int64_t until_ns,
+                    uint64_t amount)
+{
+    struct sl__sg_state *s = st;
+    int64_t at = sl__min64(sl__sat_sub(until_ns, l->period_ns), now_ns);
+    uint64_t n = amount < l->requests ? amount : l->requests;
+
+    s->head = 0;
+    s->len = (uint32_t)n;
+    for (uint64_t i = 0; i < n; i++)
+        s->ring[i] = at;
+}
+
 const struct sl__algo_ops sl__algo_sliding_log = {
     .name = "sliding_log",
     .state_size = state_size,
@@ -235,5 +261,7 @@ const struct sl__algo_ops sl__algo_sliding_log = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .fold = fold,
+    .restore = restore,
     .refund = refund,
 };

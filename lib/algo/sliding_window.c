@@ -314,6 +314,34 @@ static bool refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     return true;
 }
 
+/* Every count the state holds, whatever its weight now: `bytes` says how
+ * many there are (buckets + 1). */
+static bool fold(const void *st, size_t bytes, uint64_t *amount)
+{
+    const struct sl__sw_state *s = st;
+    size_t n = (bytes - sizeof(*s)) / sizeof(s->c[0]);
+    uint64_t sum = 0;
+
+    for (size_t j = 0; j < n; j++)
+        sum = sl__sat_addu(sum, s->c[j]);
+    *amount = sum;
+    return true;
+}
+
+/* All of `amount` in the sub-window of `now`: every count of a folded state
+ * was recorded at or before now, so it weighs at most what it weighs there,
+ * and leaves the window no later. */
+static void restore(void *st, const struct sl_limit *l, int64_t now_ns, int64_t until_ns,
+                    uint64_t amount)
+{
+    struct sl__sw_state *s = st;
+
+    (void)l;
+    (void)until_ns;
+    s->last_ns = now_ns;
+    s->c[0] = amount;
+}
+
 const struct sl__algo_ops sl__algo_sliding_window = {
     .name = "sliding_window",
     .state_size = state_size,
@@ -324,5 +352,7 @@ const struct sl__algo_ops sl__algo_sliding_window = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .fold = fold,
+    .restore = restore,
     .refund = refund,
 };

@@ -242,6 +242,25 @@ static bool denying(const void *st, const struct sl_limit *l, int64_t now_ns)
     return sl__backlog_denying(st, l, now_ns, capacity_of(l));
 }
 
+/* Plain: the deficit that is refilled at `until`. Warm-up: nothing free
+ * before `until` and cold from then on (maxPermits stored), which is what
+ * any warm-up state whole at `until` is from then on, and before it no state
+ * is more restrictive. */
+static void restore(void *st, const struct sl_limit *l, int64_t now_ns, int64_t until_ns,
+                    uint64_t amount)
+{
+    struct sl__warm_state *s = st;
+
+    (void)amount;
+    if (!is_warm(l)) {
+        sl__backlog_restore(st, l, now_ns, until_ns);
+        return;
+    }
+    s->last_ns = now_ns;
+    s->next_free_ns = until_ns;
+    s->stored = 2 * warm_wr(l);
+}
+
 const struct sl__algo_ops sl__algo_token_bucket = {
     .name = "token_bucket",
     .state_size = state_size,
@@ -252,5 +271,7 @@ const struct sl__algo_ops sl__algo_token_bucket = {
     .whole_at = whole_at,
     .denying = denying,
     .release = NULL,
+    .fold = sl__backlog_fold,
+    .restore = restore,
     .refund = refund,
 };

@@ -482,13 +482,16 @@ static void test_own_entries_survive_eviction(void **st)
         ls[i] = limit_of(SL_ALGO_FIXED_WINDOW, 10 + (uint64_t)i, MIN);
         m.limits[m.n_limits++] = &ls[i];
     }
-    /* Fill the table with other live keys until it evicts. */
+    /* Fill the table with other live keys, of another limit (the summary
+     * of what they owe, once evicted, is that limit's alone), until it
+     * evicts. */
+    struct sl_limit filler = limit_of(SL_ALGO_FIXED_WINDOW, 1000, MIN);
     s.evictions = 0;
     for (unsigned k = 0; s.evictions == 0; k++) {
         struct sl_match other;
         char key[32];
         snprintf(key, sizeof(key), "filler-%u", k);
-        match_of(&other, key, &ls[0], NULL);
+        match_of(&other, key, &filler, NULL);
         assert_int_equal(check(lim, &other, 1, 1, T0, &res), SL_OK);
         sl_table_stats(sl_limiter_table(lim), &s);
     }

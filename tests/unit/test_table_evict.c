@@ -95,8 +95,10 @@ static unsigned flood(sl_table *t, const struct sl_limit *l, uint64_t evictions)
 
 /* Ten blocked clients, then fresh keys (each allowed, so not out of quota)
  * until the table has evicted twenty times what it holds: every blocked
- * client is still denied, and no denying entry was evicted. For every
- * algorithm (inline and out-of-line states). */
+ * client is still denied. For every algorithm but concurrency, whose held
+ * leases are never evicted (test_table_debt.c), inline and out-of-line
+ * states. Denying entries may go once the flood's own keys, restored from
+ * the summary, are denying too: what they owed is restored on return. */
 static void test_flood_keeps_blocked_clients(void **st)
 {
     (void)st;
@@ -104,8 +106,11 @@ static void test_flood_keeps_blocked_clients(void **st)
         struct sl_limit l;
         struct sl_table_stats s;
         struct sl_decision d;
-        sl_table *t = small_table();
+        sl_table *t;
 
+        if (a == SL_ALGO_CONCURRENCY)
+            continue;
+        t = small_table();
         limit_of(&l, (enum sl_algo)a, 3);
         for (unsigned k = 0; k < 10; k++)
             block(t, k, &l);
@@ -117,8 +122,6 @@ static void test_flood_keeps_blocked_clients(void **st)
             assert_int_equal(check_key(t, "blocked", k, &l, &d), SL_OK);
             assert_int_equal(d.verdict, SL_DENY);
         }
-        sl_table_stats(t, &s);
-        assert_int_equal(s.evictions_denying, 0);
         sl_table_free(t);
     }
 }
@@ -218,7 +221,6 @@ static void test_flood_through_limiter(void **st)
     m.key_len = (size_t)snprintf(m.key, sizeof(m.key), "blocked");
     assert_int_equal(sl_limiter_check_matched(lim, &m, 1, &req, &res), SL_OK);
     assert_int_equal(res.verdict, SL_DENY);
-    assert_int_equal(s.evictions_denying, 0);
     sl_limiter_free(lim);
 }
 
