@@ -386,7 +386,7 @@ static int create(sl_table *t, struct sl__shard *s, const uint32_t fp[3], const 
     int64_t found = lookup(t, s, fp, &pos);
     assert(found < 0); /* absent, or removed above as another limit's */
     (void)found;
-    uint16_t tag = sl__tag_of(t, l->id);
+    uint16_t tag = sl__tag_of(t, l);
     uint32_t idx = s->count++;
     struct sl__entry *e = entry_at(t, s, idx);
     e->fp[0] = fp[0];
@@ -534,7 +534,7 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
 void sl__table_restore_fresh(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
                              void *st, int64_t now_ns)
 {
-    sl__debt_restore(t, fp->w, sl__tag_of(t, l->id), l, st, now_ns);
+    sl__debt_restore(t, fp->w, sl__tag_of(t, l), l, st, now_ns);
 }
 
 bool sl__table_prefetch_slot(const sl_table *t, const struct sl__fp *fp)

@@ -88,11 +88,27 @@ void sl__debt_free(sl_table *t)
     free(t->debt);
 }
 
-/* Linear probing from the id's hash; an empty slot is claimed with a
- * compare-and-swap, so two threads that meet agree on one slot. */
-uint16_t sl__tag_of(sl_table *t, uint64_t id)
+/* A limit as the summary tells limits apart: its id (algorithm and
+ * parameters) and its name, so that two rules with the same parameters
+ * (their keys apart, as the limiter keeps them) keep their debts apart
+ * too. FNV-1a: names come from the rules, not from clients. */
+static uint64_t limit_key(const struct sl_limit *l)
 {
-    uint64_t key = id != 0 ? id : 1; /* 0 marks a free slot */
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+    for (const char *p = l->name; p != NULL && *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
+    return l->id ^ h;
+}
+
+/* Linear probing from the key's hash; an empty slot is claimed with a
+ * compare-and-swap, so two threads that meet agree on one slot. */
+uint16_t sl__tag_of(sl_table *t, const struct sl_limit *l)
+{
+    uint64_t key = limit_key(l);
+
+    if (key == 0)
+        key = 1; /* 0 marks a free slot */
     uint32_t i = (uint32_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & t->tags_mask;
 
     for (unsigned k = 0; k < TAGS_PROBES; k++, i = (i + 1) & t->tags_mask) {

@@ -113,7 +113,7 @@ struct sl__shard {
 #define TAGS_PROBES    32u
 
 struct sl__tag {
-    _Atomic uint64_t id;    /* the limit's id (0 = free; id 0 is kept as 1) */
+    _Atomic uint64_t id;    /* the limit's id ^ its name's hash (0 = free; 0 is kept as 1) */
     _Atomic uint64_t where; /* its array: first line << 32 | lines; 0 = none yet */
 };
 
@@ -282,7 +282,8 @@ int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t 
 /* table_debt.c: the summary of what evicted entries owe.
  * - debt_bytes: the tags' and the summary's size for a cap of `max_bytes`
  *   (part of the table's fixed bytes); debt_init allocates them;
- * - tag_of: the tag of limit `id` (0: no slot left, shared), no lock;
+ * - tag_of: the tag of limit `l` (by id and name; 0: no slot left,
+ *   shared), no lock;
  * - fold: before evicting the entry in `slot` (its shard locked), put what
  *   it owes into its limit's cells; false when it cannot go (a lease held);
  * - restore: make the fresh state `st` of a new key `fp` of `l` (tag `tag`)
@@ -291,7 +292,7 @@ int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t 
 size_t sl__debt_bytes(size_t max_bytes);
 int sl__debt_init(sl_table *t, size_t max_bytes);
 void sl__debt_free(sl_table *t);
-uint16_t sl__tag_of(sl_table *t, uint64_t id);
+uint16_t sl__tag_of(sl_table *t, const struct sl_limit *l);
 bool sl__debt_fold(sl_table *t, uint64_t slot, const struct sl__entry *e, int64_t now_ns);
 bool sl__debt_restore(sl_table *t, const uint32_t fp[3], uint16_t tag, const struct sl_limit *l,
                       void *st, int64_t now_ns);

@@ -180,8 +180,10 @@ int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t 
             s->full_denials++;
             return SL_EFULL;
         }
-        if (!evict_one(t, s, now_ns))
+        if (!evict_one(t, s, now_ns)) { /* every entry pinned or holding a lease */
+            s->full_denials++;
             return SL_EFULL;
+        }
     }
     bool grow;
     bytes_with_one_more(t, s, extra, &grow);

@@ -71,6 +71,10 @@ struct sl__metrics_gauges {
     uint64_t table_evictions;         /* counter */
     uint64_t table_evictions_denying; /* of them, entries out of quota, counter */
     uint64_t table_full_denials;      /* counter */
+    uint64_t table_summary_folds;     /* evicted entries whose debt it kept, counter */
+    uint64_t table_summary_restores;  /* new keys whose state it decided, counter */
+    uint64_t table_summary_cells;     /* its size, gauge */
+    uint64_t table_summary_used;      /* cells holding a debt not yet whole, gauge */
     uint64_t reloads;                 /* successful rule reloads, counter */
     uint64_t reload_failures;         /* rejected reloads, counter */
     uint64_t reload_requests;         /* reloads asked (SIGHUP, files, nodes), counter */

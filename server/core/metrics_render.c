@@ -315,6 +315,18 @@ static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
                clamp(g->table_evictions_denying));
     put_scalar(b, "sluice_table_full_denials_total", "counter",
                "New keys denied because the table was full.", clamp(g->table_full_denials));
+    put_scalar(b, "sluice_table_summary_folds_total", "counter",
+               "Evicted entries whose debt the summary kept (eviction never forgives).",
+               clamp(g->table_summary_folds));
+    put_scalar(b, "sluice_table_summary_restores_total", "counter",
+               "New keys whose first state the summary of evicted debts decided.",
+               clamp(g->table_summary_restores));
+    put_scalar(b, "sluice_table_summary_cells", "gauge",
+               "Cells of the summary of evicted debts (8 bytes each).",
+               clamp(g->table_summary_cells));
+    put_scalar(b, "sluice_table_summary_cells_used", "gauge",
+               "Cells of the summary holding a debt not yet whole (its fill).",
+               clamp(g->table_summary_used));
     put_scalar(b, "sluice_connection_buffer_bytes", "gauge",
                "Memory held by every connection's buffers (bounded by server.max_buffer_bytes).",
                clamp(g->buffer_bytes));

@@ -211,6 +211,10 @@ void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g)
     g->table_evictions = ts.evictions;
     g->table_evictions_denying = ts.evictions_denying;
     g->table_full_denials = ts.full_denials;
+    g->table_summary_folds = ts.summary_folds;
+    g->table_summary_restores = ts.summary_restores;
+    g->table_summary_cells = ts.summary_cells;
+    g->table_summary_used = ts.summary_used;
     g->reloads = atomic_load(&srv->reloads);
     g->reload_failures = atomic_load(&srv->reload_failures);
     g->reload_requests = atomic_load(&srv->reload_requests);

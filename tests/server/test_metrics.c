@@ -323,6 +323,10 @@ static void test_gauges_and_connections(void **st)
                                    .table_max_bytes = 1 << 20,
                                    .table_evictions = 3,
                                    .table_full_denials = 4,
+                                   .table_summary_folds = 12,
+                                   .table_summary_restores = 13,
+                                   .table_summary_cells = 14,
+                                   .table_summary_used = 15,
                                    .reloads = 5,
                                    .reload_failures = 6,
                                    .connections = -1};
@@ -339,6 +343,10 @@ static void test_gauges_and_connections(void **st)
     assert_int_equal(num(find("sluice_table_max_bytes", NULL, NULL, NULL)), 1 << 20);
     assert_int_equal(num(find("sluice_table_evictions_total", NULL, NULL, NULL)), 3);
     assert_int_equal(num(find("sluice_table_full_denials_total", NULL, NULL, NULL)), 4);
+    assert_int_equal(num(find("sluice_table_summary_folds_total", NULL, NULL, NULL)), 12);
+    assert_int_equal(num(find("sluice_table_summary_restores_total", NULL, NULL, NULL)), 13);
+    assert_int_equal(num(find("sluice_table_summary_cells", NULL, NULL, NULL)), 14);
+    assert_int_equal(num(find("sluice_table_summary_cells_used", NULL, NULL, NULL)), 15);
     assert_int_equal(num(find("sluice_reloads_total", NULL, NULL, NULL)), 5);
     assert_int_equal(num(find("sluice_reload_failures_total", NULL, NULL, NULL)), 6);
     /* A caller that knows the open connections overrides the workers' counts. */
