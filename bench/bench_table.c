@@ -4,9 +4,10 @@
  * bench_table.c - `make bench`, library part: checks per second through
  * sl_table_check for every algorithm (one thread and two threads, a hot set
  * of 1,000 keys and 1,000,000 keys in random order), bytes per tracked key
- * (RSS growth over 1,000,000 16-byte keys), and for sliding_log bytes per
- * logged request. Prints `name value unit` lines, with MET/MISSED and the
- * target beside targeted figures (docs/contracts.md §Interfaces).
+ * (RSS growth over 1,000,000 16-byte keys), for sliding_log bytes per
+ * logged request, and the flood that must never lift a limit (victims
+ * allowed again: none; the innocent new clients it restricts). Prints `name value unit` lines, with
+ * MET/MISSED and the target beside targeted figures (docs/contracts.md §Interfaces).
  *
  * It does not pin threads (library benchmarks are not pinned, contracts §Interfaces), compare
  * with peers (the server benchmarks, bench/bench_*.sh, do) or assert
@@ -15,6 +16,7 @@
  * Usage: bench_table [seconds-per-figure]   (default 0.3)
  *        bench_table --ab-shards N [N...]     (shard counts compared, gcra)
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,6 +457,102 @@ static void bench_flood(void)
     sl_table_free(t);
 }
 
+/* The flood that used to lift a limit: 20 clients blocked (3 per hour),
+ * then 400,000 new keys of another limit (1 per hour, each sent twice: out
+ * of quota) into a 4 MiB table, then as many of the victims' own limit.
+ * How many victims a flood allowed again (the target: none), the flood's
+ * rate, and how many of 2,000 new clients (looked at with a peek) start
+ * restricted: of a third limit, and of the flooded one (the price,
+ * docs/security.md), with the sizing formula's figure beside it. */
+static unsigned flood_victims_allowed(sl_table *t, const struct sl_limit *l)
+{
+    struct sl_decision d;
+    char key[32];
+    unsigned n = 0;
+
+    for (unsigned v = 0; v < 20; v++) {
+        int len = snprintf(key, sizeof(key), "victim-%u", v);
+        sl_table_check(t, key, (size_t)len, l, T0, 1, &d);
+        n += d.verdict != SL_DENY;
+    }
+    return n;
+}
+
+static double flood_keys(sl_table *t, const struct sl_limit *l, const char *prefix, unsigned n)
+{
+    struct sl_decision d;
+    char key[32];
+    double start = now_s();
+
+    for (unsigned k = 0; k < n; k++) {
+        int len = snprintf(key, sizeof(key), "%s-%u", prefix, k);
+        sl_table_check(t, key, (size_t)len, l, T0, 1, &d);
+        sl_table_check(t, key, (size_t)len, l, T0, 1, &d);
+    }
+    return 2 * n / (now_s() - start);
+}
+
+static unsigned flood_restricted(sl_table *t, const struct sl_limit *l, const char *prefix)
+{
+    struct sl_decision d, fresh;
+    sl_table *empty = new_table(1u << 20);
+    char key[32];
+    unsigned n = 0;
+
+    sl_table_peek(empty, "never-seen", 10, l, T0, &fresh);
+    sl_table_free(empty);
+    for (unsigned k = 0; k < 2000; k++) {
+        int len = snprintf(key, sizeof(key), "%s-%u", prefix, k);
+        sl_table_peek(t, key, (size_t)len, l, T0, &d);
+        n += d.remaining != fresh.remaining;
+    }
+    return n;
+}
+
+static void bench_flood_victims(void)
+{
+    struct sl_limit api, other, third;
+    struct sl_table_stats s0, s;
+    sl_table *t = new_table(4u << 20);
+
+    sl_limit_init(&api);
+    api.algo = SL_ALGO_FIXED_WINDOW;
+    api.requests = 3;
+    api.period_ns = 3600 * SL_NS_PER_S;
+    sl_limit_finish(&api);
+    other = api;
+    other.requests = 1;
+    sl_limit_finish(&other);
+    third = api;
+    third.requests = 5;
+    sl_limit_finish(&third);
+    for (unsigned v = 0; v < 20; v++)
+        for (int i = 0; i < 4; i++)
+            flood_victims_allowed(t, &api);
+    double rate = flood_keys(t, &other, "other", 400000);
+    unsigned after_other = flood_victims_allowed(t, &api);
+    unsigned r_third = flood_restricted(t, &third, "third");
+    sl_table_stats(t, &s0);
+    flood_keys(t, &api, "own", 400000);
+    unsigned after_own = flood_victims_allowed(t, &api);
+    unsigned r_own = flood_restricted(t, &api, "fresh");
+    sl_table_stats(t, &s);
+    double x = (double)(s.summary_folds - s0.summary_folds) / ((double)s.summary_cells / 8);
+    printf("lib.flood.victims_allowed_again.other_limit %u of 20 %s target==0\n", after_other,
+           after_other == 0 ? "MET" : "MISSED");
+    printf("lib.flood.victims_allowed_again.own_limit %u of 20 %s target==0\n", after_own,
+           after_own == 0 ? "MET" : "MISSED");
+    printf("lib.flood.new_keys_4mib.1t %.0f checks/s\n", rate);
+    printf("lib.flood.third_limit_new_clients_restricted %u of 2000 %s target==0\n", r_third,
+           r_third == 0 ? "MET" : "MISSED");
+    printf("lib.flood.own_limit_new_clients_restricted %u of 2000 (formula %.0f, %.1f debts a "
+           "cell)\n",
+           r_own, 2000 * (1 - 2 * exp(-2 * x) + exp(-26 * x / 7)), x);
+    printf("lib.flood.summary_bytes %llu bytes of 4194304\n",
+           (unsigned long long)s.summary_cells * 8);
+    sl_table_free(t);
+}
+
 /* The limiter's path for the commonest request: one descriptor, one gcra
  * limit, 1,000 hot keys, one thread (all-or-nothing bookkeeping included). */
 static void bench_limiter(void)
@@ -645,8 +743,10 @@ int main(int argc, char **argv)
         bench_log_bytes();
     if (only == NULL || strcmp(only, "limiter") == 0)
         bench_limiter();
-    if (only == NULL || strcmp(only, "flood") == 0)
+    if (only == NULL || strcmp(only, "flood") == 0) {
         bench_flood();
+        bench_flood_victims();
+    }
     if (only == NULL || strcmp(only, "rules") == 0)
         bench_rules();
     return 0;
