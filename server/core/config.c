@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -22,6 +23,7 @@
 #include "keytab.h"
 #include "log.h"
 #include "proto.h"
+#include "regular.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -683,15 +685,20 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     yaml_parser_t parser;
     yaml_document_t doc;
     yaml_node_t *root;
+    const char *why;
     FILE *f;
+    int fd;
 
     free(c->path);
     c->path = sl__xstrndup(path, strlen(path));
     if (errlen > 0)
         err[0] = '\0';
-    f = fopen(path, "rb");
+    fd = sl__open_regular(path, NULL, &why);
+    f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (f == NULL) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot open: %s", path, fd >= 0 ? strerror(errno) : why);
+        if (fd >= 0)
+            close(fd);
         return SL_EINVAL;
     }
     yaml_parser_initialize(&parser);
