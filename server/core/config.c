@@ -74,6 +74,10 @@ static const struct sl__key keys[] = {
      "and gRPC calls needing more than 64KiB per connection are refused"},
     {"server.max_connections_per_ip", SL__K_UINT, F(max_conns_per_ip), "0",
      "open connections from one client address; 0 = no limit", .max = 1u << 24},
+    {"server.ipv6_client_prefix", SL__K_UINT, F(ipv6_client_prefix), "64",
+     "IPv6 prefix bits that make one client for max_connections_per_ip and "
+     "admin.max_failures",
+     .min = 1, .max = 128},
     {"server.user", SL__K_STR, F(user), NULL,
      "started as root: switch to this user once the listeners are bound"},
     {"server.shutdown_grace", SL__K_DUR_MS, F(shutdown_grace_ms), "5s",
