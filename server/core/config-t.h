@@ -106,17 +106,18 @@ struct sl__config {
     /* store.type and every store's own keys: opaque (store/include/store.h) */
     struct sl__store_config *store;
 
-    unsigned max_connections;  /* over all workers */
-    size_t max_frame_bytes;    /* largest request/frame accepted */
-    int64_t idle_timeout_ms;   /* close a connection silent this long; 0 never */
-    int64_t read_timeout_ms;   /* close one stuck mid-frame this long; 0 never */
-    int64_t write_timeout_ms;  /* close one whose replies are not read this long; 0 never */
-    int64_t header_timeout_ms; /* close a new one that sent nothing this long; 0 never */
-    size_t max_buffer_bytes;   /* every connection's buffers together */
-    unsigned max_conns_per_ip; /* open connections from one address; 0: no limit */
-    char *user;                /* switch to this user after binding, when started as root */
-    int64_t shutdown_grace_ms; /* how long in-flight replies may take at exit */
-    enum sl__io_mode io_uring; /* server.io_uring */
+    unsigned max_connections;    /* over all workers */
+    size_t max_frame_bytes;      /* largest request/frame accepted */
+    int64_t idle_timeout_ms;     /* close a connection silent this long; 0 never */
+    int64_t read_timeout_ms;     /* close one stuck mid-frame this long; 0 never */
+    int64_t write_timeout_ms;    /* close one whose replies are not read this long; 0 never */
+    int64_t header_timeout_ms;   /* close a new one that sent nothing this long; 0 never */
+    size_t max_buffer_bytes;     /* every connection's buffers together */
+    unsigned max_conns_per_ip;   /* open connections from one address; 0: no limit */
+    unsigned ipv6_client_prefix; /* bits of an IPv6 address that name one client */
+    char *user;                  /* switch to this user after binding, when started as root */
+    int64_t shutdown_grace_ms;   /* how long in-flight replies may take at exit */
+    enum sl__io_mode io_uring;   /* server.io_uring */
 
     enum sl__log_level log_level;
     enum sl__log_format log_format;

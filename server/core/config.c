@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -22,6 +23,7 @@
 #include "keytab.h"
 #include "log.h"
 #include "proto.h"
+#include "regular.h"
 #include "store.h"
 #include "xalloc.h"
 
@@ -72,6 +74,10 @@ static const struct sl__key keys[] = {
      "and gRPC calls needing more than 64KiB per connection are refused"},
     {"server.max_connections_per_ip", SL__K_UINT, F(max_conns_per_ip), "0",
      "open connections from one client address; 0 = no limit", .max = 1u << 24},
+    {"server.ipv6_client_prefix", SL__K_UINT, F(ipv6_client_prefix), "64",
+     "IPv6 prefix bits that make one client for max_connections_per_ip and "
+     "admin.max_failures",
+     .min = 1, .max = 128},
     {"server.user", SL__K_STR, F(user), NULL,
      "started as root: switch to this user once the listeners are bound"},
     {"server.shutdown_grace", SL__K_DUR_MS, F(shutdown_grace_ms), "5s",
@@ -683,15 +689,20 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     yaml_parser_t parser;
     yaml_document_t doc;
     yaml_node_t *root;
+    const char *why;
     FILE *f;
+    int fd;
 
     free(c->path);
     c->path = sl__xstrndup(path, strlen(path));
     if (errlen > 0)
         err[0] = '\0';
-    f = fopen(path, "rb");
+    fd = sl__open_regular(path, NULL, &why);
+    f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (f == NULL) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot open: %s", path, fd >= 0 ? strerror(errno) : why);
+        if (fd >= 0)
+            close(fd);
         return SL_EINVAL;
     }
     yaml_parser_initialize(&parser);

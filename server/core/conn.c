@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client_key.h"
 #include "conn.h"
 #include "log.h"
 #include "metrics.h"
@@ -800,10 +801,6 @@ static void ring_recv_done(struct sl__ring_op *op, int res, const char *data, si
         read_start(c);
 }
 
-/* One more connection from c's peer address: false (and nothing counted)
- * past server.max_connections_per_ip. The count lives in a table of
- * counters indexed by a keyed hash of the address, shared by the workers:
- * a collision makes two addresses share a limit, never lifts one. */
 size_t sl__conn_peer_addr(struct sl__conn *c, unsigned char out[16])
 {
     struct sockaddr_storage sa;
@@ -811,14 +808,14 @@ size_t sl__conn_peer_addr(struct sl__conn *c, unsigned char out[16])
 
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &len) != 0)
         return 0;
-    if (sa.ss_family == AF_INET6) {
-        memcpy(out, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
-        return 16;
-    }
-    memcpy(out, &((struct sockaddr_in *)&sa)->sin_addr, 4);
-    return 4;
+    return sl__client_key((const struct sockaddr *)&sa, c->w->srv->cfg.ipv6_client_prefix, out);
 }
 
+/* One more connection from c's peer (its client key: an IPv6 network
+ * counts as one): false (and nothing counted) past
+ * server.max_connections_per_ip. The count lives in a table of counters
+ * indexed by a keyed hash of the key, shared by the workers: a collision
+ * makes two clients share a limit, never lifts one. */
 static bool take_ip_slot(struct sl__conn *c)
 {
     const struct sl__server *srv = c->w->srv;

@@ -72,8 +72,9 @@ void sl__conn_unpin(struct sl__conn *c);
  * whatever is still counted. */
 bool sl__conn_budget(struct sl__conn *c, int64_t delta, bool refusable);
 
-/* The peer's address bytes into out: 4 (IPv4) or 16 (IPv6); 0 when the
- * socket cannot say. */
+/* The peer's client key into out (client_key.h): 4 bytes (IPv4, also
+ * IPv4-mapped) or 16 (IPv6, masked to server.ipv6_client_prefix bits);
+ * 0 when the socket cannot say. */
 size_t sl__conn_peer_addr(struct sl__conn *c, unsigned char out[16]);
 
 /* Send what sl__conn_write() queued outside on_read() (a timer's answer);

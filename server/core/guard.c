@@ -3,7 +3,8 @@
 /*
  * guard.c - the budget of failed admin credentials (guard.h), kept in the
  * library's own state table: one GCRA limit of admin.max_failures a
- * minute (burst the same), keyed by the peer's address bytes, on real
+ * minute (burst the same), keyed by the peer's client key (an IPv4
+ * address or an IPv6 network: client_key.h), on real
  * monotonic time (not the test clock: a frozen clock would never give a
  * locked address its tries back). The table's memory is capped and its
  * hash keyed with a secret the server draws, so addresses cannot be made
@@ -11,6 +12,7 @@
  * refused.
  */
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,7 +93,7 @@ void sl__guard_failed(struct sl__conn *c)
     static struct sl__lograte rl;
     struct sl__guard *g = c->w->srv->guard;
     unsigned char key[16];
-    char addr[INET6_ADDRSTRLEN] = "?";
+    char addr[INET6_ADDRSTRLEN + 4] = "?"; /* and "/prefix" */
     size_t n;
     struct sl_decision d;
 
@@ -99,7 +101,9 @@ void sl__guard_failed(struct sl__conn *c)
         return;
     if (sl_table_check(g->t, key, n, &g->l, mono_ns(), 1, &d) != SL_OK || d.remaining > 0)
         return;
-    inet_ntop(n == 4 ? AF_INET : AF_INET6, key, addr, sizeof(addr));
+    inet_ntop(n == 4 ? AF_INET : AF_INET6, key, addr, sizeof(addr) - 4);
+    if (n == 16 && c->w->srv->cfg.ipv6_client_prefix < 128) /* a network: say which */
+        snprintf(addr + strlen(addr), 5, "/%u", c->w->srv->cfg.ipv6_client_prefix);
     sl__log_rate(&rl, SL__LOG_WARN, "admin.locked", &SL__LOG_STR("address", addr), 1,
                  "admin: %s presented admin.max_failures wrong credentials; its admin requests "
                  "are refused until a try comes back",

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "regular.h"
 #include "rules_load.h"
 #include "rules_read.h"
 #include "rulesdb.h"
@@ -60,8 +61,14 @@ static int load_db(const struct sl__rules_load *how, const char *path, sl_rules_
     bool create = how->out == NULL;
     char err[256];
     sl_rulesdb *db = NULL;
+    const char *why;
     int r;
 
+    if (!sl__regular_or_absent(path, &why)) {
+        /* SQLite would open a FIFO and block reading it */
+        report(how, SL__LOG_ERROR, "rules.database_failed", "%s: rules database: %s", path, why);
+        return SL_EINVAL;
+    }
     if (!create && access(path, F_OK) != 0 && errno == ENOENT)
         return SL_OK;
     r = sl_rulesdb_open(path, create, &db, err, sizeof(err));

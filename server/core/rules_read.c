@@ -11,13 +11,13 @@
  * slow writer (a copy over the network, a config manager writing in
  * pieces) is never read half-way. An absent file is looked at again after
  * the debounce (an editor that deletes and recreates it), and only then
- * reported gone.
+ * reported gone. Only a regular file is read (regular.h): a FIFO put in
+ * its place would otherwise hold the reload, and the shutdown, forever.
  *
  * It does not parse anything (rules_load.c hands the text to the library)
  * and runs off the event loops: it sleeps.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "regular.h"
 #include "rules_read.h"
 #include "sluice.h"
 #include "xalloc.h"
@@ -121,14 +122,13 @@ static int read_once(const char *path, char **text, size_t *len, struct version 
 {
     struct stat before, after, named;
     struct version a, b, c;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+    const char *why;
+    int fd = sl__open_regular(path, &before, &why), rc;
 
     if (fd < 0 && errno == ENOENT)
         return SL_ENOENT;
-    if (fd < 0 || fstat(fd, &before) != 0) {
-        sl__err("rules.unreadable", "%s:1:1: cannot open rules file: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0) {
+        sl__err("rules.unreadable", "%s:1:1: cannot open rules file: %s", path, why);
         return SL_EINVAL;
     }
     rc = read_all(fd, text, len);

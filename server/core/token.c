@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "regular.h"
 #include "token.h"
 #include "xalloc.h"
 
@@ -73,15 +74,13 @@ static int read_token(struct sl__config *c, const char *path, char *err, size_t 
     struct stat st;
     size_t len = 0, n;
     ssize_t got;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+    const char *why;
+    int fd = sl__open_regular(path, &st, &why), r;
 
     if (fd < 0 && errno == ENOENT)
         return SL_ENOENT;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: admin.token_file: %s", path,
-                 fd < 0 ? strerror(errno) : "not a regular file");
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: admin.token_file: %s", path, why);
         return SL_EINVAL;
     }
     if (st.st_mode & 077)

@@ -57,6 +57,7 @@ static bool same(struct sl_str a, const char *b)
 bool sl__gate_split_host(struct sl_str v, struct sl_str *host, struct sl_str *port)
 {
     const char *end = v.p + v.len, *h = v.p, *he;
+    unsigned number = 0; /* the port's; at most 5 digits, no overflow */
 
     if (v.len == 0)
         return false;
@@ -74,10 +75,14 @@ bool sl__gate_split_host(struct sl_str v, struct sl_str *host, struct sl_str *po
     *host = (struct sl_str){h, (size_t)(he - h)};
     if (host->len == 0 || (port->len > 0 && (port->p[0] != ':' || port->len < 2 || port->len > 6)))
         return false;
-    for (size_t i = 1; i < port->len; i++)
+    for (size_t i = 1; i < port->len; i++) {
         if (port->p[i] < '0' || port->p[i] > '9')
             return false;
-    return true;
+        number = number * 10 + (unsigned)(port->p[i] - '0');
+    }
+    /* no TCP connection arrives on port 0 or above 65535: a Host naming
+     * one was not written by a browser that reached this listener */
+    return port->len == 0 || (number >= 1 && number <= 65535);
 }
 
 static bool is_loopback(const char *a)

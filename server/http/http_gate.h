@@ -42,7 +42,8 @@ struct sl__gate_names {
 };
 
 /* Split a Host value into host (an IPv6 address without its brackets) and
- * ":PORT" (len 0 when absent). false when it is not host[:digits]. */
+ * ":PORT" (len 0 when absent). false when it is not host[:PORT] with PORT
+ * a number from 1 to 65535. */
 bool sl__gate_split_host(struct sl_str value, struct sl_str *host, struct sl_str *port);
 /* Is the Host value `value` one of `n` (any case, any port)? `localhost`
  * is when `n->local` is a loopback address. */

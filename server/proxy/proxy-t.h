@@ -30,6 +30,8 @@
 #define SL__PROXY_MAX_SERVERS 32 /* per upstream: a bitmask of those tried */
 #define SL__PROXY_MAX_ROUTES  256
 #define SL__PROXY_MAX_METHODS 16
+/* Protocols one route may tunnel after a 101 (its `upgrades:`). */
+#define SL__PROXY_MAX_UPGRADES 8
 
 /* ------------------------------------------------------------ configuration */
 
@@ -57,6 +59,12 @@ struct sl__proxy_route {
     char *path_prefix; /* matched on the raw target; "/" by default */
     char *methods[SL__PROXY_MAX_METHODS];
     size_t n_methods; /* 0: any method */
+    /* Upgrade protocols passed to the upstream (lower case, without
+     * versions); any other Upgrade is stripped and the request forwarded
+     * plainly. [websocket] unless `upgrades:` is given; h2c never. */
+    char *upgrades[SL__PROXY_MAX_UPGRADES];
+    size_t n_upgrades;
+    bool upgrades_set; /* `upgrades:` was given (maybe []) */
     struct sl__proxy_upstream up;
     int64_t connect_timeout_ms;  /* to open a connection to a server */
     int64_t read_timeout_ms;     /* between two reads of the response */

@@ -345,7 +345,10 @@ static void frame(struct sl__proxy_x *x, const struct sl__proxy_head *h)
         h->minor == 1 ? !(h->flags & SL__PH_CONN_CLOSE) : !!(h->flags & SL__PH_CONN_KEEP);
     x->head_method = sl__proxy_ieq(h->method, "head");
     x->idempotent = is_idempotent(h->method);
-    x->upgrade = (h->flags & SL__PH_UPGRADE) && (h->flags & SL__PH_CONN_UPGRADE) && h->minor == 1;
+    /* an upgrade the route does not list (h2c, always) goes upstream as a
+     * plain request: Upgrade and Connection are hop-by-hop, dropped */
+    x->upgrade = (h->flags & SL__PH_UPGRADE) && (h->flags & SL__PH_CONN_UPGRADE) && h->minor == 1 &&
+                 sl__proxy_upgrade_allowed(h->upgrade, x->route->upgrades, x->route->n_upgrades);
     if (h->flags & SL__PH_CHUNKED) {
         x->req_framing = SL__PF_CHUNKED;
         sl__proxy_chunk_init(&x->req_chunk);
@@ -685,8 +688,11 @@ static void on_close(struct sl__conn *c)
 /* ------------------------------------------------------------ sniffing */
 
 /* A request line: a token, a space, and "HTTP/1.0" or "HTTP/1.1" at the
- * end of the first line (or, in 64 bytes without one, a token, a space
- * and a '/'). Garbage is left to other protocols (or closed). */
+ * end of the first line, or a '/' after the space (in 64 bytes without a
+ * line end too): a request of another HTTP version or of none (HTTP/0.9's
+ * "GET /") is the proxy's to refuse with a 400, as docs/proxy.md says,
+ * not a connection closed unanswered. Garbage is left to other protocols
+ * (or closed); so is HTTP/2's preface ("PRI * HTTP/2.0"), gRPC's. */
 static int sniff(const char *buf, size_t len)
 {
     const char *nl = memchr(buf, '\n', len);
@@ -704,7 +710,7 @@ static int sniff(const char *buf, size_t len)
     line = (size_t)(nl - buf);
     if (line > 0 && buf[line - 1] == '\r')
         line--;
-    return line >= 10 && memcmp(buf + line - 8, "HTTP/1.", 7) == 0 ? 1 : 0;
+    return buf[i + 1] == '/' || (line >= 10 && memcmp(buf + line - 8, "HTTP/1.", 7) == 0) ? 1 : 0;
 }
 
 const struct sl__proto sl__proto_proxy = {

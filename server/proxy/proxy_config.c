@@ -11,10 +11,12 @@
  * It resolves server names once, at start (getaddrinfo), and opens no
  * connection.
  */
+#include <ctype.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config.h"
 #include "proto.h"
@@ -219,6 +221,46 @@ static int load_methods(struct sl__config_ctx *x, struct sl__proxy_route *r, yam
     return rc;
 }
 
+/* upgrades: [websocket, ...] - protocol names (tokens), stored lower case. */
+static int load_upgrades(struct sl__config_ctx *x, struct sl__proxy_route *r, yaml_node_t *v)
+{
+    static const char tchar[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "!#$%&'*+-.^_`|~";
+    yaml_document_t *doc = sl__config_doc(x);
+    int rc = 0;
+
+    r->upgrades_set = true;
+    if (v->type != YAML_SEQUENCE_NODE)
+        return sl__config_fail(x, v,
+                               "upgrades must be a list of protocols, e.g. [websocket], "
+                               "or [] for none");
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++) {
+        yaml_node_t *n = yaml_document_get_node(doc, *it);
+        const char *s = sl__config_scalar(n);
+        size_t len = s != NULL ? strlen(s) : 0;
+        if (len == 0 || len > 31 || strspn(s, tchar) != len) {
+            rc = sl__config_fail(x, n,
+                                 "an upgrade is a protocol name like websocket (a token "
+                                 "of at most 31 characters, without a version)");
+            continue;
+        }
+        if (strcasecmp(s, "h2c") == 0) {
+            rc = sl__config_fail(x, n,
+                                 "h2c cannot be tunnelled: its HTTP/2 requests would pass "
+                                 "the proxy's routes and limits");
+            continue;
+        }
+        if (r->n_upgrades == SL__PROXY_MAX_UPGRADES)
+            return sl__config_fail(x, n, "at most %d upgrades", SL__PROXY_MAX_UPGRADES);
+        char *low = sl__xstrndup(s, len);
+        for (char *c = low; *c != '\0'; c++)
+            *c = (char)tolower((unsigned char)*c);
+        r->upgrades[r->n_upgrades++] = low;
+    }
+    return rc;
+}
+
 static void route_init(struct sl__proxy_route *r, const yaml_node_t *m)
 {
     memset(r, 0, sizeof(*r));
@@ -249,11 +291,13 @@ static int load_route(struct sl__config_ctx *x, struct sl__proxy_route *r, yaml_
             has_up = true;
         } else if (ks != NULL && strcmp(ks, "methods") == 0) {
             rc = load_methods(x, r, v);
+        } else if (ks != NULL && strcmp(ks, "upgrades") == 0) {
+            rc = load_upgrades(x, r, v);
         } else if ((rc = set_key(x, route_keys, NROUTE_KEYS, r, k, v)) == 1 &&
                    (ks == NULL || (rc = sl__proxy_limit_key(x, &r->lim, ks, v)) == 1)) {
             rc = sl__config_fail(x, k,
                                  "unknown route key '%s' (name, host, path_prefix, methods, "
-                                 "upstream, connect_timeout, read_timeout, send_timeout, "
+                                 "upgrades, upstream, connect_timeout, read_timeout, send_timeout, "
                                  "max_body_bytes, domain, rate_limits, max_delay, max_queue, "
                                  "deny_status, deny_body, deny_text, headers)",
                                  ks ? ks : "?");
@@ -273,6 +317,8 @@ static void route_free(struct sl__proxy_route *r)
     sl__keytab_free(route_keys, NROUTE_KEYS, r);
     for (size_t i = 0; i < r->n_methods; i++)
         free(r->methods[i]);
+    for (size_t i = 0; i < r->n_upgrades; i++)
+        free(r->upgrades[i]);
     sl__proxy_limit_free(&r->lim);
 }
 
@@ -333,6 +379,8 @@ static void complete_route(const struct sl__proxy_config *pc, struct sl__proxy_r
     }
     if (r->path_prefix == NULL)
         r->path_prefix = sl__xstrndup("/", 1);
+    if (!r->upgrades_set && r->n_upgrades == 0) /* WebSocket passes unless told otherwise */
+        r->upgrades[r->n_upgrades++] = sl__xstrndup("websocket", 9);
 }
 
 static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x)

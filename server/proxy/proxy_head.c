@@ -45,8 +45,10 @@ static bool is_any(struct sl_str name, const char *const *list)
     return false;
 }
 
-static const char *const hop[] = {"connection", "keep-alive",        "proxy-connection", "te",
-                                  "trailer",    "transfer-encoding", "upgrade",          NULL};
+/* HTTP2-Settings belongs to an h2c upgrade, which is never passed on */
+static const char *const hop[] = {"connection", "keep-alive",     "proxy-connection",
+                                  "te",         "trailer",        "transfer-encoding",
+                                  "upgrade",    "http2-settings", NULL};
 static const char *const merged[] = {"x-forwarded-for", "forwarded", "via", NULL};
 
 /* Named by one of the head's Connection headers (then hop-by-hop too).

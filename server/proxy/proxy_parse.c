@@ -80,6 +80,40 @@ bool sl__proxy_conn_lists(struct sl_str conn_value, struct sl_str name)
     return each_token(conn_value, same_token, &name);
 }
 
+struct upgrade_names {
+    char *const *names;
+    size_t n;
+};
+
+/* true (stop) when tok's protocol, "name[/version]", is not listed */
+static bool upgrade_unlisted(struct sl_str tok, void *arg)
+{
+    const struct upgrade_names *u = arg;
+    const char *slash = memchr(tok.p, '/', tok.len);
+    struct sl_str name = {tok.p, slash ? (size_t)(slash - tok.p) : tok.len};
+
+    if (sl__proxy_ieq(name, "h2c"))
+        return true;
+    for (size_t i = 0; i < u->n; i++)
+        if (sl__proxy_ieq(name, u->names[i]))
+            return false;
+    return true;
+}
+
+static bool any_token(struct sl_str tok, void *arg)
+{
+    (void)tok;
+    (void)arg;
+    return true;
+}
+
+bool sl__proxy_upgrade_allowed(struct sl_str value, char *const *names, size_t n)
+{
+    struct upgrade_names u = {names, n};
+
+    return each_token(value, any_token, NULL) && !each_token(value, upgrade_unlisted, &u);
+}
+
 static bool conn_flag(struct sl_str tok, void *arg)
 {
     unsigned *flags = arg;

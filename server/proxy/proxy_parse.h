@@ -88,4 +88,10 @@ bool sl__proxy_ieq(struct sl_str s, const char *lower);
  * tokens, case-insensitive). */
 bool sl__proxy_conn_lists(struct sl_str conn_value, struct sl_str name);
 
+/* Whether an Upgrade header value offers at least one protocol and only
+ * protocols among names[0..n) (lower case; a "name/version" token is
+ * compared by its name, case-insensitively). h2c is never allowed: its
+ * tunnel would carry HTTP/2 requests past the proxy's routes and limits. */
+bool sl__proxy_upgrade_allowed(struct sl_str value, char *const *names, size_t n);
+
 #endif /* SL_PROXY_PARSE_H */

@@ -112,6 +112,9 @@ static int take_head(struct sl__proxy_x *x)
         struct sl__proxy_rfwd f = {.via = x->pw->cfg->via, .upgrade = true};
         if (!x->upgrade || !(x->h.flags & SL__PH_UPGRADE))
             return bad_gateway(x, "the upstream switched protocols unasked");
+        if (!sl__proxy_upgrade_allowed(x->h.upgrade, x->route->upgrades, x->route->n_upgrades))
+            return bad_gateway(x, "the upstream switched to a protocol this route does not "
+                                  "tunnel");
         x->pw->scratch.len = 0;
         sl__proxy_resp_head(&x->pw->scratch, &x->h, &f);
         out(x, x->pw->scratch.p, x->pw->scratch.len);

@@ -77,6 +77,7 @@ struct sl__hystore {
     bool closing;
     struct sl__hyshared *shared; /* the process's workers' stores, or NULL */
     struct sl__hystore *sibling; /* next in shared->stores */
+    bool stalled;                /* its Redis stopped answering; said in the log */
 
     /* kept deltas: entries[max_keys], an open-addressing index of
      * index_cap (a power of two) slots holding entry number + 1 */
@@ -122,6 +123,9 @@ struct sl__hyshared {
     struct sl__rshared *redis;  /* the Redis path's process-wide state */
     uv_mutex_t lock;            /* guards `stores`; the tables lock themselves */
     struct sl__hystore *stores; /* every worker's, linked by `sibling` */
+    /* workers whose Redis is stalled: the first says so, the last that
+     * recovers says it is back (one line each per process) */
+    _Atomic unsigned stalled;
 };
 
 /* hybrid.c */

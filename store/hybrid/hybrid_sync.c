@@ -103,6 +103,30 @@ static void lose_call(struct sl__hy_call *c)
 
 static void schedule(struct sl__hystore *st, int64_t wait_ms);
 
+/* This worker's Redis stopped answering (why) or answers again: logged as
+ * the Redis store logs an unreachable node, once per process (the first
+ * worker to see it, the last to see it end) when the stores share state. */
+static void stall_edge(struct sl__hystore *st, bool bad, const char *why)
+{
+    const struct sl__redis_config *rc = st->cfg.redis;
+    bool line = true;
+
+    if (bad == st->stalled)
+        return;
+    st->stalled = bad;
+    if (st->shared != NULL)
+        line = bad ? atomic_fetch_add(&st->shared->stalled, 1) == 0
+                   : atomic_fetch_sub(&st->shared->stalled, 1) == 1;
+    if (line && bad)
+        sl__store_log(SL__SLOG_WARN, "store.hybrid_stalled",
+                      "hybrid: redis %s:%d %s: decisions stay local, their counts are kept "
+                      "and pushed once it answers",
+                      rc->host, rc->port, why);
+    else if (line)
+        sl__store_log(SL__SLOG_INFO, "store.hybrid_back", "hybrid: redis %s:%d answers again",
+                      rc->host, rc->port);
+}
+
 /* Close the connection now: every call on it comes back lost. */
 static void drop(struct sl__hystore *st)
 {
@@ -127,9 +151,10 @@ static void on_conn_timer(uv_timer_t *t)
 
     if (st->closing)
         return;
-    if (st->conn == SL__HY_CONNECTING)
+    if (st->conn == SL__HY_CONNECTING) {
+        stall_edge(st, true, "does not answer a new connection");
         drop(st); /* no answer in time (a frozen Redis accepts, then says nothing) */
-    else if (st->conn == SL__HY_DOWN)
+    } else if (st->conn == SL__HY_DOWN)
         start(st);
 }
 
@@ -161,6 +186,7 @@ static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
     st->backoff_ms = st->cfg.redis->backoff_min_ms;
     uv_timer_stop(&st->conn_timer);
     set_conn(st, SL__HY_READY);
+    stall_edge(st, false, "");
 }
 
 static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
@@ -282,8 +308,13 @@ static void on_call_timeout(uv_timer_t *t)
 {
     struct sl__hy_call *c = t->data;
 
-    if (c->busy)
+    if (c->busy) {
+        char why[64];
+        snprintf(why, sizeof(why), "did not answer a sync within %lld ms",
+                 (long long)c->st->cfg.timeout_ms);
+        stall_edge(c->st, true, why);
         drop(c->st); /* loses c and every other call on the connection */
+    }
 }
 
 static bool is_noscript(const redisReply *r)

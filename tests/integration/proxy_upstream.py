@@ -13,7 +13,13 @@ reconnection.
   GET  /download?n=N[&chunked=1] N bytes of a fixed pattern, streamed
   GET  /slow?ms=N                waits N ms, then answers
   GET  /close                    a body delimited by closing the connection
-  GET  /ws                       WebSocket handshake, then echoes frames
+  GET  /ws                       WebSocket handshake, then echoes frames (426
+                                 without Upgrade: websocket)
+  GET  /ws_as_h2c                answers a WebSocket handshake with a 101 to h2c
+  ANY  with Upgrade: h2c         101 Switching Protocols to h2c, then goes on
+                                 serving HTTP/1.1 requests on the connection, as
+                                 a tunnel past the proxy would carry them (each
+                                 counted in /_stats)
   GET  /bad/CASE                 a malformed response (see BAD below)
   GET  /status/CODE              an empty answer with that status
   GET  /arm_drop                 answers, then closes this connection on its
@@ -184,6 +190,10 @@ def one_request(conn):
     h = {k.lower(): v for k, v in headers}
     if conn.drop_next:
         return False
+    if "h2c" in h.get("upgrade", "").lower() and "upgrade" in h.get("connection", "").lower():
+        send_head(conn.sock, 101, [("Upgrade", "h2c"), ("Connection", "Upgrade")],
+                  reason="Switching Protocols")
+        return True  # and the "tunnel" carries what follows
     if path == "/arm_drop":
         conn.drop_next = True
         send_head(conn.sock, 200, [("Content-Length", 5)])
@@ -206,9 +216,16 @@ def one_request(conn):
         send_head(conn.sock, 200, [("Connection", "close")])
         conn.sock.sendall(b"until close")
         return False
+    elif path == "/ws" and h.get("upgrade", "").lower() != "websocket":
+        send_head(conn.sock, 426, [("Content-Length", 0), ("Upgrade", "websocket")],
+                  reason="Upgrade Required")
     elif path == "/ws":
         websocket(conn, headers)
         return False
+    elif path == "/ws_as_h2c":
+        send_head(conn.sock, 101, [("Upgrade", "h2c"), ("Connection", "Upgrade")],
+                  reason="Switching Protocols")
+        return True
     elif path.startswith("/bad/"):
         conn.sock.sendall(BAD[path[5:]])
         return False

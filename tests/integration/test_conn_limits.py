@@ -21,8 +21,10 @@ through CPU time or latencies:
   refusals are logged at most once a second.
 """
 import json
+import os
 import re
 import socket
+import subprocess
 import time
 
 from conftest_http import http_sluiced  # noqa: F401 (fixture)
@@ -232,3 +234,22 @@ def test_connections_per_address_are_capped_and_refusals_logged_sparingly(http_s
     for k in keep + [again]:
         k.close()
     http.close()
+
+
+def test_ipv6_client_prefix_is_validated(tmp_path):
+    """server.ipv6_client_prefix (the IPv6 bits that make one client) is a
+    whole number from 1 to 128; anything else is refused, saying so."""
+    for bad in ("0", "129", "many", "-1"):
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"server:\n  ipv6_client_prefix: {bad}\n")
+        r = subprocess.run([os.environ["SLUICED"], "-t", "-c", str(cfg)], capture_output=True,
+                           text=True, timeout=10)
+        assert r.returncode == 1, (bad, r.stderr)
+        assert "c.yaml:2:23: server.ipv6_client_prefix must be a whole number from 1 to 128" \
+            in r.stderr, (bad, r.stderr)
+    for ok in ("1", "48", "64", "128"):
+        cfg = tmp_path / "c.yaml"
+        cfg.write_text(f"server:\n  ipv6_client_prefix: {ok}\n")
+        r = subprocess.run([os.environ["SLUICED"], "-t", "-c", str(cfg)], capture_output=True,
+                           text=True, timeout=10)
+        assert r.returncode == 0 and "must be a whole number" not in r.stderr, (ok, r.stderr)

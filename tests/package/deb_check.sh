@@ -5,8 +5,9 @@
 # The packages `make deb` left in DEB_DIR (the test package_deb_build makes
 # them once; the two checks share them):
 #   contents  exactly the packages expected, each holding
-#             exactly the files expected (dpkg-deb -c); the unit, sluice.pc
-#             and the conffile name the packaged paths
+#             exactly the files expected (dpkg-deb -c), never a token,
+#             key or certificate; the unit, sluice.pc and the conffile name
+#             the packaged paths
 #   lintian   lintian reports no error (its whole output is printed)
 set -euo pipefail
 mode=$1 src=$2 dir=$3 version=$4
@@ -53,7 +54,8 @@ expect() {
             usr/share/man/man5/sluice.yaml.5 usr/share/man/man8/sluiced.8 \
             usr/share/doc/sluiced/README.md
         (cd "$src" && ls docs/*.md) | sed 's|^|usr/share/doc/sluiced/|'
-        (cd "$src/examples" && find . -type f) | sed 's|^\./|usr/share/doc/sluiced/examples/|' ;;
+        (cd "$src/examples" && find . -type f -not -regex '.*\.\(token\|key\|pem\)$') |
+            sed 's|^\./|usr/share/doc/sluiced/examples/|' ;;
     sluice-redis-module) echo "usr/lib/$ma/sluice/sluice-redis.so" ;;
     esac
     docs "$1"
@@ -63,6 +65,9 @@ for p in "${pkgs[@]}"; do
     expect "$p" | sort >"$tmp/want"
     # Files and links, not directories; dh_compress decides which docs get .gz.
     dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }' | sed -E 's|^\./||; s|\.gz$||' | sort >"$tmp/got"
+    if grep -E '\.(token|key|pem)$' "$tmp/got"; then
+        fail "$p ships the secrets above"
+    fi
     diff -u --label "$p expected" --label "$p dpkg-deb -c" "$tmp/want" "$tmp/got" ||
         fail "$p does not hold exactly the files expected"
     echo "$p: $(wc -l <"$tmp/got") files, as expected"

@@ -10,13 +10,23 @@
 # - a program embedding libsluice is built against the staged header and
 #   library through pkg-config (PKG_CONFIG_SYSROOT_DIR and PKG_CONFIG_LIBDIR
 #   into DESTDIR), linked shared and static, and run;
+# - no secret is ever installed: with a token, a key and a certificate
+#   planted in the source's examples directory (where a development
+#   instance once kept its admin token), no *.token, *.key or *.pem file
+#   is installed;
 # - sluice.pc, the unit and the configuration follow the prefix: the same
 #   again with PREFIX=/opt/sluice.
 set -euo pipefail
 src=$1 build=$2 libdir=$3 version=$4 cc=$5
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+planted=("$src/examples/install-check-$$.token" "$src/examples/rules/install-check-$$.key"
+    "$src/examples/install-check-$$.pem")
+trap 'rm -rf "$tmp"; rm -f "${planted[@]}"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+secret='.*\.\(token\|key\|pem\)$'
+for f in "${planted[@]}"; do
+    (umask 077 && echo "planted-by-install-check" >"$f")
+done
 
 stage() { # stage DESTDIR PREFIX
     make -C "$src" --no-print-directory install BUILD="$build" DESTDIR="$1" PREFIX="$2" \
@@ -36,10 +46,14 @@ lib=usr/$libdir
         usr/share/doc/sluice/README.md usr/share/doc/sluice/CHANGELOG.md \
         usr/share/doc/sluice/LICENSE
     (cd "$src" && ls docs/*.md) | sed 's|^|usr/share/doc/sluice/|'
-    (cd "$src/examples" && find . -type f) | sed 's|^\./|usr/share/doc/sluice/examples/|'
+    (cd "$src/examples" && find . -type f -not -regex "$secret") |
+        sed 's|^\./|usr/share/doc/sluice/examples/|'
     echo "$lib/sluice/sluice-redis.so"
 } | sort >"$tmp/expected"
 (cd "$d" && find . -type f -o -type l) | sed 's|^\./||' | sort >"$tmp/installed"
+if grep -E '\.(token|key|pem)$' "$tmp/installed"; then
+    fail "make install PREFIX=/usr installed the secrets above"
+fi
 diff -u --label expected --label installed "$tmp/expected" "$tmp/installed" ||
     fail "make install PREFIX=/usr did not install exactly the expected files"
 echo "installed: $(wc -l <"$tmp/installed") files, as expected"

@@ -16,7 +16,8 @@ benchmark):
   - a sliding_log limit is decided through the Redis path: exactly its
     limit across the three daemons;
   - Redis frozen with SIGSTOP: the daemons keep answering from their own
-    tables, keep the deltas, and push them once Redis is resumed; no crash.
+    tables, keep the deltas, and push them once Redis is resumed, saying
+    so in the log (store.hybrid_stalled, store.hybrid_back); no crash.
 """
 import random
 import signal
@@ -62,7 +63,8 @@ class Hybrid(SluicedProc):
     sync_interval: {SYNC_MS}ms
     timeout: 100ms
 """
-        super().__init__(tmp_path, name, store, RULES, workers=workers)
+        # info: the store's line that Redis is back is one
+        super().__init__(tmp_path, name, store, RULES, workers=workers, log_level="info")
 
 
 @pytest.fixture
@@ -121,10 +123,17 @@ def test_redis_frozen_then_resumed(rds, fleet):
         time.sleep(0.5)
         assert sum(n.metric("sluice_store_hybrid_kept") for n in fleet) > 0
         assert all(n.alive() for n in fleet)
+        # each daemon says its Redis stalled, once (as the Redis store does)
+        for n in fleet:
+            assert wait_until(lambda: "warn store.hybrid_stalled hybrid: redis 127.0.0.1:"
+                              in n.log_text(), seconds=15), n.log_text()[-2000:]
+            assert n.log_text().count("store.hybrid_stalled") == 1, n.log_text()[-2000:]
     finally:
         rds.proc.send_signal(signal.SIGCONT)
     assert wait_until(lambda: all(n.metric("sluice_store_hybrid_kept") == 0 for n in fleet),
                       seconds=15)
+    assert all(wait_until(lambda: "info store.hybrid_back hybrid: redis 127.0.0.1:"
+                          in n.log_text(), seconds=15) for n in fleet)
     # nothing lost (a call that timed out while Redis was frozen may have
     # run when it woke: counted twice, never lost)
     assert rds.total() - before >= admitted

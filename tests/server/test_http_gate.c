@@ -47,8 +47,13 @@ static void test_split_host(void **st)
     assert_memory_equal(h.p, "::1", 3);
     assert_true(sl__gate_split_host(S("[::1]"), &h, &p));
     assert_int_equal(p.len, 0);
-    for (const char *const *b = (const char *const[]){"", ":80", "a:", "a:x", "a:1234567", "[::1",
-                                                      "[::1]x", "[]:1", NULL};
+    assert_true(sl__gate_split_host(S("localhost:65535"), &h, &p));
+    assert_true(sl__gate_split_host(S("localhost:1"), &h, &p));
+    for (const char *const *b =
+             (const char *const[]){"", ":80", "a:", "a:x", "a:1234567", "[::1", "[::1]x", "[]:1",
+                                   "localhost:99999", "localhost:65536", "localhost:0",
+                                   "localhost:00000", "localhost:abc", "localhost:", "[::1]:0",
+                                   "[::1]:70000", NULL};
          *b != NULL; b++)
         if (sl__gate_split_host(S(*b), &h, &p))
             fail_msg("'%s' accepted", *b);
@@ -67,6 +72,10 @@ static void test_host(void **st)
     assert_true(sl__gate_host_ok(S("LocalHost"), &loop));
     assert_true(sl__gate_host_ok(S("SLUICE.internal:1"), &loop));
     assert_false(sl__gate_host_ok(S("evil.example:6390"), &loop));
+    assert_false(sl__gate_host_ok(S("localhost:99999"), &loop)); /* no such port */
+    assert_false(sl__gate_host_ok(S("localhost:0"), &loop));
+    assert_false(sl__gate_host_ok(S("localhost:abc"), &loop));
+    assert_false(sl__gate_host_ok(S("localhost:"), &loop));
     assert_false(sl__gate_host_ok(S("127.0.0.1.evil.example"), &loop));
     assert_false(sl__gate_host_ok(S("localhost.evil.example"), &loop));
     assert_false(sl__gate_host_ok(S("sluice.internal.evil"), &loop));

@@ -5,7 +5,8 @@
  * a table of request and response heads with what each must give (its
  * length, or the refusal and its status), including every request
  * smuggling shape; and chunked bodies decoded whole, byte by byte and in
- * random cuts, which must give the same data.
+ * random cuts, which must give the same data; and which Upgrade values a
+ * route's list lets through (h2c never).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,6 +50,8 @@ static const struct head_case requests[] = {
     {"GET / HTTP/1.1\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
     {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 400},
+    {"GET / HTTP/0.9\r\nHost: a\r\n\r\n", 400},
+    {"GET /\r\n\r\n", 400}, /* HTTP/0.9's request line */
     {"GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
     {"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", 400},
     {"GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n", 400},
@@ -205,12 +208,39 @@ static void test_chunked_stops_at_the_end(void **state)
     assert_string_equal(out, "abc");
 }
 
+static struct sl_str S(const char *s) {
+    return (struct sl_str){s, strlen(s)};
+}
+
+/* Which Upgrade values a route's `upgrades:` lets through. */
+static void
+test_upgrade_allowed(void **state)
+{
+    char ws[] = "websocket", foo[] = "foo", h2c[] = "h2c";
+    char *const route[] = {ws, foo}, *const with_h2c[] = {ws, h2c};
+
+    (void)state;
+    assert_true(sl__proxy_upgrade_allowed(S("websocket"), route, 2));
+    assert_true(sl__proxy_upgrade_allowed(S("WebSocket"), route, 2));
+    assert_true(sl__proxy_upgrade_allowed(S("foo/2, websocket"), route, 2));
+    assert_false(sl__proxy_upgrade_allowed(S("websocket"), route, 0)); /* upgrades: [] */
+    assert_false(sl__proxy_upgrade_allowed(S("h2c"), route, 2));
+    assert_false(sl__proxy_upgrade_allowed(S("websocket, h2c"), route, 2)); /* one unlisted */
+    assert_false(sl__proxy_upgrade_allowed(S("H2C"), with_h2c, 2));         /* h2c never */
+    assert_false(sl__proxy_upgrade_allowed(S("h2c/1"), with_h2c, 2));
+    assert_false(sl__proxy_upgrade_allowed(S("HTTP/2.0"), route, 2));
+    assert_false(sl__proxy_upgrade_allowed(S("websockets"), route, 2));
+    assert_false(sl__proxy_upgrade_allowed(S(""), route, 2));
+    assert_false(sl__proxy_upgrade_allowed(S(" , "), route, 2));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request_heads),  cmocka_unit_test(test_request_fields),
-        cmocka_unit_test(test_head_too_large), cmocka_unit_test(test_response_heads),
-        cmocka_unit_test(test_chunked),        cmocka_unit_test(test_chunked_stops_at_the_end),
+        cmocka_unit_test(test_request_heads),   cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_head_too_large),  cmocka_unit_test(test_response_heads),
+        cmocka_unit_test(test_chunked),         cmocka_unit_test(test_chunked_stops_at_the_end),
+        cmocka_unit_test(test_upgrade_allowed),
     };
     srand(7);
     return cmocka_run_group_tests(tests, NULL, NULL);
