@@ -58,23 +58,23 @@ static size_t lines_for(size_t max_bytes)
 
 size_t sl__debt_bytes(size_t max_bytes)
 {
-    return tags_for(max_bytes) * sizeof(struct sl__tag) + lines_for(max_bytes) * LINE_BYTES;
+    return tags_for(max_bytes) * sizeof(struct sl__tag) + (lines_for(max_bytes) + 1) * LINE_BYTES;
 }
 
 int sl__debt_init(sl_table *t, size_t max_bytes)
 {
     size_t ntags = tags_for(max_bytes), lines = lines_for(max_bytes);
 
+    /* calloc, never written here: a large block comes as untouched zero
+     * pages, so the summary costs resident memory only where debts land
+     * (zero bytes are the atomics' 0 on every platform this builds on).
+     * One line more, to start the lines on a cache line. */
     t->tags = calloc(ntags, sizeof(*t->tags));
-    t->debt = aligned_alloc(64, lines * LINE_BYTES);
-    if (t->tags == NULL || t->debt == NULL)
+    t->debt_block = calloc(lines + 1, LINE_BYTES);
+    if (t->tags == NULL || t->debt_block == NULL)
         return SL_ENOMEM;
-    for (size_t i = 0; i < ntags; i++) {
-        atomic_init(&t->tags[i].id, 0);
-        atomic_init(&t->tags[i].where, 0);
-    }
-    for (size_t i = 0; i < lines * DEBT_CELLS_PER_LINE; i++)
-        atomic_init(&t->debt[i], 0);
+    t->debt = (_Atomic uint64_t *)(((uintptr_t)t->debt_block + LINE_BYTES - 1) &
+                                   ~(uintptr_t)(LINE_BYTES - 1));
     t->tags_mask = (uint32_t)ntags - 1;
     t->debt_lines = (uint32_t)lines;
     t->debt_shared = (uint32_t)(lines / DEBT_ARRAY_DIV);
@@ -85,7 +85,7 @@ int sl__debt_init(sl_table *t, size_t max_bytes)
 void sl__debt_free(sl_table *t)
 {
     free(t->tags);
-    free(t->debt);
+    free(t->debt_block);
 }
 
 /* A limit as the summary tells limits apart: its id (algorithm and

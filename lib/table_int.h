@@ -145,7 +145,8 @@ struct sl_table {
      * fixed_bytes. A tag is its slot + 1. */
     struct sl__tag *tags;
     uint32_t tags_mask;
-    _Atomic uint64_t *debt; /* debt_lines * DEBT_CELLS_PER_LINE cells */
+    _Atomic uint64_t *debt; /* debt_lines * DEBT_CELLS_PER_LINE cells, 64-byte aligned */
+    void *debt_block;       /* what holds them (freed) */
     uint32_t debt_lines;
     uint32_t debt_shared;       /* lines of the shared array, from line 0 */
     _Atomic uint32_t debt_next; /* the first line not yet carved */
