@@ -295,11 +295,12 @@ static void test_flood_never_forgives(void **st)
         const struct variant *v = &variants[i];
         struct sl_limit l, other, third;
         struct sl_table_stats s0, s;
-        sl_table *t = table_of(2 << 20, 0);
         int64_t now = T0;
+        sl_table *t;
 
         if (v->algo == SL_ALGO_CONCURRENCY)
             continue; /* test_leases_never_evicted */
+        t = table_of(2 << 20, 0);
         limit_from(&l, v);
         l.period_ns = HOUR; /* the flood must not outlast a window */
         l.warmup_ns = v->warmup_ns ? HOUR : 0;
