@@ -121,6 +121,55 @@ static void test_one_key_many_threads(void **st)
     sl_table_free(sh.t);
 }
 
+/* New keys of the hot key's own limit, forever: with a small table, every
+ * one evicts another, whose debt two such threads fold into the limit's
+ * summary (shared by the shards, updated by compare-and-swap) while new
+ * keys are restored from it. */
+static void *churn_same_limit(void *arg)
+{
+    struct shared *sh = arg;
+    struct sl_decision d;
+    static atomic_uint next;
+
+    while (!atomic_load(&sh->stop)) {
+        char key[32];
+        int n = snprintf(key, sizeof(key), "same-%u", atomic_fetch_add(&next, 1));
+        if (sl_table_check(sh->t, key, (size_t)n, &sh->l, T0, 1, &d) != SL_OK)
+            atomic_fetch_add(&sh->errors, 1);
+    }
+    return NULL;
+}
+
+/* The hot key under eviction (on_full evict, the default): whatever is
+ * evicted, its debt is restored, so the limit still bounds the hot key. */
+static void test_one_key_under_eviction(void **st)
+{
+    static struct shared sh;
+    struct sl_table_config c;
+    struct sl_table_stats s;
+    pthread_t ch[2];
+
+    (void)st;
+    memset(&sh, 0, sizeof(sh));
+    sl_table_config_init(&c);
+    c.max_bytes = 256 << 10;
+    c.shards = 4;
+    assert_int_equal(sl_table_new(&c, &sh.t), SL_OK);
+    limit_of(&sh.l, LIMIT, 3600 * SL_NS_PER_S);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&ch[i], NULL, churn_same_limit, &sh), 0);
+    run(hammer_one_key, &sh, false);
+    atomic_store(&sh.stop, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(ch[i], NULL);
+    assert_int_equal(atomic_load(&sh.errors), 0);
+    assert_true(atomic_load(&sh.allowed) <= LIMIT);
+    sl_table_stats(sh.t, &s);
+    assert_true(s.bytes <= c.max_bytes);
+    assert_true(s.summary_folds > 0);
+    sl_table_free(sh.t);
+}
+
 /* Two descriptors on two keys, listed in opposite orders by alternate
  * threads: ascending lock order means no deadlock; all-or-nothing means the
  * tighter limit bounds both. */
@@ -242,6 +291,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_key_many_threads),
+        cmocka_unit_test(test_one_key_under_eviction),
         cmocka_unit_test(test_limiter_many_threads),
         cmocka_unit_test(test_batches_many_threads),
     };
