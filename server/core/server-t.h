@@ -41,6 +41,7 @@ struct sl__server {
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_fs_event_t watch[SL__MAX_RULE_FILES * 2];
     size_t n_watch;
+    void (*rules_changed)(struct sl__server *srv, const char *why); /* watch.c's call */
     uv_timer_t debounce;
     /* Reloads asked of the main loop run one at a time on libuv's work
      * queue; one asked meanwhile sets `reload_pending` and runs after it

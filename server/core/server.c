@@ -361,7 +361,7 @@ static int start(struct sl__server *srv)
         }
     }
     start_signals(srv);
-    sl__watch_start(srv);
+    sl__watch_start(srv, sl__server_request_reload);
     if (start_rules_sync(srv) != SL_OK)
         return 1;
     for (unsigned i = 0; i < srv->n_workers; i++)

@@ -39,8 +39,10 @@ int sl__server_reload_locked(struct sl__server *srv, const char *why);
 struct sl__metrics_gauges;
 void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g);
 
-/* Start and stop watching the rules files (watch.c), main thread only. */
-void sl__watch_start(struct sl__server *srv);
+/* Start and stop watching the rules files (watch.c), main thread only;
+ * `changed` is called (debounced) when one changes. */
+void sl__watch_start(struct sl__server *srv,
+                     void (*changed)(struct sl__server *srv, const char *why));
 void sl__watch_stop(struct sl__server *srv);
 
 #endif /* SL_SERVER_SERVER_H */

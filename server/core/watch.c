@@ -24,7 +24,7 @@ static void on_debounce(uv_timer_t *t)
 {
     struct sl__server *srv = t->data;
 
-    sl__server_request_reload(srv, "file change");
+    srv->rules_changed(srv, "file change");
 }
 
 /* Is `name` (a basename from inotify) one of the rules files? Directory
@@ -74,8 +74,10 @@ static void watch_path(struct sl__server *srv, const char *path)
     srv->n_watch++;
 }
 
-void sl__watch_start(struct sl__server *srv)
+void sl__watch_start(struct sl__server *srv,
+                     void (*changed)(struct sl__server *srv, const char *why))
 {
+    srv->rules_changed = changed;
     uv_timer_init(srv->loop, &srv->debounce);
     srv->debounce.data = srv;
     if (!srv->cfg.rules_watch)

@@ -209,11 +209,6 @@ void sl__worker_join(struct sl__worker *w)
     sl__buf_free(&w->areply);
 }
 
-const sl_rules *sl__worker_rules(struct sl__worker *w)
-{
-    return sl_rules_reader_get(w->rules);
-}
-
 const char *sl__worker_unready(struct sl__worker *w, const char **degraded)
 {
     static _Thread_local char why[192], text[224];

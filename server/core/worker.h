@@ -20,8 +20,13 @@ void sl__worker_stop(struct sl__worker *w);
 void sl__worker_join(struct sl__worker *w);
 
 /* The current rules snapshot (never NULL while the server runs); valid
- * until the next call on this worker. */
-const sl_rules *sl__worker_rules(struct sl__worker *w);
+ * until the next call on this worker. Inline: the decision path reads it
+ * for every request, and worker.c (which calls the decision path's batch
+ * teardown) is not to be called back from there. */
+static inline const sl_rules *sl__worker_rules(struct sl__worker *w)
+{
+    return sl_rules_reader_get(w->rules);
+}
 
 /*
  * What /readyz and gRPC's health check both answer from: NULL when the
