@@ -10,9 +10,12 @@
  * sl__mkeys_replicate in module.h.
  *
  * It decides nothing (check.c, refund.c do) and refuses, before anything is
- * written, a key of another type (WRONGTYPE), a value that is not a state
+ * written, a call whose states would need more scratch memory than
+ * max-call-bytes (SLUICE_TOOBIG, before any key is opened or decoded), a
+ * key of another type (WRONGTYPE), a value that is not a state
  * (SLUICE_STATE) and a state the scripts could not store (SLUICE_RANGE).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "module.h"
@@ -60,19 +63,38 @@ static bool duplicates(const struct sl__mcall *c)
     return false;
 }
 
+/* The arena bytes the call needs (each state and room for its encoding),
+ * laid out in the items; false, with nothing allocated, past `max`. Sizes
+ * come from the limits alone, so this is known before any key is read. */
+static bool lay_out(struct sl__mcall *c, size_t max, size_t *total)
+{
+    *total = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        struct sl__mitem *it = &c->items[i];
+        size_t size = align8(sl__mstate_size(&it->l));
+        it->st_off = *total;
+        it->enc_off = *total + size;
+        *total += size + align8(enc_bound(size)); /* < 2^25 each, max <= 2^32: no overflow */
+        if (*total > max)
+            return false;
+    }
+    return true;
+}
+
 int sl__mkeys_load(struct sl__mcall *c, int mode)
 {
-    size_t total = 0;
+    size_t total;
     char *base;
 
     if (duplicates(c))
         return fail(c, "SLUICE_ARGS", "a key appears twice");
-    for (size_t i = 0; i < c->n; i++) {
-        struct sl__mitem *it = &c->items[i];
-        size_t size = align8(sl__mstate_size(&it->l));
-        it->st_off = total;
-        it->enc_off = total + size;
-        total += size + align8(enc_bound(size));
+    if (!lay_out(c, sl__marena_max(), &total)) {
+        char why[160];
+        snprintf(why, sizeof(why),
+                 "state too large: the call's limits need more than max-call-bytes (%zu bytes) "
+                 "of scratch memory",
+                 sl__marena_max());
+        return fail(c, "SLUICE_TOOBIG", why);
     }
     base = sl__marena(total);
     if (base == NULL)

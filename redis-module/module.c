@@ -22,11 +22,15 @@
  * take over), one with Redis's clock, and a reset, as their effects
  * (keys.c).
  *
+ * One load argument, "max-call-bytes <n>" (default 8 MiB): the most
+ * scratch memory one call may need (module.h says why).
+ *
  * Unloading (MODULE UNLOAD sluice) is clean: the module registers no data
  * type, timer or blocked client, and frees its arena; the stored states are
  * plain strings that the scripts read as well.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "module.h"
 
@@ -36,6 +40,7 @@
 
 static char *arena;
 static size_t arena_cap;
+static size_t call_max_bytes = SL__M_CALL_BYTES_DEFAULT;
 
 void *sl__marena(size_t bytes)
 {
@@ -48,6 +53,23 @@ void *sl__marena(size_t bytes)
         arena_cap = cap < 4096 ? 4096 : cap;
     }
     return arena;
+}
+
+size_t sl__marena_max(void)
+{
+    return call_max_bytes;
+}
+
+/* After a call: a call that grew the arena past what the usual calls need
+ * gives it back, so that one large call leaves nothing behind in Redis's
+ * used_memory. */
+static void arena_trim(void)
+{
+    if (arena_cap <= SL__M_ARENA_KEEP_BYTES)
+        return;
+    sl__rm.free(arena);
+    arena = NULL;
+    arena_cap = 0;
 }
 
 static int version_cmd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
@@ -93,13 +115,17 @@ static int keys_of(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     return SL__RM_OK;
 }
 
-/* Each command: the keys when Redis asks for them, else the command. */
+/* Each command: the keys when Redis asks for them, else the command,
+ * and then the arena trimmed (whichever way the command ended). */
 #define ENTRY(name, fn)                                                                            \
     static int name(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)                       \
     {                                                                                              \
+        int rc;                                                                                    \
         if (sl__rm.is_keys_position_request(ctx))                                                  \
             return keys_of(ctx, argv, argc);                                                       \
-        return fn(ctx, argv, argc);                                                                \
+        rc = fn(ctx, argv, argc);                                                                  \
+        arena_trim();                                                                              \
+        return rc;                                                                                 \
     }
 ENTRY(check_entry, sl__mcmd_check)
 ENTRY(peek_entry, sl__mcmd_peek)
@@ -149,15 +175,39 @@ __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ct
                                                               RedisModuleString **argv, int argc);
 __attribute__((visibility("default"))) int RedisModule_OnUnload(RedisModuleCtx *ctx);
 
+/* The load arguments: none, or "max-call-bytes <n>". A module that
+ * cannot honour its arguments refuses to load rather than run with
+ * another bound than the operator wrote. */
+static int load_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    size_t len;
+    long long v;
+
+    call_max_bytes = SL__M_CALL_BYTES_DEFAULT; /* MODULE LOAD again after an unload */
+    if (argc == 0)
+        return SL__RM_OK;
+    if (argc == 2) {
+        const char *name = sl__rm.string_ptr_len(argv[0], &len);
+        if (len == 14 && strncasecmp(name, "max-call-bytes", 14) == 0 &&
+            sl__rm.string_to_long_long(argv[1], &v) == SL__RM_OK &&
+            v >= (long long)SL__M_CALL_BYTES_MIN && v <= (long long)SL__M_CALL_BYTES_MAX) {
+            call_max_bytes = (size_t)v;
+            return SL__RM_OK;
+        }
+    }
+    sl__rm.log(ctx, "warning",
+               "sluice-redis takes no arguments or 'max-call-bytes <n>', n from %zu to %zu "
+               "(default %zu)",
+               SL__M_CALL_BYTES_MIN, SL__M_CALL_BYTES_MAX, SL__M_CALL_BYTES_DEFAULT);
+    return SL__RM_ERR;
+}
+
 int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-    (void)argv;
     if (sl__rm_load(ctx, MODULE_NAME, MODULE_VERSION) != SL__RM_OK)
         return SL__RM_ERR; /* Redis older than 7.0, or the name is taken */
-    if (argc != 0) {
-        sl__rm.log(ctx, "warning", "sluice-redis takes no arguments");
+    if (load_args(ctx, argv, argc) != SL__RM_OK)
         return SL__RM_ERR;
-    }
     /* No data type: nothing to fail in an RDB, nothing against loading a
      * replica's data asynchronously (repl-diskless-load swapdb). */
     sl__rm.set_module_options(ctx, SL__RM_OPTIONS_HANDLE_IO_ERRORS |

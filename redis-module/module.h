@@ -16,6 +16,14 @@
  * arena that lives as long as the module (no allocation per call once it
  * has grown), decided, and written with its expiry in one command.
  *
+ * The arena is bounded: a state's size follows its limit's parameters, not
+ * what is stored (a sliding_log of 2^20 requests is 8 MiB of ring even for
+ * an empty key), so a short call naming many large limits would otherwise
+ * make Redis allocate without bound. A call whose states and encodings
+ * need more than max-call-bytes (a load argument) is refused before any
+ * key is opened, and an arena grown past SL__M_ARENA_KEEP_BYTES by one call
+ * is freed when the call ends.
+ *
  * Threads: everything runs on Redis's main thread, one command at a time.
  */
 #ifndef SL_MODULE_H
@@ -32,6 +40,14 @@
 #define SL__M_MAX_ITEMS  (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS) /* what the C store sends */
 #define SL__M_PREFIX_MAX 128
 #define SL__M_LEASE_MAX  64
+
+/* max-call-bytes: the default, and the range the load argument takes. */
+#define SL__M_CALL_BYTES_DEFAULT ((size_t)8 << 20)
+#define SL__M_CALL_BYTES_MIN     ((size_t)64 << 10)
+#define SL__M_CALL_BYTES_MAX     ((size_t)1 << 32)
+/* The most the arena keeps between calls (one sliding_log of the default
+ * log cap, 10,000 entries, needs about 260 KB). */
+#define SL__M_ARENA_KEEP_BYTES ((size_t)512 << 10)
 
 /* One item of a call. */
 struct sl__mitem {
@@ -70,6 +86,8 @@ struct sl__mcall {
 /* The scratch arena (module.c): at least `bytes`, 8-byte aligned, valid
  * until the next call of it; NULL when out of memory. */
 void *sl__marena(size_t bytes);
+/* The most one call may take of it (max-call-bytes). */
+size_t sl__marena_max(void);
 
 /* args.c: parse argv of a call; with `items` false the fields after n are
  * not items (SLUICE.RELEASE's ids). On error, an error reply is sent and

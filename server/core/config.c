@@ -683,15 +683,38 @@ static void finish_errors(struct sl__config_ctx *x)
                  x->used > 0 ? "\n" : "", x->c->path, x->n_errors - shown);
 }
 
-int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen)
+/* Read the YAML `parser` was given into `c` (c->path names it in errors). */
+static int load_parsed(struct sl__config *c, yaml_parser_t *parser, char *err, size_t errlen)
 {
     struct sl__config_ctx x = {.c = c, .err = err, .errlen = errlen};
-    yaml_parser_t parser;
     yaml_document_t doc;
     yaml_node_t *root;
+
+    if (!yaml_parser_load(parser, &doc)) {
+        snprintf(err, errlen, "%s:%zu:%zu: %s", c->path, parser->problem_mark.line + 1,
+                 parser->problem_mark.column + 1, parser->problem ? parser->problem : "bad YAML");
+        return SL_EPARSE;
+    }
+    x.doc = &doc;
+    x.marks = sl__xzalloc(MAX_MARKS * sizeof(*x.marks));
+    root = yaml_document_get_root_node(&doc);
+    if (root != NULL)
+        load_map(&x, root, "");
+    yaml_document_delete(&doc);
+    x.doc = NULL;
+    sl__config_finish(c);
+    check_whole(&x);
+    finish_errors(&x);
+    free(x.marks);
+    return x.n_errors > 0 ? SL_EINVAL : SL_OK;
+}
+
+int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen)
+{
+    yaml_parser_t parser;
     const char *why;
     FILE *f;
-    int fd;
+    int fd, rc;
 
     free(c->path);
     c->path = sl__xstrndup(path, strlen(path));
@@ -707,27 +730,27 @@ int sl__config_load(struct sl__config *c, const char *path, char *err, size_t er
     }
     yaml_parser_initialize(&parser);
     yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc)) {
-        snprintf(err, errlen, "%s:%zu:%zu: %s", path, parser.problem_mark.line + 1,
-                 parser.problem_mark.column + 1, parser.problem ? parser.problem : "bad YAML");
-        yaml_parser_delete(&parser);
-        fclose(f);
-        return SL_EPARSE;
-    }
-    x.doc = &doc;
-    x.marks = sl__xzalloc(MAX_MARKS * sizeof(*x.marks));
-    root = yaml_document_get_root_node(&doc);
-    if (root != NULL)
-        load_map(&x, root, "");
-    yaml_document_delete(&doc);
+    rc = load_parsed(c, &parser, err, errlen);
     yaml_parser_delete(&parser);
     fclose(f);
-    x.doc = NULL;
-    sl__config_finish(c);
-    check_whole(&x);
-    finish_errors(&x);
-    free(x.marks);
-    return x.n_errors > 0 ? SL_EINVAL : SL_OK;
+    return rc;
+}
+
+int sl__config_load_buffer(struct sl__config *c, const char *path, const char *data, size_t len,
+                           char *err, size_t errlen)
+{
+    yaml_parser_t parser;
+    int rc;
+
+    free(c->path);
+    c->path = sl__xstrndup(path, strlen(path));
+    if (errlen > 0)
+        err[0] = '\0';
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+    rc = load_parsed(c, &parser, err, errlen);
+    yaml_parser_delete(&parser);
+    return rc;
 }
 
 void sl__config_help(FILE *f)

@@ -87,6 +87,11 @@ void sl__config_free(struct sl__config *c);
  * reading: it is the only one. Reads files, creates none.
  */
 int sl__config_load(struct sl__config *c, const char *path, char *err, size_t errlen);
+/* The same for a file already in memory, data[0..len) (borrowed), read as
+ * if it were at `path` (which names it in errors and anchors its relative
+ * paths). Reads no file. */
+int sl__config_load_buffer(struct sl__config *c, const char *path, const char *data, size_t len,
+                           char *err, size_t errlen);
 
 /* Fill what the file left out (the default listener) and copy the server
  * limits into each listener. sl__config_load() calls it. */

@@ -491,9 +491,13 @@ int sl__proxy_trusted_load(struct sl__config_ctx *x, struct sl__proxy_config *pc
         const char *s = sl__config_scalar(n);
         if (pc->n_trusted == MAX_TRUSTED)
             return sl__config_fail(x, n, "at most %d trusted proxies", MAX_TRUSTED);
+        if (s == NULL) /* a list or a mapping: no text, and no reason from the parser */
+            return sl__config_fail(x, n,
+                                   "a trusted proxy is an address or a CIDR range, e.g. "
+                                   "10.0.0.0/8 (got a list or a mapping)");
         pc->trusted = sl__xrealloc(pc->trusted, (pc->n_trusted + 1) * sizeof(*pc->trusted));
-        if (s == NULL || !sl__proxy_cidr_parse(s, &pc->trusted[pc->n_trusted], &why))
-            return sl__config_fail(x, n, "%s (got '%s')", why, s ? s : "?");
+        if (!sl__proxy_cidr_parse(s, &pc->trusted[pc->n_trusted], &why))
+            return sl__config_fail(x, n, "%s (got '%s')", why, s);
         pc->n_trusted++;
     }
     return 0;

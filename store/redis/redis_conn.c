@@ -37,6 +37,10 @@
  * Every change of a connection's state is published (redis_health.c),
  * which is also how the log hears of a node lost or back.
  *
+ * With the detection goes CONFIG GET maxmemory-policy, not waited for: a
+ * policy that may evict state keys is a warning in the log, once per
+ * address (redis_policy.c reads it; docs/distributed.md says why).
+ *
  * It does not send checks (redis.c does, on a connection picked here) and
  * never blocks: every wait is a libuv timer. Its handles are unreferenced
  * so that they never keep a stopping worker's loop alive.
@@ -238,6 +242,41 @@ static void on_script(redisAsyncContext *ac, void *reply, void *priv)
     probe_reply(ac, r, priv, SL__ENGINE_SCRIPT, ok);
 }
 
+/* CONFIG GET maxmemory-policy. Any policy but noeviction may evict state
+ * keys (they all carry an expiry) and forgive a limited client. Said once
+ * per address for the process (reconnections and workers share the line);
+ * noeviction seen again clears it, so that a later change is said again.
+ * A refused or renamed CONFIG is no failure: said once, at info. */
+static void on_policy(redisAsyncContext *ac, void *reply, void *priv)
+{
+    struct sl__rconn *c = priv;
+    redisReply *r = reply;
+    char addr[SL__CLUSTER_HOST_MAX + 8], key[SL__CLUSTER_HOST_MAX + 32], name[72];
+    enum sl__redis_evict e;
+
+    if (c->st->closing || r == NULL || c->ac != ac)
+        return;
+    e = sl__redis_policy_read(r, name, sizeof(name));
+    sl__rnode_addr(c->st, c->node, addr, sizeof(addr));
+    snprintf(key, sizeof(key), "evicts %s", addr);
+    if (e == SL__EVICT_NONE) {
+        sl__revent_clear(c->st, key);
+    } else if (e == SL__EVICT_MAY) {
+        if (sl__revent_once(c->st, key))
+            sl__rlog(c->st, SL__SLOG_WARN, "store.eviction_policy",
+                     "redis %s has maxmemory-policy %s: at maxmemory it may evict rate-limit "
+                     "states and forgive the clients they limit; set maxmemory-policy noeviction",
+                     addr, name);
+    } else {
+        snprintf(key, sizeof(key), "policy unknown %s", addr);
+        if (sl__revent_once(c->st, key))
+            sl__rlog(c->st, SL__SLOG_INFO, "store.eviction_unchecked",
+                     "redis %s: maxmemory-policy could not be checked (%.100s); make sure it is "
+                     "noeviction, or grant +config|get",
+                     addr, r->type == REDIS_REPLY_ERROR ? r->str : "no such setting");
+    }
+}
+
 /* Ask, pipelined, for every engine store.redis.engine allows. */
 static void probe(struct sl__rconn *c)
 {
@@ -258,6 +297,9 @@ static void probe(struct sl__rconn *c)
         redisAsyncCommand(ac, on_script, c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len) ==
             REDIS_OK)
         c->probes++;
+    /* not a probe: readiness never waits for it, and it costs no check a
+     * round trip (it rides with the detection, once per connection) */
+    redisAsyncCommand(ac, on_policy, c, "CONFIG GET maxmemory-policy");
 }
 
 static void on_auth(redisAsyncContext *ac, void *reply, void *priv)

@@ -193,20 +193,19 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv)
     struct sl__rsentinel *se = priv;
     redisReply *r = reply;
     char key[256];
+    const char *host;
+    int port;
 
     if (se->st->closing || ac != se->ask)
         return;
     se->asking = false;
     uv_timer_stop(&se->ask_timer);
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
-        char *end;
-        long port = strtol(r->element[1]->str, &end, 10);
+    if (sl__redis_master_addr(r, &host, &port)) {
         snprintf(key, sizeof(key), "sentinel unknown %s", se->st->cfg.master_name);
         sl__revent_clear(se->st, key);
         se->ask_backoff_ms = se->st->cfg.backoff_min_ms;
-        if (*end == '\0' && port > 0 && port <= 65535)
-            set_master(se, se->at, r->element[0]->str, (int)port);
+        if (port != 0)
+            set_master(se, se->at, host, port);
     } else if (r != NULL) { /* nil: it does not know the name; or an error */
         char at[SL__CLUSTER_HOST_MAX + 8];
         sentinel_addr(se, se->at, at, sizeof(at));

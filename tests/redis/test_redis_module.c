@@ -19,7 +19,11 @@
  *  - a restart from the AOF keeps every state, and decisions go on;
  *  - MODULE UNLOAD is clean (states stay, the scripts read them), and the
  *    module loads again; SLUICE.RESET deletes and announces, REFUND and
- *    RELEASE give back.
+ *    RELEASE give back;
+ *  - a short call naming large limits (32 sliding_logs of 2^20 entries)
+ *    is refused (SLUICE_TOOBIG) without Redis's used_memory growing, a large
+ *    call within max-call-bytes leaves no scratch memory behind, and the
+ *    load argument max-call-bytes is honoured and checked.
  *
  * It does not compare decisions with the memory store (test_redis_diff.c
  * does, for every engine) nor test the store's engine choice
@@ -555,6 +559,119 @@ static void test_reset_refund_release(void **state)
     freeReplyObject(r);
 }
 
+/* ------------------------------------------------------ memory bounds */
+
+/* Redis's used_memory (INFO memory), in bytes. */
+static long long used_memory(void)
+{
+    redisReply *r = cmd(rc, "INFO memory");
+    const char *p = strstr(r->str, "used_memory:");
+    long long v;
+
+    assert_non_null(p);
+    v = strtoll(p + strlen("used_memory:"), NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+/* SLUICE.<op> over `n` keys "<tag>:<i>", every one with `item`. */
+static redisReply *many_keys(const char *op, const char *tag, int n, const char *item)
+{
+    const char *argv[4 + 2 * 64];
+    char names[64][32], nk[8];
+    int argc = 0;
+
+    assert_true(n <= 64);
+    snprintf(nk, sizeof(nk), "%d", n);
+    argv[argc++] = op;
+    argv[argc++] = nk;
+    for (int i = 0; i < n; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s:%d", tag, i);
+        argv[argc++] = names[i];
+    }
+    argv[argc++] = "1700000000000000";
+    argv[argc++] = "1000,mb";
+    for (int i = 0; i < n; i++)
+        argv[argc++] = item;
+    return redisCommandArgv(rc, argc, argv, NULL);
+}
+
+#define HUGE_LOG "5,0,0,0,0,60000000,1048576,0,0" /* 2^20 entries: 8 MiB of ring */
+
+static void expect_too_big(redisReply *r)
+{
+    assert_non_null(r);
+    if (r->type != REDIS_REPLY_ERROR || strstr(r->str, "SLUICE_TOOBIG") == NULL ||
+        strstr(r->str, "max-call-bytes") == NULL)
+        fail_msg("wanted SLUICE_TOOBIG naming max-call-bytes, got type %d: %s", r->type,
+                 r->str ? r->str : "");
+    freeReplyObject(r);
+    assert_alive(rc);
+}
+
+/* 32 sliding_logs of 2^20 entries in one short PEEK made Redis allocate
+ * (and keep) about 900 MB: refused before anything is allocated. The
+ * same limit through CHECK creates nothing. A call within the bound that
+ * needs a few MiB gives them back when it ends. */
+static void test_call_memory_bounded(void **state)
+{
+    long long before, after;
+    redisReply *r;
+
+    (void)state;
+    before = used_memory();
+    expect_too_big(many_keys("SLUICE.PEEK", "mb:peek", 32, HUGE_LOG));
+    after = used_memory();
+    printf("used_memory before %lld, after the refused PEEK %lld\n", before, after);
+    assert_true(after - before < 4 << 20);
+    expect_too_big(many_keys("SLUICE.CHECK", "mb:check", 1, "5,1,0,0,0,60000000,1048576,0,0"));
+    r = cmd(rc, "EXISTS mb:check:0");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    assert_true(used_memory() - before < 4 << 20);
+
+    /* 2^18 entries: 2 MiB of ring and room for its encoding, within 8 MiB */
+    before = used_memory();
+    r = many_keys("SLUICE.CHECK", "mb:big", 1, "5,1,0,0,0,60000000,262144,0,0");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[2]->integer, 262143); /* allowed: one taken */
+    freeReplyObject(r);
+    after = used_memory();
+    printf("used_memory before %lld, after a 2^18-entry CHECK %lld\n", before, after);
+    assert_true(after - before < 1 << 20);
+}
+
+/* max-call-bytes as a load argument: a smaller bound refuses what the
+ * default takes; a bad value refuses the load. */
+static void test_max_call_bytes_argument(void **state)
+{
+    const char *log10k = "5,1,0,0,0,60000000,10000,0,0"; /* about 260 KB */
+    redisReply *r;
+
+    (void)state;
+    freeReplyObject(many_keys("SLUICE.CHECK", "mc:a", 1, log10k));
+    r = cmd(rc, "MODULE UNLOAD sluice");
+    freeReplyObject(r);
+    r = cmd(rc, "MODULE LOAD %s max-call-bytes 12", getenv("SL_REDIS_MODULE"));
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    r = cmd(rc, "MODULE LOAD %s max-call-bytes", getenv("SL_REDIS_MODULE"));
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    r = cmd(rc, "MODULE LOAD %s max-call-bytes 65536", getenv("SL_REDIS_MODULE"));
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    expect_too_big(many_keys("SLUICE.CHECK", "mc:b", 1, log10k));
+    r = cmd(rc, "MODULE UNLOAD sluice");
+    freeReplyObject(r);
+    r = cmd(rc, "MODULE LOAD %s", getenv("SL_REDIS_MODULE"));
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = many_keys("SLUICE.CHECK", "mc:c", 1, log10k);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+}
+
 /* ------------------------------------------------------------ unload */
 
 static void test_unload_is_clean(void **state)
@@ -610,6 +727,8 @@ int main(void)
         cmocka_unit_test(test_replica_gets_the_same_state),
         cmocka_unit_test(test_restart_from_aof),
         cmocka_unit_test(test_unload_is_clean),
+        cmocka_unit_test(test_call_memory_bounded),
+        cmocka_unit_test(test_max_call_bytes_argument),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
