@@ -85,8 +85,6 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
     if (err == SL_OK && op->kind == SL__DECIDE_INSPECT)
         res = as_cost_one(res, &edited);
     op->by = (uint8_t)by;
-    if (op->stats.fired != NULL)
-        *op->stats.fired = true; /* answered inside the start call (sl__decide) */
     if (err == SL_OK && op->shadow)
         res = sl__ks_unenforce(res, &edited);
     if (op->counted && (m != NULL || st != NULL))
@@ -99,7 +97,13 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
     if (op->counted && st != NULL)
         sl__stats_decision(st, op->w->id, op->domain, op->domain_len, &op->stats, err, res,
                            op->now_ns, mono);
-    op->done(op, err, res);
+    if (op->now != NULL) { /* inside the call that started it: returned */
+        op->now->err = err;
+        op->now->res = res;
+        op->answered = true;
+    } else {
+        op->done(op, err, res);
+    }
     free(labels);
 }
 
@@ -180,12 +184,14 @@ struct sl__decide_batch {
 };
 
 static void begin(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
-                  sl__decide_done done)
+                  sl__decide_done done, struct sl__decided *now)
 {
     struct sl__decide_batch *b = w->batch;
 
     op->w = w;
     op->done = done;
+    op->now = now;
+    op->answered = false;
     op->kind = kind;
     op->counted = kind == SL__DECIDE_CHECK || kind == SL__DECIDE_ACQUIRE;
     op->shadow = false;
@@ -194,7 +200,6 @@ static void begin(struct sl__worker *w, struct sl__decide_op *op, enum sl__decid
     op->domain_len = 0;
     op->stats.req = NULL;
     op->stats.rules = NULL;
-    op->stats.fired = NULL;
     op->stats.store_ns = 0;
     op->stats.ring_len = 0;
     if (b != NULL && b->depth > 0) {
@@ -240,20 +245,24 @@ static start_fn start_for(const struct sl__store *s, enum sl__decide_kind kind)
     }
 }
 
+/* The end of every sl__decide* call: whether it was answered inside (in
+ * *op->now), and from here on any answer goes to `done`. */
+static bool end(struct sl__decide_op *op)
+{
+    op->now = NULL;
+    return op->answered;
+}
+
 /* Start a decision the statistics count. The key texts are read from the
  * request while it lives: in on_store when the store answers inside its
  * start call (the memory store: no copy), else copied into the op before
- * this returns (a remote store answers after the request is gone).
- * `fired` lives in this frame: once on_store ran the op may be gone, so
- * only the frame says whether it did. */
+ * this returns (a remote store answers after the request is gone). */
 static void start_counted(struct sl__worker *w, struct sl__decide_op *op, start_fn start,
                           const struct sl__store_req *q)
 {
-    bool fired = false;
     int r;
 
     sl__stats_op_begin(&op->stats, q->req, q->rules);
-    op->stats.fired = &fired;
     op->stats.store_ns = mono_ns();
     r = start(w->store, q, on_store, op);
     if (r != SL_OK) {
@@ -261,10 +270,8 @@ static void start_counted(struct sl__worker *w, struct sl__decide_op *op, start_
         on_store(op, r, NULL, SL__BY_STATE);
         return;
     }
-    if (!fired) {
-        op->stats.fired = NULL;
+    if (!op->answered)
         sl__stats_op_keep(w->srv->stats, w->id, &op->stats);
-    }
 }
 
 void sl__decide_batch_begin(struct sl__worker *w)
@@ -426,8 +433,8 @@ static void enqueue_matched(struct sl__decide_batch *b, struct sl__decide_op *op
     b->n++;
 }
 
-void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
-                struct sl_request *req, sl__decide_done done)
+bool sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
+                struct sl_request *req, sl__decide_done done, struct sl__decided *now)
 {
     const sl_rules *rules = sl__worker_rules(w);
     struct sl__metrics *m = w->srv->metrics;
@@ -435,7 +442,7 @@ void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_
     struct sl__decide_batch *b;
     int r;
 
-    begin(w, op, kind, done);
+    begin(w, op, kind, done, now);
     req->now_ns = op->now_ns;
     op->domain_len =
         (uint16_t)(req->domain.len < sizeof(op->domain) ? req->domain.len : sizeof(op->domain));
@@ -444,7 +451,7 @@ void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_
         enum sl__ks_mode mode = sl__ks_mode(&w->srv->ks, req->domain);
         if (mode == SL__KS_OFF) {
             answer_off(op, req);
-            return;
+            return end(op);
         }
         op->shadow = mode == SL__KS_SHADOW;
     }
@@ -461,27 +468,29 @@ void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_
             op->stats.store_ns = b->have_time ? b->mono_ns : mono_ns(); /* queued now */
             sl__stats_op_keep(w->srv->stats, w->id, &op->stats);
         }
-        return;
+        return end(op);
     }
     if (b != NULL) /* too large to queue: what is queued goes first */
         sl__decide_flush(w);
     if (op->counted && w->srv->stats != NULL) {
         start_counted(w, op, start_for(w->store, kind), &q);
-        return;
+        return end(op);
     }
     r = start_for(w->store, kind)(w->store, &q, on_store, op);
     if (r != SL_OK)
         on_store(op, r, NULL, SL__BY_STATE);
+    return end(op);
 }
 
-void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct sl_request *req,
-                        const struct sl_match *m, size_t n, sl__decide_done done)
+bool sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct sl_request *req,
+                        const struct sl_match *m, size_t n, sl__decide_done done,
+                        struct sl__decided *now)
 {
     struct sl__store_req q = {req, NULL, m, n};
     struct sl__decide_batch *b;
     int r;
 
-    begin(w, op, SL__DECIDE_CHECK, done);
+    begin(w, op, SL__DECIDE_CHECK, done, now);
     op->counted = false; /* no domain to count it under */
     req->now_ns = op->now_ns;
     /* queued with its one match and at most one descriptor, which may
@@ -492,23 +501,25 @@ void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
                            req->descriptors[0].limit == NULL)));
     if (b != NULL) {
         enqueue_matched(b, op, req, m);
-        return;
+        return end(op);
     }
     r = w->store->ops->check(w->store, &q, on_store, op);
     if (r != SL_OK)
         on_store(op, r, NULL, SL__BY_STATE);
+    return end(op);
 }
 
-void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
-                        size_t len, sl__decide_done done)
+bool sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
+                        size_t len, sl__decide_done done, struct sl__decided *now)
 {
     int r;
 
-    begin(w, op, SL__DECIDE_RELEASE, done);
+    begin(w, op, SL__DECIDE_RELEASE, done, now);
     (void)batch_for(w, false); /* leases taken by queued checks first */
     r = w->store->ops->release(w->store, lease, len, op->now_ns, on_store, op);
     if (r != SL_OK)
         on_store(op, SL_EINVAL, NULL, SL__BY_STATE);
+    return end(op);
 }
 
 #define SL__STR_(x) #x

@@ -25,11 +25,20 @@
  * Adding a protocol therefore means a parser, a formatter and one
  * registration (docs/architecture.md lists the steps).
  *
- * Contract: `done` is called exactly once per sl__decide* call, possibly
- * before that call returns, on the worker's loop thread. The op is the
- * caller's and must stay valid until `done` runs; the result is borrowed
- * for the duration of `done`. The request is borrowed for the call only
- * (req->now_ns is set by the call). Nothing is allocated on the memory
+ * Contract: a decision is answered exactly once, in one of two ways, and
+ * the call's return value says which:
+ *  - true: it was decided inside the call (the memory store, a kill switch,
+ *    an error): the answer is in *now (err, and res borrowed until the next
+ *    decision on this worker), and `done` is never called;
+ *  - false: `done` will be called exactly once, later, on the worker's loop
+ *    thread, never inside this call (a remote store's answer, or a check
+ *    queued in a batch). The op is the caller's and must stay valid until
+ *    then; the result is borrowed for the duration of `done`.
+ * So no caller has to guard against a callback running inside the call
+ * that registered it (libuv's rule, with the synchronous answer returned
+ * instead of deferred: deferring it would cost the memory store's fast
+ * path a queue and a second pass). The request is borrowed for the call
+ * only (req->now_ns is set by the call). Nothing is allocated on the memory
  * store's path (detailed_metric labels allocate once per request in a
  * domain whose rules ask for them).
  */
@@ -61,6 +70,12 @@ struct sl__decide_op;
 /* err: SL_OK with res, or a negative SL_E* code with res NULL. */
 typedef void (*sl__decide_done)(struct sl__decide_op *op, int err, const struct sl_result *res);
 
+/* An answer made inside the call (see the contract above). */
+struct sl__decided {
+    int err;                     /* SL_OK with res, or a negative SL_E* code */
+    const struct sl_result *res; /* borrowed until the next decision on the worker */
+};
+
 /* Envoy detailed_metric: per descriptor, the limit label made of the
  * request's entries ("key_value.key2_value2"); len 0 where the rule is not
  * detailed. */
@@ -86,6 +101,8 @@ struct sl__decide_op {
     uint8_t by;     /* who answered: 0 the store's state, else a failure policy */
     int64_t now_ns; /* the decision's time (X-RateLimit-Reset and the like) */
     struct sl__decide_labels *labels;
+    struct sl__decided *now; /* while the call runs: where an inline answer goes */
+    bool answered;           /* the answer went there */
     uint16_t domain_len;
     char domain[SL__METRIC_LABEL_MAX]; /* the metric label (a truncated copy) */
     struct sl__stats_op stats;         /* what the statistics need of the request */
@@ -97,20 +114,22 @@ struct sl__decide_op {
 const char *sl__decide_policy(const struct sl__decide_op *op);
 
 /* Decide `req` (its domain, descriptors and hits) against the worker's
- * rules: `kind` is any but SL__DECIDE_RELEASE. */
-void sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
-                struct sl_request *req, sl__decide_done done);
+ * rules: `kind` is any but SL__DECIDE_RELEASE. True: answered in *now;
+ * false: `done` answers later. */
+bool sl__decide(struct sl__worker *w, struct sl__decide_op *op, enum sl__decide_kind kind,
+                struct sl_request *req, sl__decide_done done, struct sl__decided *now);
 
 /* Decide `req` against limits the protocol resolved itself (m[0..n), one
  * per descriptor; CL.THROTTLE's ad hoc limit): a check with no domain, so
  * no kill switch and no per-domain counting. */
-void sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct sl_request *req,
-                        const struct sl_match *m, size_t n, sl__decide_done done);
+bool sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct sl_request *req,
+                        const struct sl_match *m, size_t n, sl__decide_done done,
+                        struct sl__decided *now);
 
 /* Free every concurrency slot named by `lease` (borrowed for the call).
  * err SL_OK, SL_ENOENT (nothing held) or SL_EINVAL (malformed). */
-void sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
-                        size_t len, sl__decide_done done);
+bool sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
+                        size_t len, sl__decide_done done, struct sl__decided *now);
 
 /*
  * Batches. Between sl__decide_batch_begin() and sl__decide_batch_end() on a

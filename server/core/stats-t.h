@@ -51,7 +51,6 @@ struct sl__stats_config {
 struct sl__stats_op {
     const struct sl_request *req; /* NULL once the start call returned */
     const sl_rules *rules;        /* the snapshot decided with (compared, never read) */
-    bool *fired;                  /* set when the store answered inside its start call */
     int64_t store_ns;             /* CLOCK_MONOTONIC at the store call; 0: no store call */
     uint64_t ring_pos;            /* where the key texts start in the worker's ring */
     uint32_t ring_len;            /* their bytes; 0: none kept */

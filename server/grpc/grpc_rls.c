@@ -39,14 +39,12 @@ static enum sl__grpc_status store_error_code(int err)
     return SL__GRPC_INTERNAL;
 }
 
-static void on_done(struct sl__decide_op *d, int err, const struct sl_result *res)
+/* Answer the call with its decision. */
+static void answer_with(struct sl__grpc_op *op, int err, const struct sl_result *res)
 {
-    struct sl__grpc_op *op = (struct sl__grpc_op *)(void *)d;
     static _Thread_local struct sl__envoy_answer a;
     size_t len = 0;
 
-    if (!sl__grpc_decided(op))
-        return; /* answered DEADLINE_EXCEEDED already */
     if (err != SL_OK) {
         sl__grpc_fail(op, store_error_code(err), sl__decide_strerror(err));
         return;
@@ -58,13 +56,27 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
         sl__grpc_answer(op, answer, len);
 }
 
+/* A decision answered after sl__decide returned (a remote store, a batch). */
+static void on_done(struct sl__decide_op *d, int err, const struct sl_result *res)
+{
+    struct sl__grpc_op *op = (struct sl__grpc_op *)(void *)d;
+
+    if (sl__grpc_decided(op)) /* false: answered DEADLINE_EXCEEDED already */
+        answer_with(op, err, res);
+}
+
 void sl__grpc_rls(struct sl__grpc_op *op, const struct sl__h2_call *call)
 {
     int rc = sl__grpc_rls_decode(&rreq, call->msg, call->len);
+    struct sl__decided now;
 
     if (rc == SL_OK) {
-        sl__grpc_deciding(op);
-        sl__decide(op->g->c->w, &op->d, SL__DECIDE_CHECK, &rreq.req, on_done);
+        /* Answered now: no deadline to run. Later: the deadline runs (and
+         * pins the connection) until on_done. */
+        if (sl__decide(op->g->c->w, &op->d, SL__DECIDE_CHECK, &rreq.req, on_done, &now))
+            answer_with(op, now.err, now.res);
+        else
+            sl__grpc_deciding(op);
     } else {
         sl__grpc_fail(op, rc == SL_EPARSE ? SL__GRPC_INTERNAL : SL__GRPC_INVALID_ARGUMENT,
                       rreq.error);

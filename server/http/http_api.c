@@ -242,8 +242,10 @@ static void run(struct sl__conn *c, const struct sl__h1_req *r, enum op_kind kin
 {
     struct op *op = op_new(c, r, kind);
 
-    if (op != NULL)
-        sl__decide(c->w, &op->d, dkind, req, on_done);
+    struct sl__decided now;
+
+    if (op != NULL && sl__decide(c->w, &op->d, dkind, req, on_done, &now))
+        on_done(&op->d, now.err, now.res);
 }
 
 typedef int (*parse_fn)(struct sl__json_req *, struct sl__json_arena *, const char *, size_t);
@@ -474,12 +476,14 @@ static cJSON *admin_body(struct sl__conn *c, const struct sl__h1_req *r, const c
 static void h_release(struct sl__conn *c, const struct sl__h1_req *r)
 {
     cJSON *doc, *v = admin_body(c, r, "lease", &doc);
+    struct sl__decided now;
     struct op *op;
 
     if (v != NULL && !cJSON_IsString(v)) {
         respond_error(c, -1, r->keep_alive, 400, "lease must be a string");
     } else if (v != NULL && (op = op_new(c, r, OP_RELEASE)) != NULL) {
-        sl__decide_release(c->w, &op->d, v->valuestring, strlen(v->valuestring), on_done);
+        if (sl__decide_release(c->w, &op->d, v->valuestring, strlen(v->valuestring), on_done, &now))
+            on_done(&op->d, now.err, now.res);
     }
     cJSON_Delete(doc);
 }

@@ -57,7 +57,6 @@ struct sl__proxy_greq {
     struct sl__proxy_worker *pw;
     struct sl__proxy_x *x; /* NULL once its exchange has ended */
     enum gstate state;
-    bool sync;                      /* inside sl__proxy_gate: it acts on the verdict */
     enum sl__proxy_verdict verdict; /* what the decision came to */
     int64_t delay_ms;               /* HOLD: the delay decided */
     int64_t due_ms;                 /* queued: loop time to leave */
@@ -120,6 +119,8 @@ static void on_released(struct sl__decide_op *op, int err, const struct sl_resul
 /* The exchange is over: give the lease back, then the state. */
 static void finish(struct sl__proxy_greq *g)
 {
+    struct sl__decided now;
+
     if (g->lease[0] == '\0') {
         put(g);
         return;
@@ -127,7 +128,8 @@ static void finish(struct sl__proxy_greq *g)
     g->state = G_RELEASING;
     g->pw->gate.n_busy++;
     memset(&g->op, 0, sizeof(g->op));
-    sl__decide_release(g->w, &g->op, g->lease, strlen(g->lease), on_released);
+    if (sl__decide_release(g->w, &g->op, g->lease, strlen(g->lease), on_released, &now))
+        on_released(&g->op, now.err, now.res);
 }
 
 /* ------------------------------------------------------------ queues */
@@ -313,7 +315,8 @@ static enum sl__proxy_verdict judge(struct sl__proxy_greq *g, int err, const str
 }
 
 /* Act on the verdict for a request the gate holds (the store answered
- * after sl__proxy_gate returned). */
+ * after sl__proxy_gate returned; sl__proxy_gate returns the verdict it got
+ * at once to its caller instead). */
 static void act(struct sl__proxy_greq *g)
 {
     struct sl__proxy_x *x = g->x;
@@ -337,6 +340,7 @@ static void act(struct sl__proxy_greq *g)
     }
 }
 
+/* The store's answer, after sl__proxy_gate returned (never inside it). */
 static void on_decided(struct sl__decide_op *op, int err, const struct sl_result *res)
 {
     struct sl__proxy_greq *g = (struct sl__proxy_greq *)(void *)op;
@@ -352,8 +356,7 @@ static void on_decided(struct sl__decide_op *op, int err, const struct sl_result
     }
     g->verdict = judge(g, err, res);
     g->state = G_ADMITTED;
-    if (!g->sync)
-        act(g);
+    act(g);
 }
 
 /* ------------------------------------------------------------ the gate */
@@ -376,6 +379,7 @@ enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x)
     struct sl__proxy_worker *pw = x->pw;
     struct sl__proxy_ip client = {0};
     struct sl_request req = {.hits = 1};
+    struct sl__decided now;
     struct sl__proxy_greq *g;
     enum sl__proxy_verdict v;
 
@@ -395,15 +399,14 @@ enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x)
     g->x = x;
     g->route_i = x->route_i;
     g->state = G_DECIDING;
-    g->sync = true;
     x->gate = g;
     pw->gate.n_busy++;
     memset(&g->op, 0, sizeof(g->op));
-    sl__decide(g->w, &g->op, SL__DECIDE_ACQUIRE, &req, on_decided);
-    g->sync = false;
-    if (g->state == G_DECIDING)
+    if (!sl__decide(g->w, &g->op, SL__DECIDE_ACQUIRE, &req, on_decided, &now))
         return SL__PROXY_HOLD; /* the store answers later (on_decided acts) */
-    v = g->verdict;
+    pw->gate.n_busy--;
+    v = g->verdict = judge(g, now.err, now.res);
+    g->state = G_ADMITTED;
     if (v == SL__PROXY_ANSWERED)
         sl__proxy_answer_local(x, &pw->gate.scratch->local); /* gate_done: g is gone */
     else if (v == SL__PROXY_HOLD)

@@ -243,6 +243,7 @@ int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struc
     op = op_new(c, SL__RESP_OP_THROTTLE, out);
     if (op == NULL)
         return 0;
+    struct sl__decided now;
     sl_limit_init(&op->limit);
     op->limit.algo = SL_ALGO_GCRA;
     op->limit.burst = v[0];
@@ -261,7 +262,8 @@ int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struc
     req.descriptors = &d;
     req.n_descriptors = 1;
     req.hits = (uint64_t)v[3];
-    sl__decide_matched(c->w, &op->d, &req, m, 1, on_done);
+    if (sl__decide_matched(c->w, &op->d, &req, m, 1, on_done, &now))
+        on_done(&op->d, now.err, now.res);
     return 0;
 }
 
@@ -385,9 +387,11 @@ static int run_rules(struct sl__conn *c, const struct sl__resp_cmd *cmd, struct 
 
     if (build_request(c, cmd, with_hits, counted, 1, &req, out) != 0)
         return 0;
+    struct sl__decided now;
+
     op = op_new(c, op_kind, out);
-    if (op != NULL)
-        sl__decide(c->w, &op->d, kind, &req, on_done);
+    if (op != NULL && sl__decide(c->w, &op->d, kind, &req, on_done, &now))
+        on_done(&op->d, now.err, now.res);
     return 0;
 }
 
@@ -425,9 +429,11 @@ int sl__resp_release(struct sl__conn *c, struct sl__resp_state *st, const struct
                      struct sl__buf *out)
 {
     struct sl__resp_op *op = op_new(c, SL__RESP_OP_RELEASE, out);
+    struct sl__decided now;
 
-    if (op != NULL)
-        sl__decide_release(c->w, &op->d, cmd->argv[1].p, cmd->argv[1].len, on_done);
+    if (op != NULL &&
+        sl__decide_release(c->w, &op->d, cmd->argv[1].p, cmd->argv[1].len, on_done, &now))
+        on_done(&op->d, now.err, now.res);
     return 0;
 }
 

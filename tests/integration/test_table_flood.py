@@ -112,7 +112,10 @@ def test_flood_never_lifts_a_limit(http_sluiced, algo):
           f"unflooded limit restricted; {r_user} of {FRESH} of the victims' limit "
           f"(formula with its {VICTIMS} debts: {FRESH * formula(VICTIMS, cells):.1f})")
     assert r_fresh == 0
-    assert r_user <= FRESH * formula(VICTIMS, cells) + 5
+    # The formula is the expected share; the count is about Poisson (the
+    # secret is drawn at start): five standard deviations above it.
+    expected = FRESH * formula(VICTIMS, cells)
+    assert r_user <= expected + 5 * math.sqrt(expected) + 3
 
     if algo == "concurrency":
         # Its flood would hold leases, which are never evicted: the table
@@ -138,5 +141,5 @@ def test_flood_never_lifts_a_limit(http_sluiced, algo):
           f"restores {m['sluice_table_summary_restores_total']:.0f}, "
           f"cells used {m['sluice_table_summary_cells_used']:.0f} of "
           f"{m['sluice_table_summary_cells']:.0f}")
-    assert r_user <= FRESH * bound + 50
+    assert r_user <= FRESH * bound + 5 * math.sqrt(FRESH * bound) + 3
     c.close()
