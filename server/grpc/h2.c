@@ -3,12 +3,27 @@
 /*
  * h2.c - one HTTP/2 server session on nghttp2, bytes in and bytes out
  * (h2.h): the preface and whole-frame feeding, SETTINGS, the budget of
- * frames that cost the server without a call, GOAWAY, and output.
+ * frames that cost the server without a call, the budget of decoded
+ * header bytes, GOAWAY, and output.
  *
  * Input is handed to nghttp2 in whole frames only, so an incomplete frame
  * stays in the connection's buffer where the core's read timeout and frame
  * cap see it; a frame whose header announces more than the maximum frame
  * size is handed over at once for nghttp2 to refuse (FRAME_SIZE_ERROR).
+ * Frames nghttp2 drops without a callback (PRIORITY, which it ignores as
+ * we send SETTINGS_NO_RFC7540_PRIORITIES, and unknown types) are counted
+ * in the flood budget here, from their frame headers.
+ *
+ * HPACK makes decoding cost more than reading: a one-byte reference to a
+ * dynamic table entry of 4 KB is a 4 KB field to validate and hand over.
+ * So decoded header bytes are limited twice, as RFC 9113 counts them
+ * (name, value and 32 bytes each): per header list
+ * (SETTINGS_MAX_HEADER_LIST_SIZE, which the peer was told) and per second
+ * (HPACK_LISTS_PER_S lists of that size, HPACK_LISTS_BURST at once).
+ * Past either, decoding stops in the middle of the header block, and the
+ * session ends with GOAWAY ENHANCE_YOUR_CALM after answering the calls it
+ * had already taken (sl__h2_calm).
+ *
  * It does not parse headers or messages (h2_stream.c) and does no I/O.
  */
 #include <stdlib.h>
@@ -22,6 +37,15 @@
 #define MAX_FRAME   16384 /* SETTINGS_MAX_FRAME_SIZE: nghttp2's default, never raised */
 #define FLOOD_BURST 1000  /* frames without a call accepted at once ... */
 #define FLOOD_PER_S 1000  /* ... and per second after that */
+/* Decoded header bytes a session may cost, in header lists of the
+ * largest size: at once, and per second after that. A call's list is a
+ * few hundred bytes, so the default 16 KiB limit lets a connection carry
+ * some 20,000 calls a second; an attacker's references to a large table
+ * entry get 16 MiB a second validated at most, a few ms of CPU. */
+#define HPACK_LISTS_BURST 64
+#define HPACK_LISTS_PER_S 1024
+#define TYPE_PRIORITY     0x2
+#define TYPE_CONTINUATION 0x9 /* the last type nghttp2 acts on for a server */
 
 static int64_t mono_ms(void)
 {
@@ -56,6 +80,58 @@ static bool spend(struct sl__h2 *h)
     return true;
 }
 
+/* Refill the HPACK budget for the time since it was last refilled. */
+static void hpack_refill(struct sl__h2 *h)
+{
+    int64_t now = mono_ms(), list = (int64_t)h->lim.max_header_list_bytes;
+
+    h->hpack_bytes += (now - h->hpack_ms) * HPACK_LISTS_PER_S * list / 1000;
+    if (h->hpack_bytes > HPACK_LISTS_BURST * list)
+        h->hpack_bytes = HPACK_LISTS_BURST * list;
+    h->hpack_ms = now;
+}
+
+int sl__h2_count_header(struct sl__h2 *h, size_t namelen, size_t valuelen)
+{
+    size_t bytes = namelen + valuelen + 32;
+
+    h->list_bytes += bytes;
+    h->hpack_bytes -= (int64_t)bytes;
+    if (h->list_bytes <= h->lim.max_header_list_bytes && h->hpack_bytes >= 0)
+        return 0;
+    sl__h2_calm(h);
+    return NGHTTP2_ERR_PAUSE;
+}
+
+/* The highest stream id handed to the owner or answered, of the streams
+ * still open: what GOAWAY covers when the session calms down. */
+static int32_t last_taken(const struct sl__h2 *h)
+{
+    int32_t last = 0;
+
+    for (const struct sl__h2_stream *s = h->all_streams; s != NULL; s = s->next_all)
+        if (s->open && (s->busy || s->answered) && s->id > last)
+            last = s->id;
+    return last;
+}
+
+void sl__h2_calm(struct sl__h2 *h)
+{
+    int32_t last;
+
+    if (h->calm || h->fatal)
+        return;
+    h->calm = h->goaway = true;
+    last = last_taken(h);
+    /* Streams above `last` are closed by the GOAWAY itself (nghttp2 closes
+     * them as it sends it); those below that nothing was taken from are
+     * refused, so the session ends once the calls taken are answered. */
+    for (struct sl__h2_stream *s = h->all_streams; s != NULL; s = s->next_all)
+        if (s->open && !s->busy && !s->answered && s->id < last)
+            nghttp2_submit_rst_stream(h->ng, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_REFUSED_STREAM);
+    nghttp2_submit_goaway(h->ng, NGHTTP2_FLAG_NONE, last, NGHTTP2_ENHANCE_YOUR_CALM, NULL, 0);
+}
+
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
 {
     struct sl__h2 *h = ud;
@@ -68,7 +144,6 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
             spend(h);
         break;
     case NGHTTP2_RST_STREAM:
-    case NGHTTP2_PRIORITY:
         spend(h);
         break;
     case NGHTTP2_DATA:
@@ -99,6 +174,7 @@ static int make_callbacks(nghttp2_session_callbacks **cb)
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(*cb, on_invalid_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(*cb, sl__h2_on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(*cb, sl__h2_on_header);
+    nghttp2_session_callbacks_set_on_invalid_header_callback(*cb, sl__h2_on_invalid_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(*cb, sl__h2_on_data);
     nghttp2_session_callbacks_set_on_stream_close_callback(*cb, sl__h2_on_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(*cb, sl__h2_on_frame_send);
@@ -143,6 +219,8 @@ struct sl__h2 *sl__h2_new(const struct sl__h2_limits *lim, const struct sl__h2_o
     h->owner = owner;
     h->budget = FLOOD_BURST;
     h->budget_ms = mono_ms();
+    h->hpack_bytes = HPACK_LISTS_BURST * (int64_t)lim->max_header_list_bytes;
+    h->hpack_ms = h->budget_ms;
     sl__h2_mem_init(&h->pool, &h->mem);
     if (make_callbacks(&cb) == 0 && make_options(&opt) == 0 &&
         nghttp2_session_server_new3(&h->ng, cb, h, opt, &h->mem) == 0)
@@ -166,9 +244,18 @@ void sl__h2_free(struct sl__h2 *h)
     free(h);
 }
 
+/* A frame nghttp2 drops without telling us: PRIORITY, or a type it does
+ * not know (extensions we do not speak). */
+static bool dropped_silently(uint8_t type)
+{
+    return type == TYPE_PRIORITY || type > TYPE_CONTINUATION;
+}
+
 /* Bytes of buf[0..len) that form whole frames, or all of them once a
- * frame announces more than MAX_FRAME (for nghttp2 to refuse). */
-static size_t whole_frames(const uint8_t *buf, size_t len)
+ * frame announces more than MAX_FRAME (for nghttp2 to refuse). Frames
+ * nghttp2 drops silently are spent from the flood budget here; 0 once it
+ * is spent (the session is ended). */
+static size_t whole_frames(struct sl__h2 *h, const uint8_t *buf, size_t len)
 {
     size_t off = 0;
 
@@ -178,6 +265,8 @@ static size_t whole_frames(const uint8_t *buf, size_t len)
             return len;
         if (len - off < FRAME_HDR + flen)
             break;
+        if (dropped_silently(buf[off + 3]) && !spend(h))
+            return 0;
         off += FRAME_HDR + flen;
     }
     return off;
@@ -188,17 +277,22 @@ size_t sl__h2_feed(struct sl__h2 *h, const uint8_t *buf, size_t len)
     size_t start = 0, n;
     ssize_t rv;
 
-    if (h->fatal)
+    if (h->fatal || h->calm)
         return len; /* nothing more is read; the GOAWAY goes out */
     if (!h->preface_fed) {
         if (len < PREFACE_LEN)
             return 0;
         start = PREFACE_LEN;
     }
-    n = start + whole_frames(buf + start, len - start);
+    n = start + whole_frames(h, buf + start, len - start);
+    if (h->fatal)
+        return len;
     if (n == 0)
         return 0;
+    hpack_refill(h);
     rv = nghttp2_session_mem_recv(h->ng, buf, n);
+    if (h->calm)
+        return len; /* decoding stopped in the middle of a frame: the rest is dropped */
     if (rv < 0) {
         sl__h2_terminate(h, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
                             : rv == NGHTTP2_ERR_NOMEM ? NGHTTP2_INTERNAL_ERROR

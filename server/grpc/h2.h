@@ -10,16 +10,19 @@
  *  - SETTINGS: MAX_CONCURRENT_STREAMS and MAX_HEADER_LIST_SIZE from its
  *    limits; PING answered; flow control and window updates (nghttp2's);
  *  - a request that is not a gRPC call (method not POST: HTTP 405;
- *    content-type not application/grpc: HTTP 415), a header list above the
- *    limit (RESOURCE_EXHAUSTED), a message above the limit
+ *    content-type not application/grpc: HTTP 415), a message above the limit
  *    (RESOURCE_EXHAUSTED, the rest of the stream reset with NO_ERROR), a
  *    compressed message (UNIMPLEMENTED), a second message or none
  *    (INTERNAL) are answered without the owner;
  *  - protocol errors end the connection with GOAWAY carrying the last
  *    stream id and the error (nghttp2's); floods of frames that cost the
  *    server without a call (SETTINGS, PING, RST_STREAM, PRIORITY, empty
- *    DATA) beyond a budget of 1000 at once and 1000 a second end it with
- *    GOAWAY ENHANCE_YOUR_CALM; more streams than the limit are refused.
+ *    DATA, unknown types) beyond a budget of 1000 at once and 1000 a second end it with
+ *    GOAWAY ENHANCE_YOUR_CALM; more streams than the limit are refused;
+ *  - a header list above the limit, or more decoded header bytes in a
+ *    second than HPACK_LISTS_PER_S such lists (h2.c), stop the decoding
+ *    at once: the calls already taken are answered, the other streams
+ *    refused, and the session ends with GOAWAY ENHANCE_YOUR_CALM.
  *
  * Ownership: the session owns its streams; a stream handed to ops->call()
  * stays valid until the owner answers it. Memory: nghttp2 allocates from

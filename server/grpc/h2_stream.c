@@ -261,6 +261,7 @@ int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
     struct sl__h2 *h = ud;
     struct sl__h2_stream *s;
 
+    h->list_bytes = 0; /* every header block is a header list of its own */
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
     /* Streams the peer reset while their answer is being decided still
@@ -273,7 +274,6 @@ int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
     s->id = f->hd.stream_id;
     s->open = true;
     s->busy = s->answered = s->ended = s->partial = s->post = s->grpc = s->path_long = false;
-    s->header_bytes = 0;
     s->timeout_ns = -1;
     s->path_len = 0;
     s->in_len = s->out_len = s->out_sent = 0;
@@ -325,12 +325,11 @@ int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
     struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    int rv = sl__h2_count_header(ud, namelen, valuelen); /* first: streams refused count too */
 
-    if (s == NULL || s->answered || f->hd.type != NGHTTP2_HEADERS)
-        return 0;
-    s->header_bytes += namelen + valuelen + 32;
-    if (f->headers.cat != NGHTTP2_HCAT_REQUEST || s->header_bytes > s->h->lim.max_header_list_bytes)
-        return 0; /* trailers from a client are ignored; a list too long is refused at its end */
+    if (rv != 0 || s == NULL || s->answered || f->hd.type != NGHTTP2_HEADERS ||
+        f->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return rv; /* trailers from a client are ignored */
     if (is(name, namelen, ":method")) {
         s->post = is(value, valuelen, "POST");
     } else if (is(name, namelen, ":path")) {
@@ -345,16 +344,19 @@ int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
     return 0;
 }
 
+/* A field nghttp2 drops (an invalid name) cost its validation all the
+ * same: counted as the others are. */
+int sl__h2_on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
+                             size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                             void *ud)
+{
+    return sl__h2_count_header(ud, namelen, valuelen);
+}
+
 /* The request's headers are complete: refuse what is not a gRPC call. */
 static void end_of_headers(struct sl__h2_stream *s)
 {
-    char why[96];
-
-    if (s->header_bytes > s->h->lim.max_header_list_bytes) {
-        snprintf(why, sizeof(why), "header list above %zu bytes (grpc.max_header_list_bytes)",
-                 s->h->lim.max_header_list_bytes);
-        trailers_only(s, SL__GRPC_RESOURCE_EXHAUSTED, why);
-    } else if (!s->post) {
+    if (!s->post) {
         http_refuse(s, 405);
     } else if (!s->grpc) {
         http_refuse(s, 415);
