@@ -43,8 +43,10 @@ struct sl__grpc_op {
 struct sl__grpc_conn {
     struct sl__conn *c;
     struct sl__h2 *h2;
-    uv_timer_t deadline; /* the earliest deadline of g->waiting */
+    uv_timer_t deadline; /* the earliest deadline of g->waiting, or stall_ms */
     struct sl__grpc_op *waiting;
+    int64_t stall_ms; /* loop time a reply will have waited for the client's window
+                         server.write_timeout (sl__h2_stalled_until); -1 none waits */
 };
 
 #endif /* SL_SERVER_GRPC_T_H */

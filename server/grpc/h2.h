@@ -66,6 +66,23 @@ bool sl__h2_done(const struct sl__h2 *h);
  * message): the connection's read timeout should run. */
 bool sl__h2_partial(const struct sl__h2 *h);
 
+/* Replies wait for the peer's flow-control window (after a flush: the
+ * peer grants none). */
+bool sl__h2_waiting(const struct sl__h2 *h);
+
+/*
+ * Look at the replies waiting for the peer's window at `now_ms` (the
+ * owner's clock): a reply is stamped when first looked at and whenever
+ * some of it has left since the last look. Returns when the oldest stamp
+ * will be `timeout_ms` old (call again then, and after flushes), or -1
+ * when no reply waits. When that time has come (result <= now_ms) the
+ * session is ended with GOAWAY ENHANCE_YOUR_CALM: a peer that grants no
+ * window holds its streams and their replies for as long as it likes
+ * otherwise, with nothing queued on the socket for the connection's own
+ * write timeout to see.
+ */
+int64_t sl__h2_stalled_until(struct sl__h2 *h, int64_t now_ms, int64_t timeout_ms);
+
 /* Graceful end: GOAWAY NO_ERROR with the last stream id received; streams
  * up to it are still served. Idempotent. */
 void sl__h2_goaway(struct sl__h2 *h);

@@ -32,7 +32,10 @@ struct sl__h2_stream {
     bool post;     /* :method POST */
     bool grpc;     /* content-type application/grpc[+proto|;...] */
     bool path_long;
+    bool sending;       /* counted in h->n_sending: reply bytes wait for the peer's window */
     int64_t timeout_ns; /* grpc-timeout, -1 none */
+    int64_t since_ms;   /* the owner's clock: last seen sending progress (-1 not yet looked) */
+    size_t seen_sent;   /* out_sent when since_ms was stamped */
     uint16_t path_len;
     char path[SL__H2_PATH_MAX];
     uint8_t *in; /* the request message with its 5-byte prefix */
@@ -54,6 +57,7 @@ struct sl__h2 {
     bool calm;          /* GOAWAY ENHANCE_YOUR_CALM: nothing more is decoded (sl__h2_calm) */
     uint32_t n_streams; /* stream objects in use */
     uint32_t n_partial; /* streams with an incomplete request */
+    uint32_t n_sending; /* streams whose reply waits for the peer's flow-control window */
     struct sl__h2_stream *free_streams;
     struct sl__h2_stream *all_streams;
     int64_t budget;      /* frames without a call the peer may still send now */

@@ -8,7 +8,9 @@
  * message with grpc-status 0 in the trailers, or Trailers-Only.
  *
  * Stream objects are recycled with their buffers, so a warm session
- * allocates none per call. It does not decode protobuf (the owner does).
+ * allocates none per call. It keeps track of the replies that wait for
+ * the peer's flow-control window, for the owner's write timeout
+ * (sl__h2_stalled_until). It does not decode protobuf (the owner does).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,18 @@ static void set_partial(struct sl__h2_stream *s, bool partial)
     else
         s->h->n_partial--;
     s->partial = partial;
+}
+
+static void set_sending(struct sl__h2_stream *s, bool sending)
+{
+    if (s->sending == sending)
+        return;
+    if (sending)
+        s->h->n_sending++;
+    else
+        s->h->n_sending--;
+    s->sending = sending;
+    s->since_ms = -1;
 }
 
 static struct sl__h2_stream *stream_get(struct sl__h2 *h)
@@ -79,6 +93,7 @@ static void stream_put(struct sl__h2_stream *s)
     struct sl__h2 *h = s->h;
 
     set_partial(s, false);
+    set_sending(s, false);
     if (s->in_cap > KEEP_BUFFER)
         give_back(h, &s->in, &s->in_cap);
     if (s->out_cap > KEEP_BUFFER)
@@ -193,6 +208,7 @@ static ssize_t read_reply(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t 
     memcpy(buf, s->out + s->out_sent, n);
     s->out_sent += n;
     if (s->out_sent == s->out_len) {
+        set_sending(s, false); /* the trailers left are not flow-controlled */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         if (nghttp2_submit_trailer(ng, id, ok_trailers, 1) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -232,6 +248,7 @@ void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg,
     s->out_len = PREFIX + len;
     s->out_sent = 0;
     answered(s);
+    set_sending(s, true);
     nghttp2_submit_response(h->ng, s->id, reply_headers, 2, &prd);
 }
 
@@ -240,6 +257,32 @@ void sl__h2_fail(struct sl__h2 *h, struct sl__h2_stream *s, enum sl__grpc_status
 {
     if (still_open(s))
         trailers_only(s, code, message);
+}
+
+bool sl__h2_waiting(const struct sl__h2 *h)
+{
+    return h->n_sending > 0;
+}
+
+int64_t sl__h2_stalled_until(struct sl__h2 *h, int64_t now_ms, int64_t timeout_ms)
+{
+    int64_t until = -1;
+
+    if (h->n_sending == 0 || h->fatal)
+        return -1;
+    for (struct sl__h2_stream *s = h->all_streams; s != NULL; s = s->next_all) {
+        if (!s->sending)
+            continue;
+        if (s->since_ms < 0 || s->out_sent != s->seen_sent) {
+            s->since_ms = now_ms; /* first looked at, or some of it left since */
+            s->seen_sent = s->out_sent;
+        }
+        if (until < 0 || s->since_ms + timeout_ms < until)
+            until = s->since_ms + timeout_ms;
+    }
+    if (until >= 0 && until <= now_ms)
+        sl__h2_terminate(h, NGHTTP2_ENHANCE_YOUR_CALM);
+    return until;
 }
 
 int sl__h2_on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
@@ -463,6 +506,7 @@ int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void
         return 0;
     s->open = false;
     set_partial(s, false);
+    set_sending(s, false);
     if (!s->busy)
         stream_put(s);
     return 0;
