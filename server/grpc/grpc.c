@@ -120,7 +120,7 @@ static void watch_stalls(struct sl__grpc_conn *g)
 
     g->stall_ms = timeout_ms > 0 ? sl__h2_stalled_until(g->h2, now, timeout_ms) : -1;
     if (g->stall_ms >= 0 && g->stall_ms <= now) {
-        sl__dbg("grpc.write_timeout",
+        sl__dbg("conn.write_timeout",
                 "grpc: a reply waited %lld ms for the client's flow-control window; closing",
                 (long long)timeout_ms);
         sl__metrics_conn_event(g->c->w->srv->metrics, g->c->w->id, SL__CONN_EV_CLOSED_WRITE, 1);

@@ -19,7 +19,8 @@ static const struct sl__key keys[] = {
     {"grpc.max_message_bytes", SL__K_SIZE, F(max_message_bytes), "64KiB",
      "largest request message; a larger one is answered RESOURCE_EXHAUSTED"},
     {"grpc.max_header_list_bytes", SL__K_SIZE, F(max_header_list_bytes), "16KiB",
-     "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; a larger list is answered RESOURCE_EXHAUSTED"},
+     "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; a larger list ends the connection (GOAWAY "
+     "ENHANCE_YOUR_CALM)"},
 };
 
 static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x)

@@ -17,8 +17,9 @@
  *  - protocol errors end the connection with GOAWAY carrying the last
  *    stream id and the error (nghttp2's); floods of frames that cost the
  *    server without a call (SETTINGS, PING, RST_STREAM, PRIORITY, empty
- *    DATA, unknown types) beyond a budget of 1000 at once and 1000 a second end it with
- *    GOAWAY ENHANCE_YOUR_CALM; more streams than the limit are refused;
+ *    DATA, unknown types) beyond a budget of 1000 at once and 1000 a
+ *    second end it with GOAWAY ENHANCE_YOUR_CALM; more streams than the
+ *    limit are refused;
  *  - a header list above the limit, or more decoded header bytes in a
  *    second than HPACK_LISTS_PER_S such lists (h2.c), stop the decoding
  *    at once: the calls already taken are answered, the other streams
