@@ -21,6 +21,7 @@ struct sl__grpc_config {
     unsigned max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS */
     size_t max_message_bytes;        /* largest request message */
     size_t max_header_list_bytes;    /* SETTINGS_MAX_HEADER_LIST_SIZE */
+    size_t max_header_bytes_per_s;   /* decoded header bytes per connection a second */
 };
 
 struct sl__conn;

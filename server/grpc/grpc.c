@@ -261,7 +261,7 @@ static int on_open(struct sl__conn *c)
 {
     const struct sl__grpc_config *cfg = sl__grpc_config(c);
     struct sl__h2_limits lim = {cfg->max_concurrent_streams, cfg->max_message_bytes,
-                                cfg->max_header_list_bytes};
+                                cfg->max_header_list_bytes, cfg->max_header_bytes_per_s};
     struct sl__grpc_conn *g = sl__xzalloc(sizeof(*g));
 
     g->c = c;

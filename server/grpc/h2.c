@@ -19,7 +19,8 @@
  * So decoded header bytes are limited twice, as RFC 9113 counts them
  * (name, value and 32 bytes each): per header list
  * (SETTINGS_MAX_HEADER_LIST_SIZE, which the peer was told) and per second
- * (HPACK_LISTS_PER_S lists of that size, HPACK_LISTS_BURST at once).
+ * (lim.max_header_bytes_per_s, HPACK_BURST_DIV-th of it at once, but
+ * never less than HPACK_BURST_LISTS lists of the largest size).
  * Past either, decoding stops in the middle of the header block, and the
  * session ends with GOAWAY ENHANCE_YOUR_CALM after answering the calls it
  * had already taken (sl__h2_calm).
@@ -37,13 +38,14 @@
 #define MAX_FRAME   16384 /* SETTINGS_MAX_FRAME_SIZE: nghttp2's default, never raised */
 #define FLOOD_BURST 1000  /* frames without a call accepted at once ... */
 #define FLOOD_PER_S 1000  /* ... and per second after that */
-/* Decoded header bytes a session may cost, in header lists of the
- * largest size: at once, and per second after that. A call's list is a
- * few hundred bytes, so the default 16 KiB limit lets a connection carry
- * some 20,000 calls a second; an attacker's references to a large table
- * entry get 16 MiB a second validated at most, a few ms of CPU. */
-#define HPACK_LISTS_BURST 64
-#define HPACK_LISTS_PER_S 1024
+/* At once a session may cost 1/HPACK_BURST_DIV of a second's decoded
+ * header bytes (4 MiB by default: a hundred concurrent calls' lists many
+ * times over), and at least HPACK_BURST_LISTS lists of the largest size.
+ * Validating a decoded byte costs about 0.7 ns, so the default 256 MiB a
+ * second bounds a connection's header work to a fifth of a core, less
+ * than a client sending ordinary calls as fast as it can costs. */
+#define HPACK_BURST_DIV   64
+#define HPACK_BURST_LISTS 4
 #define TYPE_PRIORITY     0x2
 #define TYPE_CONTINUATION 0x9 /* the last type nghttp2 acts on for a server */
 
@@ -80,14 +82,30 @@ static bool spend(struct sl__h2 *h)
     return true;
 }
 
-/* Refill the HPACK budget for the time since it was last refilled. */
+static int64_t hpack_burst(const struct sl__h2_limits *lim)
+{
+    int64_t part = (int64_t)(lim->max_header_bytes_per_s / HPACK_BURST_DIV);
+    int64_t lists = HPACK_BURST_LISTS * (int64_t)lim->max_header_list_bytes;
+
+    return part > lists ? part : lists;
+}
+
+/* Refill the HPACK budget for the time since it was last refilled (none
+ * is kept when there is no bound). */
 static void hpack_refill(struct sl__h2 *h)
 {
-    int64_t now = mono_ms(), list = (int64_t)h->lim.max_header_list_bytes;
+    int64_t now = mono_ms(), burst = hpack_burst(&h->lim);
 
-    h->hpack_bytes += (now - h->hpack_ms) * HPACK_LISTS_PER_S * list / 1000;
-    if (h->hpack_bytes > HPACK_LISTS_BURST * list)
-        h->hpack_bytes = HPACK_LISTS_BURST * list;
+    if (h->lim.max_header_bytes_per_s == 0) {
+        h->hpack_bytes = INT64_MAX / 2;
+        return;
+    }
+    if (now - h->hpack_ms >= 1000)
+        h->hpack_bytes = burst; /* (no product to overflow) */
+    else
+        h->hpack_bytes += (now - h->hpack_ms) * (int64_t)h->lim.max_header_bytes_per_s / 1000;
+    if (h->hpack_bytes > burst)
+        h->hpack_bytes = burst;
     h->hpack_ms = now;
 }
 
@@ -219,8 +237,7 @@ struct sl__h2 *sl__h2_new(const struct sl__h2_limits *lim, const struct sl__h2_o
     h->owner = owner;
     h->budget = FLOOD_BURST;
     h->budget_ms = mono_ms();
-    h->hpack_bytes = HPACK_LISTS_BURST * (int64_t)lim->max_header_list_bytes;
-    h->hpack_ms = h->budget_ms;
+    h->hpack_ms = h->budget_ms - 1000; /* the first refill fills it */
     sl__h2_mem_init(&h->pool, &h->mem);
     if (make_callbacks(&cb) == 0 && make_options(&opt) == 0 &&
         nghttp2_session_server_new3(&h->ng, cb, h, opt, &h->mem) == 0)

@@ -20,8 +20,8 @@
  *    DATA, unknown types) beyond a budget of 1000 at once and 1000 a
  *    second end it with GOAWAY ENHANCE_YOUR_CALM; more streams than the
  *    limit are refused;
- *  - a header list above the limit, or more decoded header bytes in a
- *    second than HPACK_LISTS_PER_S such lists (h2.c), stop the decoding
+ *  - a header list above the limit, or more decoded header bytes than
+ *    the limits' budget a second (h2.c), stop the decoding
  *    at once: the calls already taken are answered, the other streams
  *    refused, and the session ends with GOAWAY ENHANCE_YOUR_CALM.
  *

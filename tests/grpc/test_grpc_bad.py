@@ -169,10 +169,12 @@ def test_hpack_references_above_cap(s):
     served(s)
 
 
-def test_hpack_references_within_cap_budgeted(s):
+def test_hpack_references_within_cap_budgeted(grpc_sluiced):
     """Header lists each within the cap (three references, 12 KB), one
     stream after another: the decoded bytes a connection may cost in a
-    second are bounded too, and past them it ends the same way."""
+    second are bounded too (here 1 MiB: a test client cannot outrun the
+    default's 256 MiB), and past them it ends the same way."""
+    s = grpc_sluiced(extra="grpc:\n  max_header_bytes_per_second: 1MiB\n")
     h = RawH2(s.port)
     big_entry(h, 1)
     one = references(h, 1, 3).serialize()  # the same frame on stream 3, 5, ...

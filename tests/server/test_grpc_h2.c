@@ -271,7 +271,7 @@ static int on_close(nghttp2_session *ng, int32_t id, uint32_t err, void *ud)
 static struct pair *pair_new_ops(size_t max_message, const struct sl__h2_ops *o)
 {
     struct pair *p = calloc(1, sizeof(*p));
-    struct sl__h2_limits lim = {100, max_message, 16384};
+    struct sl__h2_limits lim = {100, max_message, 16384, 0}; /* 0: no per-second bound */
     nghttp2_session_callbacks *cb;
 
     memset(p->grpc_status, -1, sizeof(p->grpc_status));
