@@ -46,7 +46,7 @@ static const struct sl__h2_ops ops = {on_send, on_call, NULL};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct sl__h2_limits lim = {8, 4096, 4096};
+    struct sl__h2_limits lim = {8, 4096, 4096, 65536};
     size_t len = 24 + (size < sizeof(wire) - 24 ? size : sizeof(wire) - 24), off = 0, n;
 
     sl__grpc_rls_release((sl__grpc_rls_decode(&req, data, size), &req));

@@ -21,6 +21,7 @@ struct sl__grpc_config {
     unsigned max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS */
     size_t max_message_bytes;        /* largest request message */
     size_t max_header_list_bytes;    /* SETTINGS_MAX_HEADER_LIST_SIZE */
+    size_t max_header_bytes_per_s;   /* decoded header bytes per connection a second */
 };
 
 struct sl__conn;
@@ -43,8 +44,10 @@ struct sl__grpc_op {
 struct sl__grpc_conn {
     struct sl__conn *c;
     struct sl__h2 *h2;
-    uv_timer_t deadline; /* the earliest deadline of g->waiting */
+    uv_timer_t deadline; /* the earliest deadline of g->waiting, or stall_ms */
     struct sl__grpc_op *waiting;
+    int64_t stall_ms; /* loop time a reply will have waited for the client's window
+                         server.write_timeout (sl__h2_stalled_until); -1 none waits */
 };
 
 #endif /* SL_SERVER_GRPC_T_H */

@@ -15,6 +15,13 @@
  * is idle) the session sends GOAWAY with the last stream id, serves the
  * streams up to it and closes.
  *
+ * The same timer enforces server.write_timeout on replies that wait for
+ * the client's flow-control window: such a client reads its socket (the
+ * core sees nothing queued) but grants no window, and would hold its
+ * streams and their replies for ever. A reply that waited that long
+ * without a byte leaving ends the connection (GOAWAY ENHANCE_YOUR_CALM),
+ * counted as a write timeout.
+ *
  * It does not decode messages or decide (grpc_rls.c, grpc_health.c).
  */
 #include <stdlib.h>
@@ -24,6 +31,7 @@
 #include "decide.h"
 #include "grpc.h"
 #include "log.h"
+#include "metrics.h"
 #include "server-t.h"
 #include "worker-t.h"
 #include "xalloc.h"
@@ -55,11 +63,14 @@ static void on_send(void *owner, const uint8_t *buf, size_t len)
     sl__conn_write(g->c, buf, len);
 }
 
+static void watch_stalls(struct sl__grpc_conn *g);
+
 /* Outside on_read: send what the session has to say, and close when it is
  * over. */
 static void pump(struct sl__grpc_conn *g)
 {
     sl__h2_flush(g->h2);
+    watch_stalls(g);
     if (g->c->flags & SL__CONN_IN_READ)
         return; /* on_read's caller flushes, and on_read says when to close */
     if (sl__h2_done(g->h2) && !(g->c->flags & SL__CONN_CLOSING))
@@ -83,10 +94,11 @@ static void unlink_op(struct sl__grpc_op *op)
 
 static void on_deadline(uv_timer_t *t);
 
-/* Arm the timer for the earliest deadline still to be answered. */
+/* Arm the timer for the earliest deadline still to be answered, or the
+ * time a reply will have waited too long for the client's window. */
 static void rearm(struct sl__grpc_conn *g)
 {
-    int64_t first = -1;
+    int64_t first = g->stall_ms;
 
     for (struct sl__grpc_op *op = g->waiting; op != NULL; op = op->next)
         if (!op->late && op->deadline_ms >= 0 && (first < 0 || op->deadline_ms < first))
@@ -97,6 +109,26 @@ static void rearm(struct sl__grpc_conn *g)
     }
     int64_t now = (int64_t)uv_now(g->deadline.loop);
     uv_timer_start(&g->deadline, on_deadline, first > now ? (uint64_t)(first - now) : 0, 0);
+}
+
+/* After a flush: the replies still waiting for the client's window are
+ * looked at (sl__h2_stalled_until), and the timer follows the oldest. */
+static void watch_stalls(struct sl__grpc_conn *g)
+{
+    int64_t timeout_ms = g->c->w->srv->cfg.write_timeout_ms, was = g->stall_ms;
+    int64_t now = (int64_t)uv_now(g->deadline.loop);
+
+    g->stall_ms = timeout_ms > 0 ? sl__h2_stalled_until(g->h2, now, timeout_ms) : -1;
+    if (g->stall_ms >= 0 && g->stall_ms <= now) {
+        sl__dbg("conn.write_timeout",
+                "grpc: a reply waited %lld ms for the client's flow-control window; closing",
+                (long long)timeout_ms);
+        sl__metrics_conn_event(g->c->w->srv->metrics, g->c->w->id, SL__CONN_EV_CLOSED_WRITE, 1);
+        sl__h2_flush(g->h2); /* the GOAWAY; the caller closes once it is out */
+        g->stall_ms = -1;
+    }
+    if (g->stall_ms != was)
+        rearm(g);
 }
 
 static void on_deadline(uv_timer_t *t)
@@ -229,7 +261,7 @@ static int on_open(struct sl__conn *c)
 {
     const struct sl__grpc_config *cfg = sl__grpc_config(c);
     struct sl__h2_limits lim = {cfg->max_concurrent_streams, cfg->max_message_bytes,
-                                cfg->max_header_list_bytes};
+                                cfg->max_header_list_bytes, cfg->max_header_bytes_per_s};
     struct sl__grpc_conn *g = sl__xzalloc(sizeof(*g));
 
     g->c = c;
@@ -240,6 +272,7 @@ static int on_open(struct sl__conn *c)
     }
     uv_timer_init(c->tcp.loop, &g->deadline);
     g->deadline.data = g;
+    g->stall_ms = -1;
     c->proto_state = g;
     return 0;
 }
@@ -256,6 +289,7 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
     n = sl__h2_feed(g->h2, (const uint8_t *)buf, len);
     sl__decide_batch_end(c->w);
     sl__h2_flush(g->h2);
+    watch_stalls(g);
     sl__conn_partial(c, sl__h2_partial(g->h2));
     return sl__h2_done(g->h2) ? -1 : (ssize_t)n;
 }

@@ -19,7 +19,11 @@ static const struct sl__key keys[] = {
     {"grpc.max_message_bytes", SL__K_SIZE, F(max_message_bytes), "64KiB",
      "largest request message; a larger one is answered RESOURCE_EXHAUSTED"},
     {"grpc.max_header_list_bytes", SL__K_SIZE, F(max_header_list_bytes), "16KiB",
-     "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; a larger list is answered RESOURCE_EXHAUSTED"},
+     "HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; a larger list ends the connection (GOAWAY "
+     "ENHANCE_YOUR_CALM)"},
+    {"grpc.max_header_bytes_per_second", SL__K_SIZE, F(max_header_bytes_per_s), "256MiB",
+     "decoded header bytes one connection may cost a second (1/64 of it at once); past it the "
+     "connection ends (GOAWAY ENHANCE_YOUR_CALM); 0 = no bound"},
 };
 
 static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x)
@@ -33,6 +37,11 @@ static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x
     if (g->max_header_list_bytes < 1024 || g->max_header_list_bytes > (1u << 20))
         r = sl__config_fail_key(x, "grpc.max_header_list_bytes",
                                 "grpc.max_header_list_bytes must be 1KiB..1MiB");
+    if (g->max_header_bytes_per_s != 0 && (g->max_header_bytes_per_s < g->max_header_list_bytes ||
+                                           g->max_header_bytes_per_s > (64ull << 30)))
+        r = sl__config_fail_key(x, "grpc.max_header_bytes_per_second",
+                                "grpc.max_header_bytes_per_second must be 0 (no bound) or from "
+                                "grpc.max_header_list_bytes to 64GiB");
     return r;
 }
 

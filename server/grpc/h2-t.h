@@ -31,6 +31,7 @@ struct sl__h2_limits {
     uint32_t max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS */
     size_t max_message_bytes;        /* one request message, without its 5-byte prefix */
     size_t max_header_list_bytes;    /* SETTINGS_MAX_HEADER_LIST_SIZE, counted as RFC 9113 does */
+    size_t max_header_bytes_per_s;   /* decoded header bytes a second, counted so; 0 unbounded */
 };
 
 /* Bytes of per-call state a stream keeps for its owner (the room's

@@ -10,16 +10,20 @@
  *  - SETTINGS: MAX_CONCURRENT_STREAMS and MAX_HEADER_LIST_SIZE from its
  *    limits; PING answered; flow control and window updates (nghttp2's);
  *  - a request that is not a gRPC call (method not POST: HTTP 405;
- *    content-type not application/grpc: HTTP 415), a header list above the
- *    limit (RESOURCE_EXHAUSTED), a message above the limit
+ *    content-type not application/grpc: HTTP 415), a message above the limit
  *    (RESOURCE_EXHAUSTED, the rest of the stream reset with NO_ERROR), a
  *    compressed message (UNIMPLEMENTED), a second message or none
  *    (INTERNAL) are answered without the owner;
  *  - protocol errors end the connection with GOAWAY carrying the last
  *    stream id and the error (nghttp2's); floods of frames that cost the
  *    server without a call (SETTINGS, PING, RST_STREAM, PRIORITY, empty
- *    DATA) beyond a budget of 1000 at once and 1000 a second end it with
- *    GOAWAY ENHANCE_YOUR_CALM; more streams than the limit are refused.
+ *    DATA, unknown types) beyond a budget of 1000 at once and 1000 a
+ *    second end it with GOAWAY ENHANCE_YOUR_CALM; more streams than the
+ *    limit are refused;
+ *  - a header list above the limit, or more decoded header bytes than
+ *    the limits' budget a second (h2.c), stop the decoding
+ *    at once: the calls already taken are answered, the other streams
+ *    refused, and the session ends with GOAWAY ENHANCE_YOUR_CALM.
  *
  * Ownership: the session owns its streams; a stream handed to ops->call()
  * stays valid until the owner answers it. Memory: nghttp2 allocates from
@@ -62,6 +66,23 @@ bool sl__h2_done(const struct sl__h2 *h);
 /* A stream holds part of a request (headers without the end of the
  * message): the connection's read timeout should run. */
 bool sl__h2_partial(const struct sl__h2 *h);
+
+/* Replies wait for the peer's flow-control window (after a flush: the
+ * peer grants none). */
+bool sl__h2_waiting(const struct sl__h2 *h);
+
+/*
+ * Look at the replies waiting for the peer's window at `now_ms` (the
+ * owner's clock): a reply is stamped when first looked at and whenever
+ * some of it has left since the last look. Returns when the oldest stamp
+ * will be `timeout_ms` old (call again then, and after flushes), or -1
+ * when no reply waits. When that time has come (result <= now_ms) the
+ * session is ended with GOAWAY ENHANCE_YOUR_CALM: a peer that grants no
+ * window holds its streams and their replies for as long as it likes
+ * otherwise, with nothing queued on the socket for the connection's own
+ * write timeout to see.
+ */
+int64_t sl__h2_stalled_until(struct sl__h2 *h, int64_t now_ms, int64_t timeout_ms);
 
 /* Graceful end: GOAWAY NO_ERROR with the last stream id received; streams
  * up to it are still served. Idempotent. */

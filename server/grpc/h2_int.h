@@ -32,8 +32,10 @@ struct sl__h2_stream {
     bool post;     /* :method POST */
     bool grpc;     /* content-type application/grpc[+proto|;...] */
     bool path_long;
-    size_t header_bytes; /* as RFC 9113 counts a header list */
-    int64_t timeout_ns;  /* grpc-timeout, -1 none */
+    bool sending;       /* counted in h->n_sending: reply bytes wait for the peer's window */
+    int64_t timeout_ns; /* grpc-timeout, -1 none */
+    int64_t since_ms;   /* the owner's clock: last seen sending progress (-1 not yet looked) */
+    size_t seen_sent;   /* out_sent when since_ms was stamped */
     uint16_t path_len;
     char path[SL__H2_PATH_MAX];
     uint8_t *in; /* the request message with its 5-byte prefix */
@@ -52,22 +54,42 @@ struct sl__h2 {
     bool preface_fed;   /* the 24-byte client preface went to nghttp2 */
     bool goaway;        /* a graceful GOAWAY was submitted */
     bool fatal;         /* the session ended on an error */
+    bool calm;          /* GOAWAY ENHANCE_YOUR_CALM: nothing more is decoded (sl__h2_calm) */
     uint32_t n_streams; /* stream objects in use */
     uint32_t n_partial; /* streams with an incomplete request */
+    uint32_t n_sending; /* streams whose reply waits for the peer's flow-control window */
     struct sl__h2_stream *free_streams;
     struct sl__h2_stream *all_streams;
-    int64_t budget;    /* frames without a call the peer may still send now */
-    int64_t budget_ms; /* when it was last refilled (CLOCK_MONOTONIC) */
+    int64_t budget;      /* frames without a call the peer may still send now */
+    int64_t budget_ms;   /* when it was last refilled (CLOCK_MONOTONIC) */
+    size_t list_bytes;   /* the header list being decoded, as RFC 9113 counts it */
+    int64_t hpack_bytes; /* header bytes the peer may still have decoded now */
+    int64_t hpack_ms;    /* when hpack_bytes was last refilled (CLOCK_MONOTONIC) */
 };
 
 /* End the session with GOAWAY `error` (nghttp2's error codes). */
 void sl__h2_terminate(struct sl__h2 *h, uint32_t error);
+
+/* One header field decoded (valid or not): count it in the header list's
+ * size and the session's HPACK budget. 0, or NGHTTP2_ERR_PAUSE once
+ * either is overstepped: the session has calmed down (sl__h2_calm) and
+ * nghttp2 must decode nothing more. */
+int sl__h2_count_header(struct sl__h2 *h, size_t namelen, size_t valuelen);
+
+/* The peer made the server decode more than it may: stop reading its
+ * input, refuse every stream not handed to the owner or answered, send
+ * GOAWAY ENHANCE_YOUR_CALM with the last of those that were, answer them,
+ * then end (sl__h2_done). Idempotent. */
+void sl__h2_calm(struct sl__h2 *h);
 
 /* The nghttp2 callbacks of one stream's life (h2_stream.c). */
 int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud);
 int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                      void *ud);
+int sl__h2_on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
+                             size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                             void *ud);
 int sl__h2_on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
                    void *ud);
 int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void *ud);

@@ -8,7 +8,9 @@
  * message with grpc-status 0 in the trailers, or Trailers-Only.
  *
  * Stream objects are recycled with their buffers, so a warm session
- * allocates none per call. It does not decode protobuf (the owner does).
+ * allocates none per call. It keeps track of the replies that wait for
+ * the peer's flow-control window, for the owner's write timeout
+ * (sl__h2_stalled_until). It does not decode protobuf (the owner does).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,18 @@ static void set_partial(struct sl__h2_stream *s, bool partial)
     else
         s->h->n_partial--;
     s->partial = partial;
+}
+
+static void set_sending(struct sl__h2_stream *s, bool sending)
+{
+    if (s->sending == sending)
+        return;
+    if (sending)
+        s->h->n_sending++;
+    else
+        s->h->n_sending--;
+    s->sending = sending;
+    s->since_ms = -1;
 }
 
 static struct sl__h2_stream *stream_get(struct sl__h2 *h)
@@ -79,6 +93,7 @@ static void stream_put(struct sl__h2_stream *s)
     struct sl__h2 *h = s->h;
 
     set_partial(s, false);
+    set_sending(s, false);
     if (s->in_cap > KEEP_BUFFER)
         give_back(h, &s->in, &s->in_cap);
     if (s->out_cap > KEEP_BUFFER)
@@ -193,6 +208,7 @@ static ssize_t read_reply(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t 
     memcpy(buf, s->out + s->out_sent, n);
     s->out_sent += n;
     if (s->out_sent == s->out_len) {
+        set_sending(s, false); /* the trailers left are not flow-controlled */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         if (nghttp2_submit_trailer(ng, id, ok_trailers, 1) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -232,6 +248,7 @@ void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg,
     s->out_len = PREFIX + len;
     s->out_sent = 0;
     answered(s);
+    set_sending(s, true);
     nghttp2_submit_response(h->ng, s->id, reply_headers, 2, &prd);
 }
 
@@ -240,6 +257,32 @@ void sl__h2_fail(struct sl__h2 *h, struct sl__h2_stream *s, enum sl__grpc_status
 {
     if (still_open(s))
         trailers_only(s, code, message);
+}
+
+bool sl__h2_waiting(const struct sl__h2 *h)
+{
+    return h->n_sending > 0;
+}
+
+int64_t sl__h2_stalled_until(struct sl__h2 *h, int64_t now_ms, int64_t timeout_ms)
+{
+    int64_t until = -1;
+
+    if (h->n_sending == 0 || h->fatal)
+        return -1;
+    for (struct sl__h2_stream *s = h->all_streams; s != NULL; s = s->next_all) {
+        if (!s->sending)
+            continue;
+        if (s->since_ms < 0 || s->out_sent != s->seen_sent) {
+            s->since_ms = now_ms; /* first looked at, or some of it left since */
+            s->seen_sent = s->out_sent;
+        }
+        if (until < 0 || s->since_ms + timeout_ms < until)
+            until = s->since_ms + timeout_ms;
+    }
+    if (until >= 0 && until <= now_ms)
+        sl__h2_terminate(h, NGHTTP2_ENHANCE_YOUR_CALM);
+    return until;
 }
 
 int sl__h2_on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
@@ -261,6 +304,7 @@ int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
     struct sl__h2 *h = ud;
     struct sl__h2_stream *s;
 
+    h->list_bytes = 0; /* every header block is a header list of its own */
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0;
     /* Streams the peer reset while their answer is being decided still
@@ -273,7 +317,6 @@ int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
     s->id = f->hd.stream_id;
     s->open = true;
     s->busy = s->answered = s->ended = s->partial = s->post = s->grpc = s->path_long = false;
-    s->header_bytes = 0;
     s->timeout_ns = -1;
     s->path_len = 0;
     s->in_len = s->out_len = s->out_sent = 0;
@@ -325,12 +368,11 @@ int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
                      size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
 {
     struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
+    int rv = sl__h2_count_header(ud, namelen, valuelen); /* first: streams refused count too */
 
-    if (s == NULL || s->answered || f->hd.type != NGHTTP2_HEADERS)
-        return 0;
-    s->header_bytes += namelen + valuelen + 32;
-    if (f->headers.cat != NGHTTP2_HCAT_REQUEST || s->header_bytes > s->h->lim.max_header_list_bytes)
-        return 0; /* trailers from a client are ignored; a list too long is refused at its end */
+    if (rv != 0 || s == NULL || s->answered || f->hd.type != NGHTTP2_HEADERS ||
+        f->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return rv; /* trailers from a client are ignored */
     if (is(name, namelen, ":method")) {
         s->post = is(value, valuelen, "POST");
     } else if (is(name, namelen, ":path")) {
@@ -345,16 +387,19 @@ int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
     return 0;
 }
 
+/* A field nghttp2 drops (an invalid name) cost its validation all the
+ * same: counted as the others are. */
+int sl__h2_on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
+                             size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                             void *ud)
+{
+    return sl__h2_count_header(ud, namelen, valuelen);
+}
+
 /* The request's headers are complete: refuse what is not a gRPC call. */
 static void end_of_headers(struct sl__h2_stream *s)
 {
-    char why[96];
-
-    if (s->header_bytes > s->h->lim.max_header_list_bytes) {
-        snprintf(why, sizeof(why), "header list above %zu bytes (grpc.max_header_list_bytes)",
-                 s->h->lim.max_header_list_bytes);
-        trailers_only(s, SL__GRPC_RESOURCE_EXHAUSTED, why);
-    } else if (!s->post) {
+    if (!s->post) {
         http_refuse(s, 405);
     } else if (!s->grpc) {
         http_refuse(s, 415);
@@ -461,6 +506,7 @@ int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void
         return 0;
     s->open = false;
     set_partial(s, false);
+    set_sending(s, false);
     if (!s->busy)
         stream_put(s);
     return 0;

@@ -3,12 +3,16 @@
 """test_grpc_bad.py - bad input on the gRPC listener, each refused with the
 right HTTP/2 or gRPC error while other connections are served: garbage
 after the preface, a 16 MB message, a malformed protobuf, an unknown
-method, a header list above the cap, a HEADERS flood past the stream
-limit, a SETTINGS flood and a stream-reset flood. After each, a fresh
-grpcio channel is answered (the daemon is alive and not stalled). Raw
-frames through hyperframe/hpack; loads are bounded.
+method, a header list above the cap, HPACK references that make the
+server decode far more than it reads, a HEADERS flood past the stream
+limit, SETTINGS, stream-reset, PRIORITY and unknown-frame floods. After
+each, a fresh grpcio channel is answered (the daemon is alive and not
+stalled). Raw frames through hyperframe/hpack; loads are bounded.
 """
+import os
+
 import grpc
+import hpack
 import hyperframe.frame as hf
 import pytest
 
@@ -100,16 +104,95 @@ def test_unknown_method_and_not_grpc(s):
 
 
 def test_header_list_above_cap(s):
+    """The client was told the limit (SETTINGS_MAX_HEADER_LIST_SIZE): a
+    list above it ends the connection, after the call taken before it on
+    the same connection is answered."""
     h = RawH2(s.port)
     block = h.enc.encode([(":method", "POST"), (":scheme", "http"), (":path", RLS),
                           (":authority", "s"), ("content-type", "application/grpc")] +
                          [(f"x-pad-{i}", "v" * 1000) for i in range(20)])
-    first = hf.HeadersFrame(1, block[:16000])
-    rest = hf.ContinuationFrame(1, block[16000:], flags=["END_HEADERS"])
-    h.send(first, rest, h.data_frame(1, frame_message(b"")))
-    _, _, trailers = h.answer(1)
-    assert trailers["grpc-status"] == RESOURCE_EXHAUSTED
-    assert "grpc.max_header_list_bytes" in trailers["grpc-message"]
+    first = hf.HeadersFrame(3, block[:16000])
+    rest = hf.ContinuationFrame(3, block[16000:], flags=["END_HEADERS"])
+    h.send(h.headers_frame(1), h.data_frame(1, frame_message(request("api", [("plan", "a")])
+                                                              .SerializeToString())),
+           first, rest, h.data_frame(3, frame_message(b"")))
+    g = h.goaway()
+    assert g is not None and g.error_code == ENHANCE_YOUR_CALM and g.last_stream_id < 3
+    assert h.answer(1)[2]["grpc-status"] == "0"  # before the list, answered
+    assert h.closed()
+    assert not any(getattr(f, "stream_id", 0) == 3 and not isinstance(f, hf.RstStreamFrame)
+                   for f in h.frames)  # the list above the limit was not answered
+    served(s)
+
+
+def big_entry(h, sid, size=4000):
+    """Stream `sid`: a whole call whose headers put a `size`-byte field
+    into the server's HPACK dynamic table (the newest entry: index 62)."""
+    h.send(h.headers_frame(sid, extra=[("x-big", "a" * size)]),
+           h.data_frame(sid, frame_message(request("api", [("plan", "big")]).SerializeToString())))
+    assert h.answer(sid)[2]["grpc-status"] == "0"
+
+
+def references(h, sid, n):
+    """A HEADERS frame of a request whose header list is n one-byte
+    references to dynamic table entry 62 (4,000 bytes each, decoded). Its
+    other fields are never indexed: the table keeps the big entry."""
+    block = h.enc.encode([hpack.NeverIndexedHeaderTuple(k, v) for k, v in [
+        (":method", "POST"), (":scheme", "http"), (":path", RLS), (":authority", "s"),
+        ("content-type", "application/grpc")]])
+    return hf.HeadersFrame(sid, block + b"\xbe" * n, flags=["END_HEADERS", "END_STREAM"])
+
+
+def server_cpu_s(s):
+    with open(f"/proc/{s.proc.pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_hpack_references_above_cap(s):
+    """HEADERS frames of one-byte references to a 4,000-byte table entry:
+    16 KB of them decode to 64 MB. The first frame ends the connection
+    after five references; without that each frame is tens of ms of CPU."""
+    h = RawH2(s.port)
+    big_entry(h, 1)
+    cpu = server_cpu_s(s)
+    try:
+        for i in range(100):  # bounded: 100 frames of 16,000 references
+            h.send(references(h, 3 + 2 * i, 16000))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # closed while they were still being sent
+    g = h.goaway()
+    assert g is not None and g.error_code == ENHANCE_YOUR_CALM and g.last_stream_id == 0
+    assert h.closed()
+    # 100 frames decoded whole are seconds of CPU; cut at once, a few ms
+    assert server_cpu_s(s) - cpu < 0.5, server_cpu_s(s) - cpu
+    served(s)
+
+
+def test_hpack_references_within_cap_budgeted(grpc_sluiced):
+    """Header lists each within the cap (three references, 12 KB), one
+    stream after another: the decoded bytes a connection may cost in a
+    second are bounded too (here 1 MiB: a test client cannot outrun the
+    default's 256 MiB), and past them it ends the same way."""
+    s = grpc_sluiced(extra="grpc:\n  max_header_bytes_per_second: 1MiB\n")
+    h = RawH2(s.port)
+    big_entry(h, 1)
+    one = references(h, 1, 3).serialize()  # the same frame on stream 3, 5, ...
+    for first in range(3, 8103, 180):  # bounded: 45 rounds of 90 calls, 48 MB decoded
+        sids = range(first, first + 180, 2)  # 90: within the 100 concurrent streams
+        try:
+            h.send(b"".join(one[:5] + sid.to_bytes(4, "big") + one[9:] for sid in sids))
+        except (BrokenPipeError, ConnectionResetError):
+            break
+        f = h.read_until(lambda f: isinstance(f, hf.GoAwayFrame) or
+                         (isinstance(f, hf.HeadersFrame) and f.stream_id == sids[-1]))
+        if not isinstance(f, hf.HeadersFrame):
+            break
+    g = next((f for f in h.frames if isinstance(f, hf.GoAwayFrame)), None) or h.goaway(timeout=10)
+    assert g is not None and g.error_code == ENHANCE_YOUR_CALM
+    assert h.closed()
+    answered = {f.stream_id for f in h.frames if isinstance(f, hf.HeadersFrame)} - {1}
+    assert 0 < len(answered) < 4050  # calls were answered (no message: INTERNAL), not all
     served(s)
 
 
@@ -145,6 +228,38 @@ def test_stream_reset_flood(s):
     g = h.goaway()
     assert g is not None and g.error_code == ENHANCE_YOUR_CALM
     assert h.closed()
+    served(s)
+
+
+def flood_while_served(s, frame, n):
+    """Send n copies of a frame in bursts of 1,000 while another connection
+    is served between the bursts: the GOAWAY the flooder gets."""
+    h = RawH2(s.port)
+    try:
+        for _ in range(n // 1000):  # bounded
+            h.send(frame * 1000)
+            served(s)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    g = h.goaway()
+    assert h.closed()
+    return g
+
+
+def test_priority_flood(s):
+    """PRIORITY frames (which nghttp2 ignores: we send
+    SETTINGS_NO_RFC7540_PRIORITIES) count in the flood budget."""
+    frame = hf.PriorityFrame(1, depends_on=0, stream_weight=16).serialize()
+    g = flood_while_served(s, frame, 10000)
+    assert g is not None and g.error_code == ENHANCE_YOUR_CALM
+    served(s)
+
+
+def test_unknown_frame_flood(s):
+    """Frames of a type no one speaks are ignored, and counted."""
+    frame = bytes([0, 0, 0, 0x42, 0, 0, 0, 0, 0])  # empty, type 0x42, stream 0
+    g = flood_while_served(s, frame, 10000)
+    assert g is not None and g.error_code == ENHANCE_YOUR_CALM
     served(s)
 
 

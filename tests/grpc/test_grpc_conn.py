@@ -5,13 +5,15 @@ one port shared with RESP and HTTP/1.1, 100 concurrent streams on one
 connection, flow control (a client that stops reading is held to its
 window and stalls no one else), h2load (Debian's nghttp2-client) as a
 second, independent client, GOAWAY with the last stream id on SIGTERM,
-PING, the connection layer's read and idle timeouts, and docs/grpc.md's
-Envoy snippet and keys.
+PING, the connection layer's read and idle timeouts, the write timeout of
+a client that grants no flow-control window, and docs/grpc.md's Envoy
+snippet and keys.
 Real sluiced (memory store, test clock), real clients; loads are bounded.
 """
 import re
 import signal
 import subprocess
+import time
 import urllib.request
 
 import grpc
@@ -22,6 +24,7 @@ import redis
 from grpc_client import (CHECK, RawH2, WATCH, channel, frame_message, health_pb2, health_stub,
                          request, rls_stub)
 from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
+from conftest import wait_for  # tests/integration's (on the path through grpc_fixtures)
 
 
 def metric(s, name):
@@ -111,6 +114,42 @@ def test_client_that_stops_reading_stalls_no_one(grpc_sluiced):
     stalled.close()
 
 
+def closed_for_write_timeout(s):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{s.port}/metrics", timeout=5).read().decode()
+    m = re.search(r'^sluice_connections_closed_total\{reason="write_timeout"\} (\S+)$', text, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def test_client_that_grants_no_window_is_closed(grpc_sluiced):
+    """A client that reads its socket but grants no flow-control window
+    (SETTINGS_INITIAL_WINDOW_SIZE 0, no WINDOW_UPDATE) holds its streams
+    and their replies: after server.write_timeout without progress its
+    connection ends (GOAWAY ENHANCE_YOUR_CALM) and its memory is freed,
+    while a client that reads is served throughout."""
+    s = grpc_sluiced(extra="server:\n  write_timeout: 1s\n")
+    msg = request("api", [("plan", "window")]).SerializeToString()
+    held = RawH2(s.port, settings=False)
+    held.send(hf.SettingsFrame(0, settings={hf.SettingsFrame.INITIAL_WINDOW_SIZE: 0}))
+    held.send(*[f for sid in range(1, 21, 2)
+                for f in (held.headers_frame(sid), held.data_frame(sid, frame_message(msg)))])
+    # the replies' headers leave (HEADERS are not flow-controlled), their messages wait
+    assert held.read_until(lambda f: isinstance(f, hf.HeadersFrame) and f.stream_id == 19)
+    assert metric(s, "sluice_connections") >= 2  # held, and this scrape's own
+    with channel(s.port) as ch:
+        rl = rls_stub(ch)
+        for i in range(10):  # about 2 s: a reader is never cut by the timeout
+            assert rl(request("api", [("plan", f"r{i}")]), timeout=5).overall_code == 1
+            time.sleep(0.2)
+        g = held.goaway(timeout=15)  # generous: 1 s is the timeout
+        assert g is not None and g.error_code == 11  # ENHANCE_YOUR_CALM
+        assert held.closed(timeout=10)
+        assert not any(isinstance(f, hf.DataFrame) for f in held.frames)
+        assert rl(request("api", [("plan", "after")]), timeout=5).overall_code == 1
+    assert closed_for_write_timeout(s) == 1
+    assert wait_for(lambda: metric(s, "sluice_connections") == 1), \
+        metric(s, "sluice_connections")  # the scrape's own: the rest were freed
+
+
 def test_h2load_framed_requests(grpc_sluiced, tmp_path):
     s = grpc_sluiced()
     body = tmp_path / "req.bin"
@@ -198,6 +237,21 @@ def test_incomplete_call_read_timeout_and_idle_goaway(grpc_sluiced):
     assert served.answer(1)[2]["grpc-status"] == "0"
 
 
+def test_header_budget_below_the_list_refused(tmp_path):
+    """A per-second budget smaller than one header list is refused with a
+    message naming the key; 0 (no bound) is taken."""
+    import os
+    for value, ok in (("1KiB", False), ("0", True), ("16KiB", True)):
+        cfg = tmp_path / "sluice.yaml"
+        cfg.write_text(f"grpc:\n  max_header_bytes_per_second: {value}\n")
+        out = subprocess.run([os.environ["SLUICED"], "-c", str(cfg), "-t"], capture_output=True,
+                             text=True, timeout=10)
+        assert (out.returncode == 0) == ok, (value, out.stdout, out.stderr)
+        if not ok:
+            assert "grpc.max_header_bytes_per_second must be 0 (no bound) or from " \
+                   "grpc.max_header_list_bytes to 64GiB" in out.stdout + out.stderr
+
+
 def test_config_keys_documented():
     """Every grpc.* key of sluiced --help is in docs/configuration.md and
     docs/grpc.md with the same default."""
@@ -207,7 +261,7 @@ def test_config_keys_documented():
     out = subprocess.run([os.environ["SLUICED"], "--help"], capture_output=True, text=True,
                          timeout=10).stdout
     keys = re.findall(r"^\s+(grpc\.\S+)\s+(\S+)\s", out, re.M)
-    assert len(keys) == 3
+    assert len(keys) == 4
     for doc in ("configuration.md", "grpc.md"):
         text = (root / "docs" / doc).read_text()
         for key, default in keys:

@@ -6,9 +6,11 @@
  * Envoy's hits_addend rules and overrides, refusals with /json's words,
  * RateLimitResponse from an Envoy answer) and the HTTP/2 session driven by
  * an in-process nghttp2 client: calls answered with grpc-status in the
- * trailers, caps answered RESOURCE_EXHAUSTED, and a warm session whose
- * calls take nothing from the general heap (malloc, calloc and realloc
- * counted through the linker's --wrap while the server side runs).
+ * trailers, caps answered RESOURCE_EXHAUSTED, a header list above its cap
+ * ending the session, replies waiting for a window that never opens timed
+ * out on the owner's clock, and a warm session whose calls take nothing
+ * from the general heap (malloc, calloc and realloc counted through the
+ * linker's --wrap while the server side runs).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -176,6 +178,8 @@ struct pair {
     size_t data_bytes;
     int64_t held, peak, limit; /* the message buffers' budget (budget_ops) */
     unsigned refused;
+    int goaway_error; /* -1 until the client receives GOAWAY */
+    int32_t goaway_last;
 };
 
 static struct sl__grpc_rls_req call_req;
@@ -247,6 +251,17 @@ static int on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
     return 0;
 }
 
+static int on_frame(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
+{
+    struct pair *p = ud;
+
+    if (f->hd.type == NGHTTP2_GOAWAY) {
+        p->goaway_error = (int)f->goaway.error_code;
+        p->goaway_last = f->goaway.last_stream_id;
+    }
+    return 0;
+}
+
 static int on_close(nghttp2_session *ng, int32_t id, uint32_t err, void *ud)
 {
     ((struct pair *)ud)->answers++;
@@ -256,16 +271,18 @@ static int on_close(nghttp2_session *ng, int32_t id, uint32_t err, void *ud)
 static struct pair *pair_new_ops(size_t max_message, const struct sl__h2_ops *o)
 {
     struct pair *p = calloc(1, sizeof(*p));
-    struct sl__h2_limits lim = {100, max_message, 16384};
+    struct sl__h2_limits lim = {100, max_message, 16384, 0}; /* 0: no per-second bound */
     nghttp2_session_callbacks *cb;
 
     memset(p->grpc_status, -1, sizeof(p->grpc_status));
+    p->goaway_error = -1;
     p->server = sl__h2_new(&lim, o, p);
     assert_non_null(p->server);
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame);
     assert_int_equal(nghttp2_session_client_new(&p->client, cb, p), 0);
     nghttp2_session_callbacks_del(cb);
     nghttp2_submit_settings(p->client, NGHTTP2_FLAG_NONE, NULL, 0);
@@ -284,29 +301,35 @@ static void pair_free(struct pair *p)
     free(p);
 }
 
-/* Move bytes both ways until neither side has anything to say. */
-static void exchange(struct pair *p)
+/* What the client has to say to the server, and the server's answer to
+ * the client (whose own answers wait for the next round): whether
+ * anything moved. */
+static bool round_trip(struct pair *p)
 {
     const uint8_t *data;
     ssize_t n;
-    bool moved = true;
+    bool moved = false;
 
-    while (moved) {
-        moved = false;
-        while ((n = nghttp2_session_mem_send(p->client, &data)) > 0) {
-            assert_true(p->to_server_len + (size_t)n <= sizeof(p->to_server));
-            memcpy(p->to_server + p->to_server_len, data, (size_t)n);
-            p->to_server_len += (size_t)n;
-            moved = true;
-        }
-        counting = true;
-        size_t used = sl__h2_feed(p->server, p->to_server, p->to_server_len);
-        sl__h2_flush(p->server);
-        counting = false;
-        memmove(p->to_server, p->to_server + used, p->to_server_len - used);
-        p->to_server_len -= used;
-        moved = moved || used > 0;
+    while ((n = nghttp2_session_mem_send(p->client, &data)) > 0) {
+        assert_true(p->to_server_len + (size_t)n <= sizeof(p->to_server));
+        memcpy(p->to_server + p->to_server_len, data, (size_t)n);
+        p->to_server_len += (size_t)n;
+        moved = true;
     }
+    counting = true;
+    size_t used = sl__h2_feed(p->server, p->to_server, p->to_server_len);
+    sl__h2_flush(p->server);
+    counting = false;
+    memmove(p->to_server, p->to_server + used, p->to_server_len - used);
+    p->to_server_len -= used;
+    return moved || used > 0;
+}
+
+/* Move bytes both ways until neither side has anything to say. */
+static void exchange(struct pair *p)
+{
+    while (round_trip(p))
+        ;
 }
 
 static ssize_t read_body(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *fl,
@@ -426,6 +449,73 @@ static void test_message_buffers_within_budget(void **state)
     pair_free(p);
 }
 
+/* A header list above the cap ends the session (GOAWAY ENHANCE_YOUR_CALM)
+ * without an answer on its stream, and nothing more is read. */
+static void test_header_list_above_cap(void **state)
+{
+    struct pair *p = pair_new(65536);
+    static uint8_t msg[256];
+    static char pad[20000];
+    struct sl_str body = {(const char *)msg, framed_request(msg)};
+    nghttp2_nv nv[] = {NV(":method", "POST"), NV(":scheme", "http"), NV(":path", "/x"),
+                       NV(":authority", "t"), NV("x-pad", "")};
+
+    memset(pad, 'v', sizeof(pad));
+    nv[4].value = (uint8_t *)pad;
+    nv[4].valuelen = sizeof(pad);
+    assert_int_equal(nghttp2_submit_request(p->client, NULL, nv, 5, NULL, NULL), 1);
+    exchange(p);
+    assert_int_equal(p->goaway_error, NGHTTP2_ENHANCE_YOUR_CALM);
+    assert_int_equal(p->goaway_last, 0);
+    assert_int_equal(p->grpc_status[0], -1); /* not answered */
+    assert_true(sl__h2_done(p->server));
+    submit(p, &body); /* read no more */
+    exchange(p);
+    assert_int_equal(p->grpc_status[1], -1);
+    pair_free(p);
+}
+
+/* A client that grants no window: the reply waits, stamped on the owner's
+ * clock; progress restamps it; write_timeout without progress ends the
+ * session with GOAWAY ENHANCE_YOUR_CALM. */
+static void test_reply_waiting_for_window(void **state)
+{
+    struct pair *p = pair_new(65536);
+    static uint8_t msg[256];
+    struct sl_str body = {(const char *)msg, framed_request(msg)};
+    nghttp2_settings_entry zero = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0};
+
+    nghttp2_submit_settings(p->client, NGHTTP2_FLAG_NONE, &zero, 1);
+    exchange(p); /* acknowledged: the client's streams start with no window */
+    submit(p, &body);
+    exchange(p);
+    assert_true(sl__h2_waiting(p->server));
+    assert_int_equal(p->data_bytes, 0);
+    assert_int_equal(sl__h2_stalled_until(p->server, 100, 1000), 1100);
+    assert_int_equal(sl__h2_stalled_until(p->server, 900, 1000), 1100); /* no progress */
+    nghttp2_submit_window_update(p->client, NGHTTP2_FLAG_NONE, 1, 10);
+    round_trip(p); /* (not the client's window update for what it received) */
+    assert_int_equal(p->data_bytes, 10);
+    assert_int_equal(sl__h2_stalled_until(p->server, 1000, 1000), 2000); /* progress */
+    assert_int_equal(sl__h2_stalled_until(p->server, 1999, 1000), 2000);
+    assert_false(sl__h2_done(p->server));
+    assert_int_equal(sl__h2_stalled_until(p->server, 2000, 1000), 2000); /* its time */
+    sl__h2_flush(p->server);
+    assert_int_equal(p->goaway_error, NGHTTP2_ENHANCE_YOUR_CALM);
+    assert_true(sl__h2_done(p->server));
+    assert_int_equal(sl__h2_stalled_until(p->server, 3000, 1000), -1);
+    pair_free(p);
+
+    p = pair_new(65536); /* a client that reads: nothing waits */
+    body = (struct sl_str){(const char *)msg, framed_request(msg)};
+    submit(p, &body);
+    exchange(p);
+    assert_int_equal(p->grpc_status[0], 0);
+    assert_false(sl__h2_waiting(p->server));
+    assert_int_equal(sl__h2_stalled_until(p->server, 100, 1000), -1);
+    pair_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +525,8 @@ int main(void)
         cmocka_unit_test(test_warm_session_allocates_nothing),
         cmocka_unit_test(test_message_above_cap),
         cmocka_unit_test(test_message_buffers_within_budget),
+        cmocka_unit_test(test_header_list_above_cap),
+        cmocka_unit_test(test_reply_waiting_for_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
