@@ -97,8 +97,14 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
         sl__metrics_latency(m, op->w->id, mono - op->start_ns);
     }
     if (op->counted && st != NULL)
-        sl__stats_decision(st, op->w->id, op->domain, op->domain_len, &op->stats, err, res,
-                           op->now_ns, mono);
+        sl__stats_decision(st, &(struct sl__stats_answer){.worker = op->w->id,
+                                                          .domain = op->domain,
+                                                          .domain_len = op->domain_len,
+                                                          .op = &op->stats,
+                                                          .err = err,
+                                                          .res = res,
+                                                          .now_ns = op->now_ns,
+                                                          .mono_ns = mono});
     op->done(op, err, res);
     free(labels);
 }
