@@ -18,7 +18,7 @@
  * calls in both modes and is not timed. Output: `name value unit` lines,
  * the CPU per request of each mode and their ratio, for 1, 16 and 50
  * connections. No target: the figure decides whether an io_uring loop is
- * worth building (docs/benchmarks.md).
+ * worth building (docs/benchmarks-history.md).
  *
  * usage: uring_probe [ROUNDS]   (default 20000 iterations per figure)
  */

@@ -2,8 +2,8 @@
 /* Copyright (c) The Sluice authors */
 /*
  * sim_line.c - parse one JSON input line of `sluice simulate` into an
- * sl_request, checking every field's type and the library's caps, with a
- * sentence that says what is wrong.
+ * sl_request: its t_ms here, the rest by the reader of POST /v1/check's
+ * body (checkbody/check_body.c), with a sentence that says what is wrong.
  *
  * It does not decide anything and does not read a clock: the time is the
  * line's t_ms.
@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check_body.h"
 #include "sim_line.h"
 
 #define MAX_T_MS (INT64_MAX / SL_NS_PER_MS)
-#define MAX_HITS 9007199254740992.0 /* 2^53: exact in a JSON number */
 
 void sl__sim_line_free(struct sl__sim_line *s)
 {
@@ -35,64 +35,20 @@ static bool whole(const cJSON *n, double lo, double hi)
            floor(n->valuedouble) == n->valuedouble;
 }
 
-static int parse_descriptor(struct sl__sim_line *s, size_t i, const cJSON *obj, char *err,
-                            size_t len)
-{
-    size_t n = 0;
-    const cJSON *kv;
-
-    if (!cJSON_IsObject(obj))
-        return bad(err, len, SL_EPARSE, "each descriptor must be an object {\"key\": \"value\"}");
-    cJSON_ArrayForEach(kv, obj)
-    {
-        if (n == SL_MAX_ENTRIES)
-            return bad(err, len, SL_ETOOBIG, "a descriptor has more than 16 entries");
-        if (!cJSON_IsString(kv))
-            return bad(err, len, SL_EPARSE, "descriptor values must be strings");
-        s->entries[i][n].key = (struct sl_str){kv->string, strlen(kv->string)};
-        s->entries[i][n].value = (struct sl_str){kv->valuestring, strlen(kv->valuestring)};
-        n++;
-    }
-    if (n == 0)
-        return bad(err, len, SL_EPARSE, "a descriptor needs at least one entry");
-    s->descs[i] = (struct sl_descriptor){.entries = s->entries[i], .n_entries = n, .hits = -1};
-    return SL_OK;
-}
-
+/* t_ms, then the rest as POST /v1/check reads its body (check_body.h), so
+ * a line sluiced would refuse is refused here too. */
 static int parse_fields(struct sl__sim_line *s, char *err, size_t len)
 {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(s->root, "t_ms");
-    const cJSON *dom = cJSON_GetObjectItemCaseSensitive(s->root, "domain");
-    const cJSON *descs = cJSON_GetObjectItemCaseSensitive(s->root, "descriptors");
-    const cJSON *hits = cJSON_GetObjectItemCaseSensitive(s->root, "hits");
-    size_t n = 0;
-    const cJSON *d;
+    const struct sl__check_body b = {&s->req, s->descs, s->entries};
+    int rc;
 
     if (!whole(t, 0, (double)MAX_T_MS))
         return bad(err, len, SL_ERANGE, "t_ms must be a whole number of Unix milliseconds >= 0");
-    if (!cJSON_IsString(dom) || dom->valuestring[0] == '\0')
-        return bad(err, len, SL_EPARSE, "domain must be a non-empty string");
-    if (hits != NULL && !whole(hits, 0, MAX_HITS))
-        return bad(err, len, SL_ERANGE, "hits must be a whole number >= 0");
-    if (!cJSON_IsArray(descs) || cJSON_GetArraySize(descs) == 0)
-        return bad(err, len, SL_EPARSE, "descriptors must be a non-empty list of objects");
-    cJSON_ArrayForEach(d, descs)
-    {
-        if (n == SL_MAX_DESCRIPTORS)
-            return bad(err, len, SL_ETOOBIG, "more than 32 descriptors");
-        int rc = parse_descriptor(s, n, d, err, len);
-        if (rc != SL_OK)
-            return rc;
-        n++;
-    }
+    if ((rc = sl__check_body_read(s->root, &b, err, len)) != SL_OK)
+        return rc;
     s->t_ms = (int64_t)t->valuedouble;
-    s->req = (struct sl_request){
-        .domain = {dom->valuestring, strlen(dom->valuestring)},
-        .descriptors = s->descs,
-        .n_descriptors = n,
-        .hits = hits ? (uint64_t)hits->valuedouble : 1,
-        .now_ns = s->t_ms * SL_NS_PER_MS,
-    };
+    s->req.now_ns = s->t_ms * SL_NS_PER_MS;
     return SL_OK;
 }
 

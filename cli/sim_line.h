@@ -26,8 +26,9 @@ struct sl__sim_line {
     struct sl_request req;
 };
 
-/* Parse one JSON line. SL_OK, or SL_EPARSE / SL_ETOOBIG / SL_ERANGE with a
- * sentence in `err` saying what is wrong. Free with sl__sim_line_free()
+/* Parse one JSON line. SL_OK, or SL_EPARSE (not one JSON object),
+ * SL_EINVAL / SL_ETOOBIG / SL_ERANGE (a field: as POST /v1/check,
+ * check_body.h) with a sentence in `err` saying what is wrong. Free with sl__sim_line_free()
  * whatever the result. */
 int sl__sim_line_parse(struct sl__sim_line *s, const char *text, size_t len, char *err,
                        size_t err_len);

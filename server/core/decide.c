@@ -23,10 +23,6 @@
 #include "worker.h"
 #include "xalloc.h"
 
-/* A result edited before it is handed on (a kill switch's), valid for the
- * duration of the protocol's callback. */
-static _Thread_local struct sl_result edited;
-
 static int64_t mono_ns(void)
 {
     struct timespec ts;
@@ -83,10 +79,10 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
 
     op->labels = NULL;
     if (err == SL_OK && op->kind == SL__DECIDE_INSPECT)
-        res = as_cost_one(res, &edited);
+        res = as_cost_one(res, &op->w->edited);
     op->by = (uint8_t)by;
     if (err == SL_OK && op->shadow)
-        res = sl__ks_unenforce(res, &edited);
+        res = sl__ks_unenforce(res, &op->w->edited);
     if (op->counted && (m != NULL || st != NULL))
         mono = answered_ns(op->w);
     if (err == SL_OK && op->counted && m != NULL) {
@@ -95,8 +91,14 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
         sl__metrics_latency(m, op->w->id, mono - op->start_ns);
     }
     if (op->counted && st != NULL)
-        sl__stats_decision(st, op->w->id, op->domain, op->domain_len, &op->stats, err, res,
-                           op->now_ns, mono);
+        sl__stats_decision(st, &(struct sl__stats_answer){.worker = op->w->id,
+                                                          .domain = op->domain,
+                                                          .domain_len = op->domain_len,
+                                                          .op = &op->stats,
+                                                          .err = err,
+                                                          .res = res,
+                                                          .now_ns = op->now_ns,
+                                                          .mono_ns = mono});
     if (op->now != NULL) { /* inside the call that started it: returned */
         op->now->err = err;
         op->now->res = res;
@@ -222,12 +224,14 @@ static void begin(struct sl__worker *w, struct sl__decide_op *op, enum sl__decid
 /* Kill switch "off": allowed, nothing decided, no limit reported. */
 static void answer_off(struct sl__decide_op *op, const struct sl_request *req)
 {
-    memset(&edited, 0, sizeof(edited));
-    edited.verdict = SL_ALLOW;
-    edited.n_statuses = req->n_descriptors;
+    struct sl_result *off = &op->w->edited;
+
+    memset(off, 0, sizeof(*off));
+    off->verdict = SL_ALLOW;
+    off->n_statuses = req->n_descriptors;
     if (op->w->srv->metrics != NULL)
         sl__metrics_killswitch_off(op->w->srv->metrics, op->w->id);
-    on_store(op, SL_OK, &edited, SL__BY_STATE);
+    on_store(op, SL_OK, off, SL__BY_STATE);
 }
 
 typedef int (*start_fn)(struct sl__store *, const struct sl__store_req *, sl__store_cb, void *);

@@ -7,7 +7,7 @@
  * calls (a read and a write per connection per loop iteration); here the
  * reads stay armed in the kernel (a receive per connection) and every write of
  * an iteration leaves in the one io_uring_enter that ends it. The kernel
- * was most of sluiced's CPU per decision (docs/benchmarks.md).
+ * was most of sluiced's CPU per decision (docs/benchmarks-history.md).
  *
  * The libuv loop stays the worker's loop: it polls the ring's file
  * descriptor like any other, and its check and prepare handles submit.

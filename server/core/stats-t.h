@@ -56,4 +56,17 @@ struct sl__stats_op {
     uint32_t ring_len;            /* their bytes; 0: none kept */
 };
 
+/* One answered decision, as sl__stats_decision() counts it. Borrowed for
+ * the call. */
+struct sl__stats_answer {
+    unsigned worker;    /* the worker that decided */
+    const char *domain; /* domain[0..domain_len), not NUL-terminated */
+    size_t domain_len;
+    const struct sl__stats_op *op; /* the operation's statistics state */
+    int err;                       /* SL_OK, or why it failed */
+    const struct sl_result *res;   /* the result when err is SL_OK */
+    int64_t now_ns;                /* when it was answered, the server's clock */
+    int64_t mono_ns;               /* the same, CLOCK_MONOTONIC */
+};
+
 #endif /* SL_SERVER_STATS_T_H */

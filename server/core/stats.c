@@ -350,15 +350,13 @@ void sl__stats_store_call(struct sl__stats *s, unsigned wi, int64_t now_ns, int6
     count_call(w, slot_at(w, now_ns), rtt_ns, failed);
 }
 
-void sl__stats_decision(struct sl__stats *s, unsigned wi, const char *domain, size_t dlen,
-                        const struct sl__stats_op *so, int err, const struct sl_result *res,
-                        int64_t now_ns, int64_t mono_ns)
+void sl__stats_decision(struct sl__stats *s, const struct sl__stats_answer *a)
 {
-    struct sl__stats_w *w = &s->w[wi];
-    size_t slot = slot_at(w, now_ns);
+    struct sl__stats_w *w = &s->w[a->worker];
+    size_t slot = slot_at(w, a->now_ns);
 
-    if (so->store_ns != 0)
-        count_call(w, slot, mono_ns - so->store_ns, err != SL_OK);
-    if (err == SL_OK)
-        count_result(s, w, slot, domain, dlen, so, res, now_ns);
+    if (a->op->store_ns != 0)
+        count_call(w, slot, a->mono_ns - a->op->store_ns, a->err != SL_OK);
+    if (a->err == SL_OK)
+        count_result(s, w, slot, a->domain, a->domain_len, a->op, a->res, a->now_ns);
 }

@@ -68,12 +68,10 @@ void sl__stats_op_keep(struct sl__stats *s, unsigned w, struct sl__stats_op *so)
  * domain[0..dlen): every status with a limit, and its key when limited. */
 void sl__stats_result(struct sl__stats *s, unsigned w, const char *domain, size_t dlen,
                       const struct sl__stats_op *so, const struct sl_result *res, int64_t now_ns);
-/* Both, for a decision answered at now_ns (the server's clock) and
- * mono_ns (CLOCK_MONOTONIC): the round trip since so->store_ns when it is
- * set, failed unless err is SL_OK, then the result when there is one. */
-void sl__stats_decision(struct sl__stats *s, unsigned w, const char *domain, size_t dlen,
-                        const struct sl__stats_op *so, int err, const struct sl_result *res,
-                        int64_t now_ns, int64_t mono_ns);
+/* Both, for decision `a` (stats-t.h): the round trip since
+ * a->op->store_ns when it is set, failed unless a->err is SL_OK, then the
+ * result when there is one. */
+void sl__stats_decision(struct sl__stats *s, const struct sl__stats_answer *a);
 /* One store round trip of `rtt_ns`, failed or not, answered at now_ns. */
 void sl__stats_store_call(struct sl__stats *s, unsigned w, int64_t now_ns, int64_t rtt_ns,
                           bool failed);

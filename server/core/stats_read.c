@@ -49,33 +49,44 @@ static size_t merged_index(struct sl__stats_view *v, const struct sl__stats_seri
     return v->n_series++;
 }
 
-/* Second `sec` of worker w into the view at position t, if its slot still
- * holds that second once read. map[i]: the merged pair of w's pair i. */
-static void read_second(const struct sl__stats *s, struct sl__stats_w *w, uint32_t n,
-                        const size_t *map, int64_t sec, unsigned t, struct sl__stats_view *v,
-                        uint64_t *tmp, uint64_t *lat)
+/* What merging one worker's seconds into a view needs: the worker, its
+ * n series and where each lands in the view (map[i]: the merged series of
+ * w's series i), and two scratch arrays the caller owns (tmp: n *
+ * SL__ST_N counts; lat: the view's seconds * SL__LAT_N buckets). */
+struct merge {
+    struct sl__stats_w *w;
+    uint32_t n;
+    const size_t *map;
+    struct sl__stats_view *v;
+    uint64_t *tmp;
+    uint64_t *lat;
+};
+
+/* Second `sec` of m->w into the view at position t, if its slot still
+ * holds that second once read. */
+static void read_second(const struct merge *m, int64_t sec, unsigned t)
 {
     size_t slot = (size_t)(sec % SL__STATS_SECONDS);
+    struct sl__stats_w *w = m->w;
     uint64_t fail, h[SL__LAT_N];
 
-    (void)s;
     if (atomic_load_explicit(&w->stamp[slot], memory_order_acquire) != sec)
         return;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < m->n; i++)
         for (int o = 0; o < SL__ST_N; o++)
-            tmp[i * SL__ST_N + o] = ld(&w->series[i].ring[slot * SL__ST_N + o]);
+            m->tmp[i * SL__ST_N + o] = ld(&w->series[i].ring[slot * SL__ST_N + o]);
     for (int b = 0; b < SL__LAT_N; b++)
         h[b] = ld(&w->lat[slot * SL__LAT_N + b]);
     fail = ld(&w->fail[slot]);
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&w->stamp[slot], memory_order_relaxed) != sec)
         return;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < m->n; i++)
         for (int o = 0; o < SL__ST_N; o++)
-            v->series[map[i]].n[(size_t)t * SL__ST_N + o] += tmp[i * SL__ST_N + o];
+            m->v->series[m->map[i]].n[(size_t)t * SL__ST_N + o] += m->tmp[i * SL__ST_N + o];
     for (int b = 0; b < SL__LAT_N; b++)
-        lat[(size_t)t * SL__LAT_N + b] += h[b];
-    v->store_failures[t] += fail;
+        m->lat[(size_t)t * SL__LAT_N + b] += h[b];
+    m->v->store_failures[t] += fail;
 }
 
 /* ------------------------------------------------------------ top keys */
@@ -250,8 +261,9 @@ int sl__stats_read(struct sl__stats *s, int64_t now_ns, unsigned seconds, unsign
             map[i] = merged_index(v, &w->series[i], hashes);
             mine[map[i] * s->workers + wi] = &w->series[i];
         }
+        const struct merge m = {w, n, map, v, tmp, lat};
         for (unsigned t = 0; t < v->seconds; t++)
-            read_second(s, w, n, map, v->now_s - (int64_t)(v->seconds - 1 - t), t, v, tmp, lat);
+            read_second(&m, v->now_s - (int64_t)(v->seconds - 1 - t), t);
         v->dropped += atomic_load_explicit(&w->dropped, memory_order_relaxed);
     }
     totals(v);

@@ -41,6 +41,10 @@ struct sl__worker {
      * runs, `areply` for replies made in store callbacks (which may run
      * inside a command). Reused, freed when the worker ends. */
     struct sl__buf reply, areply;
+    /* A result the decision path edited before handing it on (a kill
+     * switch's, decide.c), valid for the duration of the protocol's
+     * callback. */
+    struct sl_result edited;
     /* Checks queued by the decision path (decide.c), NULL until first used. */
     struct sl__decide_batch *batch;
 

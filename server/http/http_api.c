@@ -47,6 +47,7 @@
 #include "metrics.h"
 #include "server.h"
 #include "stores.h"
+#include "verdict_edit.h"
 #include "server-t.h"
 #include "worker-t.h"
 #include "worker.h"
@@ -138,24 +139,9 @@ static int decision_status(const struct op *op, const struct sl_result *res)
     return op->kind == OP_AUTH ? 403 : 429;
 }
 
-/* A /v1/auth delay above http.max_delay: answered as a denial whose retry
- * is the delay (the request was admitted and counted by the limiter). */
-static const struct sl_result *delay_as_denial(const struct sl_result *res)
-{
-    edited = *res;
-    edited.verdict = SL_DENY;
-    for (size_t i = 0; i < edited.n_statuses; i++) {
-        struct sl_decision *d = &edited.statuses[i].d;
-        if (d->verdict == SL_DELAY) {
-            d->verdict = SL_DENY;
-            d->retry_after_ns = d->delay_ns;
-        }
-    }
-    return &edited;
-}
-
-/* The delay to hold a /v1/auth answer for, in ms (0: none); turns a delay
- * above the configured maximum into a denial. */
+/* The delay to hold a /v1/auth answer for, in ms (0: none); a delay above
+ * http.max_delay is answered as a denial whose retry is the delay (the
+ * request was admitted and counted by the limiter: verdict_edit.h). */
 static int64_t auth_delay(const struct op *op, const struct sl_result **res)
 {
     int64_t ms;
@@ -165,7 +151,7 @@ static int64_t auth_delay(const struct op *op, const struct sl_result **res)
     ms = sl_ns_to_ms_ceil((*res)->delay_ns);
     if (ms <= op->c->w->srv->cfg.http_max_delay_ms)
         return ms;
-    *res = delay_as_denial(*res);
+    *res = sl__verdict_delay_as_denial(&edited, *res);
     return 0;
 }
 

@@ -2,7 +2,9 @@
 /* Copyright (c) The Sluice authors */
 /*
  * http_json_parse.c - turns the JSON check bodies (Envoy's RateLimitRequest,
- * the native /v1/check body) into an sl_request.
+ * the native /v1/check body) into an sl_request. The native body's fields
+ * are read by checkbody/check_body.c, which `sluice simulate` shares; this
+ * file adds the strict parse into the arena and the overrides.
  *
  * Every count is checked against the library's caps before it is used and
  * every error names the field that is wrong. It does not validate domains
@@ -14,48 +16,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "check_body.h"
 #include "http_json_int.h"
 
 static int fail(struct sl__json_req *r, int rc, const char *what, const char *why)
 {
     snprintf(r->error, sizeof(r->error), "%s: %s", what, why);
     return rc;
-}
-
-/* An unsigned integer given as a JSON number or a decimal string (proto3
- * JSON writes 64-bit integers as strings). SL_EINVAL for another type or a
- * fraction, SL_ERANGE above max. */
-static int get_uint(const cJSON *v, uint64_t max, uint64_t *out)
-{
-    if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (!(d >= 0)) /* negative, or NaN */
-            return SL_EINVAL;
-        if (d >= 18446744073709551616.0)
-            return SL_ERANGE;
-        if (d != (double)(uint64_t)d)
-            return SL_EINVAL; /* a fraction */
-        if ((uint64_t)d > max)
-            return SL_ERANGE;
-        *out = (uint64_t)d;
-        return SL_OK;
-    }
-    if (cJSON_IsString(v)) {
-        const char *s = v->valuestring;
-        uint64_t n = 0;
-        if (*s == '\0')
-            return SL_EINVAL;
-        for (; *s != '\0'; s++) {
-            if (*s < '0' || *s > '9')
-                return SL_EINVAL;
-            if (n > (max - (uint64_t)(*s - '0')) / 10)
-                return SL_ERANGE;
-            n = n * 10 + (uint64_t)(*s - '0');
-        }
-        *out = n;
-        return SL_OK;
-    }
-    return SL_EINVAL;
 }
 
 static const cJSON *field(const cJSON *obj, const char *snake, const char *camel)
@@ -80,7 +47,7 @@ static int named_once(struct sl__json_req *r, const cJSON *obj, const char *snak
 static int uint_field(struct sl__json_req *r, const cJSON *v, uint64_t max, const char *what,
                       uint64_t *out)
 {
-    int rc = get_uint(v, max, out);
+    int rc = sl__json_uint(v, max, out);
     if (rc == SL_EINVAL)
         return fail(r, rc, what, "expected a non-negative integer");
     if (rc == SL_ERANGE)
@@ -159,7 +126,7 @@ static int parse_unit(const cJSON *v, int64_t *ns)
         return SL_EINVAL;
     }
     uint64_t n;
-    if (get_uint(v, SL__ENVOY_N_UNITS - 1, &n) != SL_OK)
+    if (sl__json_uint(v, SL__ENVOY_N_UNITS - 1, &n) != SL_OK)
         return SL_EINVAL;
     *ns = sl__envoy_units[n].ns;
     return SL_OK;
@@ -293,40 +260,6 @@ int sl__json_parse_envoy(struct sl__json_req *r, struct sl__json_arena *arena, c
 
 /* ----------------------------------------------------------- native */
 
-static int parse_native_descriptor(struct sl__json_req *r, const cJSON *d, size_t i)
-{
-    const cJSON *e;
-    size_t j = 0;
-    char what[64];
-    int size;
-
-    snprintf(what, sizeof(what), "descriptors[%zu]", i);
-    if (!cJSON_IsObject(d))
-        return fail(r, SL_EINVAL, what, "expected an object {\"key\": \"value\", ...}");
-    size = cJSON_GetArraySize(d);
-    if (size == 0)
-        return fail(r, SL_EINVAL, what, "must not be empty");
-    if (size > SL_MAX_ENTRIES)
-        return fail(r, SL_ETOOBIG, what, "too many entries (at most 16)");
-    cJSON_ArrayForEach(e, d)
-    {
-        if (!cJSON_IsString(e)) {
-            snprintf(what, sizeof(what), "descriptors[%zu].%.32s", i, e->string);
-            return fail(r, SL_EINVAL, what, "value must be a string");
-        }
-        if (e->string[0] == '\0')
-            return fail(r, SL_EINVAL, what, "keys must not be empty");
-        r->entries[i][j].key = (struct sl_str){e->string, strlen(e->string)};
-        r->entries[i][j].value = str_of(e);
-        j++;
-    }
-    r->descs[i].entries = r->entries[i];
-    r->descs[i].n_entries = j;
-    r->descs[i].hits = -1;
-    r->descs[i].limit = NULL;
-    return SL_OK;
-}
-
 /* "overrides": [null | {"requests_per_unit", "unit"}, ...], one per
  * descriptor: Envoy's per-descriptor limit override on the native body. */
 static int parse_native_overrides(struct sl__json_req *r, size_t n)
@@ -354,25 +287,14 @@ static int parse_native_overrides(struct sl__json_req *r, size_t n)
 int sl__json_parse_check(struct sl__json_req *r, struct sl__json_arena *arena, const char *body,
                          size_t len)
 {
-    const cJSON *descs, *d, *hits;
-    size_t n, i = 0;
-    uint64_t h = 1;
+    const struct sl__check_body b = {&r->req, r->descs, r->entries};
     int rc;
 
     memset(r->overrides, 0, sizeof(r->overrides));
-    if ((rc = start(r, arena, body, len)) != SL_OK || (rc = parse_domain(r, r->root)) != SL_OK ||
-        (rc = descriptor_array(r, r->root, &descs, &n)) != SL_OK)
+    if ((rc = start(r, arena, body, len)) != SL_OK ||
+        (rc = sl__check_body_read(r->root, &b, r->error, sizeof(r->error))) != SL_OK)
         return rc;
-    hits = cJSON_GetObjectItemCaseSensitive(r->root, "hits");
-    if (hits != NULL && (rc = uint_field(r, hits, UINT64_MAX, "hits", &h)) != SL_OK)
-        return rc;
-    r->req.hits = h;
-    cJSON_ArrayForEach(d, descs)
-    {
-        if ((rc = parse_native_descriptor(r, d, i++)) != SL_OK)
-            return rc;
-    }
-    return parse_native_overrides(r, n);
+    return parse_native_overrides(r, r->req.n_descriptors);
 }
 
 void sl__json_req_release(struct sl__json_req *r)

@@ -39,6 +39,7 @@
 #include "proxy_descr.h"
 #include "proxy_gate.h"
 #include "proxy_int.h"
+#include "verdict_edit.h"
 #include "worker-t.h"
 #include "xalloc.h"
 
@@ -220,22 +221,6 @@ static const struct sl__proxy_limits *limits_of(const struct sl__proxy_greq *g)
     return &g->pw->cfg->routes[g->route_i].lim;
 }
 
-/* A delay past max_delay or a full queue: a denial whose retry is the
- * delay (the limiter admitted and counted the request). */
-static const struct sl_result *as_denial(struct sl_result *ed, const struct sl_result *res)
-{
-    *ed = *res;
-    ed->verdict = SL_DENY;
-    for (size_t i = 0; i < ed->n_statuses; i++) {
-        struct sl_decision *d = &ed->statuses[i].d;
-        if (d->verdict == SL_DELAY) {
-            d->verdict = SL_DENY;
-            d->retry_after_ns = d->delay_ns;
-        }
-    }
-    return ed;
-}
-
 static bool shadow_denied(const struct sl_result *res)
 {
     for (size_t i = 0; i < res->n_statuses; i++)
@@ -297,8 +282,10 @@ static enum sl__proxy_verdict judge(struct sl__proxy_greq *g, int err, const str
         memcpy(g->lease, res->lease, strlen(res->lease) + 1);
     if (res->verdict == SL_DELAY) {
         g->delay_ms = sl_ns_to_ms_ceil(res->delay_ns);
+        /* Past max_delay or a full queue: a denial whose retry is the
+         * delay (the limiter admitted and counted the request). */
         if (g->delay_ms > lim->max_delay_ms || g->pw->gate.queues[g->route_i].n >= lim->max_queue)
-            res = as_denial(&s->edited, res);
+            res = sl__verdict_delay_as_denial(&s->edited, res);
     }
     if (res->verdict == SL_DENY) {
         x->acc.decision = "deny";

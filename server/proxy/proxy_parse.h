@@ -14,7 +14,7 @@
  *
  * Pure: no allocation, no I/O; the head's slices point into the caller's
  * bytes and live as long as they do. It does not parse bodies
- * (proxy_chunk.h) or rewrite heads (proxy_head.h).
+ * (proxy_chunk.h) or rewrite heads (proxy_head.c, declared in proxy_int.h).
  */
 #ifndef SL_PROXY_PARSE_H
 #define SL_PROXY_PARSE_H

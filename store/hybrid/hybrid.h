@@ -67,7 +67,7 @@ struct sl__hybrid_stats {
     bool connected;                /* the sync connection is ready */
 };
 
-/* The key table (store/hybrid/hybrid_config.c). */
+/* The key table (store/hybrid/hybrid_kind.c). */
 struct sl__key;
 const struct sl__key *sl__hybrid_config_keys(size_t *n);
 /* SL_OK or SL_EINVAL with err: needs one Redis (not a cluster). */

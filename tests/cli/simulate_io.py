@@ -74,6 +74,24 @@ rc2, out2, _ = simulate(text)
 if out2 != out:
     fail("output is not deterministic")
 
+# The body rules of POST /v1/check (checkbody/check_body.c): an empty key is
+# refused, hits is a number or a decimal string up to 2^64-1.
+T2 = T + 600000
+lines = [
+    {"t_ms": T2, "domain": "api", "descriptors": [{"": "a"}]},
+    {"t_ms": T2, "domain": "api", "descriptors": [{"user": "h"}], "hits": "18446744073709551615"},
+    {"t_ms": T2, "domain": "api", "descriptors": [{"user": "h"}], "hits": "18446744073709551616"},
+    {"t_ms": T2, "domain": "api", "descriptors": [{"user": "h"}], "hits": "0"},
+]
+rc, out, err = simulate("\n".join(json.dumps(l) for l in lines) + "\n")
+if rc != 1 or "line 1: descriptors[0]: keys must not be empty" not in err:
+    fail(f"an empty key must be refused: rc={rc} err={err!r}")
+if "line 3: hits: number out of range" not in err or "line 2:" in err or "line 4:" in err:
+    fail(f"hits up to 2^64-1 as a string: err={err!r}")
+got = [json.loads(l) for l in out.splitlines()]
+if [g["decision"] for g in got] != ["deny", "allow"] or got[1]["statuses"][0]["remaining"] != 2:
+    fail(f"hits 2^64-1 denies, \"0\" peeks: {got}")
+
 # nginx combined log: two descriptors, 1 s resolution, query stripped.
 log = "\n".join([
     '10.0.0.1 - - [14/Nov/2023:22:14:00 +0000] "POST /login?next=/ HTTP/1.1" 401 0 "-" "curl"',

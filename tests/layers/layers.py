@@ -4,12 +4,13 @@
 """layers.py SOURCE_DIR - no layer includes a header of a layer above it.
 
 Sluice's layers, bottom up: the public header (include/), libsluice (lib/),
-configuration tables (conf/) and the rules database (rulesdb/), the stores
+configuration tables (conf/), the native check body's reader (checkbody/:
+sluiced's /v1/check and `sluice simulate`) and the rules database (rulesdb/), the stores
 (store/), the server core (server/core/), the protocol rooms (server/http,
 server/resp, ... each a directory under server/), the admin room (over
 http), the configuration check (server/check: sluiced -t, on the core and
 linked with the registration), and the registration (server/*.c). The CLI
-(cli/) sits on lib and rulesdb, and of the daemon on server/check alone
+(cli/) sits on lib, checkbody and rulesdb, and of the daemon on server/check alone
 (`sluice check -c` runs sluiced's own check). ALLOWED below says, for each directory, which directories' headers
 its files may include; a file may always include headers of its own
 directory tree. Every `#include "..."` of every C file is resolved against
@@ -28,10 +29,11 @@ import sys
 ALLOWED = {
     "lib": ["include"],
     "conf": ["include"],
+    "checkbody": ["include"],
     "rulesdb": ["include", "lib/internal"],
     "store": ["include", "lib/internal", "conf", "rulesdb"],
     "server/core": ["include", "lib/internal", "conf", "rulesdb", "store/include"],
-    "server/http": ["include", "lib/internal", "conf", "server/core"],
+    "server/http": ["include", "lib/internal", "conf", "checkbody", "server/core"],
     "server/resp": ["include", "conf", "server/core"],
     "server/admin": ["include", "conf", "rulesdb", "server/core", "server/http"],
     "server/grpc": ["include", "conf", "server/core"],
@@ -39,7 +41,7 @@ ALLOWED = {
     "server/check": ["include", "conf", "server/core"],
     "server": ["include", "conf", "server/core", "server/http", "server/resp", "server/admin",
                "server/grpc", "server/proxy", "server/check"],
-    "cli": ["include", "rulesdb", "server/check"],
+    "cli": ["include", "checkbody", "rulesdb", "server/check"],
     "redis-module": ["include", "lib/internal"],
 }
 CHECKED = list(ALLOWED)

@@ -8,7 +8,7 @@
  * peeks, per-descriptor costs, count_rejected, leases and a full table.
  *
  * Rule matching is not exercised here (lib/rules' tests do that through
- * sl_limiter_check); threads are in test_thr_limiter.c.
+ * sl_limiter_check); threads are in test_thr_table.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
