@@ -26,6 +26,8 @@
 struct sl__worker;
 struct sl__listener;
 struct sl__proto;
+struct sl__conn_io;
+struct sl__conn_up;
 
 /* A growable byte buffer; `p` is NULL until the first append. */
 struct sl__buf {
@@ -59,6 +61,7 @@ enum sl__conn_flag {
     SL__CONN_WANT_SENT = 1u << 9,   /* call on_sent once the output is written */
     SL__CONN_PARTIAL = 1u << 10,  /* the protocol holds an incomplete request (sl__conn_partial) */
     SL__CONN_DRAINING = 1u << 11, /* asked to end gracefully (sl__conn_drain) */
+    SL__CONN_CLOSE_BEGUN = 1u << 12, /* the stream's close began (conn_io.h: close) */
 };
 
 /* A buffer larger than this is given back once the frame that needed it is
@@ -71,6 +74,11 @@ enum sl__conn_flag {
 
 struct sl__conn {
     uv_tcp_t tcp; /* tcp.data points back here */
+    /* The byte stream (conn_io.h): what moves the bytes (down), and what
+     * it reports to (up): a back-end and the core, or a transform between
+     * them. */
+    const struct sl__conn_io *io;
+    const struct sl__conn_up *up;
     struct sl__worker *w;
     const struct sl__listener *ls;
     const struct sl__proto *proto; /* NULL until sniffed */
@@ -107,16 +115,19 @@ struct sl__conn {
     struct sl__conn *dprev, *dnext;
     bool dirty;
 
-    /* Through the worker's io_uring (w->ring), instead of libuv's reads
-     * and writes on `tcp` (which still owns the socket, its shutdown and
-     * its close). The connection is freed only after the last completion
-     * of its operations. */
+    /* The io_uring back-end's (conn_ring.c): its operations on the
+     * socket, which `tcp` still owns (its shutdown and its close). The
+     * connection is freed only after the last completion of its
+     * operations. */
     int fd;
     struct sl__ring_op rrecv, rsend;
-    unsigned rops; /* operations outstanding */
-    size_t rsent;  /* bytes of `inflight` the kernel took so far */
-    bool rarmed;   /* a receive is armed */
-    bool rwant;    /* reading is wanted: arm again when the receive ends */
+    unsigned rops;       /* operations outstanding */
+    const char *rsend_p; /* the send under way: its bytes, */
+    size_t rsend_len;    /* their length, */
+    size_t rsent;        /* and how many the kernel took so far */
+    bool rarmed;         /* a receive is armed */
+    bool rwant;          /* reading is wanted: arm again when the receive ends */
+    bool rsending;       /* a send is under way */
 };
 
 #endif /* SL_SERVER_CONN_T_H */

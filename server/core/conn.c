@@ -3,7 +3,11 @@
 /*
  * conn.c - one client connection: reading into a reused buffer, sniffing
  * the protocol, handing whole frames to it, and writing replies in request
- * order, including replies that arrive later through reserved slots.
+ * order, including replies that arrive later through reserved slots; its
+ * budgets, timeouts and lifetime. The bytes move through the connection's
+ * byte stream (conn_io.h: libuv's stream calls in conn_uv.c, the worker's
+ * io_uring in conn_ring.c, or a transform over either); this file is the
+ * layer above it (sl__conn_up_core) and the same for every back-end.
  *
  * Closing a connection that still sends (a refused request with its body
  * unread, say) lingers, as nginx's lingering_close does: close() with unread
@@ -26,6 +30,7 @@
 
 #include "client_key.h"
 #include "conn.h"
+#include "conn_io.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
@@ -35,7 +40,7 @@
 
 /* Read at least this much per call. */
 #define READ_CHUNK 16384
-/* A ring's receive is copied whole into the room in_room() makes. */
+/* A ring's receive is copied whole into the room rx_room() gives. */
 _Static_assert(SL__RING_BUF_BYTES <= READ_CHUNK, "a ring buffer fits one read's room");
 /* Stop reading while this much output waits for a slow reader. */
 #define OUT_HIGH (4u << 20)
@@ -45,13 +50,13 @@ static void flush(struct sl__conn *c);
 static void drained(struct sl__conn *c);
 static void maybe_free(struct sl__conn *c);
 static void undirty(struct sl__conn *c);
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-static void read_result(struct sl__conn *c, ssize_t nread);
-static void written(struct sl__conn *c, int status);
 static bool resume(struct sl__conn *c);
-static void ring_recv_done(struct sl__ring_op *op, int res, const char *data, size_t len);
-static void ring_send_done(struct sl__ring_op *op, int res, const char *data, size_t len);
+
+/* The stream's close began (or ended): nothing more may be asked of it. */
+static bool closing(const struct sl__conn *c)
+{
+    return (c->flags & SL__CONN_CLOSE_BEGUN) != 0;
+}
 
 void sl__buf_grow(struct sl__buf *b, size_t len)
 {
@@ -140,10 +145,19 @@ static int64_t now_ms(struct sl__conn *c)
 
 /* ------------------------------------------------------------ lifetime */
 
-static void on_closed(uv_handle_t *h)
+/* up->closed: the socket is closed. */
+static void up_closed(struct sl__conn *c)
 {
-    struct sl__conn *c = h->data;
     c->flags |= SL__CONN_HANDLE_GONE;
+    maybe_free(c);
+}
+
+/* up->idle: an operation of the stream ended after the close began: no
+ * write is under way any more, and the memory goes once none is left. */
+static void up_idle(struct sl__conn *c)
+{
+    c->writing = false;
+    c->inflight.len = 0;
     maybe_free(c);
 }
 
@@ -216,63 +230,29 @@ void sl__conn_flush_dirty(struct sl__worker *w)
     while (w->dirty != NULL) {
         struct sl__conn *c = w->dirty;
         undirty(c);
-        if (!(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp))
+        if (!(c->flags & SL__CONN_HANDLE_GONE) && !closing(c))
             flush(c);
     }
 }
 
 /* ------------------------------------------------ reading on or off */
 
-/* Read from the peer: libuv's reads, or a receive armed in the worker's
- * ring (armed again when it ends, while reading is wanted). */
+/* Read from the peer (what was read while held or paused is kept in `in`
+ * and offered on resume: a held stream reads no further ahead than one
+ * read, the stream's read_stop). */
 static int read_start(struct sl__conn *c)
 {
-    if (c->w->ring == NULL)
-        return uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
-    c->rwant = true;
-    if (!c->rarmed) {
-        c->rarmed = true;
-        c->rops++;
-        sl__ring_recv(c->w->ring, &c->rrecv, c->fd);
-    }
-    return 0;
+    return c->io->read_start(c);
 }
 
-/* Stop reading. Through the ring the receive armed now is not armed
- * again: it brings at most one pool buffer (16 KiB), kept in `in` and not
- * offered to the protocol while the connection is held or paused, so a
- * held stream (the proxy's upload) reads no further ahead than that. */
 static void read_stop(struct sl__conn *c)
 {
-    if (c->w->ring == NULL) {
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        return;
-    }
-    c->rwant = false;
+    c->io->read_stop(c);
 }
 
 static void close_handle(struct sl__conn *c)
 {
-    if (uv_is_closing((uv_handle_t *)&c->tcp))
-        return;
-    if (c->w->ring != NULL) { /* the operations end, then the memory goes (maybe_free) */
-        read_stop(c);
-        if (c->rarmed || c->writing) /* they name the descriptor uv_close closes now */
-            sl__ring_fd_closing(c->w->ring, c->fd);
-        if (c->rarmed) /* (this runs once: the handle is not closing yet) */
-            sl__ring_cancel(c->w->ring, &c->rrecv);
-        if (c->writing)
-            sl__ring_cancel(c->w->ring, &c->rsend);
-    }
-    uv_close((uv_handle_t *)&c->tcp, on_closed);
-}
-
-static void on_shutdown(uv_shutdown_t *req, int status)
-{
-    struct sl__conn *c = req->data;
-
-    if (status < 0 || read_start(c) != 0)
-        close_handle(c);
+    c->io->close(c);
 }
 
 /* Output flushed: close, or first linger if the peer may still be sending
@@ -280,15 +260,14 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 static void finish_close(struct sl__conn *c)
 {
     if ((c->flags & (SL__CONN_PEER_GONE | SL__CONN_EOF | SL__CONN_LINGER)) || c->w->stopping ||
-        uv_is_closing((uv_handle_t *)&c->tcp)) {
+        closing(c)) {
         if (!(c->flags & SL__CONN_LINGER))
             close_handle(c);
         return;
     }
     c->flags |= SL__CONN_LINGER;
     c->linger_until_ms = now_ms(c) + SL__CONN_LINGER_MS;
-    c->sreq.data = c;
-    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+    if (c->io->shutdown(c) != 0)
         close_handle(c);
 }
 
@@ -308,11 +287,7 @@ void sl__conn_close(struct sl__conn *c)
 
 /* ------------------------------------------------------------- writing */
 
-static void on_written(uv_write_t *req, int status)
-{
-    written(req->data, status);
-}
-
+/* up->tx_done: the background send of `inflight` completed. */
 static void written(struct sl__conn *c, int status)
 {
     c->writing = false;
@@ -341,36 +316,12 @@ static bool resume(struct sl__conn *c)
         return true;
     c->flags &= ~SL__CONN_PAUSED;
     process(c); /* frames may be waiting in `in` */
-    if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) &&
-        !uv_is_closing((uv_handle_t *)&c->tcp) && read_start(c) != 0) {
+    if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD)) && !closing(c) &&
+        read_start(c) != 0) {
         sl__conn_abort(c);
         return false;
     }
     return true;
-}
-
-/* A send through the ring completed: the rest of `inflight` goes again
- * (the kernel took part of it), or the write is done. */
-static void ring_send_done(struct sl__ring_op *op, int res, const char *data, size_t len)
-{
-    struct sl__conn *c = (struct sl__conn *)((char *)op - offsetof(struct sl__conn, rsend));
-
-    (void)data, (void)len;
-    c->rops--;
-    if ((c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp)) {
-        c->writing = false; /* cancelled by the close, or done: nothing more goes */
-        c->inflight.len = 0;
-        maybe_free(c);
-        return;
-    }
-    if (res > 0 && c->rsent + (size_t)res < c->inflight.len) {
-        c->rsent += (size_t)res;
-        c->rops++;
-        sl__ring_send(c->w->ring, &c->rsend, c->fd, c->inflight.p + c->rsent,
-                      c->inflight.len - c->rsent);
-        return;
-    }
-    written(c, res > 0 ? 0 : res < 0 ? res : UV_EIO);
 }
 
 /* `out` becomes the buffer being written (`inflight`, untouched until the
@@ -384,39 +335,29 @@ static void to_inflight(struct sl__conn *c)
     c->out.len = 0;
 }
 
-/* Hand `out` to the kernel (or the ring), and finish a close waiting for
- * it. */
+/* Hand `out` to the stream - what the socket takes now, the rest in the
+ * background (`inflight`, untouched until the send completes) - and
+ * finish a close waiting for it. */
 static void flush_out(struct sl__conn *c)
 {
     if (c->flags & SL__CONN_PEER_GONE) {
         c->out.len = 0;
         return;
     }
-    if (!c->writing && c->out.len > 0 && c->w->ring != NULL) {
-        /* Through the ring: sent with every other write of this iteration
-         * in the system call that ends it. */
-        to_inflight(c);
-        c->rsent = 0;
-        c->writing = true;
-        c->rops++;
-        sl__ring_send(c->w->ring, &c->rsend, c->fd, c->inflight.p, c->inflight.len);
-    } else if (!c->writing && c->out.len > 0) {
-        /* Most replies fit the socket buffer: try the syscall directly. */
-        uv_buf_t b = uv_buf_init(c->out.p, (unsigned)c->out.len);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        if (n > 0) {
-            memmove(c->out.p, c->out.p + n, c->out.len - (size_t)n);
-            c->out.len -= (size_t)n;
-        } else if (n < 0 && n != UV_EAGAIN) {
+    if (!c->writing && c->out.len > 0) {
+        size_t took = 0;
+        if (c->io->write(c, c->out.p, c->out.len, &took) != 0) {
             sl__conn_abort(c);
             return;
         }
+        if (took > 0) {
+            memmove(c->out.p, c->out.p + took, c->out.len - took);
+            c->out.len -= took;
+        }
         if (c->out.len > 0) {
             to_inflight(c);
-            b = uv_buf_init(c->inflight.p, (unsigned)c->inflight.len);
-            c->wreq.data = c;
             c->writing = true;
-            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_written) != 0) {
+            if (c->io->send(c, c->inflight.p, c->inflight.len) != 0) {
                 c->writing = false;
                 sl__conn_abort(c);
                 return;
@@ -449,8 +390,8 @@ static void flush(struct sl__conn *c)
     flush_out(c);
     while ((c->flags & SL__CONN_PAUSED) && !c->writing && c->out.len < OUT_HIGH / 2 &&
            !(c->flags & (SL__CONN_IN_READ | SL__CONN_CLOSING | SL__CONN_HANDLE_GONE)) &&
-           !uv_is_closing((uv_handle_t *)&c->tcp)) {
-        if (!resume(c) || uv_is_closing((uv_handle_t *)&c->tcp))
+           !closing(c)) {
+        if (!resume(c) || closing(c))
             return;
         flush_out(c);
     }
@@ -458,8 +399,7 @@ static void flush(struct sl__conn *c)
 
 void sl__conn_flush(struct sl__conn *c)
 {
-    if (!(c->flags & (SL__CONN_IN_READ | SL__CONN_HANDLE_GONE)) &&
-        !uv_is_closing((uv_handle_t *)&c->tcp))
+    if (!(c->flags & (SL__CONN_IN_READ | SL__CONN_HANDLE_GONE)) && !closing(c))
         flush(c);
 }
 
@@ -646,16 +586,14 @@ static bool in_room(struct sl__conn *c)
     return true;
 }
 
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+/* up->rx_room: where the next read goes (the end of `in`). */
+static bool rx_room(struct sl__conn *c, char **p, size_t *room)
 {
-    struct sl__conn *c = h->data;
-
-    (void)hint;
-    if (!in_room(c)) {
-        *buf = uv_buf_init(NULL, 0); /* UV_ENOBUFS in on_read: closed there */
-        return;
-    }
-    *buf = uv_buf_init(c->in.p + c->in.len, (unsigned)(c->in.cap - c->in.len));
+    if (!in_room(c))
+        return false; /* SL__CONN_RX_NOBUFS in rx: closed there */
+    *p = c->in.p + c->in.len;
+    *room = c->in.cap - c->in.len;
+    return true;
 }
 
 /* Pick the protocol from the first bytes; false if the connection closed. */
@@ -719,14 +657,8 @@ static void process(struct sl__conn *c)
     }
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    (void)buf;
-    read_result(s->data, nread);
-}
-
-/* What a read brought: `nread` bytes appended to `in`, or UV_EOF, or an
- * error (libuv's codes: negative errno). */
+/* up->rx: what a read brought: `nread` bytes appended to `in`, or
+ * SL__CONN_RX_EOF, or an error (libuv's codes: negative errno). */
 static void read_result(struct sl__conn *c, ssize_t nread)
 {
     if (c->flags & SL__CONN_LINGER) { /* draining: drop input, close at EOF */
@@ -734,12 +666,12 @@ static void read_result(struct sl__conn *c, ssize_t nread)
             close_handle(c);
         return;
     }
-    if (nread == UV_EOF) {
+    if (nread == SL__CONN_RX_EOF) {
         c->flags |= SL__CONN_EOF;
         sl__conn_close(c); /* half-closed: the replies still go out */
         return;
     }
-    if (nread == UV_ENOBUFS) { /* on_alloc: a large frame past the buffer budget */
+    if (nread == SL__CONN_RX_NOBUFS) { /* rx_room: a large frame past the buffer budget */
         static struct sl__lograte rl;
         sl__log_rate(&rl, SL__LOG_WARN, "conn.buffer_budget",
                      &SL__LOG_STR("limit", "server.max_buffer_bytes"), 1,
@@ -764,42 +696,17 @@ static void read_result(struct sl__conn *c, ssize_t nread)
     if (c->flags & (SL__CONN_HELD | SL__CONN_PAUSED))
         return; /* what the receive armed before reading stopped brought: offered on resume */
     process(c);
-    if (!(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp))
+    if (!(c->flags & SL__CONN_HANDLE_GONE) && !closing(c))
         flush(c);
 }
 
-/* A receive through the ring brought bytes (from the worker's buffer,
- * copied into `in` as on_alloc would have sized it), the peer's EOF, or
- * failed (-ENOBUFS: the pool was empty; -ECANCELED: the close); the next
- * one is armed while reading is wanted. */
-static void ring_recv_done(struct sl__ring_op *op, int res, const char *data, size_t len)
-{
-    struct sl__conn *c = (struct sl__conn *)((char *)op - offsetof(struct sl__conn, rrecv));
-    bool open = !(c->flags & SL__CONN_HANDLE_GONE) && !uv_is_closing((uv_handle_t *)&c->tcp);
-
-    c->rarmed = false;
-    c->rops--;
-    if (open && res > 0 && (c->flags & SL__CONN_LINGER)) {
-        /* draining before the close: dropped */
-    } else if (open && res > 0) {
-        if (!in_room(c)) {
-            read_result(c, UV_ENOBUFS);
-        } else {
-            memcpy(c->in.p + c->in.len, data, len);
-            read_result(c, (ssize_t)len);
-        }
-    } else if (open && res == 0) {
-        read_result(c, UV_EOF);
-    } else if (open && res < 0 && res != -ENOBUFS && res != -ECANCELED) {
-        read_result(c, res);
-    }
-    if ((c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp)) {
-        maybe_free(c);
-        return;
-    }
-    if (!c->rarmed && c->rwant) /* the next receive (or again, when the pool was empty) */
-        read_start(c);
-}
+const struct sl__conn_up sl__conn_up_core = {
+    .rx_room = rx_room,
+    .rx = read_result,
+    .tx_done = written,
+    .closed = up_closed,
+    .idle = up_idle,
+};
 
 size_t sl__conn_peer_addr(struct sl__conn *c, unsigned char out[16])
 {
@@ -843,6 +750,10 @@ void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_str
     c->ls = ls;
     c->partial_since_ms = -1;
     c->stalled_since_ms = -1;
+    /* One stream per connection, chosen here: a transform (TLS) would be
+     * set up over the back-end at this point (conn_io.h). */
+    c->io = w->ring != NULL ? &sl__conn_io_ring : &sl__conn_io_uv;
+    c->up = &sl__conn_up_core;
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
     c->next = w->conns;
@@ -877,17 +788,7 @@ void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_str
     }
     uv_tcp_nodelay(&c->tcp, 1);
     c->last_read_ms = c->accepted_ms = now_ms(c);
-    if (w->ring != NULL) {
-        uv_os_fd_t fd;
-        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) {
-            sl__conn_abort(c);
-            return;
-        }
-        c->fd = fd;
-        c->rrecv.done = ring_recv_done;
-        c->rsend.done = ring_send_done;
-    }
-    if (read_start(c) != 0)
+    if (c->io->open(c) != 0 || read_start(c) != 0)
         sl__conn_abort(c);
 }
 
@@ -956,12 +857,11 @@ void sl__conn_unhold(struct sl__conn *c)
     if (!(c->flags & SL__CONN_IN_READ))
         process(c); /* inside on_read the protocol is being offered the input already */
     if (!(c->flags & (SL__CONN_PAUSED | SL__CONN_CLOSING | SL__CONN_HELD | SL__CONN_HANDLE_GONE)) &&
-        !uv_is_closing((uv_handle_t *)&c->tcp) && read_start(c) != 0) {
+        !closing(c) && read_start(c) != 0) {
         sl__conn_abort(c);
         return;
     }
-    if (!(c->flags & (SL__CONN_HANDLE_GONE | SL__CONN_IN_READ)) &&
-        !uv_is_closing((uv_handle_t *)&c->tcp))
+    if (!(c->flags & (SL__CONN_HANDLE_GONE | SL__CONN_IN_READ)) && !closing(c))
         flush(c);
 }
 
@@ -977,8 +877,7 @@ void sl__conn_set_busy(struct sl__conn *c, bool busy)
     c->last_read_ms = now_ms(c);
     if (c->partial_since_ms >= 0)
         c->partial_since_ms = c->last_read_ms;
-    if ((c->flags & SL__CONN_CLOSING) && !(c->flags & SL__CONN_IN_READ) &&
-        !uv_is_closing((uv_handle_t *)&c->tcp))
+    if ((c->flags & SL__CONN_CLOSING) && !(c->flags & SL__CONN_IN_READ) && !closing(c))
         flush(c); /* a close waited for this request */
 }
 
@@ -1004,7 +903,7 @@ bool sl__conn_want_sent(struct sl__conn *c)
 static void drained(struct sl__conn *c)
 {
     if (!(c->flags & SL__CONN_WANT_SENT) || c->writing || c->out.len > 0 ||
-        (c->flags & SL__CONN_HANDLE_GONE) || uv_is_closing((uv_handle_t *)&c->tcp))
+        (c->flags & SL__CONN_HANDLE_GONE) || closing(c))
         return;
     c->flags &= ~SL__CONN_WANT_SENT;
     if (c->proto != NULL && c->proto->on_sent != NULL)
@@ -1014,5 +913,5 @@ static void drained(struct sl__conn *c)
 bool sl__conn_is_closing(const struct sl__conn *c)
 {
     return (c->flags & (SL__CONN_CLOSING | SL__CONN_PEER_GONE | SL__CONN_HANDLE_GONE)) != 0 ||
-           uv_is_closing((uv_handle_t *)&c->tcp);
+           closing(c);
 }

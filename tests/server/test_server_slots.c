@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "conn.h"
+#include "conn_io.h"
 #include "server-t.h"
 #include "worker-t.h"
 
@@ -55,6 +56,8 @@ static int setup(void **state)
     f->c->partial_since_ms = -1;
     uv_tcp_init(&f->w.loop, &f->c->tcp);
     f->c->tcp.data = f->c;
+    f->c->io = &sl__conn_io_uv; /* the libuv stream, as accept chooses without a ring */
+    f->c->up = &sl__conn_up_core;
     assert_int_equal(uv_tcp_open(&f->c->tcp, sv[0]), 0);
     f->w.conns = f->c;
     f->w.n_conns = 1;
