@@ -86,8 +86,12 @@ FUZZ_RUNS    ?=
 fuzz: build
 	@scripts/fuzz.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
+# The same files tests/format_check.sh checks: every C file git tracks
+# (redis-module/ and checkbody/ included), or, outside a git checkout,
+# every C file under the source folders.
 format:
-	@find include lib conf cli server store rulesdb tests bench fuzz -name '*.[ch]' 2>/dev/null | xargs clang-format -i
+	@{ git ls-files '*.c' '*.h' 2>/dev/null || find include lib conf checkbody cli server store \
+	    rulesdb redis-module tests bench fuzz -name '*.[ch]'; } | xargs clang-format -i
 
 clean:
 	rm -rf build build-asan build-tsan build-release
