@@ -47,6 +47,8 @@ struct sl__worker {
     struct sl_result edited;
     /* Checks queued by the decision path (decide.c), NULL until first used. */
     struct sl__decide_batch *batch;
+    /* Why the worker is not ready, as sl__worker_unready() says it. */
+    char unready_why[192], unready_text[224];
 
     struct sl__conn *conns; /* list of open connections */
     /* Connections with replies made outside their reads (sl__conn_flush_dirty

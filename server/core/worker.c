@@ -211,14 +211,14 @@ void sl__worker_join(struct sl__worker *w)
 
 const char *sl__worker_unready(struct sl__worker *w, const char **degraded)
 {
-    static _Thread_local char why[192], text[224];
+    char *why = w->unready_why, *text = w->unready_text;
     enum sl__stores_state st;
 
     if (degraded != NULL)
         *degraded = "";
     if (sl__worker_rules(w) == NULL)
         return "no rules loaded";
-    st = sl__server_stores_health(w->srv, why, sizeof(why));
+    st = sl__server_stores_health(w->srv, why, sizeof(w->unready_why));
     if (st == SL__STORES_UP)
         return NULL;
     if (st == SL__STORES_DEGRADED && w->srv->cfg.readyz != SL__READYZ_STORE) {
@@ -226,6 +226,7 @@ const char *sl__worker_unready(struct sl__worker *w, const char **degraded)
             *degraded = why;
         return NULL;
     }
-    snprintf(text, sizeof(text), "%s%s", st == SL__STORES_STARTING ? "starting: " : "", why);
+    snprintf(text, sizeof(w->unready_text), "%s%s", st == SL__STORES_STARTING ? "starting: " : "",
+             why);
     return text;
 }

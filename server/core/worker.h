@@ -35,8 +35,8 @@ static inline const sl_rules *sl__worker_rules(struct sl__worker *w)
  * decided: by the store, or - http.readyz: decisions, the default - by a
  * local or allow failure policy standing in for it, when *degraded (may be
  * NULL) says why; else *degraded is "". Not ready while the store is
- * starting ("starting: ..."). The strings are the calling thread's, valid
- * until its next call.
+ * starting ("starting: ..."). The strings are the worker's, valid until
+ * its next call.
  */
 const char *sl__worker_unready(struct sl__worker *w, const char **degraded);
 
