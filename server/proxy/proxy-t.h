@@ -100,6 +100,44 @@ struct sl__proxy_config {
 
 struct sl__proxy_up;
 struct sl__proxy_x;
+struct sl__proxy_local; /* a local answer (proxy_int.h) */
+struct sl__proxy_worker;
+
+/* What the gate made of a request (proxy_gate.h). */
+enum sl__proxy_verdict {
+    SL__PROXY_FORWARD,
+    SL__PROXY_ANSWERED,
+    SL__PROXY_HOLD,
+};
+
+/* The events the helpers report to the exchange's state machine
+ * (proxy.c), which registers them once per worker (sl__proxy_worker_get)
+ * and alone handles them: a helper calls through these pointers, never
+ * proxy.c by name, so that no call goes back up the room's files
+ * (docs/architecture.md §The proxy's exchange). Each is called from the
+ * loop, never inside a call the state machine made to the helper. */
+struct sl__proxy_events {
+    /* proxy_up.c, the exchange's upstream connection: connected (status
+     * 0) or not (a libuv error); bytes read (in up->in); closed, reset or
+     * a write failed (status a libuv error or UV_EOF); all queued bytes
+     * written. */
+    void (*up_connected)(struct sl__proxy_x *x, int status);
+    void (*up_data)(struct sl__proxy_x *x);
+    void (*up_eof)(struct sl__proxy_x *x, int status);
+    void (*up_drained)(struct sl__proxy_x *x);
+    /* proxy_up.c, a connection without exchange: an idle pooled one read
+     * something (its server closed it); one's handle closed and freed. */
+    void (*idle_heard)(struct sl__proxy_up *up);
+    void (*up_closed)(struct sl__proxy_worker *pw);
+    /* proxy_pool.c: the worker's tick, once per exchange in flight. */
+    void (*tick)(struct sl__proxy_x *x, int64_t now_ms);
+    /* proxy_gate.c: the verdict on a request it held (FORWARD, ANSWERED
+     * with `answer`, or HOLD for a client that left while it was
+     * decided); a store call of the gate was answered. */
+    void (*verdict)(struct sl__proxy_x *x, enum sl__proxy_verdict v,
+                    struct sl__proxy_local *answer);
+    void (*store_answered)(struct sl__proxy_worker *pw);
+};
 struct sl__proxy_greq;     /* the gate's state of one request (proxy_gate.c) */
 struct sl__proxy_gscratch; /* the gate's per-worker scratch (proxy_gate.c) */
 
@@ -133,7 +171,8 @@ struct sl__proxy_peer {
 struct sl__proxy_worker {
     uv_loop_t *loop;
     const struct sl__proxy_config *cfg;
-    struct sl__proxy_peer *peers; /* route r's servers from peer_base[r] */
+    const struct sl__proxy_events *ev; /* the state machine's (proxy.c) */
+    struct sl__proxy_peer *peers;      /* route r's servers from peer_base[r] */
     size_t *peer_base;
     unsigned *rr;               /* round-robin position per route */
     uv_timer_t tick;            /* timeouts of exchanges and idle upstreams */
@@ -167,8 +206,11 @@ struct sl__proxy_up {
 
 /* ------------------------------------------------------------ exchange */
 
+/* The exchange's states; proxy.c alone changes them (docs/architecture.md
+ * §The proxy's exchange has the diagram). */
 enum sl__proxy_phase {
     SL__PX_IDLE,       /* waiting for a request head */
+    SL__PX_ROUTED,     /* a head parsed: routed and put to the gate (one call) */
     SL__PX_HELD,       /* the gate holds the request (proxy_gate.h) */
     SL__PX_CONNECTING, /* an upstream connection is being opened */
     SL__PX_FORWARD,    /* request and response under way */

@@ -1,20 +1,31 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * proxy.c - the protocol `proxy`: a client connection's requests, one at a
- * time. A request's head is parsed strictly and routed, the gate
- * (proxy_gate.h) lets it through, an upstream connection is taken from
- * the worker's pool or opened, and the rewritten head and then the body
- * are forwarded as they arrive: the body is consumed from the connection's
- * input only as fast as the upstream takes it (the client is held while
- * SL__PROXY_HIGH bytes wait), so a body of any size costs two buffers.
- * A connect failure tries the next server while nothing has gone out;
- * timeouts are checked by the worker's tick (sl__proxy_x_tick).
+ * proxy.c - the protocol `proxy` and the exchange's state machine: a
+ * client connection's requests, one at a time, each one exchange through
+ * the states of enum sl__proxy_phase (proxy-t.h; the diagram is in
+ * docs/architecture.md §The proxy's exchange). This file alone changes
+ * x->phase (enter()) and handles every event: the client's bytes
+ * (on_read), the client's output drained (on_sent), the gate's verdict,
+ * the upstream connection's connect, data, EOF and drain, and the
+ * worker's tick. The helpers it calls report back through their results
+ * (sl__proxy_gate, sl__proxy_resp_take) or through the events it
+ * registers with the worker (struct sl__proxy_events), never by calling
+ * this file: there is no call cycle between the room's files.
  *
- * Pipelined requests wait in the input buffer until the exchange before
- * them is over. The response side is proxy_resp.c.
+ * A request's head is parsed strictly and routed, the gate (proxy_gate.h)
+ * lets it through, an upstream connection is taken from the worker's pool
+ * or opened, and the rewritten head and then the body are forwarded as
+ * they arrive: the body is consumed from the connection's input only as
+ * fast as the upstream takes it (the client is held while SL__PROXY_HIGH
+ * bytes wait), so a body of any size costs two buffers. A connect failure
+ * tries the next server while nothing has gone out; timeouts are checked
+ * on the worker's tick. Pipelined requests wait in the input buffer until
+ * the exchange before them is over. The response's bytes are parsed and
+ * rewritten by proxy_resp.c.
  */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +66,39 @@ static struct sl_str header(const struct sl__proxy_head *h, const char *lower)
     return (struct sl_str){"", 0};
 }
 
+/* ------------------------------------------------------------ the states */
+
+/* The phases each phase may go on to (docs/architecture.md §The proxy's
+ * exchange); a bit per phase. CONNECTING and FORWARD may start over with
+ * the next server. */
+#define TO(p) (1u << (p))
+static const unsigned next_ok[] = {
+    [SL__PX_IDLE] = TO(SL__PX_ROUTED) | TO(SL__PX_DONE),
+    [SL__PX_ROUTED] = TO(SL__PX_HELD) | TO(SL__PX_CONNECTING) | TO(SL__PX_FORWARD) |
+                      TO(SL__PX_IDLE) | TO(SL__PX_DONE),
+    [SL__PX_HELD] = TO(SL__PX_CONNECTING) | TO(SL__PX_FORWARD) | TO(SL__PX_IDLE) | TO(SL__PX_DONE),
+    [SL__PX_CONNECTING] =
+        TO(SL__PX_CONNECTING) | TO(SL__PX_FORWARD) | TO(SL__PX_IDLE) | TO(SL__PX_DONE),
+    [SL__PX_FORWARD] = TO(SL__PX_CONNECTING) | TO(SL__PX_FORWARD) | TO(SL__PX_TUNNEL) |
+                       TO(SL__PX_IDLE) | TO(SL__PX_DONE),
+    [SL__PX_TUNNEL] = TO(SL__PX_DONE),
+    [SL__PX_DONE] = 0,
+};
+
+/* The one place x->phase changes. */
+static void enter(struct sl__proxy_x *x, enum sl__proxy_phase to)
+{
+    (void)next_ok; /* read by the assert alone, which NDEBUG drops */
+    assert(next_ok[x->phase] & TO(to));
+    x->phase = to;
+}
+
 /* ------------------------------------------------------------ ending */
 
-void sl__proxy_finish(struct sl__proxy_x *x)
+/* The exchange is over (response written or given up): release the
+ * upstream connection, log, tell the gate, and let the client connection
+ * go on to its next request (IDLE) or close (DONE). */
+static void finish(struct sl__proxy_x *x)
 {
     struct sl__conn *c = x->c;
     struct sl__proxy_up *up = x->up;
@@ -77,7 +118,7 @@ void sl__proxy_finish(struct sl__proxy_x *x)
     sl__proxy_gate_done(x);
     sl__proxy_active_remove(x->pw, x);
     close = x->close_after || !x->req_done || !x->keep_alive;
-    x->phase = close ? SL__PX_DONE : SL__PX_IDLE;
+    enter(x, close ? SL__PX_DONE : SL__PX_IDLE);
     sl__conn_set_busy(c, false);
     if (close) {
         if (in_read(x))
@@ -94,19 +135,24 @@ void sl__proxy_finish(struct sl__proxy_x *x)
     }
 }
 
-void sl__proxy_abort(struct sl__proxy_x *x, const char *why)
+/* Give up after the response has started (the client can only be cut
+ * off): close both sides. */
+static void abort_x(struct sl__proxy_x *x, const char *why)
 {
     sl__dbg("proxy.aborted", "proxy: %s %s: %s; closing the client connection", x->acc.method,
             x->acc.target, why);
     x->up_reusable = false;
     x->close_after = true;
-    sl__proxy_finish(x);
+    finish(x);
 }
 
-void sl__proxy_answer_local(struct sl__proxy_x *x, struct sl__proxy_local *l)
+/* Answer the request locally with `l` (its close and no_body set here)
+ * instead of, or after a failure of, forwarding; cut off if a response
+ * has started. */
+static void answer_local(struct sl__proxy_x *x, struct sl__proxy_local *l)
 {
     if (x->resp_started) {
-        sl__proxy_abort(x, sl__proxy_reason(l->status));
+        abort_x(x, sl__proxy_reason(l->status));
         return;
     }
     /* (l->body may be in the gate's scratch, never in pw->scratch) */
@@ -120,40 +166,36 @@ void sl__proxy_answer_local(struct sl__proxy_x *x, struct sl__proxy_local *l)
     sl__proxy_local_resp(&x->pw->scratch, l);
     sl__conn_write(x->c, x->pw->scratch.p, x->pw->scratch.len);
     x->resp_started = x->resp_done = true;
-    sl__proxy_finish(x);
+    finish(x);
 }
 
-void sl__proxy_answer(struct sl__proxy_x *x, int status, const char *why)
+/* The same with an error of the proxy's own: JSON {"error": why}. */
+static void answer(struct sl__proxy_x *x, int status, const char *why)
 {
     char body[320];
     struct sl__proxy_local l = {.status = status, .type = "application/json"};
 
     if (x->resp_started) {
-        sl__proxy_abort(x, why);
+        abort_x(x, why);
         return;
     }
     l.body = (struct sl_str){body, sl__proxy_error_body(body, sizeof(body), why)};
-    sl__proxy_answer_local(x, &l);
+    answer_local(x, &l);
 }
 
-bool sl__proxy_client_left(const struct sl__proxy_x *x)
-{
-    return (x->c->flags & (SL__CONN_EOF | SL__CONN_PEER_GONE)) != 0;
-}
-
-void sl__proxy_client_gone(struct sl__proxy_x *x)
+/* The client went away while its request was held or waiting for a
+ * response: end the exchange as 499 (nothing is sent). */
+static void client_gone(struct sl__proxy_x *x)
 {
     sl__dbg("proxy.client_gone", "proxy: %s %s: the client closed its connection; giving up",
             x->acc.method, x->acc.target);
     x->acc.status = 0;
     x->up_reusable = false;
     x->close_after = true;
-    sl__proxy_finish(x);
+    finish(x);
 }
 
 /* ------------------------------------------------------------ forwarding */
-
-static void connect_next(struct sl__proxy_x *x);
 
 static void send_continue(struct sl__proxy_x *x)
 {
@@ -169,7 +211,7 @@ static void attach(struct sl__proxy_x *x, struct sl__proxy_up *up, bool connecte
     x->up = up;
     up->x = x;
     up->requests++;
-    x->phase = connected ? SL__PX_FORWARD : SL__PX_CONNECTING;
+    enter(x, connected ? SL__PX_FORWARD : SL__PX_CONNECTING);
     x->phase_ms = x->up_io_ms = now_ms(x);
     sl__proxy_up_queue(up, x->head.p, x->head.len);
     if (connected) {
@@ -202,14 +244,16 @@ static void connect_next(struct sl__proxy_x *x)
         sl__proxy_peer_failed(x->pw, peer);
     }
     if (x->timed_out)
-        sl__proxy_answer(x, 504, "upstream timed out");
+        answer(x, 504, "upstream timed out");
     else
-        sl__proxy_answer(x, 502, "no upstream server could be reached");
+        answer(x, 502, "no upstream server could be reached");
 }
 
 /* The upstream connection failed before any byte of a response: try the
- * next server if the request can be sent again, else answer. */
-void sl__proxy_retry(struct sl__proxy_x *x, bool count_failure, bool timed_out)
+ * next server when the request can still be sent (nothing of it left, or
+ * an idempotent request without body), else answer 502 (504 if timed
+ * out). count_failure: the failure counts against the server (max_fails). */
+static void retry(struct sl__proxy_x *x, bool count_failure, bool timed_out)
 {
     struct sl__proxy_up *up = x->up;
     bool unsent = up != NULL && !up->connected; /* all it was given is still queued */
@@ -236,26 +280,86 @@ void sl__proxy_retry(struct sl__proxy_x *x, bool count_failure, bool timed_out)
         connect_next(x);
         return;
     }
-    sl__proxy_answer(x, timed_out ? 504 : 502,
-                     timed_out ? "upstream timed out" : "upstream connection failed");
+    answer(x, timed_out ? 504 : 502,
+           timed_out ? "upstream timed out" : "upstream connection failed");
 }
 
-void sl__proxy_on_connect(struct sl__proxy_x *x, int status)
+/* Forward the request now (the gate let it through). */
+static void forward(struct sl__proxy_x *x)
+{
+    x->acc.up_start_ms = now_ms(x);
+    connect_next(x);
+}
+
+/* A request the gate held goes on. */
+static void resume(struct sl__proxy_x *x)
+{
+    if (x->phase != SL__PX_HELD)
+        return;
+    sl__proxy_active_add(x->pw, x);
+    x->client_ms = now_ms(x); /* a hold is not the client being slow */
+    forward(x);
+    if (x->client_held && x->up != NULL) {
+        x->client_held = false;
+        sl__conn_unhold(x->c);
+    }
+}
+
+/* ------------------------------------------------------------ the response */
+
+/* What the upstream sent so far, to the client; the step it made decides
+ * the next state. */
+static void respond(struct sl__proxy_x *x)
+{
+    const char *why = "";
+
+    if (x->phase == SL__PX_TUNNEL) {
+        sl__proxy_resp_tunnel(x);
+        return;
+    }
+    switch (sl__proxy_resp_take(x, &why)) {
+    case SL__PR_WAIT:
+        break;
+    case SL__PR_DONE:
+        finish(x);
+        break;
+    case SL__PR_UPGRADED:
+        enter(x, SL__PX_TUNNEL);
+        /* The tunnel ends with either side's close, which the core must
+         * see: not busy, so the client's EOF closes it (and on_close the
+         * upstream). */
+        sl__conn_set_busy(x->c, false);
+        sl__proxy_resp_tunnel(x);
+        if (x->client_held) {
+            x->client_held = false;
+            sl__conn_unhold(x->c); /* client bytes may wait for the tunnel */
+        }
+        break;
+    case SL__PR_BROKEN: /* 502 while nothing went to the client; both close */
+        x->close_after = true;
+        answer(x, 502, why);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------ events (pw->ev) */
+
+static void on_up_connected(struct sl__proxy_x *x, int status)
 {
     if (status < 0) {
         sl__dbg("proxy.connect_failed", "proxy: connect to %s: %s", x->acc.upstream,
                 uv_strerror(status));
-        sl__proxy_retry(x, true, false);
+        retry(x, true, false);
         return;
     }
-    x->phase = SL__PX_FORWARD;
+    enter(x, SL__PX_FORWARD);
     x->phase_ms = x->up_io_ms = now_ms(x);
     sl__proxy_up_read(x->up, true);
     sl__proxy_up_flush(x->up);
     send_continue(x);
 }
 
-void sl__proxy_on_up_drained(struct sl__proxy_x *x)
+static void on_up_drained(struct sl__proxy_x *x)
 {
     x->up_io_ms = now_ms(x);
     if (x->client_held &&
@@ -266,24 +370,65 @@ void sl__proxy_on_up_drained(struct sl__proxy_x *x)
     }
 }
 
-void sl__proxy_forward(struct sl__proxy_x *x)
+static void on_up_data(struct sl__proxy_x *x)
 {
-    x->acc.up_start_ms = now_ms(x);
-    connect_next(x);
+    x->up_io_ms = now_ms(x);
+    if (x->phase == SL__PX_FORWARD || x->phase == SL__PX_TUNNEL)
+        respond(x);
 }
 
-void sl__proxy_gate_resume(struct sl__proxy_x *x, enum sl__proxy_verdict v)
+static void on_up_eof(struct sl__proxy_x *x, int status)
 {
-    if (x->phase != SL__PX_HELD)
+    struct sl__proxy_up *up = x->up;
+
+    (void)status;
+    if (x->phase == SL__PX_TUNNEL) {
+        x->close_after = true;
+        finish(x);
         return;
-    sl__proxy_active_add(x->pw, x);
-    x->client_ms = now_ms(x); /* a hold is not the client being slow */
-    if (v == SL__PROXY_FORWARD)
-        sl__proxy_forward(x);
-    if (x->client_held && x->up != NULL) {
-        x->client_held = false;
-        sl__conn_unhold(x->c);
     }
+    if (!x->resp_head_done) {
+        if (up != NULL && up->in.len > 0) {
+            x->close_after = true;
+            answer(x, 502, "the upstream server closed the connection inside a response head");
+            return;
+        }
+        /* Nothing came back: a pooled connection the server had closed
+         * (not the server's fault), or a failure. */
+        retry(x, !x->reused, false);
+        return;
+    }
+    if (x->resp_framing == SL__PF_CLOSE) {
+        x->resp_done = true;
+        x->up_reusable = false;
+        sl__conn_flush(x->c);
+        finish(x);
+        return;
+    }
+    abort_x(x, "the upstream server closed the connection inside a response body");
+}
+
+/* An idle pooled connection read something: its server closed it. */
+static void on_idle_heard(struct sl__proxy_up *up)
+{
+    sl__proxy_pool_forget(up);
+    sl__proxy_up_close(up);
+}
+
+/* The gate's verdict on a request it held (or, for HOLD, on one whose
+ * client left while it was decided). */
+static void on_verdict(struct sl__proxy_x *x, enum sl__proxy_verdict v,
+                       struct sl__proxy_local *local)
+{
+    if (v != SL__PROXY_ANSWERED && sl__proxy_client_left(x)) {
+        client_gone(x);
+        return;
+    }
+    assert(v != SL__PROXY_HOLD);
+    if (v == SL__PROXY_ANSWERED)
+        answer_local(x, local);
+    else
+        resume(x);
 }
 
 /* ------------------------------------------------------------ a request */
@@ -373,11 +518,12 @@ static void frame(struct sl__proxy_x *x, const struct sl__proxy_head *h)
 static int begin(struct sl__proxy_x *x)
 {
     const struct sl__proxy_head *h = &x->h;
+    struct sl__proxy_local *local = NULL;
     int ri;
 
     reset(x);
     account(x, h);
-    x->phase = SL__PX_FORWARD; /* until told otherwise: an exchange is on */
+    enter(x, SL__PX_ROUTED);
     sl__conn_set_busy(x->c, true);
     sl__proxy_active_add(x->pw, x);
     x->client_ms = now_ms(x);
@@ -386,7 +532,7 @@ static int begin(struct sl__proxy_x *x)
         x->keep_alive =
             h->minor == 1 ? !(h->flags & SL__PH_CONN_CLOSE) : !!(h->flags & SL__PH_CONN_KEEP);
         x->req_done = !(h->flags & (SL__PH_CHUNKED | SL__PH_CL)) || h->content_length == 0;
-        sl__proxy_answer(x, 404, "no route for this request");
+        answer(x, 404, "no route for this request");
         return 0;
     }
     x->route_i = (unsigned)ri;
@@ -394,18 +540,19 @@ static int begin(struct sl__proxy_x *x)
     frame(x, h);
     if (x->route->max_body_bytes > 0 && x->req_framing == SL__PF_LENGTH &&
         x->req_left > x->route->max_body_bytes) {
-        sl__proxy_answer(x, 413, "request body larger than this route's max_body_bytes");
+        answer(x, 413, "request body larger than this route's max_body_bytes");
         return 0;
     }
-    switch (sl__proxy_gate(x)) {
+    switch (sl__proxy_gate(x, &local)) {
     case SL__PROXY_FORWARD:
-        sl__proxy_forward(x);
+        forward(x);
         break;
     case SL__PROXY_HOLD:
-        x->phase = SL__PX_HELD;
+        enter(x, SL__PX_HELD);
         sl__proxy_active_remove(x->pw, x); /* the gate bounds its own hold */
         break;
     case SL__PROXY_ANSWERED:
+        answer_local(x, local);
         break;
     }
     return 0;
@@ -419,7 +566,7 @@ static ssize_t refuse(struct sl__proxy_x *x, const struct sl__proxy_err *e)
     sl__proxy_local_head(&x->pw->scratch, e->status, true, e->why);
     sl__conn_write(x->c, x->pw->scratch.p, x->pw->scratch.len);
     sl__dbg("proxy.refused", "proxy: refused a request (%d %s); closing", e->status, e->why);
-    x->phase = SL__PX_DONE;
+    enter(x, SL__PX_DONE);
     return -1;
 }
 
@@ -445,7 +592,7 @@ static ssize_t take_head(struct sl__proxy_x *x, const char *b, size_t n)
 static ssize_t bad_body(struct sl__proxy_x *x, int status, const char *why)
 {
     x->close_after = true;
-    sl__proxy_answer(x, status, why);
+    answer(x, status, why);
     return -1;
 }
 
@@ -575,22 +722,23 @@ static void tick_forward(struct sl__proxy_x *x, int64_t now)
 
     if (!x->req_done && pending == 0 && !x->client_held) {
         if (client_timeout > 0 && now - x->client_ms >= client_timeout)
-            sl__proxy_answer(x, 408, "request body not received in time");
+            answer(x, 408, "request body not received in time");
     } else if (x->up_paused) {
         if (now - x->client_ms >= r->send_timeout_ms)
-            sl__proxy_abort(x, "the client does not read the response");
+            abort_x(x, "the client does not read the response");
     } else if (pending > 0) {
         if (now - x->up_io_ms >= r->send_timeout_ms) {
             sl__proxy_peer_failed(x->pw, x->peer);
-            sl__proxy_answer(x, 504, "upstream does not read the request");
+            answer(x, 504, "upstream does not read the request");
         }
     } else if (now - x->up_io_ms >= r->read_timeout_ms) {
         sl__proxy_peer_failed(x->pw, x->peer);
-        sl__proxy_answer(x, 504, "upstream timed out");
+        answer(x, 504, "upstream timed out");
     }
 }
 
-void sl__proxy_x_tick(struct sl__proxy_x *x, int64_t now)
+/* The worker's tick (pw->ev->tick): act on the exchange's timeouts. */
+static void on_tick(struct sl__proxy_x *x, int64_t now)
 {
     const struct sl__proxy_route *r = x->route;
 
@@ -600,14 +748,14 @@ void sl__proxy_x_tick(struct sl__proxy_x *x, int64_t now)
         !x->resp_started && sl__proxy_client_left(x)) {
         /* as nginx without proxy_ignore_client_abort: a client that closed
          * while waiting for the response is gone (its lease is freed) */
-        sl__proxy_client_gone(x);
+        client_gone(x);
         return;
     }
     switch (x->phase) {
     case SL__PX_CONNECTING:
         if (now - x->phase_ms >= r->connect_timeout_ms) {
             sl__dbg("proxy.connect_timeout", "proxy: connect to %s timed out", x->acc.upstream);
-            sl__proxy_retry(x, true, true);
+            retry(x, true, true);
         }
         break;
     case SL__PX_FORWARD:
@@ -615,7 +763,7 @@ void sl__proxy_x_tick(struct sl__proxy_x *x, int64_t now)
         break;
     case SL__PX_TUNNEL:
         if (now - (x->up_io_ms > x->client_ms ? x->up_io_ms : x->client_ms) >= r->read_timeout_ms)
-            sl__proxy_abort(x, "tunnel idle");
+            abort_x(x, "tunnel idle");
         break;
     default:
         break;
@@ -632,7 +780,7 @@ static void on_sent(struct sl__conn *c)
     if (x->up_paused && x->up != NULL) {
         x->up_paused = false;
         sl__proxy_up_read(x->up, true);
-        sl__proxy_resp_process(x);
+        respond(x);
     }
 }
 
@@ -650,12 +798,26 @@ static void peer_address(struct sl__conn *c, char *out, size_t cap)
         uv_ip6_name((struct sockaddr_in6 *)&ss, out, cap);
 }
 
+/* What the helpers report, and who handles it: the exchange's events
+ * here, the worker's in proxy_pool.c. */
+static const struct sl__proxy_events events = {
+    .up_connected = on_up_connected,
+    .up_data = on_up_data,
+    .up_eof = on_up_eof,
+    .up_drained = on_up_drained,
+    .idle_heard = on_idle_heard,
+    .up_closed = sl__proxy_worker_up_gone,
+    .tick = on_tick,
+    .verdict = on_verdict,
+    .store_answered = sl__proxy_worker_maybe_free,
+};
+
 static int on_open(struct sl__conn *c)
 {
     struct sl__proxy_x *x = sl__xzalloc(sizeof(*x));
 
     x->c = c;
-    x->pw = sl__proxy_worker_get(c->tcp.loop, &c->w->srv->cfg);
+    x->pw = sl__proxy_worker_get(c->tcp.loop, &c->w->srv->cfg, &events);
     x->pw->n_xs++;
     x->pw->log_wanted = c->w->srv->cfg.log_access != SL__ACCESS_OFF;
     peer_address(c, x->acc.client, sizeof(x->acc.client));

@@ -10,9 +10,12 @@
  *   proxy_chunk.c   the chunked coding, decoded incrementally
  *   proxy_head.c    the heads rewritten for the other side
  *   proxy_route.c   which route a request takes
- *   proxy_pool.c    per worker: servers' health, keep-alive pools, timeouts
+ *   proxy_pool.c    per worker: servers' health, keep-alive pools, the tick
  *   proxy_up.c      one upstream connection's I/O
- *   proxy.c         the protocol: a client connection's requests
+ *   proxy.c         the protocol: a client connection's requests, each one
+ *                   exchange, whose state machine it is (the other files
+ *                   report to it and never call it: docs/architecture.md
+ *                   §The proxy's exchange)
  *   proxy_resp.c    a response (or a tunnel) back to the client
  *   proxy_gate.c    limiting in the traffic path (proxy_gate.h): decisions,
  *                   shaping queues, concurrency leases

@@ -26,7 +26,10 @@
  * has not answered (the decision path holds its op): the late answer then
  * only gives back the lease it carries. One timer per worker serves every
  * route's queue. The gate never blocks the loop and never reads the clock
- * but the loop's (the decision's time is the decision path's).
+ * but the loop's (the decision's time is the decision path's). It acts on
+ * no exchange: a verdict reached later (the store's answer, a queue's
+ * departure) and a store call answered are reported to the state machine
+ * (pw->ev, proxy-t.h), which forwards, answers or ends the exchange.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +117,7 @@ static void on_released(struct sl__decide_op *op, int err, const struct sl_resul
                 sl_strerror(err));
     pw->gate.n_busy--;
     put(g);
-    sl__proxy_worker_maybe_free(pw);
+    pw->ev->store_answered(pw);
 }
 
 /* The exchange is over: give the lease back, then the state. */
@@ -205,10 +208,7 @@ static void on_due(uv_timer_t *t)
         while ((g = pw->gate.queues[r].head) != NULL && g->due_ms <= now) {
             struct sl__proxy_x *x = g->x;
             dequeue(g);
-            if (sl__proxy_client_left(x))
-                sl__proxy_client_gone(x);
-            else
-                sl__proxy_gate_resume(x, SL__PROXY_FORWARD);
+            pw->ev->verdict(x, SL__PROXY_FORWARD, NULL); /* or the client is gone */
         }
     }
     arm(pw);
@@ -303,28 +303,19 @@ static enum sl__proxy_verdict judge(struct sl__proxy_greq *g, int err, const str
 
 /* Act on the verdict for a request the gate holds (the store answered
  * after sl__proxy_gate returned; sl__proxy_gate returns the verdict it got
- * at once to its caller instead). */
+ * at once to its caller instead): a delay is queued here, anything else
+ * (and a delay whose client has left) is the state machine's to carry out
+ * (gate_done follows when the exchange ends). */
 static void act(struct sl__proxy_greq *g)
 {
     struct sl__proxy_x *x = g->x;
 
-    if (g->verdict != SL__PROXY_ANSWERED && sl__proxy_client_left(x)) {
-        sl__proxy_client_gone(x);
+    if (g->verdict == SL__PROXY_HOLD && !sl__proxy_client_left(x)) {
+        enqueue(g);
         return;
     }
-    switch (g->verdict) {
-    case SL__PROXY_FORWARD:
-        g->state = G_ADMITTED;
-        sl__proxy_gate_resume(x, SL__PROXY_FORWARD);
-        break;
-    case SL__PROXY_ANSWERED:
-        g->state = G_ADMITTED;
-        sl__proxy_answer_local(x, &g->pw->gate.scratch->local); /* gate_done follows */
-        break;
-    case SL__PROXY_HOLD:
-        enqueue(g);
-        break;
-    }
+    g->pw->ev->verdict(x, g->verdict,
+                       g->verdict == SL__PROXY_ANSWERED ? &g->pw->gate.scratch->local : NULL);
 }
 
 /* The store's answer, after sl__proxy_gate returned (never inside it). */
@@ -338,7 +329,7 @@ static void on_decided(struct sl__decide_op *op, int err, const struct sl_result
         if (err == SL_OK && res->lease[0] != '\0')
             memcpy(g->lease, res->lease, strlen(res->lease) + 1);
         finish(g);
-        sl__proxy_worker_maybe_free(pw);
+        pw->ev->store_answered(pw);
         return;
     }
     g->verdict = judge(g, err, res);
@@ -360,7 +351,7 @@ static struct sl__proxy_ip client_of(const struct sl__proxy_x *x)
     return client;
 }
 
-enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x)
+enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x, struct sl__proxy_local **answer)
 {
     const struct sl__proxy_limits *lim = &x->route->lim;
     struct sl__proxy_worker *pw = x->pw;
@@ -395,7 +386,7 @@ enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x)
     v = g->verdict = judge(g, now.err, now.res);
     g->state = G_ADMITTED;
     if (v == SL__PROXY_ANSWERED)
-        sl__proxy_answer_local(x, &pw->gate.scratch->local); /* gate_done: g is gone */
+        *answer = &pw->gate.scratch->local; /* the caller answers; gate_done follows */
     else if (v == SL__PROXY_HOLD)
         enqueue(g);
     return v;

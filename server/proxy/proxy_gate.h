@@ -14,13 +14,16 @@
  * valid for the call only), the route x->route, the client's address
  * x->acc.client. It returns:
  *   SL__PROXY_FORWARD   forward the request now;
- *   SL__PROXY_ANSWERED  the gate answered it (sl__proxy_answer): nothing
- *                       goes upstream;
+ *   SL__PROXY_ANSWERED  answer it with *answer (the gate's, valid until
+ *                       its next call): nothing goes upstream;
  *   SL__PROXY_HOLD      the gate keeps it (a shaping delay, a remote
  *                       store's answer): the client's input is held, no
  *                       timeout of the exchange runs, and the gate later
- *                       calls sl__proxy_gate_resume() exactly once, unless
- *                       sl__proxy_gate_done() came first (the client left).
+ *                       reports its verdict through pw->ev->verdict
+ *                       exactly once, unless sl__proxy_gate_done() came
+ *                       first (the client left).
+ * The gate acts on no exchange itself: what it decides, the state machine
+ * (proxy.c) carries out.
  *
  * sl__proxy_gate_done() is called exactly once for every request the gate
  * saw, when its exchange ends however it ends (response fully handed to
@@ -35,18 +38,9 @@
 
 #include "proxy-t.h"
 
-enum sl__proxy_verdict {
-    SL__PROXY_FORWARD,
-    SL__PROXY_ANSWERED,
-    SL__PROXY_HOLD,
-};
-
-enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x);
+/* (enum sl__proxy_verdict is in proxy-t.h, for the events) */
+enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x, struct sl__proxy_local **answer);
 void sl__proxy_gate_done(struct sl__proxy_x *x);
-
-/* For a gate that held a request: go on with `v` (FORWARD, or ANSWERED
- * after answering it with sl__proxy_answer). */
-void sl__proxy_gate_resume(struct sl__proxy_x *x, enum sl__proxy_verdict v);
 
 /* The gate's part of a worker's proxy state (pw->gate): made with it;
  * `busy` while a store call (a decision, a release) is unanswered, when

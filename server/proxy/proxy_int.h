@@ -104,8 +104,10 @@ const char *sl__proxy_reason(int status);
 
 /* ------------------------------------------------------------ proxy_pool.c */
 
-/* This worker's proxy state, made on first use (loop thread of `loop`). */
-struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__config *cfg);
+/* This worker's proxy state, made on first use (loop thread of `loop`),
+ * whose helpers report to the state machine through `ev` (static). */
+struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__config *cfg,
+                                              const struct sl__proxy_events *ev);
 
 /* The next server of route `ri` to try: round robin over those not in
  * *tried and not taken out by failures (with one server, it is always
@@ -140,11 +142,12 @@ void sl__proxy_pool_forget(struct sl__proxy_up *up);
 void sl__proxy_active_add(struct sl__proxy_worker *pw, struct sl__proxy_x *x);
 void sl__proxy_active_remove(struct sl__proxy_worker *pw, struct sl__proxy_x *x);
 
-/* An upstream connection closed, an exchange was freed: the worker may
- * now finish stopping. (sl__proxy_worker_get's caller counts n_xs up.) */
+/* An upstream connection closed (pw->ev->up_closed), an exchange was
+ * freed: the worker may now finish stopping. (sl__proxy_worker_get's
+ * caller counts n_xs up.) */
 void sl__proxy_worker_up_gone(struct sl__proxy_worker *pw);
 void sl__proxy_worker_x_gone(struct sl__proxy_worker *pw);
-/* ... or the gate's last store call was answered. */
+/* ... or the gate's last store call was answered (pw->ev->store_answered). */
 void sl__proxy_worker_maybe_free(struct sl__proxy_worker *pw);
 
 /* The room's worker_stop (proto-t.h). */
@@ -152,7 +155,7 @@ void sl__proxy_worker_stop(struct sl__worker *w);
 
 /* ------------------------------------------------------------ proxy_up.c */
 
-/* Open a connection to `peer` for exchange `x` (sl__proxy_on_connect
+/* Open a connection to `peer` for exchange `x` (pw->ev->up_connected
  * follows, from the loop). NULL when it cannot even start. */
 struct sl__proxy_up *sl__proxy_up_connect(struct sl__proxy_worker *pw, struct sl__proxy_peer *peer,
                                           struct sl__proxy_x *x);
@@ -170,52 +173,32 @@ void sl__proxy_up_read(struct sl__proxy_up *up, bool on);
 /* Close and free it (asynchronously; it is detached from its exchange). */
 void sl__proxy_up_close(struct sl__proxy_up *up);
 
-/* ------------------------------------------------------------ proxy.c, proxy_resp.c */
+/* ------------------------------------------------------------ proxy_resp.c */
 
-/* Events of the exchange's upstream connection (proxy_up.c calls them). */
-void sl__proxy_on_connect(struct sl__proxy_x *x, int status);
-void sl__proxy_on_up_data(struct sl__proxy_x *x);
-void sl__proxy_on_up_eof(struct sl__proxy_x *x, int status);
-void sl__proxy_on_up_drained(struct sl__proxy_x *x);
+/* What the upstream's bytes made of the response (sl__proxy_resp_take). */
+enum sl__proxy_rstep {
+    SL__PR_WAIT,     /* more bytes are needed: what came went to the client */
+    SL__PR_DONE,     /* the response is complete (and flushed to the client) */
+    SL__PR_UPGRADED, /* a 101 went to the client: the exchange is a tunnel now
+                      * (bytes after the head wait in up->in) */
+    SL__PR_BROKEN,   /* a broken response (*why): a 502, or cut off if started */
+};
 
-/* The worker's tick: act on the exchange's timeouts. */
-void sl__proxy_x_tick(struct sl__proxy_x *x, int64_t now_ms);
+/* Forward what the upstream sent (x->up->in, with bytes in it) of the
+ * response: heads parsed and rewritten, body decoded and re-chunked,
+ * client back-pressure applied. It ends nothing: the state machine acts
+ * on the step. */
+enum sl__proxy_rstep sl__proxy_resp_take(struct sl__proxy_x *x, const char **why);
 
-/* The upstream connection failed before a response byte: try the next
- * server when the request can still be sent (nothing of it left, or an
- * idempotent request without body), else answer 502 (504 if timed out).
- * count_failure: the failure counts against the server (max_fails). */
-void sl__proxy_retry(struct sl__proxy_x *x, bool count_failure, bool timed_out);
+/* In a tunnel: what the upstream sent, to the client. */
+void sl__proxy_resp_tunnel(struct sl__proxy_x *x);
 
-/* Forward the request now (the gate let it through). */
-void sl__proxy_forward(struct sl__proxy_x *x);
-
-/* Answer the request locally with an error (status, sentence) instead of,
- * or after a failure of, forwarding; closes what must close. */
-void sl__proxy_answer(struct sl__proxy_x *x, int status, const char *why);
-
-/* Answer the request locally with `l` (its close and no_body are set
- * here); the same rules as sl__proxy_answer. */
-void sl__proxy_answer_local(struct sl__proxy_x *x, struct sl__proxy_local *l);
-
-/* The client went away while its request was held or waiting for a
- * response: end the exchange as 499 (nothing is sent). */
-void sl__proxy_client_gone(struct sl__proxy_x *x);
-
-/* Has the client closed or reset its connection? */
-bool sl__proxy_client_left(const struct sl__proxy_x *x);
-
-/* The exchange is over (response written or given up): release the
- * upstream connection, log, tell the gate, and let the client connection
- * go on to its next request or close. */
-void sl__proxy_finish(struct sl__proxy_x *x);
-
-/* Give up on the exchange after the response has started (the client can
- * only be cut off): close both sides. */
-void sl__proxy_abort(struct sl__proxy_x *x, const char *why);
-
-/* Forward what the upstream sent (proxy_resp.c): heads, body, tunnel. */
-void sl__proxy_resp_process(struct sl__proxy_x *x);
+/* Has the client closed or reset its connection? (The state machine and
+ * the gate ask; inline so that asking makes no call between them.) */
+static inline bool sl__proxy_client_left(const struct sl__proxy_x *x)
+{
+    return (x->c->flags & (SL__CONN_EOF | SL__CONN_PEER_GONE)) != 0;
+}
 
 /* ------------------------------------------------------------ proxy_log.c */
 

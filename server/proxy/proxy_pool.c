@@ -11,7 +11,9 @@
  * thread-local pointer (a worker is a thread); the room's worker_stop
  * closes the idle connections, and the state is freed once the last
  * upstream connection has closed. Health is per worker, like nginx's
- * without a shared zone. It does not speak HTTP.
+ * without a shared zone. It does not speak HTTP, and acts on no exchange:
+ * the tick reports to the state machine (pw->ev->tick, proxy-t.h), which
+ * applies the timeouts.
  */
 #include <stdlib.h>
 
@@ -29,7 +31,8 @@ static _Thread_local struct sl__proxy_worker *tls_pw;
 
 static void on_tick(uv_timer_t *t);
 
-struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__config *cfg)
+struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__config *cfg,
+                                              const struct sl__proxy_events *ev)
 {
     struct sl__proxy_worker *pw = tls_pw;
     size_t n = 0;
@@ -38,6 +41,7 @@ struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__
         return pw;
     pw = sl__xzalloc(sizeof(*pw));
     pw->loop = loop;
+    pw->ev = ev;
     pw->cfg = sl__config_room(cfg, &sl__proxy_config_section);
     pw->peer_base = sl__xzalloc((pw->cfg->n_routes + 1) * sizeof(*pw->peer_base));
     pw->rr = sl__xzalloc((pw->cfg->n_routes + 1) * sizeof(*pw->rr));
@@ -231,7 +235,7 @@ static void on_tick(uv_timer_t *t)
 
     for (x = pw->active; x != NULL; x = next) {
         next = x->next; /* the tick may end the exchange */
-        sl__proxy_x_tick(x, now);
+        pw->ev->tick(x, now);
     }
     close_idle(pw, now - pw->cfg->keepalive_timeout_ms);
 }

@@ -10,7 +10,9 @@
  * tunnel. While the client has SL__PROXY_HIGH bytes to read, the upstream
  * is not read.
  *
- * It does not choose servers or retry (proxy.c).
+ * It reports what it made of the bytes (enum sl__proxy_rstep) and leaves
+ * the exchange's state to the state machine (proxy.c): it does not choose
+ * servers, retry, answer, or end an exchange.
  */
 #include <stdio.h>
 #include <string.h>
@@ -35,24 +37,20 @@ static void out(struct sl__proxy_x *x, const void *p, size_t n)
     sl__conn_write(x->c, p, n);
 }
 
-/* A bad response: 502 while nothing went to the client, and both close. */
-static int bad_gateway(struct sl__proxy_x *x, const char *why)
+/* A bad response: what is wrong with it, for the 502. */
+static int bad_gateway(const char **why, const char *what)
 {
-    x->close_after = true;
-    sl__proxy_answer(x, 502, why);
+    *why = what;
     return -1;
 }
 
+/* A 101 went to the client: the bytes after its head are the tunnel's. */
 static void start_tunnel(struct sl__proxy_x *x, size_t head_len)
 {
-    x->phase = SL__PX_TUNNEL;
     x->acc.status = 101;
     x->resp_started = x->resp_head_done = true;
     consume(x->up, head_len);
     x->up_reusable = false;
-    /* The tunnel ends with either side's close, which the core must see:
-     * not busy, so the client's EOF closes it (and on_close the upstream). */
-    sl__conn_set_busy(x->c, false);
 }
 
 /* The final response's framing on both sides, and its head written. */
@@ -97,8 +95,9 @@ static void final_head(struct sl__proxy_x *x, size_t head_len)
         x->resp_done = true;
 }
 
-/* 1 a head was taken, 0 more bytes are needed, -1 the exchange ended. */
-static int take_head(struct sl__proxy_x *x)
+/* 1 a head was taken, 2 a 101 (the exchange becomes a tunnel), 0 more
+ * bytes are needed, -1 a broken response (*why). */
+static int take_head(struct sl__proxy_x *x, const char **why)
 {
     struct sl__proxy_up *up = x->up;
     struct sl__proxy_err e;
@@ -107,19 +106,19 @@ static int take_head(struct sl__proxy_x *x)
     if (r == -2)
         return 0;
     if (r < 0)
-        return bad_gateway(x, "invalid response from the upstream server");
+        return bad_gateway(why, "invalid response from the upstream server");
     if (x->h.status == 101) {
         struct sl__proxy_rfwd f = {.via = x->pw->cfg->via, .upgrade = true};
         if (!x->upgrade || !(x->h.flags & SL__PH_UPGRADE))
-            return bad_gateway(x, "the upstream switched protocols unasked");
+            return bad_gateway(why, "the upstream switched protocols unasked");
         if (!sl__proxy_upgrade_allowed(x->h.upgrade, x->route->upgrades, x->route->n_upgrades))
-            return bad_gateway(x, "the upstream switched to a protocol this route does not "
-                                  "tunnel");
+            return bad_gateway(why, "the upstream switched to a protocol this route does not "
+                                    "tunnel");
         x->pw->scratch.len = 0;
         sl__proxy_resp_head(&x->pw->scratch, &x->h, &f);
         out(x, x->pw->scratch.p, x->pw->scratch.len);
         start_tunnel(x, (size_t)r);
-        return 1;
+        return 2;
     }
     if (x->h.status < 200) { /* 100, 102, 103: this hop answered Expect itself */
         consume(up, (size_t)r);
@@ -144,8 +143,8 @@ static void chunk_out(struct sl__proxy_x *x, const char *d, size_t n)
     out(x, "\r\n", 2);
 }
 
-/* Forward body bytes; 0 when more are needed, -1 the exchange ended. */
-static int take_body(struct sl__proxy_x *x)
+/* Forward body bytes; 0 when more are needed, -1 a broken body (*why). */
+static int take_body(struct sl__proxy_x *x, const char **why)
 {
     struct sl__proxy_up *up = x->up;
     size_t avail = up->in.len, used = 0;
@@ -165,7 +164,7 @@ static int take_body(struct sl__proxy_x *x)
             ssize_t k =
                 sl__proxy_chunk_step(&x->resp_chunk, up->in.p + used, avail - used, &d, &dl);
             if (k < 0) {
-                sl__proxy_abort(x, "malformed chunked response from the upstream server");
+                *why = "malformed chunked response from the upstream server";
                 return -1;
             }
             if (dl > 0) {
@@ -198,7 +197,7 @@ static void backpressure(struct sl__proxy_x *x)
     }
 }
 
-static void tunnel_out(struct sl__proxy_x *x)
+void sl__proxy_resp_tunnel(struct sl__proxy_x *x)
 {
     struct sl__proxy_up *up = x->up;
 
@@ -209,74 +208,25 @@ static void tunnel_out(struct sl__proxy_x *x)
     backpressure(x);
 }
 
-void sl__proxy_resp_process(struct sl__proxy_x *x)
+enum sl__proxy_rstep sl__proxy_resp_take(struct sl__proxy_x *x, const char **why)
 {
     struct sl__proxy_up *up = x->up;
 
-    if (x->phase == SL__PX_TUNNEL) {
-        tunnel_out(x);
-        return;
-    }
-    while (x->up == up && !x->resp_done && up->in.len > 0) {
-        int r = x->resp_head_done ? take_body(x) : take_head(x);
+    while (!x->resp_done && up->in.len > 0) {
+        int r = x->resp_head_done ? take_body(x, why) : take_head(x, why);
         if (r < 0)
-            return;
-        if (x->phase == SL__PX_TUNNEL) {
-            tunnel_out(x);
-            if (x->client_held) {
-                x->client_held = false;
-                sl__conn_unhold(x->c); /* client bytes may wait for the tunnel */
-            }
-            return;
-        }
+            return SL__PR_BROKEN;
+        if (r == 2)
+            return SL__PR_UPGRADED;
         if (r == 0)
             break;
     }
-    if (x->up != up)
-        return;
     sl__conn_flush(x->c);
     if (x->resp_done) {
         if (up->in.len > 0)
             x->up_reusable = false; /* it sent more than the response */
-        sl__proxy_finish(x);
-        return;
+        return SL__PR_DONE;
     }
     backpressure(x);
-}
-
-void sl__proxy_on_up_data(struct sl__proxy_x *x)
-{
-    x->up_io_ms = now_ms(x);
-    if (x->phase == SL__PX_FORWARD || x->phase == SL__PX_TUNNEL)
-        sl__proxy_resp_process(x);
-}
-
-void sl__proxy_on_up_eof(struct sl__proxy_x *x, int status)
-{
-    struct sl__proxy_up *up = x->up;
-
-    if (x->phase == SL__PX_TUNNEL) {
-        x->close_after = true;
-        sl__proxy_finish(x);
-        return;
-    }
-    if (!x->resp_head_done) {
-        if (up != NULL && up->in.len > 0) {
-            bad_gateway(x, "the upstream server closed the connection inside a response head");
-            return;
-        }
-        /* Nothing came back: a pooled connection the server had closed
-         * (not the server's fault), or a failure. */
-        sl__proxy_retry(x, !x->reused, false);
-        return;
-    }
-    if (x->resp_framing == SL__PF_CLOSE) {
-        x->resp_done = true;
-        x->up_reusable = false;
-        sl__conn_flush(x->c);
-        sl__proxy_finish(x);
-        return;
-    }
-    (void)status;
-    sl__proxy_abort(x, "the upstream server closed the connection inside a response body");
+    return SL__PR_WAIT;
 }

@@ -4,11 +4,14 @@
  * proxy_up.c - one connection to an upstream server: connecting, writing
  * what the exchange queues (the syscall tried at once, the rest handed to
  * libuv from a second buffer, as the core's client connections do),
- * reading into a reused buffer, and telling the exchange what happened.
- * An idle pooled connection that reads anything (the server closing it,
- * or bytes nobody asked for) is dropped from its pool and closed.
+ * reading into a reused buffer, and reporting what happened as events of
+ * the state machine (pw->ev, proxy-t.h): connected, data, EOF or error,
+ * drained for the exchange using it; for an idle pooled connection,
+ * that it read anything (the server closing it, or bytes nobody asked
+ * for); that its handle closed.
  *
- * It does not parse HTTP (proxy_resp.c) or choose servers (proxy_pool.c).
+ * It does not parse HTTP (proxy_resp.c), choose servers or keep the pool
+ * (proxy_pool.c), and calls no other file of the room.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +32,7 @@ static void on_closed(uv_handle_t *h)
     sl__buf_free(&up->out);
     sl__buf_free(&up->inflight);
     free(up);
-    sl__proxy_worker_up_gone(pw);
+    pw->ev->up_closed(pw);
 }
 
 void sl__proxy_up_close(struct sl__proxy_up *up)
@@ -39,13 +42,6 @@ void sl__proxy_up_close(struct sl__proxy_up *up)
     up->closing = true;
     up->x = NULL;
     uv_close((uv_handle_t *)&up->tcp, on_closed);
-}
-
-/* An idle connection heard from its server: it is of no further use. */
-static void idle_event(struct sl__proxy_up *up)
-{
-    sl__proxy_pool_forget(up);
-    sl__proxy_up_close(up);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -73,11 +69,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread > 0)
         up->in.len += (size_t)nread;
     if (up->x == NULL)
-        idle_event(up);
+        up->pw->ev->idle_heard(up); /* of no further use */
     else if (nread > 0)
-        sl__proxy_on_up_data(up->x);
+        up->pw->ev->up_data(up->x);
     else
-        sl__proxy_on_up_eof(up->x, (int)nread);
+        up->pw->ev->up_eof(up->x, (int)nread);
 }
 
 void sl__proxy_up_read(struct sl__proxy_up *up, bool on)
@@ -113,14 +109,14 @@ static void on_written(uv_write_t *req, int status)
         return;
     if (status < 0) {
         if (up->x != NULL)
-            sl__proxy_on_up_eof(up->x, status);
+            up->pw->ev->up_eof(up->x, status);
         else
             sl__proxy_up_close(up);
         return;
     }
     sl__proxy_up_flush(up);
     if (!up->closing && !up->writing && up->out.len == 0 && up->x != NULL)
-        sl__proxy_on_up_drained(up->x);
+        up->pw->ev->up_drained(up->x);
 }
 
 void sl__proxy_up_flush(struct sl__proxy_up *up)
@@ -172,7 +168,7 @@ static void on_connect(uv_connect_t *req, int status)
         sl__proxy_up_close(up);
         return;
     }
-    sl__proxy_on_connect(up->x, status);
+    up->pw->ev->up_connected(up->x, status);
 }
 
 struct sl__proxy_up *sl__proxy_up_connect(struct sl__proxy_worker *pw, struct sl__proxy_peer *peer,
