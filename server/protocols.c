@@ -11,19 +11,19 @@
  * HTTP's methods before RESP, whose inline commands are any word). gRPC
  * comes first: its HTTP/2 preface "PRI * HTTP/2.0" starts with a capital
  * word, which RESP would take for an inline command (HTTP/1's sniffer
- * knows no PRI method and says no).
+ * knows no PRI method and says no). Its name goes, in the same place, in
+ * sl__proto_names_reg (config_sections.c, what the configuration reads;
+ * the daemon refuses to start when the two disagree).
  */
 #include <stddef.h>
 
 #include "admin.h"
-#include "config.h"
 #include "grpc.h"
 #include "http1.h"
 #include "http_route.h"
 #include "proto.h"
 #include "proxy.h"
 #include "resp.h"
-#include "stats.h"
 
 const struct sl__proto *const sl__protos[] = {
     &sl__proto_grpc, &sl__proto_http1, &sl__proto_proxy, &sl__proto_resp, NULL,
@@ -32,13 +32,5 @@ const struct sl__proto *const sl__protos[] = {
 const struct sl__http_route *const sl__http_route_tables[] = {
     sl__http_api_routes,
     sl__admin_routes,
-    NULL,
-};
-
-/* Rooms with a configuration section of their own (config.h). */
-const struct sl__config_section *const sl__config_sections[] = {
-    &sl__proxy_config_section,
-    &sl__grpc_config_section,
-    &sl__stats_config_section,
     NULL,
 };

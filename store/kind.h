@@ -3,7 +3,9 @@
 /*
  * kind.h - how one kind of store plugs into store.h (private to store/).
  *
- * A kind is one `const struct sl__store_kind`, listed in store/kinds.c.
+ * A kind is one `const struct sl__store_kind`, listed in store/kinds.c,
+ * around its configuration part, one `const struct sl__store_kind_config`
+ * listed in store/kinds_config.c.
  * It brings its configuration (a struct of its own, described by a key
  * table, plus keys it parses itself), its constructor, its lines in
  * /metrics, its part of the health view, its state for operators (the
@@ -11,9 +13,10 @@
  * sees a kind: store.h's functions dispatch on the configured one.
  *
  * Adding a store: write store/<name>/ with one `const struct sl__store_kind
- * sl__store_kind_<name>`, declare it below, add it to kinds[] in
- * store/kinds.c and its sources to store/CMakeLists.txt; document its keys
- * in docs/configuration.md (a test compares them with sluiced --help).
+ * sl__store_kind_<name>` and its configuration (in a file of its own that
+ * names no runtime function), declare both below, add them to kinds[] in
+ * store/kinds.c and store/kinds_config.c, and its sources to store/CMakeLists.txt; document its
+ * keys in docs/configuration.md (a test compares them with sluiced --help).
  */
 #ifndef SL_STORE_KIND_H
 #define SL_STORE_KIND_H
@@ -30,7 +33,10 @@ struct sl__store_env {
     void *shared; /* the kind's process-wide state (shared_new), or NULL */
 };
 
-struct sl__store_kind {
+/* A kind's configuration: everything `sluice check -c` needs of it, kept
+ * apart from its runtime so that the configuration check links no event
+ * loop and no client library (the target sluice_store_conf). */
+struct sl__store_kind_config {
     const char *name; /* the value of store.type */
 
     /* Configuration: a struct of cfg_size bytes, zeroed, then every row of
@@ -53,12 +59,18 @@ struct sl__store_kind {
     /* Another kind whose configuration this one also reads (the hybrid
      * store connects with the Redis store's keys): once every kind's
      * configuration is made, link(cfg, that kind's cfg). May be NULL. */
-    const struct sl__store_kind *reads;
+    const struct sl__store_kind_config *reads;
     void (*link)(void *cfg, const void *other);
+};
+
+/* A kind at run time: its configuration, and what it makes of it. */
+struct sl__store_kind {
+    const struct sl__store_kind_config *config;
 
     /* What every store made from one configuration shares (one per
-     * process: e.g. which events were already logged), made with the
-     * configuration and freed with it. Both NULL when none. */
+     * process: e.g. which events were already logged), made before the
+     * first store of the configuration and freed with the configuration.
+     * Both NULL when none. */
     void *(*shared_new)(void);
     void (*shared_free)(void *shared);
 
@@ -105,6 +117,13 @@ void sl__store_add_counters(const struct sl__store_counter *t, size_t n, void *t
                             const void *from);
 bool sl__store_put_counters(char *buf, size_t cap, size_t *len, const struct sl__store_counter *t,
                             size_t n, const void *stats);
+
+/* The configuration's table of kinds (kinds_config.c) and the runtime's
+ * (kinds.c) list the same kinds in the same order: index i of one is
+ * index i of the other (kinds.c checks it). */
+extern const struct sl__store_kind_config sl__store_kind_memory_config;
+extern const struct sl__store_kind_config sl__store_kind_redis_config;
+extern const struct sl__store_kind_config sl__store_kind_hybrid_config;
 
 extern const struct sl__store_kind sl__store_kind_memory;
 extern const struct sl__store_kind sl__store_kind_redis;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * kinds.c - the table of store kinds and store.h's functions over it: the
- * configuration of every kind (so `store.type` may come after a kind's
- * keys in the file), the choice of kind, and the dispatch to it.
+ * kinds.c - the table of store kinds and store.h's runtime functions over
+ * it: the stores made from a configuration (kinds_config.c reads it), and
+ * the dispatch to the configured kind.
  *
  * It decides nothing and does no I/O; each kind does its own. What is the
  * same for every kind is here: sluice_store_up in /metrics, and the
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kind.h"
+#include "kinds_int.h"
 #include "store_log.h"
 
 static const struct sl__store_kind *const kinds[] = {
@@ -21,76 +21,13 @@ static const struct sl__store_kind *const kinds[] = {
     &sl__store_kind_redis,
     &sl__store_kind_hybrid,
 };
-#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
-
-struct sl__store_config {
-    unsigned type;        /* index in kinds[] */
-    void *cfg[NKINDS];    /* each kind's configuration */
-    void *shared[NKINDS]; /* what each kind's stores share in the process */
-    sl__store_log_fn log; /* the server's log, or NULL */
-    void *log_arg;
-};
-
-static const struct sl__key *table(const struct sl__store_kind *k, size_t *n)
-{
-    *n = 0;
-    return k->keys != NULL ? k->keys(n) : NULL;
-}
+#define NKINDS SL__STORE_NKINDS
+_Static_assert(sizeof(kinds) / sizeof(kinds[0]) == NKINDS, "one entry per kind in both tables");
 
 struct sl__store_rules_sub {
     const struct sl__store_kind *kind;
     void *impl;
 };
-
-void sl__store_config_free(struct sl__store_config *c)
-{
-    if (c == NULL)
-        return;
-    for (size_t i = 0; i < NKINDS; i++) {
-        if (c->cfg[i] == NULL)
-            continue;
-        size_t n;
-        const struct sl__key *keys = table(kinds[i], &n);
-        sl__keytab_free(keys, n, c->cfg[i]);
-        if (kinds[i]->free_cfg != NULL)
-            kinds[i]->free_cfg(c->cfg[i]);
-        free(c->cfg[i]);
-        if (c->shared[i] != NULL)
-            kinds[i]->shared_free(c->shared[i]);
-    }
-    free(c);
-}
-
-int sl__store_config_new(struct sl__store_config **out)
-{
-    struct sl__store_config *c = calloc(1, sizeof(*c));
-
-    *out = NULL;
-    if (c == NULL)
-        return SL_ENOMEM;
-    for (size_t i = 0; i < NKINDS; i++) {
-        const struct sl__store_kind *k = kinds[i];
-        size_t n;
-        const struct sl__key *keys = table(k, &n);
-        c->cfg[i] = calloc(1, k->cfg_size ? k->cfg_size : 1);
-        if (c->cfg[i] == NULL || sl__keytab_defaults(keys, n, c->cfg[i]) != 0) {
-            sl__store_config_free(c);
-            return SL_ENOMEM;
-        }
-        if (k->init != NULL)
-            k->init(c->cfg[i]);
-        if (k->shared_new != NULL && (c->shared[i] = k->shared_new()) == NULL) {
-            sl__store_config_free(c);
-            return SL_ENOMEM;
-        }
-    }
-    for (size_t i = 0; i < NKINDS; i++)
-        for (size_t j = 0; kinds[i]->reads != NULL && j < NKINDS; j++)
-            if (kinds[j] == kinds[i]->reads)
-                kinds[i]->link(c->cfg[i], c->cfg[j]);
-    *out = c;
-    return SL_OK;
-}
 
 void sl__store_config_set_log(struct sl__store_config *c, sl__store_log_fn fn, void *arg)
 {
@@ -99,90 +36,47 @@ void sl__store_config_set_log(struct sl__store_config *c, sl__store_log_fn fn, v
     sl__store_log_sink(fn, arg); /* for the rules subscriber (store_log.h) */
 }
 
-static int set_type(struct sl__store_config *c, const char *value, char *err, size_t errlen)
-{
-    size_t used = 0;
-
-    for (unsigned i = 0; i < NKINDS; i++) {
-        if (strcmp(kinds[i]->name, value) == 0) {
-            c->type = i;
-            return SL_OK;
-        }
-    }
-    used = (size_t)snprintf(err, errlen, "store.type must be one of");
-    for (unsigned i = 0; i < NKINDS && used < errlen; i++)
-        used += (size_t)snprintf(err + used, errlen - used, "%s %s", i ? "," : "", kinds[i]->name);
-    if (used < errlen)
-        snprintf(err + used, errlen - used, " (got '%s')", value);
-    return SL_EINVAL;
-}
-
-int sl__store_config_set(struct sl__store_config *c, const char *key, const char *value,
-                         const char *dir, char *err, size_t errlen)
-{
-    if (strcmp(key, "store.type") == 0)
-        return set_type(c, value, err, errlen);
-    for (size_t i = 0; i < NKINDS; i++) {
-        const struct sl__store_kind *k = kinds[i];
-        size_t n;
-        const struct sl__key *keys = table(k, &n);
-        const struct sl__key *row = sl__keytab_find(keys, n, key);
-        if (row != NULL)
-            return sl__keytab_set(row, c->cfg[i], value, dir, err, errlen) == 0 ? SL_OK : SL_EINVAL;
-        if (k->set != NULL) {
-            int rc = k->set(c->cfg[i], key, value, err, errlen);
-            if (rc != SL_ENOENT)
-                return rc;
-        }
-    }
-    return SL_ENOENT;
-}
-
-bool sl__store_config_is_section(const char *key)
+static void drop_shared(struct sl__store_config *c)
 {
     for (size_t i = 0; i < NKINDS; i++)
-        for (const char *const *s = kinds[i]->sections; s != NULL && *s != NULL; s++)
-            if (strcmp(*s, key) == 0)
-                return true;
-    return false;
+        if (c->shared[i] != NULL)
+            kinds[i]->shared_free(c->shared[i]);
 }
 
-const char *sl__store_config_type(const struct sl__store_config *c)
+/* Make what each kind's stores share, once per configuration; the tables
+ * of kinds checked to agree first (a kind listed in one order here and in
+ * another in kinds_config.c would be made with another kind's
+ * configuration). */
+static int share(struct sl__store_config *c)
 {
-    return kinds[c->type]->name;
-}
-
-int sl__store_config_check(const struct sl__store_config *c, char *err, size_t errlen)
-{
-    const struct sl__store_kind *k = kinds[c->type];
-
-    return k->check != NULL ? k->check(c->cfg[c->type], err, errlen) : SL_OK;
-}
-
-void sl__store_config_help(FILE *out)
-{
-    char names[128];
-    size_t used = 0;
-
-    for (size_t i = 0; i < NKINDS && used < sizeof(names); i++)
-        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? " | " : "",
-                                 kinds[i]->name);
-    sl__keytab_help_line(out, "store.type", kinds[0]->name, names);
+    if (c->shared_made)
+        return SL_OK;
+    for (size_t i = 0; i < NKINDS; i++)
+        if (kinds[i]->config != sl__store_kind_configs[i])
+            return SL_EINVAL;
+    c->drop_shared = drop_shared;
     for (size_t i = 0; i < NKINDS; i++) {
-        size_t n;
-        const struct sl__key *keys = table(kinds[i], &n);
-        sl__keytab_help(keys, n, out);
-        if (kinds[i]->help != NULL)
-            kinds[i]->help(out);
+        if (kinds[i]->shared_new != NULL && (c->shared[i] = kinds[i]->shared_new()) == NULL) {
+            drop_shared(c);
+            memset(c->shared, 0, sizeof(c->shared));
+            return SL_ENOMEM;
+        }
     }
+    c->shared_made = true;
+    return SL_OK;
 }
 
-int sl__store_new(const struct sl__store_config *c, uv_loop_t *loop, sl_limiter *lim,
+int sl__store_new(struct sl__store_config *c, uv_loop_t *loop, sl_limiter *lim,
                   struct sl__store **out)
 {
     const struct sl__store_kind *k = kinds[c->type];
+    int rc = share(c);
+
+    *out = NULL;
+    if (rc != SL_OK)
+        return rc;
     struct sl__store_env env = {loop, lim, c->log, c->log_arg, c->shared[c->type]};
-    int rc = k->create(c->cfg[c->type], &env, out);
+    rc = k->create(c->cfg[c->type], &env, out);
 
     if (rc == SL_OK)
         (*out)->kind = k;
@@ -280,7 +174,7 @@ size_t sl__store_health_render(struct sl__store *const *stores, unsigned n, char
 
     sl__store_health_sum(stores, n, &h);
     ok = sl__store_put(buf, cap, len, "{\"type\":");
-    ok = ok && sl__store_put_json_str(buf, cap, len, k != NULL ? k->name : "none");
+    ok = ok && sl__store_put_json_str(buf, cap, len, k != NULL ? k->config->name : "none");
     ok = ok && sl__store_put(buf, cap, len, ",\"state\":\"%s\",\"why\":", state_names[h.state]);
     ok = ok && sl__store_put_json_str(buf, cap, len, h.why);
     if (ok && k != NULL && k->health_members != NULL)

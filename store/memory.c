@@ -148,6 +148,6 @@ static int create(const void *cfg, const struct sl__store_env *env, struct sl__s
 /* The memory store has no keys of its own: the table it decides in is the
  * server's (store.max_bytes, store.shards, store.on_full). */
 const struct sl__store_kind sl__store_kind_memory = {
-    .name = "memory",
+    .config = &sl__store_kind_memory_config,
     .create = create,
 };

@@ -22,7 +22,7 @@
 #include "config.h"
 #include "keytab.h"
 #include "log.h"
-#include "proto.h"
+#include "proto_name.h"
 #include "regular.h"
 #include "store.h"
 #include "xalloc.h"
@@ -395,14 +395,14 @@ static int load_protocols(struct sl__config_ctx *x, struct sl__listener *l, yaml
          it++) {
         yaml_node_t *n = yaml_document_get_node(x->doc, *it);
         const char *s = scalar(n);
-        const struct sl__proto *p = s ? sl__proto_find(s, strlen(s)) : NULL;
-        if (p == NULL) {
+        unsigned bit = s ? sl__proto_bit_named(s, strlen(s)) : 0;
+        if (bit == 0) {
             char names[128];
             sl__proto_names(sl__proto_all(), names, sizeof(names));
             r = fail(x, n, "unknown protocol '%s'; this build speaks %s", s ? s : "?", names);
             continue;
         }
-        l->protos |= sl__proto_bit(p);
+        l->protos |= bit;
     }
     return r;
 }

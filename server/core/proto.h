@@ -6,7 +6,8 @@
  *
  * The core names no protocol: the table sl__protos is the server's
  * registration (server/protocols.c), and a listener's `protocols:` set is
- * a mask with one bit per entry of that table (sl__proto_bit).
+ * a mask with one bit per entry of that table (sl__proto_bit), read from
+ * the configuration by name (proto_name.h).
  */
 #ifndef SL_SERVER_PROTO_H
 #define SL_SERVER_PROTO_H
@@ -14,22 +15,19 @@
 #include <stddef.h>
 
 #include "proto-t.h"
+#include "proto_name.h"
 
 /* The protocols in sniffing order (more specific sniffers first),
  * NULL-terminated; defined by the server's registration. */
 extern const struct sl__proto *const sl__protos[];
 
-/* The protocol named `name`, or NULL. */
-const struct sl__proto *sl__proto_find(const char *name, size_t len);
-
-/* Its bit in a listener's mask, the mask of every protocol, and of those
- * a listener without a `protocols:` list serves (all but the opt-in ones). */
+/* Its bit in a listener's mask (proto_name.h has the masks by name). */
 unsigned sl__proto_bit(const struct sl__proto *p);
-unsigned sl__proto_all(void);
-unsigned sl__proto_default(void);
 
-/* The names in `mask`, separated by ", ", into buf[0..cap) (truncated). */
-void sl__proto_names(unsigned mask, char *buf, size_t cap);
+/* Do sl__protos and the configuration's sl__proto_names_reg list the same
+ * names, opt-in alike, in the same order? The daemon refuses to start
+ * otherwise: a listener's mask would serve other protocols than it lists. */
+bool sl__proto_registered(void);
 
 /*
  * Choose the protocol for a connection whose first bytes are buf[0..len),

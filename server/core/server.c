@@ -336,6 +336,11 @@ static int start(struct sl__server *srv)
     sl_rules *rules = NULL;
     int r;
 
+    if (!sl__proto_registered()) { /* a build error: the two registrations disagree */
+        sl__err("server.registration", "sl__protos and sl__proto_names_reg disagree "
+                                       "(server/protocols.c, server/config_sections.c)");
+        return 1;
+    }
     if (make_limiter(srv) != SL_OK)
         return 1;
     if (sl__rules_load(&srv->cfg, &how, &rules) != SL_OK) {

@@ -19,7 +19,7 @@
 #include <strings.h>
 
 #include "config.h"
-#include "proto.h"
+#include "proto_name.h"
 #include "proxy-t.h"
 #include "proxy.h"
 #include "proxy_int.h"
@@ -388,9 +388,8 @@ static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x
     struct sl__proxy_config *pc = cfg;
     /* by name: the room's registration is its top file (proxy.c), which
      * this one must not call back (tests/layers/calls.py) */
-    unsigned proxy = sl__proto_bit(sl__proto_find("proxy", 5));
-    const struct sl__proto *h1 = sl__proto_find("http1", 5);
-    unsigned http1 = h1 != NULL ? sl__proto_bit(h1) : 0;
+    unsigned proxy = sl__proto_bit_named("proxy", 5);
+    unsigned http1 = sl__proto_bit_named("http1", 5);
     const char *why;
     int r = SL_OK;
 

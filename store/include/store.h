@@ -187,8 +187,12 @@ void sl__store_config_set_log(struct sl__store_config *c, sl__store_log_fn fn, v
 
 /* A store of the configured kind for one worker: on `loop` (its thread),
  * deciding locally (or falling back) with `lim` (shared, outlives it).
+ * The first call on `c` also makes what its stores share in the process
+ * (kept in `c`): call it for every worker from one thread, before the
+ * workers start (the configuration functions above make nothing of the
+ * sort, so that `sluice check -c` links no store).
  * SL_OK, SL_EINVAL (bad configuration), SL_ENOMEM. */
-int sl__store_new(const struct sl__store_config *c, uv_loop_t *loop, sl_limiter *lim,
+int sl__store_new(struct sl__store_config *c, uv_loop_t *loop, sl_limiter *lim,
                   struct sl__store **out);
 
 static inline void sl__store_free(struct sl__store *s)

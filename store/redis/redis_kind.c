@@ -2,9 +2,9 @@
 /* Copyright (c) The Sluice authors */
 /*
  * redis_kind.c - the Redis store as a kind of store (store/kind.h): its
- * configuration (the key table is in redis_config.c), its constructor, its
- * lines in /metrics, and rules across nodes (rules_sync*.c) behind the
- * store interface.
+ * constructor, its lines in /metrics, and rules across nodes
+ * (rules_sync*.c) behind the store interface. Its configuration is
+ * redis_kind_config.c's (the key table, redis_config.c's).
  *
  * The metrics read only snapshots the stores publish for any thread
  * (sl__store_redis_stats); they never touch a worker's connections.
@@ -16,61 +16,6 @@
 #include "kind.h"
 #include "redis_int.h"
 #include "rules_sync.h"
-
-/* ------------------------------------------------------------ configuration */
-
-static const char *const sections[] = {"store.redis", "store.redis.policies", NULL};
-
-static void init(void *cfg)
-{
-    sl__redis_config_constants(cfg);
-}
-
-static int set(void *cfg, const char *key, const char *value, char *err, size_t errlen)
-{
-    const char *why = NULL;
-    int rc = sl__redis_config_set_pattern(cfg, key, value, &why);
-
-    if (rc == SL_EINVAL)
-        snprintf(err, errlen, "%s: %s", key, why ? why : "invalid");
-    return rc;
-}
-
-static void help(FILE *out)
-{
-    sl__keytab_help_line(out, "store.redis.policies.DOMAIN", "(failure_policy)",
-                         "failure policy for one domain: allow | deny | local");
-}
-
-static int check(const void *cfg, char *err, size_t errlen)
-{
-    const struct sl__redis_config *c = cfg;
-    struct sl__rsync_config rc;
-
-    if (c->sentinels[0] != '\0' && c->master_name[0] == '\0') {
-        snprintf(err, errlen,
-                 "store.redis.sentinels needs store.redis.master_name (the name the "
-                 "sentinels monitor the master under)");
-        return SL_EINVAL;
-    }
-    if (c->master_name[0] != '\0' && c->sentinels[0] == '\0') {
-        snprintf(err, errlen,
-                 "store.redis.master_name needs store.redis.sentinels (where to ask "
-                 "for it)");
-        return SL_EINVAL;
-    }
-    if (c->sentinels[0] != '\0' && c->cluster) {
-        snprintf(err, errlen,
-                 "store.redis.sentinels is for one Redis with replicas, not for "
-                 "store.redis.cluster (a cluster fails over by itself)");
-        return SL_EINVAL;
-    }
-    if (c->rules_sync && sl__rsync_config_from_redis(&rc, cfg) != SL_OK) {
-        snprintf(err, errlen, "store.redis.nodes: give host:port pairs separated by commas");
-        return SL_EINVAL;
-    }
-    return SL_OK;
-}
 
 static int create(const void *cfg, const struct sl__store_env *env, struct sl__store **out)
 {
@@ -245,14 +190,7 @@ static void rules_unsubscribe(void *sub)
 }
 
 const struct sl__store_kind sl__store_kind_redis = {
-    .name = "redis",
-    .cfg_size = sizeof(struct sl__redis_config),
-    .keys = sl__redis_config_keys,
-    .init = init,
-    .set = set,
-    .sections = sections,
-    .help = help,
-    .check = check,
+    .config = &sl__store_kind_redis_config,
     .shared_new = shared_new,
     .shared_free = shared_free,
     .create = create,

@@ -11,7 +11,9 @@ server/resp, ... each a directory under server/), the admin room (over
 http), the configuration check (server/check: sluiced -t, on the core and
 linked with the registration), and the registration (server/*.c). The CLI
 (cli/) sits on lib, checkbody and rulesdb, and of the daemon on server/check alone
-(`sluice check -c` runs sluiced's own check). ALLOWED below says, for each directory, which directories' headers
+(`sluice check -c` runs sluiced's own check, which links the daemon's
+configuration files only: the targets sluiced_conf and sluice_store_conf,
+whose files stay in their own directories and follow their rules below). ALLOWED below says, for each directory, which directories' headers
 its files may include; a file may always include headers of its own
 directory tree. Every `#include "..."` of every C file is resolved against
 the directories that hold a header of that name; an include that resolves
