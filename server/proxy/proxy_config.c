@@ -153,12 +153,19 @@ static int load_servers(struct sl__config_ctx *x, struct sl__proxy_upstream *up,
 
 /* ------------------------------------------------------------ routes */
 
+/* A key of `table` into `base`: 0, -1 (said why), or 1 when the key is not
+ * one of the table's (a key that is no scalar is said wrong here: YAML
+ * allows a list or a mapping as a key). */
 static int set_key(struct sl__config_ctx *x, const struct sl__key *table, size_t n, void *base,
                    yaml_node_t *k, yaml_node_t *v)
 {
-    const struct sl__key *key = sl__keytab_find(table, n, sl__config_scalar(k));
+    const char *ks = sl__config_scalar(k);
+    const struct sl__key *key;
     char msg[256];
 
+    if (ks == NULL)
+        return sl__config_fail(x, k, "a key is a name, not a list or a mapping");
+    key = sl__keytab_find(table, n, ks);
     if (key == NULL)
         return 1;
     if (sl__config_scalar(v) == NULL)

@@ -140,3 +140,25 @@ def test_two_listeners_on_one_port_refused(tmp_path):
     assert errors_of(r.stderr, cfg) == [
         (4, 5, "127.0.0.1:7000 is also an earlier listener's: list every protocol of that "
                "address in one listener")], r.stderr
+
+
+def test_a_key_that_is_a_list_or_a_mapping(tmp_path):
+    """YAML allows any node as a key: a proxy upstream's or route's key that
+    is a list or a mapping is an error naming its place, not a crash (the
+    configuration fuzzer found it)."""
+    cfg = tmp_path / "sluice.yaml"
+    cfg.write_text("""\
+listeners: [{address: 127.0.0.1, port: 0, protocols: [proxy]}]
+proxy:
+  routes:
+    - path_prefix: /
+      upstream: {servers: [127.0.0.1:1], [bad]: 1}
+    - path_prefix: /b
+      {x: 1}: 2
+      upstream: {servers: [127.0.0.1:1]}
+""")
+    r = run("-t", "-c", str(cfg))
+    assert r.returncode == 1, r.stderr
+    got = errors_of(r.stderr, cfg)
+    assert [(line, "a key is a name" in msg) for line, _, msg in got] == [(5, True), (7, True)], \
+        r.stderr
