@@ -768,7 +768,8 @@ void sl__config_help(FILE *f)
 {
     fprintf(f,
             "configuration keys (YAML; nested mappings, e.g. server: {max_connections: 100}):\n");
-    sl__keytab_help_line(f, "listeners", "(below)", "list of {address, port, protocols, admin}");
+    sl__keytab_help_line(f, "listeners", "(below)",
+                         "list of {address, port, protocols, admin, tls}");
     sl__keytab_help_line(f, "", "", "default: [{address: 127.0.0.1, port: 6390}], every protocol");
     sl__keytab_help_line(f, "", "",
                          "a listener with admin: true serves the admin endpoints (rules, keys,");
