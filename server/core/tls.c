@@ -133,7 +133,7 @@ static int setup_common(struct sl__config_ctx *x, struct sl__tls *t, SSL_CTX *ct
         return fail_tls(x, t, "cannot set the protocol versions", NULL);
     if (!SSL_CTX_set_cipher_list(ctx, t->ciphers))
         return fail_tls(x, t, "tls.ciphers matches no cipher:", t->ciphers);
-    if (!SSL_CTX_set_ciphersuites(ctx, t->ciphersuites))
+    if (t->ciphersuites != NULL && !SSL_CTX_set_ciphersuites(ctx, t->ciphersuites))
         return fail_tls(x, t, "tls.ciphersuites is not a list of TLS 1.3 suites:", t->ciphersuites);
     SSL_CTX_set_alpn_select_cb(ctx, on_alpn, t);
     if (t->verify != SL__TLS_VERIFY_NONE) {

@@ -267,7 +267,6 @@ int sl__tls_config_load(struct sl__config_ctx *x, yaml_node_t *v, const char *di
     if (parse_version(DEF_MIN_VERSION, &t->min_version) != 0)
         abort(); /* a default that does not parse is a bug here */
     t->ciphers = sl__xstrndup(DEF_CIPHERS, strlen(DEF_CIPHERS));
-    t->ciphersuites = sl__xstrndup(DEF_CIPHERSUITES, strlen(DEF_CIPHERSUITES));
     if (v->type != YAML_MAPPING_NODE)
         return sl__config_fail(x, v, "tls is a mapping: {cert_file, key_file, ...}");
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
@@ -325,7 +324,9 @@ void sl__tls_help(FILE *f)
                          "\"1.2\" | \"1.3\"; older versions are never offered");
     sl__keytab_help_line(f, "listeners.tls.ciphers", DEF_CIPHERS,
                          "TLS 1.2 cipher list (OpenSSL syntax)");
-    sl__keytab_help_line(f, "listeners.tls.ciphersuites", DEF_CIPHERSUITES, "TLS 1.3 suites");
+    sl__keytab_help_line(f, "listeners.tls.ciphersuites", "(openssl)",
+                         "TLS 1.3 suites; default: OpenSSL's (AES-256-GCM, ChaCha20-Poly1305, "
+                         "AES-128-GCM)");
     sl__keytab_help_line(f, "listeners.tls.alpn", "(computed)",
                          "ALPN ids offered, in order; default: http/1.1 for http1, h2 for grpc");
 }

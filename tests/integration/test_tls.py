@@ -27,7 +27,6 @@ PING and /metrics) and the TLS listeners under test:
 """
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -95,13 +94,28 @@ def pki(tmp_path):
     return Pki(d)
 
 
+class PortTaken(Exception):
+    pass
+
+
 class TlsSluiced:
     """sluiced with a clear listener [resp, http1] on self.port and the TLS
     listeners given: {name: (protocols, tls mapping text, admin)} on
-    self.ports[name]."""
+    self.ports[name]. A port found free can be taken by a test running at
+    the same time before sluiced binds it: then new ports, up to 3 tries."""
 
     def __init__(self, d, listeners, extra=""):
         self.dir = d
+        for attempt in range(3):
+            try:
+                self._start(d, listeners, extra)
+                break
+            except PortTaken:
+                if attempt == 2:
+                    raise AssertionError("no free ports after 3 tries")
+        self.token = (d / "admin.token").read_text().split()[0]
+
+    def _start(self, d, listeners, extra):
         self.port = free_port()
         self.ports = {name: free_port() for name in listeners}
         (d / "rules.yaml").write_text(DEFAULT_RULES)
@@ -132,18 +146,21 @@ log:
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log_path.read_text()
+            if self.proc.poll() is not None:
+                self.log.close()
+                text = self.log_path.read_text()
+                if "Address already in use" in text:
+                    raise PortTaken()
+                raise AssertionError("sluiced exited early:\n" + text)
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
                     s.sendall(b"PING\r\n")
                     if s.recv(16).startswith(b"+PONG"):
-                        break
+                        return
             except OSError:
                 pass
             time.sleep(0.05)
-        else:
-            raise AssertionError("sluiced did not start:\n" + self.log_path.read_text())
-        self.token = (d / "admin.token").read_text().split()[0]
+        raise AssertionError("sluiced did not start:\n" + self.log_path.read_text())
 
     def metrics(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
