@@ -9,11 +9,11 @@ set -euo pipefail
 build_pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config
     libuv1-dev libyaml-dev libsqlite3-dev libcmocka-dev libcjson-dev
     libhttp-parser-dev libhiredis-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-    libprotobuf-dev libsystemd-dev libcurl4-openssl-dev liburing-dev scdoc)
+    libprotobuf-dev libsystemd-dev libcurl4-openssl-dev liburing-dev libssl-dev scdoc)
 # Real peers and clients the tests talk to (well-kept Debian packages, as docs/architecture.md explains).
 test_pkgs=(redis-server redis-sentinel redis-tools nginx-light curl sqlite3 clang-format git
     python3 python3-pytest python3-redis python3-grpcio python3-protobuf python3-seccomp
-    protobuf-compiler nghttp2-client python3-h2 groff-base systemd chromium tmux)
+    protobuf-compiler nghttp2-client python3-h2 groff-base systemd chromium tmux openssl)
 bench_pkgs=(redis-server redis-tools nginx-light wrk util-linux nghttp2-client valgrind)
 # Building the Debian packages (make deb) and checking them (make test).
 deb_pkgs=(dpkg-dev debhelper fakeroot lintian)

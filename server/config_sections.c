@@ -20,7 +20,8 @@
 #include "stats.h"
 
 const struct sl__proto_name sl__proto_names_reg[] = {
-    {"grpc", false}, {"http1", false}, {"proxy", true}, {"resp", false}, {NULL, false},
+    {"grpc", false, "h2"}, {"http1", false, "http/1.1"}, {"proxy", true, NULL},
+    {"resp", false, NULL}, {NULL, false, NULL},
 };
 
 /* Rooms with a configuration section of their own (config.h). */

@@ -19,6 +19,7 @@
 #include "sluice.h"
 
 struct sl__store_config;
+struct sl__tls;
 
 #define SL__MAX_LISTENERS    8
 #define SL__MAX_RULE_FILES   64
@@ -83,6 +84,9 @@ struct sl__listener {
     bool admin_paths;
     /* copied from the server limits so a connection needs only its listener */
     size_t max_frame_bytes;
+    /* `tls:` (tls-t.h): the listener serves only TLS; NULL: clear text.
+     * Owned, freed by sl__config_free(). */
+    struct sl__tls *tls;
 };
 
 struct sl__config {

@@ -25,6 +25,7 @@
 #include "proto_name.h"
 #include "regular.h"
 #include "store.h"
+#include "tls.h"
 #include "xalloc.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
@@ -184,6 +185,8 @@ void sl__config_free(struct sl__config *c)
             sl__config_sections[i]->destroy(c->rooms[i]);
         free(c->rooms[i]);
     }
+    for (size_t i = 0; i < c->n_listeners; i++)
+        sl__tls_free(c->listeners[i].tls);
     for (size_t i = 0; i < c->n_rules_files; i++)
         free(c->rules_files[i]);
     for (size_t i = 0; i < c->n_admin_hosts; i++)
@@ -443,11 +446,19 @@ static int load_listener(struct sl__config_ctx *x, yaml_node_t *m)
                 r = fail(x, v, "admin must be true or false");
             else
                 l->admin = vs[0] == 't';
+        } else if (ks && strcmp(ks, "tls") == 0) {
+            char dir[4096];
+            config_dir(x->c, dir, sizeof(dir));
+            sl__tls_free(l->tls);
+            if (sl__tls_config_load(x, v, dir, &l->tls) != 0)
+                r = SL_EINVAL;
         } else {
-            r = fail(x, k, "unknown listener key '%s' (address, port, protocols, admin)",
+            r = fail(x, k, "unknown listener key '%s' (address, port, protocols, admin, tls)",
                      ks ? ks : "?");
         }
     }
+    if (r == 0 && l->tls != NULL)
+        r = sl__tls_build(x, l->tls, l->protos);
     /* Two listeners on one address and port would both bind it (each
      * worker's socket has SO_REUSEPORT) and the kernel would split the
      * connections between their protocols. */
@@ -757,13 +768,15 @@ void sl__config_help(FILE *f)
 {
     fprintf(f,
             "configuration keys (YAML; nested mappings, e.g. server: {max_connections: 100}):\n");
-    sl__keytab_help_line(f, "listeners", "(below)", "list of {address, port, protocols, admin}");
+    sl__keytab_help_line(f, "listeners", "(below)",
+                         "list of {address, port, protocols, admin, tls}");
     sl__keytab_help_line(f, "", "", "default: [{address: 127.0.0.1, port: 6390}], every protocol");
     sl__keytab_help_line(f, "", "",
                          "a listener with admin: true serves the admin endpoints (rules, keys,");
     sl__keytab_help_line(f, "", "",
                          "config, debug, killswitch), others answer them 404; with none, loopback");
     sl__keytab_help_line(f, "", "", "listeners do");
+    sl__tls_help(f);
     sl__keytab_help_line(f, "rules.files", "[]", "rules YAML files (relative to the config)");
     sl__keytab_help_line(f, "http.headers", "[all]",
                          "rate-limit header families: ietf, x-ratelimit, retry-after, all, none");

@@ -79,6 +79,8 @@ struct sl__conn {
      * them. */
     const struct sl__conn_io *io;
     const struct sl__conn_up *up;
+    void *stream;         /* the transform's state (conn_tls.c), NULL without one */
+    int64_t stream_bytes; /* its memory, counted in the buffer budget (sl__conn_stream_bytes) */
     struct sl__worker *w;
     const struct sl__listener *ls;
     const struct sl__proto *proto; /* NULL until sniffed */

@@ -35,6 +35,7 @@
 #include "metrics.h"
 #include "proto.h"
 #include "server-t.h"
+#include "tls.h"
 #include "worker-t.h"
 #include "xalloc.h"
 
@@ -91,7 +92,7 @@ static void account(struct sl__conn *c)
 {
     int64_t held =
         (int64_t)(c->in.cap + c->out.cap + c->inflight.cap + c->held.cap + c->slotdata.cap) +
-        c->proto_bytes;
+        c->proto_bytes + c->stream_bytes;
 
     if (held != c->accounted) {
         atomic_fetch_add_explicit(&c->w->srv->buffer_bytes, held - c->accounted,
@@ -172,6 +173,8 @@ static void maybe_free(struct sl__conn *c)
     undirty(c);
     if (c->proto && c->proto->on_close)
         c->proto->on_close(c);
+    if (c->io->release != NULL)
+        c->io->release(c);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -556,6 +559,20 @@ static bool budget_allows(struct sl__conn *c, size_t cap)
                (int64_t)srv->cfg.max_buffer_bytes;
 }
 
+void sl__conn_stream_bytes(struct sl__conn *c, int64_t bytes)
+{
+    c->stream_bytes = bytes;
+    account(c);
+}
+
+void sl__conn_handshaking(struct sl__conn *c, bool on)
+{
+    if (on)
+        c->partial_since_ms = now_ms(c);
+    else if (c->in.len == 0 && !(c->flags & SL__CONN_PARTIAL))
+        c->partial_since_ms = -1;
+}
+
 bool sl__conn_budget(struct sl__conn *c, int64_t delta, bool refusable)
 {
     const struct sl__server *srv = c->w->srv;
@@ -750,10 +767,12 @@ void sl__conn_accept(struct sl__worker *w, const struct sl__listener *ls, uv_str
     c->ls = ls;
     c->partial_since_ms = -1;
     c->stalled_since_ms = -1;
-    /* One stream per connection, chosen here: a transform (TLS) would be
-     * set up over the back-end at this point (conn_io.h). */
+    /* One stream per connection, chosen here: the back-end, under the TLS
+     * transform on a listener with TLS (conn_io.h). */
     c->io = w->ring != NULL ? &sl__conn_io_ring : &sl__conn_io_uv;
     c->up = &sl__conn_up_core;
+    if (ls->tls != NULL)
+        sl__conn_tls_install(c, c->io);
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
     c->next = w->conns;

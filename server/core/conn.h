@@ -72,6 +72,14 @@ void sl__conn_unpin(struct sl__conn *c);
  * whatever is still counted. */
 bool sl__conn_budget(struct sl__conn *c, int64_t delta, bool refusable);
 
+/* For a transform of the byte stream (conn_tls.c): its own memory is now
+ * `bytes`, counted in the buffer budget with the connection's buffers. */
+void sl__conn_stream_bytes(struct sl__conn *c, int64_t bytes);
+
+/* For a transform: a handshake runs (`on`), which server.read_timeout
+ * bounds from now as it bounds an incomplete request; or it ended. */
+void sl__conn_handshaking(struct sl__conn *c, bool on);
+
 /* The peer's client key into out (client_key.h): 4 bytes (IPv4, also
  * IPv4-mapped) or 16 (IPv6, masked to server.ipv6_client_prefix bits);
  * 0 when the socket cannot say. */

@@ -16,7 +16,7 @@
  * (conn_uv.c) or the worker's io_uring (conn_ring.c). The core implements
  * `up` (conn.c, sl__conn_up_core).
  *
- * A transform - TLS is the one planned - sits between them once, for both
+ * A transform - TLS (conn_tls.c) - sits between them once, for both
  * back-ends, without touching a protocol: it is a `down` table whose
  * functions work on its own buffers and call the back-end's table it
  * keeps (`lower`), and an `up` table the back-end calls, which turns what
@@ -75,6 +75,9 @@ struct sl__conn_io {
     /* Cancel what runs and close the socket; up->closed follows, and up->idle
      * for each operation that ends after it. */
     void (*close)(struct sl__conn *c);
+    /* Free what the stream holds (c->stream), just before the connection's
+     * memory goes. May be NULL (the back-ends hold nothing of their own). */
+    void (*release)(struct sl__conn *c);
 };
 
 struct sl__conn_up {

@@ -60,6 +60,16 @@ enum sl__conn_event {
     SL__CONN_EV_REFUSED_MAX,    /* refused: server.max_connections */
     SL__CONN_EV_REFUSED_PER_IP, /* refused: server.max_connections_per_ip */
     SL__CONN_EV_SHRINKS,        /* buffers shrunk back after a large frame */
+    SL__CONN_EV_TLS_HANDSHAKES, /* TLS handshakes completed */
+    /* TLS failures, by reason (conn_tls.c) */
+    SL__CONN_EV_TLS_PLAINTEXT,   /* the first bytes were not a TLS record */
+    SL__CONN_EV_TLS_VERSION,     /* the client offered only versions refused */
+    SL__CONN_EV_TLS_CIPHER,      /* no cipher in common */
+    SL__CONN_EV_TLS_CLIENT_CERT, /* client certificate missing or not verified */
+    SL__CONN_EV_TLS_ALERT,       /* the peer sent a fatal alert (it refused us) */
+    SL__CONN_EV_TLS_EOF,         /* the peer left during the handshake */
+    SL__CONN_EV_TLS_INCOMPLETE,  /* closed by the server mid-handshake (read_timeout) */
+    SL__CONN_EV_TLS_OTHER,       /* any other TLS error (a bad record, ...) */
     SL__CONN_EV_COUNT
 };
 

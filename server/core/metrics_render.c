@@ -273,7 +273,15 @@ static void put_conn_events(struct sl__wr *b, struct sl__metrics *m)
                   {SL__CONN_EV_CLOSED_FRAME, "frame_too_large"},
                   {SL__CONN_EV_CLOSED_BUDGET, "buffer_budget"}},
       refused[] = {{SL__CONN_EV_REFUSED_MAX, "max_connections"},
-                   {SL__CONN_EV_REFUSED_PER_IP, "max_connections_per_ip"}};
+                   {SL__CONN_EV_REFUSED_PER_IP, "max_connections_per_ip"}},
+      tls[] = {{SL__CONN_EV_TLS_PLAINTEXT, "plaintext"},
+               {SL__CONN_EV_TLS_VERSION, "protocol_version"},
+               {SL__CONN_EV_TLS_CIPHER, "no_shared_cipher"},
+               {SL__CONN_EV_TLS_CLIENT_CERT, "client_certificate"},
+               {SL__CONN_EV_TLS_ALERT, "peer_alert"},
+               {SL__CONN_EV_TLS_EOF, "peer_closed"},
+               {SL__CONN_EV_TLS_INCOMPLETE, "handshake_timeout"},
+               {SL__CONN_EV_TLS_OTHER, "other"}};
     uint64_t sum[SL__CONN_EV_COUNT] = {0};
 
     for (unsigned w = 0; w < m->workers; w++)
@@ -298,6 +306,12 @@ static void put_conn_events(struct sl__wr *b, struct sl__metrics *m)
     put_scalar(b, "sluice_buffer_shrinks_total", "counter",
                "Connection buffers given back after a large frame.",
                clamp(sum[SL__CONN_EV_SHRINKS]));
+    put_scalar(b, "sluice_tls_handshakes_total", "counter", "TLS handshakes completed.",
+               clamp(sum[SL__CONN_EV_TLS_HANDSHAKES]));
+    put_head(b, "sluice_tls_failures_total", "counter",
+             "TLS connections that failed, by reason (docs/tls.md).");
+    for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++)
+        put_labelled(b, "sluice_tls_failures_total", "reason", tls[i].reason, sum[tls[i].e]);
 }
 
 static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
@@ -366,5 +380,5 @@ size_t sl__metrics_render_bound(const struct sl__metrics *m)
 {
     /* Per series: 4 lines, each label escaped to at most twice its size. */
     size_t per_series = 4 * (64 + 4 * SL__METRIC_LABEL_MAX + 24);
-    return ((size_t)m->series_cap + 1) * per_series + 8192;
+    return ((size_t)m->series_cap + 1) * per_series + 12288;
 }

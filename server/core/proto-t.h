@@ -64,6 +64,8 @@ struct sl__worker;
 
 struct sl__proto {
     const char *name; /* as in the configuration's `protocols:` list: "resp", "http1" */
+    /* Its ALPN id on a TLS listener ("h2", "http/1.1"), NULL: none. */
+    const char *alpn;
     /* Served only by listeners that list it, never by a listener without a
      * `protocols:` list (a reverse proxy is not something to get by
      * default, and it claims the same bytes as http1). */

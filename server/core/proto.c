@@ -25,8 +25,10 @@ bool sl__proto_registered(void)
 
     for (; sl__protos[i] != NULL; i++) {
         const struct sl__proto_name *n = &sl__proto_names_reg[i];
+        const char *alpn = sl__protos[i]->alpn;
         if (n->name == NULL || strcmp(n->name, sl__protos[i]->name) != 0 ||
-            n->opt_in != sl__protos[i]->opt_in)
+            n->opt_in != sl__protos[i]->opt_in || (n->alpn == NULL) != (alpn == NULL) ||
+            (alpn != NULL && strcmp(n->alpn, alpn) != 0))
             return false;
     }
     return sl__proto_names_reg[i].name == NULL;

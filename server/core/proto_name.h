@@ -20,6 +20,7 @@
 struct sl__proto_name {
     const char *name; /* as in `protocols:`; NULL ends the table */
     bool opt_in;      /* served only by listeners that list it (struct sl__proto) */
+    const char *alpn; /* its ALPN id over TLS, or NULL (struct sl__proto) */
 };
 
 /* In sniffing order, as sl__protos; defined by the configuration's

@@ -320,6 +320,7 @@ static void on_close(struct sl__conn *c)
 
 const struct sl__proto sl__proto_grpc = {
     .name = "grpc",
+    .alpn = "h2",
     .sniff = sniff,
     .on_open = on_open,
     .on_read = on_read,

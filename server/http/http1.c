@@ -273,6 +273,7 @@ static void thread_exit(void)
 
 const struct sl__proto sl__proto_http1 = {
     .name = "http1",
+    .alpn = "http/1.1",
     .sniff = sniff,
     .on_open = on_open,
     .on_read = on_read,
