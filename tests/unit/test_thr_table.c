@@ -11,6 +11,7 @@
  * It asserts counts, never timings.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -125,15 +126,16 @@ static void test_one_key_many_threads(void **st)
  * one evicts another, whose debt two such threads fold into the limit's
  * summary (shared by the shards, updated by compare-and-swap) while new
  * keys are restored from it. */
+static atomic_uint same_next; /* the next key of churn_same_limit */
+
 static void *churn_same_limit(void *arg)
 {
     struct shared *sh = arg;
     struct sl_decision d;
-    static atomic_uint next;
 
     while (!atomic_load(&sh->stop)) {
         char key[32];
-        int n = snprintf(key, sizeof(key), "same-%u", atomic_fetch_add(&next, 1));
+        int n = snprintf(key, sizeof(key), "same-%u", atomic_fetch_add(&same_next, 1));
         if (sl_table_check(sh->t, key, (size_t)n, &sh->l, T0, 1, &d) != SL_OK)
             atomic_fetch_add(&sh->errors, 1);
     }
@@ -147,7 +149,7 @@ static void test_one_key_under_eviction(void **st)
     static struct shared sh;
     struct sl_table_config c;
     struct sl_table_stats s;
-    pthread_t ch[2];
+    pthread_t ch[2], th[THREADS];
 
     (void)st;
     memset(&sh, 0, sizeof(sh));
@@ -156,9 +158,28 @@ static void test_one_key_under_eviction(void **st)
     c.shards = 4;
     assert_int_equal(sl_table_new(&c, &sh.t), SL_OK);
     limit_of(&sh.l, LIMIT, 3600 * SL_NS_PER_S);
+    /* Full before the threads start (whatever the scheduler does, keys
+     * are evicted and their debts folded from here on). */
+    atomic_store(&same_next, 0);
+    for (unsigned k = 0;; k++) {
+        struct sl_decision d;
+        char key[32];
+        int n = snprintf(key, sizeof(key), "fill-%u", k);
+        assert_int_equal(sl_table_check(sh.t, key, (size_t)n, &sh.l, T0, 1, &d), SL_OK);
+        sl_table_stats(sh.t, &s);
+        if (s.summary_folds > 0)
+            break;
+        assert_true(k < 1000000);
+    }
     for (int i = 0; i < 2; i++)
         assert_int_equal(pthread_create(&ch[i], NULL, churn_same_limit, &sh), 0);
-    run(hammer_one_key, &sh, false);
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, hammer_one_key, &sh), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    /* and the churn has run beside it, at least a little */
+    while (atomic_load(&same_next) < 2000)
+        sched_yield();
     atomic_store(&sh.stop, 1);
     for (int i = 0; i < 2; i++)
         pthread_join(ch[i], NULL);
