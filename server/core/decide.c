@@ -66,6 +66,28 @@ static const struct sl_result *as_cost_one(const struct sl_result *res, struct s
 
 static int64_t answered_ns(struct sl__worker *w);
 
+/* An answer made inside the call outlives the store's frame that made it
+ * (the memory store's result is on its stack): copied into the worker's
+ * `answer`, the part in use only (the statuses of the request's
+ * descriptors, the lease's text), so a one-descriptor answer costs about a
+ * hundred bytes. Valid until the next decision on the worker. */
+static const struct sl_result *keep_result(struct sl__worker *w, const struct sl_result *res)
+{
+    struct sl_result *a = &w->answer;
+    size_t n = res->n_statuses < SL_MAX_DESCRIPTORS ? res->n_statuses : SL_MAX_DESCRIPTORS;
+
+    if (res == a)
+        return a;
+    a->verdict = res->verdict;
+    a->delay_ns = res->delay_ns;
+    a->n_statuses = res->n_statuses;
+    memcpy(a->statuses, res->statuses, n * sizeof(res->statuses[0]));
+    size_t lease = strnlen(res->lease, sizeof(res->lease) - 1);
+    memcpy(a->lease, res->lease, lease);
+    a->lease[lease] = '\0';
+    return a;
+}
+
 /* The store's callback: kill switch "shadow", metrics and statistics, then
  * the protocol. The labels are taken first: the protocol's callback may
  * end the op. */
@@ -101,7 +123,7 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
                                                           .mono_ns = mono});
     if (op->now != NULL) { /* inside the call that started it: returned */
         op->now->err = err;
-        op->now->res = res;
+        op->now->res = res != NULL ? keep_result(op->w, res) : NULL;
         op->answered = true;
     } else {
         op->done(op, err, res);

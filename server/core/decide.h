@@ -28,8 +28,9 @@
  * Contract: a decision is answered exactly once, in one of two ways, and
  * the call's return value says which:
  *  - true: it was decided inside the call (the memory store, a kill switch,
- *    an error): the answer is in *now (err, and res borrowed until the next
- *    decision on this worker), and `done` is never called;
+ *    an error): the answer is in *now (err, and res: the worker's copy of
+ *    the result, valid until its next decision), and `done` is never
+ *    called;
  *  - false: `done` will be called exactly once, later, on the worker's loop
  *    thread, never inside this call (a remote store's answer, or a check
  *    queued in a batch). The op is the caller's and must stay valid until
@@ -73,7 +74,7 @@ typedef void (*sl__decide_done)(struct sl__decide_op *op, int err, const struct 
 /* An answer made inside the call (see the contract above). */
 struct sl__decided {
     int err;                     /* SL_OK with res, or a negative SL_E* code */
-    const struct sl_result *res; /* borrowed until the next decision on the worker */
+    const struct sl_result *res; /* the worker's copy, valid until its next decision */
 };
 
 /* Envoy detailed_metric: per descriptor, the limit label made of the

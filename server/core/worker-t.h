@@ -45,6 +45,9 @@ struct sl__worker {
      * switch's, decide.c), valid for the duration of the protocol's
      * callback. */
     struct sl_result edited;
+    /* A decision answered inside its call (decide.c: struct sl__decided),
+     * copied out of the store's frame; valid until the next decision. */
+    struct sl_result answer;
     /* Checks queued by the decision path (decide.c), NULL until first used. */
     struct sl__decide_batch *batch;
     /* Why the worker is not ready, as sl__worker_unready() says it. */

@@ -34,6 +34,8 @@ struct fake {
 
 static int answer(struct fake *f, sl__store_cb cb, void *arg)
 {
+    struct sl_result on_stack; /* as the memory store's: gone when this returns */
+
     if (f->start_err != SL_OK)
         return f->start_err;
     if (f->later) {
@@ -41,7 +43,9 @@ static int answer(struct fake *f, sl__store_cb cb, void *arg)
         f->arg = arg;
         return SL_OK;
     }
-    cb(arg, SL_OK, &f->res, SL__BY_STATE);
+    on_stack = f->res;
+    cb(arg, SL_OK, &on_stack, SL__BY_STATE);
+    memset(&on_stack, 0xa5, sizeof(on_stack)); /* what a later frame leaves there */
     return SL_OK;
 }
 
@@ -115,6 +119,9 @@ static int setup(void **state)
     f->w.srv = &f->srv;
     f->store.base.ops = &fake_ops;
     f->store.res.verdict = SL_ALLOW;
+    f->store.res.n_statuses = 1;
+    f->store.res.statuses[0].d.remaining = 7;
+    memcpy(f->store.res.lease, "L1", 3);
     f->w.store = &f->store.base;
     *state = f;
     return 0;
@@ -160,8 +167,12 @@ static void test_inline_answer_is_returned(void **state)
     op.in_call = false;
     assert_int_equal(op.calls, 0);
     assert_int_equal(now.err, SL_OK);
-    assert_non_null(now.res);
+    /* a copy the worker owns, not the store's frame (gone by now) */
+    assert_ptr_equal(now.res, &f->w.answer);
     assert_int_equal(now.res->verdict, SL_ALLOW);
+    assert_int_equal(now.res->n_statuses, 1);
+    assert_int_equal(now.res->statuses[0].d.remaining, 7);
+    assert_string_equal(now.res->lease, "L1");
 
     op.in_call = true;
     assert_true(sl__decide_release(&f->w, &op.d, "x", 1, done, &now));
