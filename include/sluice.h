@@ -120,6 +120,12 @@ struct sl_limit {
     bool shadow;      /* counted and reported, never enforced */
     uint64_t id;      /* set by sl_limit_finish(): hash of algorithm+params */
     bool named;       /* the rule gave `name` itself (false: derived from its path) */
+    /* Given by a request (Envoy's per-descriptor override, CL.THROTTLE),
+     * not by the rules: a client picks its parameters, so it may make as
+     * many as it likes. The table's summary of evicted debts keeps all of
+     * these in one shared array, so they cannot use up the per-limit
+     * arrays that keep the rules' limits apart. In what was padding. */
+    bool ad_hoc;
 };
 
 SL_API void sl_limit_init(struct sl_limit *l);

@@ -105,8 +105,11 @@ static uint64_t limit_key(const struct sl_limit *l)
  * compare-and-swap, so two threads that meet agree on one slot. */
 uint16_t sl__tag_of(sl_table *t, const struct sl_limit *l)
 {
-    uint64_t key = limit_key(l);
+    uint64_t key;
 
+    if (l->ad_hoc) /* a request's limit: shared, so requests cannot fill the registry */
+        return 0;
+    key = limit_key(l);
     if (key == 0)
         key = 1; /* 0 marks a free slot */
     uint32_t i = (uint32_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 32) & t->tags_mask;

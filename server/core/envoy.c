@@ -218,6 +218,7 @@ int sl__envoy_override_limit(uint64_t requests_per_unit, unsigned unit, struct s
     l->algo = SL_ALGO_FIXED_WINDOW;
     l->requests = requests_per_unit;
     l->period_ns = sl__envoy_units[unit].ns;
+    l->ad_hoc = true;
     sl_limit_finish(l);
     return SL_OK;
 }

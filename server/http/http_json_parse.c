@@ -162,6 +162,7 @@ static int parse_override(struct sl__json_req *r, const cJSON *v, size_t i, cons
     l->algo = SL_ALGO_FIXED_WINDOW;
     l->requests = n;
     l->period_ns = o->unit_ns;
+    l->ad_hoc = true;
     sl_limit_finish(l);
     r->descs[i].limit = l;
     return SL_OK;

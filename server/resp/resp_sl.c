@@ -250,6 +250,7 @@ int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struc
     op->limit.requests = (uint64_t)v[1];
     op->limit.period_ns = v[2] * SL_NS_PER_S;
     op->limit.name = "cl.throttle";
+    op->limit.ad_hoc = true;
     finish_cached(&op->limit);
     /* everything after the key bytes is zero (fields may be added there) */
     memcpy(&m->key_len, &zero_match.key_len, sizeof(*m) - offsetof(struct sl_match, key_len));

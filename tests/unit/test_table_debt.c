@@ -436,6 +436,33 @@ static void test_peek_sees_the_debt(void **st)
     sl_table_free(t);
 }
 
+/* Limits a request brings (Envoy's override, CL.THROTTLE: ad_hoc) share
+ * one array: a client that sends thousands of distinct ones fills neither
+ * the registry nor the pool, so the rules' limits stay apart - a flood in
+ * one still never restricts another's new clients. */
+static void test_ad_hoc_limits_share_one_array(void **st)
+{
+    struct sl_limit a, b;
+    struct sl_decision d;
+    sl_table *t = table_of(2 << 20, 0);
+    int64_t now = T0;
+
+    (void)st;
+    for (unsigned k = 0; k < 20000; k++) { /* 20,000 limits, one key each */
+        struct sl_limit adhoc;
+        simple_limit(&adhoc, SL_ALGO_FIXED_WINDOW, 1 + k, HOUR);
+        adhoc.ad_hoc = true;
+        assert_int_equal(check(t, "adhoc", k, &adhoc, now, 1, &d), SL_OK);
+        assert_int_equal(check(t, "adhoc", k, &adhoc, now, 1, &d), SL_OK);
+    }
+    simple_limit(&a, SL_ALGO_FIXED_WINDOW, 3, HOUR);
+    simple_limit(&b, SL_ALGO_FIXED_WINDOW, 1, HOUR);
+    assert_int_equal(check(t, "a", 0, &a, now, 1, &d), SL_OK);
+    flood(t, &b, "b", 60000, now);
+    assert_int_equal(restricted(t, &a, "a-new", 2000, now), 0);
+    sl_table_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_formula_bounds_the_innocent),
         cmocka_unit_test(test_leases_never_evicted),
         cmocka_unit_test(test_peek_sees_the_debt),
+        cmocka_unit_test(test_ad_hoc_limits_share_one_array),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
