@@ -20,7 +20,7 @@
 #include "stats.h"
 
 const struct sl__proto_name sl__proto_names_reg[] = {
-    {"grpc", false, "h2"}, {"http1", false, "http/1.1"}, {"proxy", true, NULL},
+    {"grpc", false, "h2"}, {"http1", false, "http/1.1"}, {"proxy", true, "http/1.1"},
     {"resp", false, NULL}, {NULL, false, NULL},
 };
 

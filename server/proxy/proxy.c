@@ -878,6 +878,7 @@ static int sniff(const char *buf, size_t len)
 const struct sl__proto sl__proto_proxy = {
     .name = "proxy",
     .opt_in = true,
+    .alpn = "http/1.1",
     .sniff = sniff,
     .on_open = on_open,
     .on_read = on_read,

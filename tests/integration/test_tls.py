@@ -41,6 +41,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grpc"))
 import grpc_client as gc  # noqa: E402
 from conftest import DEFAULT_RULES, end_servers, free_port, wait_for  # noqa: E402
+from conftest_proxy import upstream  # noqa: E402,F401 (fixture)
 
 CHECK_BODY = '{"domain": "api", "descriptors": [{"user": "alice"}]}'
 
@@ -424,3 +425,24 @@ def test_pipelined_requests_large_bodies_and_close_notify(tls_sluiced, pki):
             assert rest == b"" and statuses == [200], statuses
             c.unwrap()  # close_notify both ways
     assert redis.Redis(port=s.port).ping()
+
+
+def test_proxy_over_tls(tls_sluiced, pki, upstream):
+    """The reverse proxy terminates TLS on its client side: with the test CA
+    curl reaches the upstream through it, keep-alive, over ALPN http/1.1;
+    the upstream sees the requests in clear."""
+    up = upstream()
+    s = tls_sluiced({"proxy": ("proxy", tls_map(pki), False)}, extra=f"""proxy:
+  routes:
+    - path_prefix: /
+      upstream: {{servers: [127.0.0.1:{up.port}]}}
+""")
+    code, out = s_client(s.ports["proxy"], "-alpn", "http/1.1")
+    assert "ALPN protocol: http/1.1" in out, out
+    before = up.stats()["requests"]
+    url = f"https://127.0.0.1:{s.ports['proxy']}/echo/tls"
+    r = run("curl", "-sS", "--cacert", pki.path("ca.pem"), "-o", "/dev/null", "-o", "/dev/null",
+            "-w", "%{http_code} %{http_version}\n", url, url)
+    assert r.returncode == 0 and r.stdout.decode().split("\n")[:2] == ["200 1.1", "200 1.1"], \
+        r.stdout + r.stderr
+    assert up.stats()["requests"] >= before + 2
