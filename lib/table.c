@@ -191,16 +191,17 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
 {
     unsigned n = c->shards ? c->shards : shards_for(c->max_bytes);
     sl_table *t;
-    size_t budget;
+    size_t budget, fixed;
 
     *out = NULL;
     if (n > SHARDS_MAX || (n & (n - 1)) != 0)
         return SL_EINVAL;
     if (c->on_full != SL_ON_FULL_EVICT && c->on_full != SL_ON_FULL_DENY)
         return SL_EINVAL;
-    if (c->max_bytes < fixed_bytes_for(n) + sl__debt_bytes(c->max_bytes))
+    fixed = fixed_bytes_for(n) + sl__debt_bytes(c->max_bytes);
+    if (c->max_bytes < fixed)
         return SL_EINVAL;
-    budget = (c->max_bytes - fixed_bytes_for(n) - sl__debt_bytes(c->max_bytes)) / n;
+    budget = (c->max_bytes - fixed) / n;
     t = calloc(1, sizeof(*t));
     if (t == NULL)
         return SL_ENOMEM;
@@ -215,7 +216,7 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
     t->max_chunks = (uint32_t)(budget / chunk_bytes(t) + 1);
     t->nshards = n;
     t->shard_budget = budget;
-    t->fixed_bytes = fixed_bytes_for(n) + sl__debt_bytes(c->max_bytes);
+    t->fixed_bytes = fixed;
     t->on_full = c->on_full;
     memcpy(t->secret, c->secret, sizeof(t->secret));
     /* The smallest shard: its index, its directory and one chunk. */

@@ -205,8 +205,6 @@ bool sl__debt_fold(sl_table *t, uint64_t slot, const struct sl__entry *e, int64_
     _Atomic uint64_t *c[2];
     uint64_t amount;
 
-    if (drained(e, now_ns))
-        return true; /* owes nothing: as fresh as a new key */
     if (slot & S_OOL) {
         const struct sl__ool *o = (const struct sl__ool *)(uintptr_t)e->st[0];
         st = o->state;

@@ -285,8 +285,9 @@ int sl__shard_make_room(sl_table *t, struct sl__shard *s, size_t extra, int64_t 
  *   (part of the table's fixed bytes); debt_init allocates them;
  * - tag_of: the tag of limit `l` (by id and name; 0: no slot left,
  *   shared), no lock;
- * - fold: before evicting the entry in `slot` (its shard locked), put what
- *   it owes into its limit's cells; false when it cannot go (a lease held);
+ * - fold: before evicting the entry in `slot` (its shard locked, not yet
+ *   drained: a drained one owes nothing), put what it owes into its limit's
+ *   cells; false when it cannot go (a lease held);
  * - restore: make the fresh state `st` of a new key `fp` of `l` (tag `tag`)
  *   at least as restrictive as its cells say it owes; true if they did;
  * - used: cells holding a debt not yet whole at `now_s`. */
