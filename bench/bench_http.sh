@@ -52,28 +52,8 @@ sl_pid=$!
 pids+=($!)
 
 ng_port=$(free_port)
-mkdir -p "$tmp/nginx"
-cat >"$tmp/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $tmp/nginx/body;
-    proxy_temp_path $tmp/nginx/proxy;
-    fastcgi_temp_path $tmp/nginx/fastcgi;
-    uwsgi_temp_path $tmp/nginx/uwsgi;
-    scgi_temp_path $tmp/nginx/scgi;
-    keepalive_requests 100000000;
-    server {
-        listen 127.0.0.1:$ng_port;
-        location / { return 200 "ok\n"; }
-    }
-}
-NGINX
-taskset -c 0 nginx -p "$tmp/nginx" -c "$tmp/nginx.conf" 2>"$tmp/nginx.stderr" &
+nginx_ok_conf "$tmp/nginx" "$ng_port"
+taskset -c 0 nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" 2>"$tmp/nginx.stderr" &
 ng_master=$!
 pids+=($!)
 wait_http "$sl_port" /healthz

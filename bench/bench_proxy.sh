@@ -30,33 +30,8 @@ bench_init bench_proxy wrk nginx taskset curl
 
 up_port=$(free_port) ng_port=$(free_port) sl_port=$(free_port)
 
-# nginx_conf DIR BODY: a one-worker nginx whose http block holds BODY.
-nginx_conf() {
-    mkdir -p "$1"
-    cat >"$1/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-pid $1/nginx.pid;
-error_log $1/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $1/body;
-    proxy_temp_path $1/proxy;
-    fastcgi_temp_path $1/fastcgi;
-    uwsgi_temp_path $1/uwsgi;
-    scgi_temp_path $1/scgi;
-    keepalive_requests 100000000;
-$2
-}
-NGINX
-}
 
-nginx_conf "$tmp/upstream" "
-    server {
-        listen 127.0.0.1:$up_port;
-        location / { return 200 \"ok\n\"; }
-    }"
+nginx_ok_conf "$tmp/upstream" "$up_port"
 nginx_conf "$tmp/proxy" "
     upstream api {
         server 127.0.0.1:$up_port;

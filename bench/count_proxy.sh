@@ -28,27 +28,7 @@ for b in "$@"; do
 done
 
 up_port=$(free_port)
-mkdir -p "$tmp/upstream"
-cat >"$tmp/upstream/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-pid $tmp/upstream/nginx.pid;
-error_log $tmp/upstream/error.log warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $tmp/upstream/body;
-    proxy_temp_path $tmp/upstream/proxy;
-    fastcgi_temp_path $tmp/upstream/fastcgi;
-    uwsgi_temp_path $tmp/upstream/uwsgi;
-    scgi_temp_path $tmp/upstream/scgi;
-    keepalive_requests 100000000;
-    server {
-        listen 127.0.0.1:$up_port;
-        location / { return 200 "ok\n"; }
-    }
-}
-NGINX
+nginx_ok_conf "$tmp/upstream" "$up_port"
 nginx -p "$tmp/upstream" -c "$tmp/upstream/nginx.conf" 2>"$tmp/up.stderr" &
 pids+=($!)
 wait_http "$up_port" /

@@ -16,6 +16,9 @@
 #                             ARGV[2] tokens/s, Redis's clock) and print its
 #                             SHA; how rate limiting is usually done in Redis
 #   median V...               the median of the values
+#   nginx_conf DIR BODY       write DIR/nginx.conf: one worker, no access log,
+#                             temporary files under DIR, BODY in its http block
+#   nginx_ok_conf DIR PORT    nginx_conf answering `return 200 "ok"` on PORT
 
 bench_init() {
     bench_name=$1
@@ -102,3 +105,33 @@ return {allowed, math.floor(tokens)}"
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# nginx_conf DIR BODY: a one-worker nginx whose http block holds BODY.
+nginx_conf() {
+    mkdir -p "$1"
+    cat >"$1/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $1/body;
+    proxy_temp_path $1/proxy;
+    fastcgi_temp_path $1/fastcgi;
+    uwsgi_temp_path $1/uwsgi;
+    scgi_temp_path $1/scgi;
+    keepalive_requests 100000000;
+$2
+}
+NGINX
+}
+
+nginx_ok_conf() {
+    nginx_conf "$1" "
+    server {
+        listen 127.0.0.1:$2;
+        location / { return 200 \"ok\\n\"; }
+    }"
+}
