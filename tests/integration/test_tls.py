@@ -31,7 +31,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import grpc
@@ -40,165 +39,10 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "grpc"))
 import grpc_client as gc  # noqa: E402
-from conftest import DEFAULT_RULES, end_servers, free_port, wait_for  # noqa: E402
+from conftest import free_port, wait_for  # noqa: E402
 from conftest_proxy import upstream  # noqa: E402,F401 (fixture)
-
-CHECK_BODY = '{"domain": "api", "descriptors": [{"user": "alice"}]}'
-
-
-def run(*args, **kw):
-    return subprocess.run(list(args), capture_output=True, timeout=30, **kw)
-
-
-class Pki:
-    """Test certificates in `d`: ca, server (EC, localhost), rsa (RSA,
-    rsa.test), client (EC), and other_ca, which signed nothing here."""
-
-    def __init__(self, d):
-        self.d = d
-        self._ca("ca")
-        self._ca("other_ca")
-        self._leaf("server", "ec", "localhost", "DNS:localhost,IP:127.0.0.1")
-        self._leaf("rsa", "rsa", "rsa.test", "DNS:rsa.test")
-        self._leaf("client", "ec", "sluice-client", "DNS:sluice-client")
-
-    def _key(self, kind):
-        return (["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"] if kind == "ec"
-                else ["-newkey", "rsa:2048"])
-
-    def _ca(self, name):
-        r = run("openssl", "req", "-x509", *self._key("ec"), "-nodes", "-days", "2",
-                "-subj", f"/CN={name}", "-keyout", str(self.d / f"{name}.key"),
-                "-out", str(self.d / f"{name}.pem"))
-        assert r.returncode == 0, r.stderr
-
-    def _leaf(self, name, kind, cn, san):
-        d = self.d
-        ext = d / f"{name}.ext"
-        ext.write_text(f"subjectAltName={san}\n")
-        r = run("openssl", "req", *self._key(kind), "-nodes", "-subj", f"/CN={cn}",
-                "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"))
-        assert r.returncode == 0, r.stderr
-        r = run("openssl", "x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"),
-                "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "2",
-                "-extfile", str(ext), "-out", str(d / f"{name}.pem"))
-        assert r.returncode == 0, r.stderr
-
-    def path(self, name):
-        return str(self.d / name)
-
-
-@pytest.fixture
-def pki(tmp_path):
-    d = tmp_path / "pki"
-    d.mkdir()
-    return Pki(d)
-
-
-class PortTaken(Exception):
-    pass
-
-
-class TlsSluiced:
-    """sluiced with a clear listener [resp, http1] on self.port and the TLS
-    listeners given: {name: (protocols, tls mapping text, admin)} on
-    self.ports[name]. A port found free can be taken by a test running at
-    the same time before sluiced binds it: then new ports, up to 3 tries."""
-
-    def __init__(self, d, listeners, extra=""):
-        self.dir = d
-        for attempt in range(3):
-            try:
-                self._start(d, listeners, extra)
-                break
-            except PortTaken:
-                if attempt == 2:
-                    raise AssertionError("no free ports after 3 tries")
-        self.token = (d / "admin.token").read_text().split()[0]
-
-    def _start(self, d, listeners, extra):
-        self.port = free_port()
-        self.ports = {name: free_port() for name in listeners}
-        (d / "rules.yaml").write_text(DEFAULT_RULES)
-        text = f"""listeners:
-  - address: 127.0.0.1
-    port: {self.port}
-    protocols: [resp, http1]
-"""
-        for name, (protos, tls, admin) in listeners.items():
-            text += f"""  - address: 127.0.0.1
-    port: {self.ports[name]}
-    protocols: [{protos}]
-    admin: {"true" if admin else "false"}
-    tls: {tls}
-"""
-        text += f"""workers: 2
-rules:
-  files: [rules.yaml]
-  watch: false
-log:
-  level: debug
-{extra}
-"""
-        (d / "sluice.yaml").write_text(text)
-        self.log_path = d / "sluiced.log"
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([os.environ["SLUICED"], "-c", str(d / "sluice.yaml")],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.log.close()
-                text = self.log_path.read_text()
-                if "Address already in use" in text:
-                    raise PortTaken()
-                raise AssertionError("sluiced exited early:\n" + text)
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError("sluiced did not start:\n" + self.log_path.read_text())
-
-    def metrics(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
-            return r.read().decode()
-
-    def failures(self, reason):
-        m = re.search(r'^sluice_tls_failures_total\{reason="%s"\} (\d+)$' % reason,
-                      self.metrics(), re.M)
-        assert m, "no sluice_tls_failures_total{reason=%r} in /metrics" % reason
-        return int(m.group(1))
-
-
-@pytest.fixture
-def tls_sluiced(tmp_path, request):
-    started = []
-
-    def start(listeners, extra=""):
-        d = tmp_path / f"t{len(started)}"
-        d.mkdir()
-        s = TlsSluiced(d, listeners, extra)
-        started.append(s)
-        return s
-
-    yield start
-    end_servers(request, started)
-
-
-def tls_map(pki, **more):
-    fields = {"cert_file": pki.path("server.pem"), "key_file": pki.path("server.key"), **more}
-    return "{" + ", ".join(f"{k}: {v}" for k, v in fields.items()) + "}"
-
-
-def s_client(port, *args, stdin=b""):
-    """openssl s_client's result: (exit code, its output)."""
-    r = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", *args],
-                       input=stdin, capture_output=True, timeout=30)
-    return r.returncode, (r.stdout + r.stderr).decode(errors="replace")
+from conftest_tls import (CHECK_BODY, pki, run, s_client, tls_map,  # noqa: E402,F401 (fixtures)
+                          tls_sluiced)
 
 
 # ------------------------------------------------------------ versions, ALPN, SNI
