@@ -818,6 +818,8 @@ static int on_open(struct sl__conn *c)
 
     x->c = c;
     x->pw = sl__proxy_worker_get(c->tcp.loop, &c->w->srv->cfg, &events);
+    x->pw->metrics = c->w->srv->metrics; /* for what its upstream connections count */
+    x->pw->wid = c->w->id;
     x->pw->n_xs++;
     x->pw->log_wanted = c->w->srv->cfg.log_access != SL__ACCESS_OFF;
     peer_address(c, x->acc.client, sizeof(x->acc.client));
