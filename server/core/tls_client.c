@@ -296,10 +296,23 @@ fail:
     return NULL;
 }
 
+void sl__tlsc_close(struct sl__tlsc *tc)
+{
+    if (SSL_is_init_finished(tc->ssl))
+        SSL_shutdown(tc->ssl); /* queues close_notify */
+    ERR_clear_error();
+}
+
 void sl__tlsc_free(struct sl__tlsc *tc)
 {
     if (tc == NULL)
         return;
+    /* Ended cleanly as far as OpenSSL knows (close_notify queued or not):
+     * otherwise it takes the session for a broken one and no longer
+     * offers it. */
+    SSL_set_quiet_shutdown(tc->ssl, 1);
+    SSL_shutdown(tc->ssl);
+    ERR_clear_error();
     SSL_free(tc->ssl); /* and its BIOs */
     free(tc);
 }

@@ -66,6 +66,10 @@ struct sl__tlsc;
  * there (slot may be NULL). NULL when OpenSSL cannot make one. */
 struct sl__tlsc *sl__tlsc_new(const struct sl__tls_client *t, const char *host,
                               struct sl__tlsc_slot *slot);
+/* Queue close_notify (taken with sl__tlsc_take) once the handshake is done. */
+void sl__tlsc_close(struct sl__tlsc *tc);
+/* Free it; its session stays good to offer again (SSL_free alone would
+ * take a connection not shut down for a broken one). */
 void sl__tlsc_free(struct sl__tlsc *tc);
 
 /* Ciphertext read from the socket (copied). */

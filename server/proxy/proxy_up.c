@@ -53,6 +53,16 @@ void sl__proxy_up_close(struct sl__proxy_up *up)
         return;
     up->closing = true;
     up->x = NULL;
+    if (up->tls != NULL && up->connected && !up->writing) {
+        /* close_notify, if the socket takes it now (nothing waits) */
+        char alert[128];
+        sl__tlsc_close(up->tls);
+        size_t n = sl__tlsc_take(up->tls, alert, sizeof(alert));
+        if (n > 0 && up->wire.len == 0) {
+            uv_buf_t b = uv_buf_init(alert, (unsigned)n);
+            (void)uv_try_write((uv_stream_t *)&up->tcp, &b, 1);
+        }
+    }
     uv_close((uv_handle_t *)&up->tcp, on_closed);
 }
 
