@@ -114,7 +114,7 @@ static const char *parse_server(const char *s, struct sl__proxy_server *srv)
         return "a server is host:port with a port from 1 to 65535";
     memcpy(host, s, n);
     host[n] = '\0';
-    snprintf(srv->host, sizeof(srv->host), "%s", host); /* shorter than the name */
+    memcpy(srv->host, host, n + 1); /* n < strlen(s) < sizeof(srv->host), checked above */
     if (getaddrinfo(host, port, &hints, &res) != 0 || res == NULL)
         return "cannot resolve this server's host";
     memcpy(&srv->addr, res->ai_addr, res->ai_addrlen);

@@ -11,8 +11,12 @@ session; a client certificate reaches an nginx that requires one; files
 that cannot be read and a key that is not its certificate's refuse the
 start, naming the key.
 """
+import base64
+import hashlib
+import json
 import os
 import re
+import socket
 import subprocess
 import time
 import urllib.request
@@ -20,7 +24,7 @@ import urllib.request
 import pytest
 
 from conftest import free_port
-from conftest_proxy import proxy_sluiced, route  # noqa: F401 (fixture)
+from conftest_proxy import proxy_sluiced, route, upstream  # noqa: F401 (fixtures)
 from conftest_tls import pki  # noqa: F401 (fixture)
 
 NGINX = "/usr/sbin/nginx"
@@ -189,6 +193,39 @@ def test_wrong_name_and_untrusted_refused(proxy_sluiced, pki, nginx):
     status, _, body = p.request("GET", "/unverified")
     assert status == 200 and body.startswith(b"stranger"), body
     assert failures(p, "name") == 1 and failures(p, "verify") == 2
+
+
+def test_bodies_and_websocket_over_tls(proxy_sluiced, pki, upstream):
+    u = upstream(tls=(pki.path("server.pem"), pki.path("server.key")))
+    p = start(proxy_sluiced, route("py", [f"localhost:{u.port}"], extra="max_body_bytes: 0",
+                                   upstream_extra=f"tls: {{ca_file: {pki.path('ca.pem')}}}"))
+    c = p.conn()
+    body = os.urandom(3 << 20)
+    status, _, data = p.request("PUT", "/echo", body=body, conn=c)
+    assert status == 200, data
+    echo = json.loads(data)
+    assert echo["body_len"] == len(body)
+    assert echo["body_sha256"] == hashlib.sha256(body).hexdigest()
+    status, _, data = p.request("GET", "/download?n=5000000&chunked=1", conn=c)
+    assert status == 200 and len(data) == 5000000
+    c.close()
+
+    s = socket.create_connection(("127.0.0.1", p.port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += s.recv(4096)
+    head, rest = got.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    mask = os.urandom(4)
+    msg = b"hello over tls"
+    s.sendall(bytes([0x81, 0x80 | len(msg)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(msg)))
+    while len(rest) < 2 + len(msg):
+        rest += s.recv(4096)
+    assert rest[:2] == bytes([0x81, len(msg)]) and rest[2:2 + len(msg)] == msg, rest
+    s.close()
 
 
 def test_client_certificate(proxy_sluiced, pki, nginx):
