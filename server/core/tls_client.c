@@ -34,6 +34,7 @@ struct sl__tlsc {
     SSL *ssl;
     BIO *rbio, *wbio; /* ciphertext in (from the socket) and out (to it) */
     struct sl__tlsc_slot *slot;
+    bool verify; /* the context verifies: a verification result is a reason */
 };
 
 /* ------------------------------------------------------------ configuration */
@@ -142,7 +143,9 @@ static int build(struct sl__config_ctx *x, struct sl__tls_client *t, const char 
     t->ctx = ctx;
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
-    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_RELEASE_BUFFERS);
+    /* Not SSL_MODE_RELEASE_BUFFERS: an idle pooled connection would save
+     * its record buffers, and pay for them again on each request. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, on_new_session);
     SSL_CTX_set_verify(ctx, t->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
@@ -283,6 +286,7 @@ struct sl__tlsc *sl__tlsc_new(const struct sl__tls_client *t, const char *host,
         }
     }
     tc->slot = slot;
+    tc->verify = t->verify;
     if (slot != NULL && slot->sess != NULL && SSL_SESSION_is_resumable(slot->sess))
         SSL_set_session(tc->ssl, slot->sess);
     return tc;
@@ -323,9 +327,9 @@ void sl__tlsc_feed(struct sl__tlsc *tc, const void *p, size_t n)
         BIO_write(tc->rbio, p, (int)n);
 }
 
-static enum sl__tlsc_fail classify(SSL *ssl, int err)
+static enum sl__tlsc_fail classify(const struct sl__tlsc *tc, int err)
 {
-    long v = SSL_get_verify_result(ssl);
+    long v = tc->verify ? SSL_get_verify_result(tc->ssl) : X509_V_OK;
 
     if (v == X509_V_ERR_HOSTNAME_MISMATCH || v == X509_V_ERR_IP_ADDRESS_MISMATCH)
         return SL__TLSC_FAIL_NAME;
@@ -346,7 +350,7 @@ int sl__tlsc_handshake(struct sl__tlsc *tc, enum sl__tlsc_fail *why)
     err = SSL_get_error(tc->ssl, r);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return 0;
-    *why = classify(tc->ssl, err);
+    *why = classify(tc, err);
     ERR_clear_error();
     return -1;
 }
