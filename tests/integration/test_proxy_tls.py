@@ -62,7 +62,6 @@ http {{
                                       "-c", str(d / "nginx.conf")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        import socket
         for port in self.ports.values():
             while True:
                 assert self.proc.poll() is None, (d / "error.log").read_text()
@@ -94,7 +93,8 @@ def nginx(tmp_path):
 
 
 def cert(pki, name):
-    return f"ssl_certificate {pki.path(name + '.pem')}; ssl_certificate_key {pki.path(name + '.key')};"
+    return (f"ssl_certificate {pki.path(name + '.pem')}; "
+            f"ssl_certificate_key {pki.path(name + '.key')};")
 
 
 def tls_route(name, server, tls, prefix=None, upstream_extra=""):
@@ -221,7 +221,8 @@ def test_bodies_and_websocket_over_tls(proxy_sluiced, pki, upstream):
     assert head.startswith(b"HTTP/1.1 101"), head
     mask = os.urandom(4)
     msg = b"hello over tls"
-    s.sendall(bytes([0x81, 0x80 | len(msg)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(msg)))
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(msg))
+    s.sendall(bytes([0x81, 0x80 | len(msg)]) + mask + masked)
     while len(rest) < 2 + len(msg):
         rest += s.recv(4096)
     assert rest[:2] == bytes([0x81, len(msg)]) and rest[2:2 + len(msg)] == msg, rest
