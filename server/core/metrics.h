@@ -70,6 +70,14 @@ enum sl__conn_event {
     SL__CONN_EV_TLS_EOF,         /* the peer left during the handshake */
     SL__CONN_EV_TLS_INCOMPLETE,  /* closed by the server mid-handshake (read_timeout) */
     SL__CONN_EV_TLS_OTHER,       /* any other TLS error (a bad record, ...) */
+    /* The proxy's TLS connections to its upstreams (proxy_up.c): handshakes
+     * completed (and of them, sessions resumed), and failures by reason. */
+    SL__CONN_EV_UP_TLS_HANDSHAKES,
+    SL__CONN_EV_UP_TLS_RESUMED,
+    SL__CONN_EV_UP_TLS_VERIFY,    /* the upstream's certificate not trusted (or expired) */
+    SL__CONN_EV_UP_TLS_NAME,      /* ... trusted, but not for the name or address asked */
+    SL__CONN_EV_UP_TLS_HANDSHAKE, /* the handshake failed otherwise */
+    SL__CONN_EV_UP_TLS_OTHER,     /* the connection dropped during it, ... */
     SL__CONN_EV_COUNT
 };
 

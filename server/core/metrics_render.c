@@ -281,7 +281,11 @@ static void put_conn_events(struct sl__wr *b, struct sl__metrics *m)
                {SL__CONN_EV_TLS_ALERT, "peer_alert"},
                {SL__CONN_EV_TLS_EOF, "peer_closed"},
                {SL__CONN_EV_TLS_INCOMPLETE, "handshake_timeout"},
-               {SL__CONN_EV_TLS_OTHER, "other"}};
+               {SL__CONN_EV_TLS_OTHER, "other"}},
+      up_tls[] = {{SL__CONN_EV_UP_TLS_VERIFY, "verify"},
+                  {SL__CONN_EV_UP_TLS_NAME, "name"},
+                  {SL__CONN_EV_UP_TLS_HANDSHAKE, "handshake"},
+                  {SL__CONN_EV_UP_TLS_OTHER, "other"}};
     uint64_t sum[SL__CONN_EV_COUNT] = {0};
 
     for (unsigned w = 0; w < m->workers; w++)
@@ -312,6 +316,17 @@ static void put_conn_events(struct sl__wr *b, struct sl__metrics *m)
              "TLS connections that failed, by reason (docs/tls.md).");
     for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++)
         put_labelled(b, "sluice_tls_failures_total", "reason", tls[i].reason, sum[tls[i].e]);
+    put_scalar(b, "sluice_proxy_upstream_tls_handshakes_total", "counter",
+               "TLS handshakes the proxy completed with its upstreams.",
+               clamp(sum[SL__CONN_EV_UP_TLS_HANDSHAKES]));
+    put_scalar(b, "sluice_proxy_upstream_tls_resumed_total", "counter",
+               "Of those, handshakes that resumed the server's last session.",
+               clamp(sum[SL__CONN_EV_UP_TLS_RESUMED]));
+    put_head(b, "sluice_proxy_upstream_tls_failures_total", "counter",
+             "The proxy's TLS connections to upstreams that failed, by reason (docs/proxy.md).");
+    for (size_t i = 0; i < sizeof(up_tls) / sizeof(up_tls[0]); i++)
+        put_labelled(b, "sluice_proxy_upstream_tls_failures_total", "reason", up_tls[i].reason,
+                     sum[up_tls[i].e]);
 }
 
 static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
@@ -380,5 +395,5 @@ size_t sl__metrics_render_bound(const struct sl__metrics *m)
 {
     /* Per series: 4 lines, each label escaped to at most twice its size. */
     size_t per_series = 4 * (64 + 4 * SL__METRIC_LABEL_MAX + 24);
-    return ((size_t)m->series_cap + 1) * per_series + 12288;
+    return ((size_t)m->series_cap + 1) * per_series + 16384;
 }

@@ -26,6 +26,7 @@
 #include "proxy_chunk.h"
 #include "proxy_limit-t.h"
 #include "proxy_parse.h"
+#include "tls_client.h"
 
 #define SL__PROXY_MAX_SERVERS 32 /* per upstream: a bitmask of those tried */
 #define SL__PROXY_MAX_ROUTES  256
@@ -37,15 +38,20 @@
 
 struct sl__proxy_server {
     char name[72];                /* "host:port" as configured ([v6]:port) */
+    char host[72];                /* its host (a v6 address without brackets) */
     struct sockaddr_storage addr; /* numeric address and port */
 };
+
+struct sl__tls_client; /* tls_client.h */
+struct sl__tlsc;
 
 struct sl__proxy_upstream {
     struct sl__proxy_server servers[SL__PROXY_MAX_SERVERS];
     unsigned n_servers;
-    unsigned max_fails;      /* failures within fail_timeout that take a server out */
-    int64_t fail_timeout_ms; /* that window, and how long it stays out */
-    unsigned keepalive;      /* idle connections kept per server and worker */
+    unsigned max_fails;         /* failures within fail_timeout that take a server out */
+    int64_t fail_timeout_ms;    /* that window, and how long it stays out */
+    unsigned keepalive;         /* idle connections kept per server and worker */
+    struct sl__tls_client *tls; /* `tls:`: its connections are TLS; NULL clear */
 };
 
 /* Unset per-route values take the section's (proxy.*) in the check. */
@@ -98,6 +104,7 @@ struct sl__proxy_config {
 
 /* ------------------------------------------------------------ per worker */
 
+struct sl__metrics;
 struct sl__proxy_up;
 struct sl__proxy_x;
 struct sl__proxy_local; /* a local answer (proxy_int.h) */
@@ -166,6 +173,7 @@ struct sl__proxy_peer {
     int64_t down_until_ms;               /* skipped until then (loop time) */
     struct sl__proxy_up *idle;           /* idle keep-alive connections */
     unsigned n_idle;
+    struct sl__tlsc_slot tls_session; /* its last TLS session, offered again */
 };
 
 struct sl__proxy_worker {
@@ -174,11 +182,13 @@ struct sl__proxy_worker {
     const struct sl__proxy_events *ev; /* the state machine's (proxy.c) */
     struct sl__proxy_peer *peers;      /* route r's servers from peer_base[r] */
     size_t *peer_base;
-    unsigned *rr;               /* round-robin position per route */
-    uv_timer_t tick;            /* timeouts of exchanges and idle upstreams */
-    struct sl__proxy_x *active; /* exchanges in flight */
-    size_t n_ups;               /* open upstream connections */
-    size_t n_xs;                /* client connections with an exchange */
+    unsigned *rr;                /* round-robin position per route */
+    uv_timer_t tick;             /* timeouts of exchanges and idle upstreams */
+    struct sl__proxy_x *active;  /* exchanges in flight */
+    size_t n_ups;                /* open upstream connections */
+    size_t n_xs;                 /* client connections with an exchange */
+    struct sl__metrics *metrics; /* the server's, counted as worker `wid` */
+    unsigned wid;
     bool stopping;
     bool tick_closed;
     bool log_wanted;        /* log.access is on: keep referer and user agent */
@@ -198,9 +208,15 @@ struct sl__proxy_up {
     struct sl__proxy_x *x; /* the exchange using it; NULL while idle */
     struct sl__buf in;     /* read, not yet handled */
     struct sl__buf out, inflight;
+    /* With TLS: the transform, ciphertext read (fed to it at once) and
+     * ciphertext to send (`out` is then plaintext, encrypted on flush). */
+    struct sl__tlsc *tls;
+    struct sl__buf raw, wire;
     int64_t idle_since_ms;
     unsigned requests; /* served over this connection */
-    bool connected, writing, reading, closing;
+    /* connected: ready for the exchange's bytes (TCP connected and, with
+     * TLS, the handshake done); tcp_up: the TCP connection alone. */
+    bool connected, tcp_up, writing, reading, closing;
     struct sl__proxy_up *next; /* the peer's idle list */
 };
 

@@ -344,6 +344,8 @@ static void respond(struct sl__proxy_x *x)
 
 /* ------------------------------------------------------------ events (pw->ev) */
 
+static void on_up_drained(struct sl__proxy_x *x);
+
 static void on_up_connected(struct sl__proxy_x *x, int status)
 {
     if (status < 0) {
@@ -356,6 +358,10 @@ static void on_up_connected(struct sl__proxy_x *x, int status)
     x->phase_ms = x->up_io_ms = now_ms(x);
     sl__proxy_up_read(x->up, true);
     sl__proxy_up_flush(x->up);
+    /* The body held while connecting may have gone out in that one write
+     * (no drained event follows then): the client is read again here. */
+    if (x->client_held && sl__proxy_up_pending(x->up) < SL__PROXY_HIGH)
+        on_up_drained(x);
     send_continue(x);
 }
 
@@ -818,6 +824,8 @@ static int on_open(struct sl__conn *c)
 
     x->c = c;
     x->pw = sl__proxy_worker_get(c->tcp.loop, &c->w->srv->cfg, &events);
+    x->pw->metrics = c->w->srv->metrics; /* for what its upstream connections count */
+    x->pw->wid = c->w->id;
     x->pw->n_xs++;
     x->pw->log_wanted = c->w->srv->cfg.log_access != SL__ACCESS_OFF;
     peer_address(c, x->acc.client, sizeof(x->acc.client));

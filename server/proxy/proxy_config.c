@@ -23,6 +23,7 @@
 #include "proxy-t.h"
 #include "proxy.h"
 #include "proxy_int.h"
+#include "tls_client.h"
 #include "xalloc.h"
 
 #define F(member) SL__KF(struct sl__proxy_config, member)
@@ -113,6 +114,7 @@ static const char *parse_server(const char *s, struct sl__proxy_server *srv)
         return "a server is host:port with a port from 1 to 65535";
     memcpy(host, s, n);
     host[n] = '\0';
+    memcpy(srv->host, host, n + 1); /* n < strlen(s) < sizeof(srv->host), checked above */
     if (getaddrinfo(host, port, &hints, &res) != 0 || res == NULL)
         return "cannot resolve this server's host";
     memcpy(&srv->addr, res->ai_addr, res->ai_addrlen);
@@ -191,10 +193,13 @@ static int load_upstream(struct sl__config_ctx *x, struct sl__proxy_upstream *up
         if (ks != NULL && strcmp(ks, "servers") == 0) {
             r = load_servers(x, up, v);
             has_servers = true;
+        } else if (ks != NULL && strcmp(ks, "tls") == 0) {
+            sl__tls_client_free(up->tls); /* a key given twice: the last one */
+            r = sl__tls_client_load(x, v, "upstream.tls", &up->tls);
         } else if ((r = set_key(x, up_keys, NUP_KEYS, up, k, v)) == 1) {
             r = sl__config_fail(x, k,
                                 "unknown upstream key '%s' (servers, max_fails, fail_timeout, "
-                                "keepalive)",
+                                "keepalive, tls)",
                                 ks ? ks : "?");
         }
         if (r != 0)
@@ -327,6 +332,8 @@ static void route_free(struct sl__proxy_route *r)
     for (size_t i = 0; i < r->n_upgrades; i++)
         free(r->upgrades[i]);
     sl__proxy_limit_free(&r->lim);
+    sl__tls_client_free(r->up.tls);
+    r->up.tls = NULL;
 }
 
 static int load_routes(struct sl__proxy_config *pc, struct sl__config_ctx *x, yaml_node_t *v)
@@ -448,8 +455,8 @@ static void help(FILE *out)
     sl__keytab_help_line(out, "", "", "domain, rate_limits, max_delay, max_queue, deny_status,");
     sl__keytab_help_line(out, "", "",
                          "deny_body, deny_text, headers}, matched in order; upstream:");
-    sl__keytab_help_line(out, "", "",
-                         "{servers: [host:port], max_fails, fail_timeout, keepalive};");
+    sl__keytab_help_line(out, "", "", "{servers: [host:port], max_fails, fail_timeout, keepalive,");
+    sl__keytab_help_line(out, "", "", "tls: {ca_file, server_name, verify, cert_file, key_file}};");
     sl__keytab_help_line(out, "", "", "rate_limits: [{actions: [...]}] (docs/proxy.md)");
     sl__proxy_limit_help(out);
 }

@@ -176,13 +176,18 @@ void sl__proxy_pool_forget(struct sl__proxy_up *up)
     }
 }
 
+static size_t n_peers(const struct sl__proxy_worker *pw)
+{
+    return pw->cfg->n_routes ? pw->peer_base[pw->cfg->n_routes - 1] +
+                                   pw->cfg->routes[pw->cfg->n_routes - 1].up.n_servers
+                             : 0;
+}
+
 /* Close every idle connection (all of them, or those idle since before
  * `older_than`). */
 static void close_idle(struct sl__proxy_worker *pw, int64_t older_than)
 {
-    size_t n = pw->cfg->n_routes ? pw->peer_base[pw->cfg->n_routes - 1] +
-                                       pw->cfg->routes[pw->cfg->n_routes - 1].up.n_servers
-                                 : 0;
+    size_t n = n_peers(pw);
 
     for (size_t i = 0; i < n; i++) {
         struct sl__proxy_peer *p = &pw->peers[i];
@@ -250,6 +255,8 @@ static void on_closed(uv_handle_t *h)
         return;
     sl__proxy_gate_worker_free(pw);
     sl__buf_free(&pw->scratch);
+    for (size_t i = 0, n = n_peers(pw); i < n; i++)
+        sl__tlsc_slot_clear(&pw->peers[i].tls_session);
     free(pw->peers);
     free(pw->peer_base);
     free(pw->rr);

@@ -35,11 +35,13 @@ def kill(proc, sig=signal.SIGTERM, timeout=10):
 
 
 class Upstream:
-    """proxy_upstream.py on 127.0.0.1:port."""
+    """proxy_upstream.py on 127.0.0.1:port (TLS with `tls`, a (cert, key)
+    pair of PEM files)."""
 
-    def __init__(self, port=None):
+    def __init__(self, port=None, tls=()):
         self.port = port or free_port()
-        self.proc = subprocess.Popen([PY, str(HERE / "proxy_upstream.py"), str(self.port)],
+        self.proc = subprocess.Popen([PY, str(HERE / "proxy_upstream.py"), str(self.port),
+                                      *tls],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("ready"):
@@ -154,8 +156,8 @@ def route(name, servers, prefix="/", extra="", upstream_extra=""):
 def upstream():
     started = []
 
-    def start(port=None):
-        u = Upstream(port)
+    def start(port=None, tls=()):
+        u = Upstream(port, tls)
         started.append(u)
         return u
 

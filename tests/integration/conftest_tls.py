@@ -43,15 +43,22 @@ class Pki:
                 "-out", str(self.d / f"{name}.pem"))
         assert r.returncode == 0, r.stderr
 
-    def _leaf(self, name, kind, cn, san):
+    def leaf(self, name, cn, san, ca="ca", kind="ec"):
+        """Another leaf certificate, name.pem and name.key, signed by `ca`
+        (ca or other_ca)."""
+        self._leaf(name, kind, cn, san, ca)
+        return self.path(f"{name}.pem"), self.path(f"{name}.key")
+
+    def _leaf(self, name, kind, cn, san, ca="ca"):
         d = self.d
         ext = d / f"{name}.ext"
         ext.write_text(f"subjectAltName={san}\n")
         r = run("openssl", "req", *self._key(kind), "-nodes", "-subj", f"/CN={cn}",
                 "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"))
         assert r.returncode == 0, r.stderr
-        r = run("openssl", "x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.pem"),
-                "-CAkey", str(d / "ca.key"), "-CAcreateserial", "-days", "2",
+        r = run("openssl", "x509", "-req", "-in", str(d / f"{name}.csr"),
+                "-CA", str(d / f"{ca}.pem"), "-CAkey", str(d / f"{ca}.key"),
+                "-CAcreateserial", "-days", "2",
                 "-extfile", str(ext), "-out", str(d / f"{name}.pem"))
         assert r.returncode == 0, r.stderr
 

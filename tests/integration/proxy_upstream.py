@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # Copyright (c) The Sluice authors
-"""proxy_upstream.py PORT - a small HTTP/1.1 server for the proxy tests,
+"""proxy_upstream.py PORT [CERT KEY] - a small HTTP/1.1 server for the proxy tests,
 run as its own process (so a test can kill and restart it by PID). It
 speaks keep-alive, Content-Length and chunked bodies both ways, and
 counts the connections it accepted, so a test can tell reuse from
@@ -26,7 +26,8 @@ reconnection.
                                  next request without answering (the race of a
                                  keep-alive connection closed under a request)
 
-It prints "ready PORT" once listening. Loopback only.
+With CERT and KEY (PEM files) it serves TLS. It prints "ready PORT" once
+listening. Loopback only.
 """
 import base64
 import hashlib
@@ -251,11 +252,24 @@ class Handler(socketserver.BaseRequestHandler):
 class Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
+    tls = None  # an ssl.SSLContext: every accepted connection is TLS
+
+    def get_request(self):
+        sock, addr = super().get_request()
+        if self.tls is not None:
+            sock.settimeout(10)
+            sock = self.tls.wrap_socket(sock, server_side=True)  # a failed handshake raises
+            sock.settimeout(None)
+        return sock, addr
 
 
 def main():
     port = int(sys.argv[1])
     srv = Server(("127.0.0.1", port), Handler)
+    if len(sys.argv) > 3:
+        import ssl
+        srv.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        srv.tls.load_cert_chain(sys.argv[2], sys.argv[3])
     print(f"ready {srv.server_address[1]}", flush=True)
     srv.serve_forever()
 
