@@ -82,6 +82,31 @@ def test_versions_alpn_and_sni(tls_sluiced, pki):
     assert rc == 0 and "CN = localhost" in out and "ECDSA" in out, out
 
 
+def test_ciphers(tls_sluiced, pki):
+    """The default TLS 1.2 list takes forward-secret AEAD suites only; a
+    configured list and TLS 1.3 suites are what is offered."""
+    only = tls_map(pki, ciphers="ECDHE-ECDSA-AES256-GCM-SHA384",
+                   ciphersuites="TLS_CHACHA20_POLY1305_SHA256")
+    s = tls_sluiced({"dflt": ("http1", tls_map(pki), False), "only": ("http1", only, False)})
+    ca = ["-CAfile", pki.path("ca.pem"), "-verify_return_error"]
+    for suite in ("ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"):
+        rc, out = s_client(s.ports["dflt"], "-tls1_2", "-cipher", suite, *ca)
+        assert rc == 0 and f"Cipher is {suite}" in out, out
+    before = s.failures("no_shared_cipher")
+    for suite in ("ECDHE-ECDSA-AES128-SHA", "AES128-GCM-SHA256"):  # CBC; no forward secrecy
+        rc, out = s_client(s.ports["dflt"], "-tls1_2", "-cipher", suite, *ca)
+        assert rc != 0 and "handshake failure" in out, out
+    rc, out = s_client(s.ports["only"], "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256", *ca)
+    assert rc != 0 and "handshake failure" in out, out
+    assert wait_for(lambda: s.failures("no_shared_cipher") == before + 3, 10)
+    rc, out = s_client(s.ports["only"], "-tls1_2", *ca)
+    assert rc == 0 and "Cipher is ECDHE-ECDSA-AES256-GCM-SHA384" in out, out
+    rc, out = s_client(s.ports["only"], "-tls1_3", *ca)
+    assert rc == 0 and "Cipher is TLS_CHACHA20_POLY1305_SHA256" in out, out
+    rc, out = s_client(s.ports["only"], "-tls1_3", "-ciphersuites", "TLS_AES_128_GCM_SHA256", *ca)
+    assert rc != 0 and "handshake failure" in out, out
+
+
 # ------------------------------------------------------------ every protocol
 
 @pytest.mark.parametrize("io", ["auto", "off"])
