@@ -197,3 +197,21 @@ def test_no_session_tickets(tls_sluiced, pki, tmp_path):
     assert not resumes(port, tmp_path, "1_3")
     assert not resumes(port, tmp_path, "1_2")
     assert metric(s, "sluice_tls_resumed_total") == 0
+
+
+def test_bad_session_keys_are_refused(tmp_path, pki):
+    for value, want in (("0s", "tls.session_timeout"), ("forever", "tls.session_timeout"),
+                        ("maybe", "tls.session_tickets")):
+        key = "session_tickets" if want.endswith("tickets") else "session_timeout"
+        (tmp_path / "rules.yaml").write_text("domains: []\n")
+        (tmp_path / "sluice.yaml").write_text(f"""listeners:
+  - address: 127.0.0.1
+    port: 0
+    protocols: [http1]
+    tls: {{cert_file: {pki.path("server.pem")}, key_file: {pki.path("server.key")}, {key}: {value}}}
+rules:
+  files: [rules.yaml]
+""")
+        r = run(os.environ["SLUICED"], "-t", "-c", str(tmp_path / "sluice.yaml"))
+        assert r.returncode != 0
+        assert want in (r.stdout + r.stderr).decode(), (r.stdout + r.stderr).decode()
