@@ -263,7 +263,7 @@ static int open_tls(struct sl__conn *c)
 
     if (r != 0)
         return r;
-    t->ssl = SSL_new(c->ls->tls->certs[0].ctx);
+    t->ssl = sl__tls_ssl_new(c->ls->tls);
     t->rbio = BIO_new(BIO_s_mem());
     t->wbio = BIO_new(BIO_s_mem());
     if (t->ssl == NULL || t->rbio == NULL || t->wbio == NULL) {
@@ -400,6 +400,8 @@ static bool handshake(struct sl__conn *c, struct tls_conn *t)
     if (r == 1) {
         t->done = true;
         count(c, SL__CONN_EV_TLS_HANDSHAKES);
+        if (SSL_session_reused(t->ssl))
+            count(c, SL__CONN_EV_TLS_RESUMED);
         sl__conn_handshaking(c, false);
         return true;
     }

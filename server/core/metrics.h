@@ -61,6 +61,7 @@ enum sl__conn_event {
     SL__CONN_EV_REFUSED_PER_IP, /* refused: server.max_connections_per_ip */
     SL__CONN_EV_SHRINKS,        /* buffers shrunk back after a large frame */
     SL__CONN_EV_TLS_HANDSHAKES, /* TLS handshakes completed */
+    SL__CONN_EV_TLS_RESUMED,    /* of them, resuming a session (a ticket) */
     /* TLS failures, by reason (conn_tls.c) */
     SL__CONN_EV_TLS_PLAINTEXT,   /* the first bytes were not a TLS record */
     SL__CONN_EV_TLS_VERSION,     /* the client offered only versions refused */
@@ -81,6 +82,15 @@ enum sl__conn_event {
     SL__CONN_EV_COUNT
 };
 
+/* A loaded certificate's expiry: up to 16 per listener, 8 listeners. */
+#define SL__METRICS_TLS_CERTS 128
+struct sl__metrics_tls_cert {
+    const char *address; /* the listener's */
+    unsigned port;
+    const char *cert_file;
+    int64_t not_after; /* seconds since the epoch */
+};
+
 /* Scrape-time values the caller reads from elsewhere (table, config). */
 struct sl__metrics_gauges {
     uint64_t table_entries;           /* keys tracked now */
@@ -99,6 +109,10 @@ struct sl__metrics_gauges {
     uint64_t reloads_coalesced;       /* of them, folded into a pending one, counter */
     int64_t connections;              /* open now; -1: use sl__metrics_connection() counts */
     uint64_t buffer_bytes;            /* memory held by every connection's buffers now */
+    bool tls;                         /* some listener serves TLS: its series are shown */
+    uint64_t tls_reloads_ok, tls_reloads_failed; /* certificate rotations, counters */
+    struct sl__metrics_tls_cert tls_certs[SL__METRICS_TLS_CERTS];
+    size_t n_tls_certs;
 };
 
 /* SL_OK, SL_EINVAL (0 workers or cap), SL_ENOMEM. */

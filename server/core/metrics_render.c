@@ -9,6 +9,7 @@
  * series_cap distinct pairs the rest fold into "__overflow__", so the output
  * stays bounded whatever the workers saw. It does not serve HTTP.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,6 +313,9 @@ static void put_conn_events(struct sl__wr *b, struct sl__metrics *m)
                clamp(sum[SL__CONN_EV_SHRINKS]));
     put_scalar(b, "sluice_tls_handshakes_total", "counter", "TLS handshakes completed.",
                clamp(sum[SL__CONN_EV_TLS_HANDSHAKES]));
+    put_scalar(b, "sluice_tls_resumed_total", "counter",
+               "Of the TLS handshakes, those that resumed a session (a session ticket).",
+               clamp(sum[SL__CONN_EV_TLS_RESUMED]));
     put_head(b, "sluice_tls_failures_total", "counter",
              "TLS connections that failed, by reason (docs/tls.md).");
     for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++)
@@ -370,6 +374,36 @@ static void put_gauges(struct sl__wr *b, const struct sl__metrics_gauges *g)
                clamp(g->reloads_coalesced));
 }
 
+/* A cert_file label's bytes at most (a longer path is cut). */
+#define TLS_LABEL_MAX 1024
+
+/* TLS certificates: each loaded one's expiry, and the rotations. */
+static void put_tls(struct sl__wr *b, const struct sl__metrics_gauges *g)
+{
+    char num[24];
+
+    if (!g->tls)
+        return;
+    put_head(b, "sluice_tls_certificate_expiry_seconds", "gauge",
+             "When each loaded certificate expires (its notAfter), in seconds since the epoch.");
+    for (size_t i = 0; i < g->n_tls_certs; i++) {
+        const struct sl__metrics_tls_cert *c = &g->tls_certs[i];
+        char listener[96];
+        int n = snprintf(listener, sizeof(listener), strchr(c->address, ':') ? "[%s]:%u" : "%s:%u",
+                         c->address, c->port);
+        sl__wr_puts(b, "sluice_tls_certificate_expiry_seconds{listener=\"");
+        put_label(b, listener, n > 0 && (size_t)n < sizeof(listener) ? (size_t)n : 0);
+        sl__wr_puts(b, "\",cert_file=\"");
+        put_label(b, c->cert_file, strnlen(c->cert_file, TLS_LABEL_MAX));
+        snprintf(num, sizeof(num), "\"} %lld\n", (long long)c->not_after);
+        sl__wr_puts(b, num);
+    }
+    put_head(b, "sluice_tls_reloads_total", "counter",
+             "Certificate rotations (SIGHUP or a file's change), by result.");
+    put_labelled(b, "sluice_tls_reloads_total", "result", "ok", g->tls_reloads_ok);
+    put_labelled(b, "sluice_tls_reloads_total", "result", "failed", g->tls_reloads_failed);
+}
+
 int sl__metrics_render(struct sl__metrics *m, const struct sl__metrics_gauges *g, char *buf,
                        size_t cap, size_t *len)
 {
@@ -384,6 +418,7 @@ int sl__metrics_render(struct sl__metrics *m, const struct sl__metrics_gauges *g
         put_workers(&b, m, g->connections);
         put_conn_events(&b, m);
         put_gauges(&b, g);
+        put_tls(&b, g);
         rc = sl__wr_finish(&b, len);
     }
     free(mg.slots);
@@ -395,5 +430,7 @@ size_t sl__metrics_render_bound(const struct sl__metrics *m)
 {
     /* Per series: 4 lines, each label escaped to at most twice its size. */
     size_t per_series = 4 * (64 + 4 * SL__METRIC_LABEL_MAX + 24);
-    return ((size_t)m->series_cap + 1) * per_series + 16384;
+    /* TLS expiry series: their labels escaped to at most twice their size. */
+    return ((size_t)m->series_cap + 1) * per_series + 16384 +
+           SL__METRICS_TLS_CERTS * (2 * TLS_LABEL_MAX + 256);
 }

@@ -23,6 +23,7 @@ struct sl__worker;
 struct sl__metrics;
 struct sl__stats;
 struct sl__store_rules_sub;
+struct sl__tls_watch;
 
 struct sl__server {
     struct sl__config cfg;
@@ -43,6 +44,7 @@ struct sl__server {
     size_t n_watch;
     void (*rules_changed)(struct sl__server *srv, const char *why); /* watch.c's call */
     uv_timer_t debounce;
+    struct sl__tls_watch *tls_watch; /* certificate files' watches (tls_watch.c), or NULL */
     /* Reloads asked of the main loop run one at a time on libuv's work
      * queue; one asked meanwhile sets `reload_pending` and runs after it
      * (main thread only, both). */

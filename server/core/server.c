@@ -30,6 +30,7 @@
 #include "server.h"
 #include "stats.h"
 #include "store.h"
+#include "tls.h"
 #include "stores.h"
 #include "worker.h"
 #include "xalloc.h"
@@ -220,6 +221,22 @@ void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g)
     g->reload_requests = atomic_load(&srv->reload_requests);
     g->reloads_coalesced = atomic_load(&srv->reloads_coalesced);
     g->buffer_bytes = (uint64_t)atomic_load(&srv->buffer_bytes);
+    sl__tls_reload_counts(&g->tls_reloads_ok, &g->tls_reloads_failed);
+    g->tls = false;
+    g->n_tls_certs = 0;
+    for (size_t i = 0; i < srv->cfg.n_listeners; i++) {
+        const struct sl__listener *l = &srv->cfg.listeners[i];
+        if (l->tls == NULL)
+            continue;
+        g->tls = true;
+        for (size_t j = 0; j < l->tls->n_certs && g->n_tls_certs < SL__METRICS_TLS_CERTS; j++)
+            g->tls_certs[g->n_tls_certs++] = (struct sl__metrics_tls_cert){
+                .address = l->address,
+                .port = srv->ports[i],
+                .cert_file = l->tls->certs[j].cert_file,
+                .not_after = atomic_load(&l->tls->not_after[j]),
+            };
+    }
 }
 
 static unsigned worker_count(const struct sl__config *cfg)
@@ -270,6 +287,7 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     uv_close((uv_handle_t *)&srv->sig_int, NULL);
     uv_close((uv_handle_t *)&srv->sig_hup, NULL);
     sl__watch_stop(srv);
+    sl__tls_watch_stop(srv);
     sl__store_rules_unsubscribe(srv->rsync);
     srv->rsync = NULL;
 }
@@ -277,6 +295,9 @@ static void on_stop_signal(uv_signal_t *s, int signum)
 static void on_hup(uv_signal_t *s, int signum)
 {
     sl__server_request_reload(s->data, "SIGHUP");
+    /* The certificates rotate here on the main loop: a build reads a few
+     * files, and the workers never wait for it. */
+    sl__tls_reload_all(s->data, "SIGHUP");
 }
 
 static void start_signals(struct sl__server *srv)
@@ -367,6 +388,7 @@ static int start(struct sl__server *srv)
     }
     start_signals(srv);
     sl__watch_start(srv, sl__server_request_reload);
+    sl__tls_watch_start(srv);
     if (start_rules_sync(srv) != SL_OK)
         return 1;
     for (unsigned i = 0; i < srv->n_workers; i++)

@@ -45,4 +45,10 @@ void sl__watch_start(struct sl__server *srv,
                      void (*changed)(struct sl__server *srv, const char *why));
 void sl__watch_stop(struct sl__server *srv);
 
+/* The listeners' certificates (tls_watch.c): rotate every TLS listener's
+ * now (SIGHUP), and watch their files to rotate on a change. Main thread. */
+void sl__tls_reload_all(struct sl__server *srv, const char *why);
+void sl__tls_watch_start(struct sl__server *srv);
+void sl__tls_watch_stop(struct sl__server *srv);
+
 #endif /* SL_SERVER_SERVER_H */

@@ -6,14 +6,20 @@
  *
  * Ownership: a struct sl__tls belongs to its listener's configuration
  * (struct sl__listener.tls) and is freed by sl__tls_free() with it. Its
- * contexts are read-only once built and shared by every worker: OpenSSL
- * makes SSL_new() on a shared SSL_CTX safe from any thread.
+ * contexts come in generations (tls.c): one SSL_CTX per certificate, built
+ * together at start and again by each rotation, read-only once built and
+ * shared by every worker (OpenSSL makes SSL_new() on a shared SSL_CTX safe
+ * from any thread). `cur` is the generation new connections take; an older
+ * one lives on while a connection made from it does.
  */
 #ifndef SL_SERVER_TLS_T_H
 #define SL_SERVER_TLS_T_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Certificates of one listener (tls.certificates), chosen by SNI. */
 #define SL__TLS_MAX_CERTS 16
@@ -33,7 +39,15 @@ struct sl__tls_cert {
     char *cert_file, *key_file;     /* resolved paths */
     char *names[SL__TLS_MAX_NAMES]; /* server_names, lower case; "*.x" one label */
     size_t n_names;
-    void *ctx; /* SSL_CTX *, built by sl__tls_build() */
+};
+
+/* Session ticket keys a listener holds (tls.session_tickets): the newest
+ * encrypts, the older ones still decrypt (tls.c). Memory only. */
+#define SL__TLS_TICKET_KEYS 3
+struct sl__tls_ticket_key {
+    unsigned char name[16], aes[32], hmac[32];
+    int64_t born_ms; /* CLOCK_MONOTONIC */
+    bool set;
 };
 
 struct sl__tls {
@@ -47,7 +61,16 @@ struct sl__tls {
     unsigned char alpn[64];     /* wire format: length-prefixed ids, server order */
     size_t alpn_len;            /* 0: computed from the listener's protocols */
     bool alpn_set;              /* tls.alpn was given (even empty: offer none) */
+    bool session_tickets;       /* tls.session_tickets */
+    int64_t session_timeout_ms; /* tls.session_timeout */
     size_t line, col;           /* where `tls:` was written, for later errors */
+
+    /* Built by sl__tls_build(), replaced by sl__tls_reload(). */
+    unsigned protos;    /* the listener's, for the ALPN default */
+    pthread_mutex_t mu; /* guards `cur` and `keys` (tls.c says why a lock) */
+    void *cur;          /* SSL_CTX *: the current generation's default context */
+    _Atomic int64_t not_after[SL__TLS_MAX_CERTS];        /* each certificate's, epoch seconds */
+    struct sl__tls_ticket_key keys[SL__TLS_TICKET_KEYS]; /* [0] encrypts */
 };
 
 #endif /* SL_SERVER_TLS_T_H */

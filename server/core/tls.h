@@ -9,6 +9,7 @@
 #ifndef SL_SERVER_TLS_H
 #define SL_SERVER_TLS_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include <yaml.h>
@@ -30,6 +31,23 @@ int sl__tls_config_load(struct sl__config_ctx *x, yaml_node_t *v, const char *di
  * contexts. 0, or SL_EINVAL after reporting at the `tls:` key. Reads the
  * files; writes nothing. */
 int sl__tls_build(struct sl__config_ctx *x, struct sl__tls *t, unsigned protos);
+
+/* Rotation: build the listener's contexts anew from its files (the
+ * certificates, keys and ca_file) and publish them for new connections;
+ * established ones keep theirs. On failure nothing changes and one log line
+ * (tls.reload_failed) names the file and OpenSSL's reason. `listener`
+ * (address:port) and `why` (the trigger) are for the log. Main thread. */
+int sl__tls_reload(struct sl__tls *t, const char *listener, const char *why);
+
+/* A new SSL of the listener's current contexts (SSL *), or NULL; any
+ * worker. */
+void *sl__tls_ssl_new(struct sl__tls *t);
+
+/* Drop the current contexts (sl__tls_free does). */
+void sl__tls_release(struct sl__tls *t);
+
+/* Rotations that succeeded and failed, since start. */
+void sl__tls_reload_counts(uint64_t *ok, uint64_t *failed);
 
 void sl__tls_free(struct sl__tls *t);
 

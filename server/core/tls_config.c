@@ -24,6 +24,11 @@
  * all sound. */
 #define DEF_MIN_VERSION "1.2"
 #define DEF_CIPHERS     "ECDHE+AESGCM:ECDHE+CHACHA20"
+/* Resumption: a ticket lives 2 hours (tls.c: its key encrypts for 1 and
+ * decrypts for 3), long enough to spare most reconnecting clients a full
+ * handshake, short enough that a stolen ticket is soon worthless. */
+#define DEF_SESSION_TIMEOUT    "2h"
+#define DEF_SESSION_TIMEOUT_MS (2 * 3600 * 1000LL)
 #define DEF_CIPHERSUITES                                                                           \
     "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
@@ -101,6 +106,36 @@ static int set_version(struct sl__config_ctx *x, yaml_node_t *v, struct sl__tls 
                                "tls.min_version must be \"1.2\" or \"1.3\" (got '%s'); TLS 1.0 "
                                "and 1.1 are not offered",
                                s ? s : "?");
+    return 0;
+}
+
+static int set_bool(struct sl__config_ctx *x, yaml_node_t *v, const char *key, bool *dst)
+{
+    const char *s = sl__config_scalar(v);
+
+    if (s != NULL && strcmp(s, "true") == 0)
+        *dst = true;
+    else if (s != NULL && strcmp(s, "false") == 0)
+        *dst = false;
+    else
+        return sl__config_fail(x, v, "tls.%s must be true or false (got '%s')", key, s ? s : "?");
+    return 0;
+}
+
+/* tls.session_timeout: a duration with its unit, 1s to 7 days (RFC 8446
+ * caps a ticket's lifetime at 7 days). */
+static int set_timeout(struct sl__config_ctx *x, yaml_node_t *v, struct sl__tls *t)
+{
+    const char *s = sl__config_scalar(v);
+    int64_t ns = 0;
+
+    if (s == NULL || sl_duration_parse(s, strlen(s), &ns) != SL_OK || ns < 1000000000LL ||
+        ns > 7 * 86400 * 1000000000LL)
+        return sl__config_fail(x, v,
+                               "tls.session_timeout must be a duration with its unit from 1s to "
+                               "7d, e.g. 2h (got '%s')",
+                               s ? s : "?");
+    t->session_timeout_ms = (ns + 999999) / 1000000;
     return 0;
 }
 
@@ -228,9 +263,14 @@ static int load_key(struct sl__config_ctx *x, const char *ks, yaml_node_t *k, ya
         return set_alpn(x, v, t);
     if (strcmp(ks, "certificates") == 0)
         return load_certs(x, v, dir, t);
+    if (strcmp(ks, "session_tickets") == 0)
+        return set_bool(x, v, ks, &t->session_tickets);
+    if (strcmp(ks, "session_timeout") == 0)
+        return set_timeout(x, v, t);
     return sl__config_fail(x, k,
                            "unknown tls key '%s' (cert_file, key_file, ca_file, verify_client, "
-                           "min_version, ciphers, ciphersuites, alpn, certificates)",
+                           "min_version, ciphers, ciphersuites, alpn, certificates, "
+                           "session_tickets, session_timeout)",
                            ks);
 }
 
@@ -267,6 +307,9 @@ int sl__tls_config_load(struct sl__config_ctx *x, yaml_node_t *v, const char *di
     if (parse_version(DEF_MIN_VERSION, &t->min_version) != 0)
         abort(); /* a default that does not parse is a bug here */
     t->ciphers = sl__xstrndup(DEF_CIPHERS, strlen(DEF_CIPHERS));
+    t->session_tickets = true;
+    t->session_timeout_ms = DEF_SESSION_TIMEOUT_MS;
+    pthread_mutex_init(&t->mu, NULL);
     if (v->type != YAML_MAPPING_NODE)
         return sl__config_fail(x, v, "tls is a mapping: {cert_file, key_file, ...}");
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
@@ -293,9 +336,9 @@ void sl__tls_free(struct sl__tls *t)
 {
     if (t == NULL)
         return;
+    sl__tls_release(t);
     for (size_t i = 0; i < t->n_certs; i++) {
         struct sl__tls_cert *tc = &t->certs[i];
-        SSL_CTX_free(tc->ctx);
         free(tc->cert_file);
         free(tc->key_file);
         for (size_t j = 0; j < tc->n_names; j++)
@@ -304,6 +347,8 @@ void sl__tls_free(struct sl__tls *t)
     free(t->ca_file);
     free(t->ciphers);
     free(t->ciphersuites);
+    OPENSSL_cleanse(t->keys, sizeof(t->keys));
+    pthread_mutex_destroy(&t->mu);
     free(t);
 }
 
@@ -329,4 +374,8 @@ void sl__tls_help(FILE *f)
                          "AES-128-GCM)");
     sl__keytab_help_line(f, "listeners.tls.alpn", "(computed)",
                          "ALPN ids offered, in order; default: http/1.1 for http1, h2 for grpc");
+    sl__keytab_help_line(f, "listeners.tls.session_tickets", "true",
+                         "resumption by stateless session tickets (TLS 1.2 and 1.3)");
+    sl__keytab_help_line(f, "listeners.tls.session_timeout", DEF_SESSION_TIMEOUT,
+                         "a session ticket's lifetime; its key encrypts for half of it");
 }
