@@ -66,10 +66,10 @@ static struct world {
     bool reading, lower_shut, closed_called, closing;
     /* the fake core */
     size_t plain_len;
-    size_t room_cap;    /* the core's read room per call */
-    bool core_eof;      /* rx: EOF or an error */
-    bool core_sending;  /* a core send is owed its tx_done */
-    char reply[4096];   /* the core's send: stable until tx_done */
+    size_t room_cap;   /* the core's read room per call */
+    bool core_eof;     /* rx: EOF or an error */
+    bool core_sending; /* a core send is owed its tx_done */
+    char reply[4096];  /* the core's send: stable until tx_done */
     size_t reply_len;
     bool aborted;
     int depth; /* inside a down call: no up call may come */
@@ -156,9 +156,9 @@ static bool core_rx_room(struct sl__conn *c, char **p, size_t *room)
     return true;
 }
 
-static size_t client_sent; /* bytes the client wrote, all of them */
-static size_t core_got;    /* bytes the core received, all of them */
-static bool injected;      /* raw bytes went into the stream */
+static size_t client_sent;        /* bytes the client wrote, all of them */
+static size_t core_got;           /* bytes the core received, all of them */
+static bool injected;             /* raw bytes went into the stream */
 static char sent_log[PLAIN_MAX];  /* what the client wrote */
 static char reply_log[PLAIN_MAX]; /* what the core sent */
 static size_t core_sent, client_got;

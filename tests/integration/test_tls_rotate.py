@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# Copyright (c) The Sluice authors
 """Certificate rotation without a restart, the expiry and reload metrics,
 and session resumption by tickets (docs/tls.md)."""
 import os
