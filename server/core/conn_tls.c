@@ -157,16 +157,18 @@ static enum sl__conn_event classify(int ssl_err)
 
 /* ------------------------------------------------------------ writing */
 
-/* Move the ciphertext OpenSSL wrote into `out`. */
+/* Move the ciphertext OpenSSL wrote into `out`. Read out, not reset: a
+ * memory BIO's reset clears its whole buffer, every time. */
 static void drain_wbio(struct tls_conn *t)
 {
-    char *p;
-    long n = BIO_get_mem_data(t->wbio, &p);
+    size_t n = BIO_ctrl_pending(t->wbio), got = 0;
 
-    if (n > 0) {
-        sl__buf_append(&t->out, p, (size_t)n);
-        (void)BIO_reset(t->wbio);
-    }
+    if (n == 0)
+        return;
+    if (t->out.cap - t->out.len < n)
+        sl__buf_grow(&t->out, n);
+    if (BIO_read_ex(t->wbio, t->out.p + t->out.len, n, &got) == 1)
+        t->out.len += got;
 }
 
 /* Encrypt the core's plaintext while little ciphertext waits. false: a
@@ -427,6 +429,10 @@ static void decrypt(struct sl__conn *c, struct tls_conn *t)
         }
         if (SSL_read_ex(t->ssl, p, room, &n) == 1) {
             sl__conn_up_core.rx(c, (ssize_t)n);
+            /* Nothing buffered either side: the next read would only say
+             * "want read" (an error path OpenSSL makes costly). */
+            if (SSL_pending(t->ssl) == 0 && BIO_ctrl_pending(t->rbio) == 0)
+                break;
             continue;
         }
         int e = SSL_get_error(t->ssl, 0);
