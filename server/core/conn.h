@@ -105,6 +105,12 @@ void sl__conn_close(struct sl__conn *c);
  * beyond reply. */
 void sl__conn_abort(struct sl__conn *c);
 
+/* The name of the client certificate `c`'s handshake verified - its first
+ * URI SAN, else its first DNS SAN, else its subject's CN - and its length
+ * in *len; NULL without one (no TLS, no certificate, or one with no
+ * usable name). It lives as long as the connection (conn_tls.c). */
+const char *sl__conn_peer_cert_name(const struct sl__conn *c, size_t *len);
+
 /* The worker's view of its connections: close idle ones and those stuck in
  * an incomplete frame; called by the worker's sweep timer. */
 void sl__conn_sweep(struct sl__conn *c, int64_t now_ms);

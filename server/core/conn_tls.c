@@ -23,6 +23,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "conn.h"
 #include "conn_io.h"
@@ -53,13 +54,15 @@ struct tls_conn {
     size_t plain_len, plain_off; /* their length, and how many are encrypted */
     bool owe_tx_done;            /* the core's send is not finished */
     bool lower_sending;
-    bool done;        /* the handshake finished */
-    bool failed;      /* a failure was counted: the connection ends */
-    bool got_bytes;   /* the peer sent something */
-    bool want_shut;   /* the core asked to shut the write side */
-    bool shut_begun;  /* close_notify queued */
-    bool lower_shut;  /* the lower shutdown was asked */
-    bool close_after; /* close once the ciphertext waiting is sent (an alert, the 400) */
+    bool done;             /* the handshake finished */
+    bool failed;           /* a failure was counted: the connection ends */
+    bool got_bytes;        /* the peer sent something */
+    bool want_shut;        /* the core asked to shut the write side */
+    bool shut_begun;       /* close_notify queued */
+    bool lower_shut;       /* the lower shutdown was asked */
+    bool close_after;      /* close once the ciphertext waiting is sent (an alert, the 400) */
+    uint8_t cert_name_len; /* 0: no verified client certificate */
+    char cert_name[SL__CERT_NAME_MAX + 1]; /* its name (peer_name) */
     char rx[RX_BYTES];
 };
 
@@ -392,6 +395,64 @@ static bool first_bytes_ok(struct sl__conn *c, struct tls_conn *t, unsigned char
     return false;
 }
 
+/* Keep `s` as the name if it is printable text of a usable length (an
+ * ASN.1 string may hold anything, a NUL included). */
+static bool take_name(struct tls_conn *t, const unsigned char *s, int len)
+{
+    if (s == NULL || len <= 0 || len > SL__CERT_NAME_MAX)
+        return false;
+    for (int i = 0; i < len; i++)
+        if (s[i] <= ' ' || s[i] >= 0x7f)
+            return false;
+    memcpy(t->cert_name, s, (size_t)len);
+    t->cert_name[len] = '\0';
+    t->cert_name_len = (uint8_t)len;
+    return true;
+}
+
+/* The verified client certificate's name: its first URI SAN (a mesh's
+ * SPIFFE id), else its first DNS SAN, else its subject's CN. None when
+ * the client sent no certificate or it did not verify. */
+static void peer_name(struct tls_conn *t)
+{
+    X509 *peer = SSL_get0_peer_certificate(t->ssl);
+    GENERAL_NAMES *sans;
+    bool found = false;
+
+    if (peer == NULL || SSL_get_verify_result(t->ssl) != X509_V_OK)
+        return;
+    sans = X509_get_ext_d2i(peer, NID_subject_alt_name, NULL, NULL);
+    for (int want = GEN_URI; sans != NULL && !found; want = want == GEN_URI ? GEN_DNS : -1) {
+        if (want < 0)
+            break;
+        for (int i = 0; i < sk_GENERAL_NAME_num(sans) && !found; i++) {
+            const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+            if (g->type == want)
+                found = take_name(t, ASN1_STRING_get0_data(g->d.ia5), ASN1_STRING_length(g->d.ia5));
+        }
+    }
+    GENERAL_NAMES_free(sans);
+    if (!found) {
+        X509_NAME *subject = X509_get_subject_name(peer);
+        int at = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+        X509_NAME_ENTRY *e = at >= 0 ? X509_NAME_get_entry(subject, at) : NULL;
+        ASN1_STRING *cn = e != NULL ? X509_NAME_ENTRY_get_data(e) : NULL;
+        if (cn != NULL)
+            (void)take_name(t, ASN1_STRING_get0_data(cn), ASN1_STRING_length(cn));
+    }
+    ERR_clear_error();
+}
+
+const char *sl__conn_peer_cert_name(const struct sl__conn *c, size_t *len)
+{
+    const struct tls_conn *t = c->io == &tls_io ? c->stream : NULL;
+
+    if (t == NULL || t->cert_name_len == 0)
+        return NULL;
+    *len = t->cert_name_len;
+    return t->cert_name;
+}
+
 /* The handshake, as far as the bytes read so far take it. false: not
  * finished (or failed: the connection is ending). */
 static bool handshake(struct sl__conn *c, struct tls_conn *t)
@@ -404,6 +465,7 @@ static bool handshake(struct sl__conn *c, struct tls_conn *t)
         count(c, SL__CONN_EV_TLS_HANDSHAKES);
         if (SSL_session_reused(t->ssl))
             count(c, SL__CONN_EV_TLS_RESUMED);
+        peer_name(t);
         sl__conn_handshaking(c, false);
         return true;
     }
