@@ -25,6 +25,8 @@ struct sl__tls;
 #define SL__MAX_RULE_FILES   64
 #define SL__MAX_ROOM_CONFIGS 8 /* registered room sections (config.h) */
 #define SL__MAX_ADMIN_HOSTS  16
+/* A client certificate name kept for a connection (client_cert_name). */
+#define SL__CERT_NAME_MAX 255
 
 /* Rate-limit header families, OR-ed into http_headers (http.headers). */
 enum sl__hdr_family {
@@ -134,6 +136,10 @@ struct sl__config {
     unsigned admin_max_failures;            /* admin.max_failures: per minute per address, 0 none */
     char *admin_hosts[SL__MAX_ADMIN_HOSTS]; /* names a Host header may carry (admin.hosts) */
     size_t n_admin_hosts;
+    /* Verified client certificate names granted the admin privilege as the
+     * token is (admin.client_cert_names; conn_tls.c says which name). */
+    char *admin_cert_names[SL__MAX_ADMIN_HOSTS];
+    size_t n_admin_cert_names;
     unsigned http_headers;       /* enum sl__hdr_family set sent on check answers */
     int64_t http_max_delay_ms;   /* /v1/auth holds a delayed reply up to this */
     enum sl__readyz_mode readyz; /* what /readyz means (http.readyz) */

@@ -191,6 +191,8 @@ void sl__config_free(struct sl__config *c)
         free(c->rules_files[i]);
     for (size_t i = 0; i < c->n_admin_hosts; i++)
         free(c->admin_hosts[i]);
+    for (size_t i = 0; i < c->n_admin_cert_names; i++)
+        free(c->admin_cert_names[i]);
     memset(c, 0, sizeof(*c));
 }
 
@@ -545,6 +547,34 @@ static int load_hosts(struct sl__config_ctx *x, yaml_node_t *v)
     return 0;
 }
 
+/* admin.client_cert_names: the names of verified client certificates that
+ * hold the admin privilege (a SAN URI such as a SPIFFE id, a DNS name, or
+ * the subject's CN: the name conn_tls.c takes). */
+static int load_cert_names(struct sl__config_ctx *x, yaml_node_t *v)
+{
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(x, v,
+                    "admin.client_cert_names must be a list of names, e.g. "
+                    "[spiffe://example.org/ops, ops.example.org]");
+    for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+         it++) {
+        yaml_node_t *n = yaml_document_get_node(x->doc, *it);
+        const char *s = scalar(n);
+        bool ok = s != NULL && *s != '\0' && strlen(s) <= SL__CERT_NAME_MAX;
+        for (const char *q = s; ok && *q; q++)
+            ok = (unsigned char)*q > ' ' && (unsigned char)*q < 0x7f;
+        if (!ok)
+            return fail(x, n,
+                        "admin.client_cert_names holds certificate names (printable, no spaces, "
+                        "at most %d bytes)",
+                        SL__CERT_NAME_MAX);
+        if (x->c->n_admin_cert_names == SL__MAX_ADMIN_HOSTS)
+            return fail(x, n, "at most %d admin.client_cert_names", SL__MAX_ADMIN_HOSTS);
+        x->c->admin_cert_names[x->c->n_admin_cert_names++] = sl__xstrndup(s, strlen(s));
+    }
+    return 0;
+}
+
 static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix);
 
 /* The registered room section that owns `path` (its name or under it), or
@@ -624,6 +654,8 @@ static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix
             r = load_headers(x, v);
         else if (strcmp(path, "admin.hosts") == 0)
             r = load_hosts(x, v);
+        else if (strcmp(path, "admin.client_cert_names") == 0)
+            r = load_cert_names(x, v);
         else if (v->type == YAML_MAPPING_NODE && is_section(path))
             r = load_map(x, v, path);
         else
@@ -679,6 +711,17 @@ static void check_whole(struct sl__config_ctx *x)
         sl__config_fail_key(x, "admin.token_file", "set admin.token or admin.token_file, not both");
     if (c->admin_token != NULL && c->admin_token[0] == '\0')
         sl__config_fail_key(x, "admin.token", "admin.token must not be empty");
+    if (c->n_admin_cert_names > 0) {
+        bool verifies = false;
+        for (size_t i = 0; i < c->n_listeners; i++)
+            verifies |= c->listeners[i].admin_paths && c->listeners[i].tls != NULL &&
+                        c->listeners[i].tls->verify != SL__TLS_VERIFY_NONE;
+        if (!verifies)
+            sl__config_fail_key(x, "admin.client_cert_names",
+                                "admin.client_cert_names needs a listener serving the admin "
+                                "endpoints with tls.verify_client optional or require: no "
+                                "certificate would ever be verified");
+    }
 }
 
 /* Close the list of errors: how many did not fit. */
@@ -783,6 +826,9 @@ void sl__config_help(FILE *f)
     sl__keytab_help_line(f, "admin.hosts", "[]",
                          "names an admin request's Host may carry besides the listener's address "
                          "(and localhost on loopback)");
+    sl__keytab_help_line(f, "admin.client_cert_names", "[]",
+                         "verified client certificate names (SAN URI, else DNS, else CN) "
+                         "granted the admin privilege without the token");
     sl__keytab_help(keys, NKEYS, f);
     sl__store_config_help(f);
     for (size_t i = 0; sl__config_sections[i] != NULL; i++) {

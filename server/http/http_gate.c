@@ -196,6 +196,16 @@ static bool takes_body(const struct sl__h1_req *r)
            (r->method != HTTP_GET && r->body.len > 0);
 }
 
+/* Does the connection's verified client certificate carry a name of
+ * admin.client_cert_names? */
+static bool cert_proven(const struct sl__conn *c)
+{
+    size_t len = 0;
+    const char *name = sl__conn_peer_cert_name(c, &len);
+
+    return sl__admin_cert_name_ok(&c->w->srv->cfg, name, len);
+}
+
 bool sl__gate_admin(struct sl__conn *c, const struct sl__h1_req *r)
 {
     struct sl__gate_names names;
@@ -216,20 +226,24 @@ bool sl__gate_admin(struct sl__conn *c, const struct sl__h1_req *r)
         return refuse(c, r, 403,
                       "{\"error\":\"the admin endpoints refuse requests from another origin (a "
                       "web page)\"}");
-    if ((wait_s = sl__guard_wait_s(c)) > 0) {
-        char body[200], hdr[48];
-        snprintf(body, sizeof(body),
-                 "{\"error\":\"too many wrong admin credentials from this address "
-                 "(admin.max_failures): try again in %lld s\"}",
-                 (long long)wait_s);
-        snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n", (long long)wait_s);
-        return refuse_with(c, r, 429, hdr, body);
-    }
-    if (!sl__gate_token_ok(c->w->srv->cfg.admin_token, r->authorization.p, r->authorization.len)) {
-        sl__guard_failed(c);
-        return refuse(c, r, 401,
-                      "{\"error\":\"this endpoint needs Authorization: Bearer TOKEN (the "
-                      "admin.token, or the first line of admin.token_file)\"}");
+    if (!cert_proven(c)) { /* a listed client certificate stands for the token */
+        if ((wait_s = sl__guard_wait_s(c)) > 0) {
+            char body[200], hdr[48];
+            snprintf(body, sizeof(body),
+                     "{\"error\":\"too many wrong admin credentials from this address "
+                     "(admin.max_failures): try again in %lld s\"}",
+                     (long long)wait_s);
+            snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n", (long long)wait_s);
+            return refuse_with(c, r, 429, hdr, body);
+        }
+        if (!sl__gate_token_ok(c->w->srv->cfg.admin_token, r->authorization.p,
+                               r->authorization.len)) {
+            sl__guard_failed(c);
+            return refuse(c, r, 401,
+                          "{\"error\":\"this endpoint needs Authorization: Bearer TOKEN (the "
+                          "admin.token, or the first line of admin.token_file, or a client "
+                          "certificate named in admin.client_cert_names)\"}");
+        }
     }
     if (takes_body(r) && (!sl__h1_header(r, "content-type", &type) || !sl__gate_json_type(type)))
         return refuse(c, r, 415,
