@@ -34,6 +34,7 @@
 #include <http_parser.h>
 
 #include "clock.h"
+#include "cert_entry.h"
 #include "conn.h"
 #include "decide.h"
 #include "envoy.h"
@@ -230,6 +231,7 @@ static void run(struct sl__conn *c, const struct sl__h1_req *r, enum op_kind kin
 
     struct sl__decided now;
 
+    sl__cert_entries(c, req); /* client_cert_name: the server's, never the client's */
     if (op != NULL && sl__decide(c->w, &op->d, dkind, req, on_done, &now))
         on_done(&op->d, now.err, now.res);
 }

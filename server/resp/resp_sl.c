@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "cert_entry.h"
 #include "clock.h"
 #include "conn.h"
 #include "decide.h"
@@ -391,6 +392,7 @@ static int run_rules(struct sl__conn *c, const struct sl__resp_cmd *cmd, struct 
     struct sl__decided now;
 
     op = op_new(c, op_kind, out);
+    sl__cert_entries(c, &req); /* client_cert_name: the server's, never the client's */
     if (op != NULL && sl__decide(c->w, &op->d, kind, &req, on_done, &now))
         on_done(&op->d, now.err, now.res);
     return 0;
