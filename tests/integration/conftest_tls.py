@@ -62,6 +62,32 @@ class Pki:
                 "-extfile", str(ext), "-out", str(d / f"{name}.pem"))
         assert r.returncode == 0, r.stderr
 
+    def expired(self, name, cn):
+        """A client certificate from `ca` whose validity ended yesterday
+        (the openssl command of Debian 12 cannot date one in the past)."""
+        import datetime
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+        ca_key = serialization.load_pem_private_key((self.d / "ca.key").read_bytes(), None)
+        ca = x509.load_pem_x509_certificate((self.d / "ca.pem").read_bytes())
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.utcnow()
+        cert = (x509.CertificateBuilder()
+                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
+                .issuer_name(ca.subject).public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(days=3))
+                .not_valid_after(now - datetime.timedelta(days=1))
+                .add_extension(x509.SubjectAlternativeName([x509.DNSName(cn)]), critical=False)
+                .sign(ca_key, hashes.SHA256()))
+        (self.d / f"{name}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        (self.d / f"{name}.key").write_bytes(key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption()))
+        return self.path(f"{name}.pem"), self.path(f"{name}.key")
+
     def path(self, name):
         return str(self.d / name)
 
@@ -83,21 +109,21 @@ class TlsSluiced:
     self.ports[name]. A port found free can be taken by a test running at
     the same time before sluiced binds it: then new ports, up to 3 tries."""
 
-    def __init__(self, d, listeners, extra=""):
+    def __init__(self, d, listeners, extra="", rules=DEFAULT_RULES):
         self.dir = d
         for attempt in range(3):
             try:
-                self._start(d, listeners, extra)
+                self._start(d, listeners, extra, rules)
                 break
             except PortTaken:
                 if attempt == 2:
                     raise AssertionError("no free ports after 3 tries")
         self.token = (d / "admin.token").read_text().split()[0]
 
-    def _start(self, d, listeners, extra):
+    def _start(self, d, listeners, extra, rules):
         self.port = free_port()
         self.ports = {name: free_port() for name in listeners}
-        (d / "rules.yaml").write_text(DEFAULT_RULES)
+        (d / "rules.yaml").write_text(rules)
         text = f"""listeners:
   - address: 127.0.0.1
     port: {self.port}
@@ -156,10 +182,10 @@ log:
 def tls_sluiced(tmp_path, request):
     started = []
 
-    def start(listeners, extra=""):
+    def start(listeners, extra="", rules=DEFAULT_RULES):
         d = tmp_path / f"t{len(started)}"
         d.mkdir()
-        s = TlsSluiced(d, listeners, extra)
+        s = TlsSluiced(d, listeners, extra, rules)
         started.append(s)
         return s
 
