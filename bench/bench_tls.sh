@@ -19,7 +19,8 @@
 # the server's own CPU time (utime+stime from /proc/PID/stat) per
 # handshake, per request or per decision; beside it the rate the client
 # reached (on two cores it often measures the client). Each figure is the
-# median of SL_BENCH_ROUNDS (3) interleaved runs. Targets: CPU per
+# median of SL_BENCH_ROUNDS (3) interleaved runs; a ratio is the median of
+# the rounds' own ratios. Targets: CPU per
 # handshake <= 1.1x nginx's, per keep-alive request <= 1.15x nginx's, gRPC
 # over TLS <= 1.3x gRPC in clear per decision. Output: `name value unit`
 # lines; ratios print MET or MISSED and the target. It does not build
@@ -159,8 +160,12 @@ grpc() {
     echo "$(awk '/^finished in/ { print $4 }' <<<"$out") $(per "$t0" "$t1" $((${d1%.*} - ${d0%.*})))"
 }
 
-declare -A rate cpu
+declare -A rate cpu pair
 add() { rate[$1]+="$2 " cpu[$1]+="$3 "; }
+# pair A B: the ratio of this round's CPU figures of A and B (the machine's
+# speed drifts between rounds; a ratio taken within one round does not).
+pair() { pair[$1_$2]+="$(ratio "$(last "${cpu[$1]}")" "$(last "${cpu[$2]}")") "; }
+last() { local a=($1); echo "${a[-1]}"; }
 resumed0=$(metric sluice_tls_resumed_total || true)
 for _ in $(seq "$rounds"); do
     read -r r c < <(handshakes "$sl_pid" "$ec_port" -new -tls1_3); add sl_ec "$r" "$c"
@@ -173,6 +178,7 @@ for _ in $(seq "$rounds"); do
     read -r r c < <(keepalive "$ng_pid" "https://127.0.0.1:$ng_ec/"); add ng_ka "$r" "$c"
     read -r r c < <(grpc "https://127.0.0.1:$ec_port"); add g_tls "$r" "$c"
     read -r r c < <(grpc "http://127.0.0.1:$clear_port"); add g_clear "$r" "$c"
+    pair sl_ec ng_ec; pair sl_rsa ng_rsa; pair sl_re ng_re; pair sl_ka ng_ka; pair g_tls g_clear
 done
 resumed1=$(metric sluice_tls_resumed_total || true)
 
@@ -183,24 +189,24 @@ line() { # NAME KEY UNIT
 }
 line tls_handshake_ecdsa_sluiced sl_ec handshakes/s
 line tls_handshake_ecdsa_nginx ng_ec handshakes/s
-r=$(ratio "$(m "${cpu[sl_ec]}")" "$(m "${cpu[ng_ec]}")")
+r=$(m "${pair[sl_ec_ng_ec]}")
 echo "tls_handshake_ecdsa_cpu_vs_nginx $r x $(verdict "$r" 1.1) target<=1.1"
 line tls_handshake_rsa_sluiced sl_rsa handshakes/s
 line tls_handshake_rsa_nginx ng_rsa handshakes/s
-r=$(ratio "$(m "${cpu[sl_rsa]}")" "$(m "${cpu[ng_rsa]}")")
+r=$(m "${pair[sl_rsa_ng_rsa]}")
 echo "tls_handshake_rsa_cpu_vs_nginx $r x $(verdict "$r" 1.1) target<=1.1"
 line tls_resumed_sluiced sl_re handshakes/s
 line tls_resumed_nginx ng_re handshakes/s
-r=$(ratio "$(m "${cpu[sl_re]}")" "$(m "${cpu[ng_re]}")")
+r=$(m "${pair[sl_re_ng_re]}")
 echo "tls_resumed_cpu_vs_nginx $r x $(verdict "$r" 1.1) target<=1.1"
 if [[ -n "$resumed0" && -n "$resumed1" ]]; then
     echo "tls_resumed_counted_by_sluiced $(awk -v a="$resumed1" -v b="$resumed0" 'BEGIN { print a - b }') handshakes"
 fi
 line tls_keepalive_check_sluiced sl_ka req/s
 line tls_keepalive_nginx_static ng_ka req/s
-r=$(ratio "$(m "${cpu[sl_ka]}")" "$(m "${cpu[ng_ka]}")")
+r=$(m "${pair[sl_ka_ng_ka]}")
 echo "tls_keepalive_cpu_vs_nginx $r x $(verdict "$r" 1.15) target<=1.15"
 line grpc_tls g_tls req/s
 line grpc_clear g_clear req/s
-r=$(ratio "$(m "${cpu[g_tls]}")" "$(m "${cpu[g_clear]}")")
+r=$(m "${pair[g_tls_g_clear]}")
 echo "grpc_tls_vs_clear_cpu $r x $(verdict "$r" 1.3) target<=1.3"
