@@ -39,14 +39,8 @@ pid=$!
 pids+=("$pid")
 wait_http "$port" /readyz
 
-# The framed RateLimitRequest h2load sends: protoc --encode from the
-# text format, behind gRPC's 5-byte prefix.
-proto="$here/../server/grpc/proto"
-printf 'domain: "bench"\ndescriptors { entries { key: "user" value: "u1" } }\n' |
-    protoc -I"$proto" --encode=envoy.service.ratelimit.v3.RateLimitRequest \
-        envoy/service/ratelimit/v3/rls.proto >"$tmp/msg.bin"
-/usr/bin/python3 -c 'import sys; m = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(b"\0" + len(m).to_bytes(4, "big") + m)' \
-    "$tmp/msg.bin" "$tmp/req.bin"
+# The framed RateLimitRequest h2load sends (lib.sh).
+rls_request "$tmp/req.bin"
 cat >"$tmp/check.lua" <<'LUA'
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"

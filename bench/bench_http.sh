@@ -62,16 +62,7 @@ ng_pid=$(pgrep -P "$ng_master" | head -1)
 tck=$(getconf CLK_TCK)
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
-cat >"$tmp/check.lua" <<'LUA'
-local n = 0
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-request = function()
-    n = (n + 1) % 1000
-    return wrk.format(nil, "/v1/check",  nil,
-        '{"domain":"bench","descriptors":[{"user":"u' .. n .. '"}]}')
-end
-LUA
+users_check_lua "$tmp/check.lua"
 
 # One wrk run (wrk on CPU 1, 64 connections) against the server PID:
 # "req/s cpu_us_per_request wrk_cpu_percent" (wrk's user + system time

@@ -117,16 +117,7 @@ handshakes() {
     echo "$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }') $(per "$t0" "$t1" "$n")"
 }
 
-cat >"$tmp/check.lua" <<'LUA'
-local n = 0
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-request = function()
-    n = (n + 1) % 1000
-    return wrk.format(nil, "/v1/check",  nil,
-        '{"domain":"bench","descriptors":[{"user":"u' .. n .. '"}]}')
-end
-LUA
+users_check_lua "$tmp/check.lua"
 
 # keepalive PID URL [wrk options]: "req/s us_cpu_per_request"
 keepalive() {
@@ -140,13 +131,8 @@ keepalive() {
         { read -r r n; echo "$r $(per "$t0" "$t1" "$n")"; }
 }
 
-# The framed RateLimitRequest h2load sends, as bench_grpc.sh makes it.
-proto="$here/../server/grpc/proto"
-printf 'domain: "bench"\ndescriptors { entries { key: "user" value: "u1" } }\n' |
-    protoc -I"$proto" --encode=envoy.service.ratelimit.v3.RateLimitRequest \
-        envoy/service/ratelimit/v3/rls.proto >"$tmp/msg.bin"
-/usr/bin/python3 -c 'import sys; m = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(b"\0" + len(m).to_bytes(4, "big") + m)' \
-    "$tmp/msg.bin" "$tmp/req.bin"
+# The framed RateLimitRequest h2load sends.
+rls_request "$tmp/req.bin"
 
 # grpc URL: "req/s us_cpu_per_decision" (decisions from /metrics).
 grpc() {

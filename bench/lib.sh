@@ -19,6 +19,10 @@
 #   nginx_conf DIR BODY       write DIR/nginx.conf: one worker, no access log,
 #                             temporary files under DIR, BODY in its http block
 #   nginx_ok_conf DIR PORT    nginx_conf answering `return 200 "ok"` on PORT
+#   users_check_lua FILE      a wrk script: POST /v1/check, domain "bench",
+#                             1,000 users cycled
+#   rls_request FILE          the framed gRPC RateLimitRequest (domain
+#                             "bench", user u1) h2load sends
 
 bench_init() {
     bench_name=$1
@@ -134,4 +138,28 @@ nginx_ok_conf() {
         listen 127.0.0.1:$2;
         location / { return 200 \"ok\\n\"; }
     }"
+}
+
+users_check_lua() {
+    cat >"$1" <<'LUA'
+local n = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+    n = (n + 1) % 1000
+    return wrk.format(nil, "/v1/check",  nil,
+        '{"domain":"bench","descriptors":[{"user":"u' .. n .. '"}]}')
+end
+LUA
+}
+
+# protoc --encode from the text format, behind gRPC's 5-byte prefix.
+rls_request() {
+    local proto
+    proto="$(dirname "${BASH_SOURCE[0]}")/../server/grpc/proto"
+    printf 'domain: "bench"\ndescriptors { entries { key: "user" value: "u1" } }\n' |
+        protoc -I"$proto" --encode=envoy.service.ratelimit.v3.RateLimitRequest \
+            envoy/service/ratelimit/v3/rls.proto >"$1.msg"
+    /usr/bin/python3 -c 'import sys; m = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(b"\0" + len(m).to_bytes(4, "big") + m)' \
+        "$1.msg" "$1"
 }
