@@ -110,6 +110,9 @@ void sl__conn_abort(struct sl__conn *c);
  * in *len; NULL without one (no TLS, no certificate, or one with no
  * usable name). It lives as long as the connection (conn_tls.c). */
 const char *sl__conn_peer_cert_name(const struct sl__conn *c, size_t *len);
+/* Does `c`'s verified client certificate hold the admin privilege: one of
+ * its URI or DNS SANs, or its name above, is in admin.client_cert_names? */
+bool sl__conn_cert_admin(const struct sl__conn *c);
 
 /* The worker's view of its connections: close idle ones and those stuck in
  * an incomplete frame; called by the worker's sweep timer. */

@@ -29,6 +29,7 @@
 #include "conn_io.h"
 #include "log.h"
 #include "metrics.h"
+#include "privilege.h"
 #include "server-t.h"
 #include "tls.h"
 #include "worker-t.h"
@@ -62,6 +63,7 @@ struct tls_conn {
     bool lower_shut;       /* the lower shutdown was asked */
     bool close_after;      /* close once the ciphertext waiting is sent (an alert, the 400) */
     uint8_t cert_name_len; /* 0: no verified client certificate */
+    bool cert_admin;       /* one of its SANs or its name is in admin.client_cert_names */
     char cert_name[SL__CERT_NAME_MAX + 1]; /* its name (peer_name) */
     char rx[RX_BYTES];
 };
@@ -410,11 +412,20 @@ static bool take_name(struct tls_conn *t, const unsigned char *s, int len)
     return true;
 }
 
+/* Is the ASN.1 string `v` one of admin.client_cert_names? */
+static bool listed(const struct sl__config *cfg, const ASN1_STRING *v)
+{
+    return sl__admin_cert_name_ok(cfg, (const char *)ASN1_STRING_get0_data(v),
+                                  (size_t)ASN1_STRING_length(v));
+}
+
 /* The verified client certificate's name: its first URI SAN (a mesh's
  * SPIFFE id), else its first DNS SAN, else its subject's CN. None when
- * the client sent no certificate or it did not verify. */
-static void peer_name(struct tls_conn *t)
+ * the client sent no certificate or it did not verify. Whether any of its
+ * URI or DNS SANs, or that name, is in admin.client_cert_names. */
+static void peer_name(struct sl__conn *c, struct tls_conn *t)
 {
+    const struct sl__config *cfg = &c->w->srv->cfg;
     X509 *peer = SSL_get0_peer_certificate(t->ssl);
     GENERAL_NAMES *sans;
     bool found = false;
@@ -422,15 +433,15 @@ static void peer_name(struct tls_conn *t)
     if (peer == NULL || SSL_get_verify_result(t->ssl) != X509_V_OK)
         return;
     sans = X509_get_ext_d2i(peer, NID_subject_alt_name, NULL, NULL);
-    for (int want = GEN_URI; sans != NULL && !found; want = want == GEN_URI ? GEN_DNS : -1) {
-        if (want < 0)
-            break;
-        for (int i = 0; i < sk_GENERAL_NAME_num(sans) && !found; i++) {
+    for (int want = GEN_URI; sans != NULL && want >= 0; want = want == GEN_URI ? GEN_DNS : -1)
+        for (int i = 0; i < sk_GENERAL_NAME_num(sans); i++) {
             const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
-            if (g->type == want)
+            if (g->type != want)
+                continue;
+            if (!found)
                 found = take_name(t, ASN1_STRING_get0_data(g->d.ia5), ASN1_STRING_length(g->d.ia5));
+            t->cert_admin |= cfg->n_admin_cert_names > 0 && listed(cfg, g->d.ia5);
         }
-    }
     GENERAL_NAMES_free(sans);
     if (!found) {
         X509_NAME *subject = X509_get_subject_name(peer);
@@ -440,7 +451,16 @@ static void peer_name(struct tls_conn *t)
         if (cn != NULL)
             (void)take_name(t, ASN1_STRING_get0_data(cn), ASN1_STRING_length(cn));
     }
+    if (t->cert_name_len > 0)
+        t->cert_admin |= sl__admin_cert_name_ok(cfg, t->cert_name, t->cert_name_len);
     ERR_clear_error();
+}
+
+bool sl__conn_cert_admin(const struct sl__conn *c)
+{
+    const struct tls_conn *t = c->io == &tls_io ? c->stream : NULL;
+
+    return t != NULL && t->cert_admin;
 }
 
 const char *sl__conn_peer_cert_name(const struct sl__conn *c, size_t *len)
@@ -465,7 +485,7 @@ static bool handshake(struct sl__conn *c, struct tls_conn *t)
         count(c, SL__CONN_EV_TLS_HANDSHAKES);
         if (SSL_session_reused(t->ssl))
             count(c, SL__CONN_EV_TLS_RESUMED);
-        peer_name(t);
+        peer_name(c, t);
         sl__conn_handshaking(c, false);
         return true;
     }

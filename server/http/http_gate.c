@@ -196,16 +196,6 @@ static bool takes_body(const struct sl__h1_req *r)
            (r->method != HTTP_GET && r->body.len > 0);
 }
 
-/* Does the connection's verified client certificate carry a name of
- * admin.client_cert_names? */
-static bool cert_proven(const struct sl__conn *c)
-{
-    size_t len = 0;
-    const char *name = sl__conn_peer_cert_name(c, &len);
-
-    return sl__admin_cert_name_ok(&c->w->srv->cfg, name, len);
-}
-
 bool sl__gate_admin(struct sl__conn *c, const struct sl__h1_req *r)
 {
     struct sl__gate_names names;
@@ -226,7 +216,7 @@ bool sl__gate_admin(struct sl__conn *c, const struct sl__h1_req *r)
         return refuse(c, r, 403,
                       "{\"error\":\"the admin endpoints refuse requests from another origin (a "
                       "web page)\"}");
-    if (!cert_proven(c)) { /* a listed client certificate stands for the token */
+    if (!sl__conn_cert_admin(c)) { /* a listed client certificate stands for the token */
         if ((wait_s = sl__guard_wait_s(c)) > 0) {
             char body[200], hdr[48];
             snprintf(body, sizeof(body),

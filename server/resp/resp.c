@@ -106,16 +106,6 @@ static bool batched(const struct sl__resp_command *k)
 }
 
 /* Run one command; 1 to close after its reply. */
-/* A verified client certificate named in admin.client_cert_names proves
- * the privilege as AUTH with the token does. */
-static bool cert_proven(const struct sl__conn *c)
-{
-    size_t len = 0;
-    const char *name = sl__conn_peer_cert_name(c, &len);
-
-    return sl__admin_cert_name_ok(&c->w->srv->cfg, name, len);
-}
-
 static int dispatch(struct sl__conn *c, struct sl__resp_state *st)
 {
     const struct sl__resp_command *k = lookup(cmd.argv[0]);
@@ -131,7 +121,7 @@ static int dispatch(struct sl__conn *c, struct sl__resp_state *st)
                (k->arity < 0 && cmd.argc < (size_t)-k->arity)) {
         sl__resp_w_error(reply, "ERR wrong number of arguments for '%s' command", k->name);
     } else if (k->privileged &&
-               !sl__admin_allowed(&c->w->srv->cfg, c->ls, st->admin || cert_proven(c))) {
+               !sl__admin_allowed(&c->w->srv->cfg, c->ls, st->admin || sl__conn_cert_admin(c))) {
         sl__resp_w_error(reply,
                          "NOPERM %s needs the admin privilege: a listener that serves the admin "
                          "endpoints and AUTH with the admin token, or a client certificate "

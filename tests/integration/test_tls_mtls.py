@@ -83,12 +83,16 @@ def test_admin_by_client_certificate(tls_sluiced, pki):
     privilege on the admin listener over HTTP and RESP without the token;
     another certificate does not; the token still works."""
     ops = pki.leaf("ops", "ops", "URI:spiffe://mesh.test/ops")
+    # listed by a SAN that is not the name it would be keyed by
+    ops2 = pki.leaf("ops2", "ops2", "DNS:first.test,DNS:ops.internal")
     mine = (pki.path("client.pem"), pki.path("client.key"))
     opt = tls_map(pki, ca_file=pki.path("ca.pem"), verify_client="optional")
     s = tls_sluiced({"admin": ("http1, resp", opt, True)},
-                    extra="admin:\n  client_cert_names: [spiffe://mesh.test/ops]\n")
+                    extra="admin:\n  client_cert_names: [spiffe://mesh.test/ops, ops.internal]\n")
     url = f"https://127.0.0.1:{s.ports['admin']}/v1/keys?domain=api&user=alice"
     status, body = curl(pki, url, "-X", "DELETE", cert=ops)
+    assert status == 200, body
+    status, body = curl(pki, url, "-X", "DELETE", cert=ops2)
     assert status == 200, body
     status, body = curl(pki, url, "-X", "DELETE", cert=mine)
     assert status == 401 and "client_cert_names" in body, body
