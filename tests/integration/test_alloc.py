@@ -215,6 +215,20 @@ def test_http_check_allocates_nothing_per_request(counted):
     s.stop()
 
 
+def get_200s(port):
+    """run(n) for measured(): n GET /status/200 on one keep-alive
+    connection to the proxy on `port`, each answered 200."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+    def run(n):
+        for _ in range(n):
+            conn.request("GET", "/status/200")
+            r = conn.getresponse()
+            r.read()
+            assert r.status == 200
+    return run
+
+
 def test_proxy_allocates_nothing_per_request(counted):
     up = Upstream()
     try:
@@ -229,16 +243,7 @@ def test_proxy_allocates_nothing_per_request(counted):
       rate_limits:
         - actions: [{{remote_address: {{}}}}]
 """)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-
-        def run(n):
-            for _ in range(n):
-                conn.request("GET", "/status/200")
-                r = conn.getresponse()
-                r.read()
-                assert r.status == 200
-
-        n = measured(s, run)
+        n = measured(s, get_200s(port))
         print(f"allocations per {N} proxied requests: {n}")
         assert n <= SLACK
         s.stop()
@@ -263,16 +268,7 @@ def test_proxy_tls_upstream_allocates_nothing_per_request(counted, pki):
         servers: ["127.0.0.1:{up.port}"]
         tls: {{ca_file: {pki.path("ca.pem")}}}
 """)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-
-        def run(n):
-            for _ in range(n):
-                conn.request("GET", "/status/200")
-                r = conn.getresponse()
-                r.read()
-                assert r.status == 200
-
-        n = measured(s, run)
+        n = measured(s, get_200s(port))
         print(f"allocations per {N} requests proxied over TLS: {n}")
         assert n <= 4 * N + SLACK
         s.stop()
