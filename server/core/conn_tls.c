@@ -433,10 +433,11 @@ static void peer_name(struct sl__conn *c, struct tls_conn *t)
     if (peer == NULL || SSL_get_verify_result(t->ssl) != X509_V_OK)
         return;
     sans = X509_get_ext_d2i(peer, NID_subject_alt_name, NULL, NULL);
-    for (int want = GEN_URI; sans != NULL && want >= 0; want = want == GEN_URI ? GEN_DNS : -1)
+    static const int kinds[] = {GEN_URI, GEN_DNS}; /* the name's order of preference */
+    for (size_t k = 0; sans != NULL && k < sizeof(kinds) / sizeof(kinds[0]); k++)
         for (int i = 0; i < sk_GENERAL_NAME_num(sans); i++) {
             const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
-            if (g->type != want)
+            if (g->type != kinds[k])
                 continue;
             if (!found)
                 found = take_name(t, ASN1_STRING_get0_data(g->d.ia5), ASN1_STRING_length(g->d.ia5));
