@@ -350,7 +350,7 @@ static void on_connect(uv_connect_t *req, int status)
         return;
     }
     if (status == 0 && up->peer->up->tls != NULL) {
-        up->tls = sl__tlsc_new(up->peer->up->tls, up->peer->srv->host, &up->peer->tls_session);
+        up->tls = sl__tlsc_new(up->peer->up->tls->cc, up->peer->srv->host, &up->peer->tls_session);
         if (up->tls == NULL) {
             tls_failed(up, SL__TLSC_FAIL_OTHER);
             return;

@@ -4,7 +4,7 @@
 """layers.py SOURCE_DIR - no layer includes a header of a layer above it.
 
 Sluice's layers, bottom up: the public header (include/), libsluice (lib/),
-configuration tables (conf/), the native check body's reader (checkbody/:
+configuration tables (conf/), the TLS every client of Sluice speaks (net/), the native check body's reader (checkbody/:
 sluiced's /v1/check and `sluice simulate`) and the rules database (rulesdb/), the stores
 (store/), the server core (server/core/), the protocol rooms (server/http,
 server/resp, ... each a directory under server/), the admin room (over
@@ -33,13 +33,14 @@ ALLOWED = {
     "conf": ["include"],
     "checkbody": ["include"],
     "rulesdb": ["include", "lib/internal"],
-    "store": ["include", "lib/internal", "conf", "rulesdb"],
-    "server/core": ["include", "lib/internal", "conf", "rulesdb", "store/include"],
+    "net": [],
+    "store": ["include", "lib/internal", "conf", "rulesdb", "net"],
+    "server/core": ["include", "lib/internal", "conf", "rulesdb", "store/include", "net"],
     "server/http": ["include", "lib/internal", "conf", "checkbody", "server/core"],
     "server/resp": ["include", "conf", "server/core"],
     "server/admin": ["include", "conf", "rulesdb", "server/core", "server/http"],
     "server/grpc": ["include", "conf", "server/core"],
-    "server/proxy": ["include", "lib/internal", "conf", "server/core", "server/http"],
+    "server/proxy": ["include", "lib/internal", "conf", "server/core", "server/http", "net"],
     "server/check": ["include", "conf", "server/core"],
     "server": ["include", "conf", "server/core", "server/http", "server/resp", "server/admin",
                "server/grpc", "server/proxy", "server/check"],
