@@ -196,6 +196,20 @@ int sl__keytab_set(const struct sl__key *k, void *base, const char *text, const 
                         text);
         memcpy(field, text, strlen(text) + 1);
         return 0;
+    case SL__K_PATHBUF: {
+        char *r = resolve(dir, text);
+        size_t len = r != NULL ? strlen(r) : 0;
+        if (r == NULL)
+            return fail(k, err, errlen, "could not be stored: out of memory");
+        if (len == 0 || len >= k->size) {
+            free(r);
+            return fail(k, err, errlen, "must be a file path of at most %zu bytes (got '%s')",
+                        k->size - 1, text);
+        }
+        memcpy(field, r, len + 1);
+        free(r);
+        return 0;
+    }
     case SL__K_CHOICE:
         return set_choice(k, field, text, err, errlen);
     case SL__K_CUSTOM:

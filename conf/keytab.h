@@ -25,15 +25,16 @@
 #include <stdio.h>
 
 enum sl__ktype {
-    SL__K_UINT,   /* unsigned/int field (size 4) or uint64_t (size 8), in [min, max] */
-    SL__K_SIZE,   /* size_t, bytes: 65536, 64KiB, 1MiB, 1GiB */
-    SL__K_DUR_MS, /* int64_t, milliseconds, from a duration with its unit (rounded up) */
-    SL__K_BOOL,   /* bool: true | false */
-    SL__K_STR,    /* char *, owned */
-    SL__K_PATH,   /* char *, owned, resolved against the configuration's directory */
-    SL__K_BUF,    /* char[size], inline, NUL-terminated */
-    SL__K_CHOICE, /* an enum (size 1 or 4): the index of the value in `choices` */
-    SL__K_CUSTOM, /* parse() does it all */
+    SL__K_UINT,    /* unsigned/int field (size 4) or uint64_t (size 8), in [min, max] */
+    SL__K_SIZE,    /* size_t, bytes: 65536, 64KiB, 1MiB, 1GiB */
+    SL__K_DUR_MS,  /* int64_t, milliseconds, from a duration with its unit (rounded up) */
+    SL__K_BOOL,    /* bool: true | false */
+    SL__K_STR,     /* char *, owned */
+    SL__K_PATH,    /* char *, owned, resolved against the configuration's directory */
+    SL__K_BUF,     /* char[size], inline, NUL-terminated */
+    SL__K_PATHBUF, /* char[size], inline, resolved against the configuration's directory */
+    SL__K_CHOICE,  /* an enum (size 1 or 4): the index of the value in `choices` */
+    SL__K_CUSTOM,  /* parse() does it all */
 };
 
 struct sl__key {

@@ -46,7 +46,9 @@ struct sl__store_kind_config {
     const struct sl__key *(*keys)(size_t *n); /* the table; NULL: none */
     void (*init)(void *cfg);
     /* Keys outside the table (patterns such as store.redis.policies.D):
-     * SL_OK, SL_ENOENT (not this kind's), SL_EINVAL with err. May be NULL. */
+     * SL_OK, SL_ENOENT (not this kind's), SL_EINVAL with err. value NULL:
+     * the section `key` is given as a mapping (possibly empty). May be
+     * NULL. */
     int (*set)(void *cfg, const char *key, const char *value, char *err, size_t errlen);
     /* Mappings under store. this kind owns ("store.redis"), NULL-ended. */
     const char *const *sections;

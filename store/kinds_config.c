@@ -121,6 +121,20 @@ int sl__store_config_set(struct sl__store_config *c, const char *key, const char
     return SL_ENOENT;
 }
 
+int sl__store_config_section(struct sl__store_config *c, const char *key)
+{
+    for (size_t i = 0; i < NKINDS; i++) {
+        const struct sl__store_kind_config *k = kinds[i];
+        if (k->set != NULL) {
+            char err[8];
+            int rc = k->set(c->cfg[i], key, NULL, err, sizeof(err));
+            if (rc != SL_ENOENT)
+                return rc;
+        }
+    }
+    return SL_OK;
+}
+
 bool sl__store_config_is_section(const char *key)
 {
     for (size_t i = 0; i < NKINDS; i++)

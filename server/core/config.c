@@ -656,9 +656,11 @@ static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix
             r = load_hosts(x, v);
         else if (strcmp(path, "admin.client_cert_names") == 0)
             r = load_cert_names(x, v);
-        else if (v->type == YAML_MAPPING_NODE && is_section(path))
+        else if (v->type == YAML_MAPPING_NODE && is_section(path)) {
+            if (strncmp(path, "store.", 6) == 0)
+                sl__store_config_section(x->c->store, path);
             r = load_map(x, v, path);
-        else
+        } else
             r = set_scalar(x, path, k, v);
         if (r != 0)
             failed = SL_EINVAL;

@@ -147,6 +147,9 @@ int sl__store_config_set(struct sl__store_config *c, const char *key, const char
 /* Is `key` (a dotted path) a mapping the stores own, such as "store.redis"
  * or "store.redis.policies"? The configuration walker descends into it. */
 bool sl__store_config_is_section(const char *key);
+/* The section `key` (one sl__store_config_is_section accepts) is given
+ * as a mapping, possibly empty: store.redis.tls: {} turns TLS on. */
+int sl__store_config_section(struct sl__store_config *c, const char *key);
 
 /* The configured kind's name ("memory", "redis"). */
 const char *sl__store_config_type(const struct sl__store_config *c);

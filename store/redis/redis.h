@@ -50,6 +50,7 @@
 #include <uv.h>
 
 #include "redis_plan.h"
+#include "rlink.h"
 #include "store.h"
 
 enum sl__redis_policy {
@@ -91,6 +92,7 @@ struct sl__redis_config {
     bool rules_sync;              /* rules across nodes through Redis (sluiced) */
     char sentinels[512];          /* Sentinel addresses, "host:port,..."; "" none */
     char master_name[128];        /* the master the sentinels watch (with sentinels) */
+    struct sl__redis_tls tls;     /* store.redis.tls (link/rlink.h) */
 };
 /* Every key at its default (the table in redis_config.c), plus the
  * constants that are not keys (sl__redis_config_constants). */

@@ -138,6 +138,17 @@ static const struct sl__key rkeys[] = {
      .parse = parse_sentinels},
     {"store.redis.master_name", SL__K_BUF, RF(master_name), NULL,
      "the master's name in Sentinel (with store.redis.sentinels)"},
+    {"store.redis.tls.ca_file", SL__K_PATHBUF, RF(tls.ca_file), NULL,
+     "TLS to Redis and Sentinel: the CAs its certificate is checked against",
+     .shown = "system CAs"},
+    {"store.redis.tls.cert_file", SL__K_PATHBUF, RF(tls.cert_file), NULL,
+     "TLS to Redis: client certificate (PEM chain), with key_file"},
+    {"store.redis.tls.key_file", SL__K_PATHBUF, RF(tls.key_file), NULL,
+     "TLS to Redis: the client certificate's private key (PEM)"},
+    {"store.redis.tls.server_name", SL__K_BUF, RF(tls.server_name), NULL,
+     "TLS to Redis: the name sent (SNI) and checked in its certificate", .shown = "the host"},
+    {"store.redis.tls.verify", SL__K_BOOL, RF(tls.verify), "true",
+     "TLS to Redis: check its certificate and name (false: encrypt only)"},
 };
 #define NRKEYS (sizeof(rkeys) / sizeof(rkeys[0]))
 

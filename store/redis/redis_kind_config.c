@@ -17,7 +17,8 @@
 #include "redis.h"
 #include "rules_sync.h"
 
-static const char *const sections[] = {"store.redis", "store.redis.policies", NULL};
+static const char *const sections[] = {"store.redis", "store.redis.policies", "store.redis.tls",
+                                       NULL};
 
 static void init(void *cfg)
 {
@@ -27,7 +28,15 @@ static void init(void *cfg)
 static int set(void *cfg, const char *key, const char *value, char *err, size_t errlen)
 {
     const char *why = NULL;
-    int rc = sl__redis_config_set_pattern(cfg, key, value, &why);
+    int rc;
+
+    if (value == NULL) { /* a mapping: store.redis.tls given turns TLS on */
+        if (strcmp(key, "store.redis.tls") != 0)
+            return SL_ENOENT;
+        ((struct sl__redis_config *)cfg)->tls.on = true;
+        return SL_OK;
+    }
+    rc = sl__redis_config_set_pattern(cfg, key, value, &why);
 
     if (rc == SL_EINVAL)
         snprintf(err, errlen, "%s: %s", key, why ? why : "invalid");
@@ -62,6 +71,15 @@ static int check(const void *cfg, char *err, size_t errlen)
                  "store.redis.sentinels is for one Redis with replicas, not for "
                  "store.redis.cluster (a cluster fails over by itself)");
         return SL_EINVAL;
+    }
+    if (c->tls.on) { /* the files read and the context built, as at start */
+        struct sl__rlink_tls t;
+        int r = sl__rlink_tls_init(&t, &c->tls);
+        if (r != SL_OK)
+            snprintf(err, errlen, "%s", t.why);
+        sl__rlink_tls_close(&t);
+        if (r != SL_OK)
+            return SL_EINVAL;
     }
     if (c->rules_sync && sl__rsync_config_from_redis(&rc, cfg) != SL_OK) {
         snprintf(err, errlen, "store.redis.nodes: give host:port pairs separated by commas");

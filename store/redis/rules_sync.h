@@ -38,6 +38,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "rlink.h"
+
 #define SL__RSYNC_MAX_SEEDS  8
 #define SL__RSYNC_PREFIX_MAX 64
 
@@ -53,8 +55,9 @@ struct sl__rsync_config {
     char user[128];        /* ACL user, "" for none */
     char password[128];    /* "" for no AUTH */
     char prefix[SL__RSYNC_PREFIX_MAX + 1];
-    int64_t timeout_ms; /* per blocking connection and command; default 500 */
-    int64_t period_ms;  /* pull at least this often; default 30000 */
+    int64_t timeout_ms;       /* per blocking connection and command; default 500 */
+    int64_t period_ms;        /* pull at least this often; default 30000 */
+    struct sl__redis_tls tls; /* store.redis.tls (link/rlink.h) */
 };
 /* Defaults: no seed, prefix "sluice". */
 void sl__rsync_config_init(struct sl__rsync_config *c);

@@ -45,6 +45,7 @@ int sl__rsync_config_from_redis(struct sl__rsync_config *o, const struct sl__red
     snprintf(o->user, sizeof(o->user), "%s", c->user);
     snprintf(o->password, sizeof(o->password), "%s", c->password);
     snprintf(o->prefix, sizeof(o->prefix), "%s", c->opts.prefix);
+    o->tls = c->tls;
     if (n < 0)
         return SL_EINVAL;
     if (sentinel) /* the seeds are the sentinels, asked for the master */
