@@ -38,11 +38,37 @@ int rs_free_port(void)
     return port;
 }
 
+/* Whether something accepts TCP connections on 127.0.0.1:port. */
+static bool listening(int port)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    bool ok;
+
+    if (fd < 0)
+        return false;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+    close(fd);
+    return ok;
+}
+
 bool rs_wait_ready(const struct rs_server *s)
 {
     struct timespec nap = {0, 20 * 1000 * 1000};
 
     for (int i = 0; i < 250; i++) {
+        if (s->tls_dir != NULL) {
+            if (listening(s->port))
+                return true;
+            if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
+                return false;
+            nanosleep(&nap, NULL);
+            continue;
+        }
         struct timeval tv = {0, 200 * 1000};
         redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
         if (c != NULL && c->err == 0) {
@@ -93,8 +119,8 @@ void rs_exec(const char **argv)
 
 static int spawn(struct rs_server *s)
 {
-    char port[16];
-    const char *argv[48] = {"redis-server", "--port",    port,       "--bind",
+    char port[16], cert[1024], key[1024], ca[1024];
+    const char *argv[64] = {"redis-server", "--port",    port,       "--bind",
                             "127.0.0.1",    "--save",    "",         "--loglevel",
                             "warning",      "--logfile", "/dev/null"};
     size_t n = 11;
@@ -112,7 +138,17 @@ static int spawn(struct rs_server *s)
         argv[n++] = "always";
     }
     n += (size_t)rs_module_args(argv + n, 4);
-    for (size_t i = 0; s->extra != NULL && s->extra[i] != NULL && n < 44; i++)
+    if (s->tls_dir != NULL) { /* after --port: the last one given wins */
+        snprintf(cert, sizeof(cert), "%s/server.crt", s->tls_dir);
+        snprintf(key, sizeof(key), "%s/server.key", s->tls_dir);
+        snprintf(ca, sizeof(ca), "%s/ca.crt", s->tls_dir);
+        const char *tls[] = {
+            "--port",         "0", "--tls-port",         port, "--tls-cert-file",    cert,
+            "--tls-key-file", key, "--tls-ca-cert-file", ca,   "--tls-auth-clients", "yes"};
+        for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++)
+            argv[n++] = tls[i];
+    }
+    for (size_t i = 0; s->extra != NULL && s->extra[i] != NULL && n < 58; i++)
         argv[n++] = s->extra[i];
     if (s->opt != NULL) {
         argv[n++] = s->opt;
@@ -129,6 +165,12 @@ static int spawn(struct rs_server *s)
 
 int rs_start(struct rs_server *s)
 {
+    return rs_start_args(s, NULL, NULL);
+}
+
+int rs_start_tls(struct rs_server *s, const char *dir)
+{
+    s->tls_dir = dir;
     return rs_start_args(s, NULL, NULL);
 }
 
