@@ -7,6 +7,10 @@
  * PUBLISH, atomically), and the pull that applies newer rules to the local
  * rules database.
  *
+ * Every connection, to the nodes and to the sentinels, is the blocking
+ * Redis link (link/rlink.h: sl__rlink_sync), so store.redis.tls covers
+ * them all.
+ *
  * It does not subscribe (rules_sync_sub.c does) and keeps no connection
  * open between calls: rules change rarely, and a fresh connection never
  * carries a stale redirection or a half-read reply.
@@ -37,57 +41,65 @@ static const char push_lua[] = "local v = redis.call('HINCRBY', KEYS[1], '#versi
                                "redis.call('PUBLISH', ARGV[3], ARGV[1])\n"
                                "return v\n";
 
-static redisContext *connect_to(const struct sl__rsync_config *c, const char *host, int port)
-{
-    struct timeval tv = {(time_t)(c->timeout_ms / 1000),
-                         (suseconds_t)(c->timeout_ms % 1000) * 1000};
-    redisContext *ctx = redisConnectWithTimeout(host, port, tv);
-    redisReply *r;
+/* The links of one top-level call: its credentials and its TLS (the
+ * context built for the call: rules change rarely, and a rotated
+ * certificate is then always the one read). */
+struct links {
+    struct sl__rlink_conf redis;    /* the nodes: AUTH */
+    struct sl__rlink_conf sentinel; /* the sentinels: no AUTH */
+    struct sl__rlink_tls tls;
+};
 
-    if (ctx == NULL || ctx->err != 0)
-        goto fail;
-    if (redisSetTimeout(ctx, tv) != REDIS_OK)
-        goto fail;
-    if (c->password[0] == '\0')
-        return ctx;
-    if (c->user[0] != '\0')
-        r = redisCommand(ctx, "AUTH %s %s", c->user, c->password);
-    else
-        r = redisCommand(ctx, "AUTH %s", c->password);
-    if (r != NULL && r->type != REDIS_REPLY_ERROR) {
-        freeReplyObject(r);
-        return ctx;
+static int links_open(struct links *l, const struct sl__rsync_config *c)
+{
+    memset(l, 0, sizeof(*l));
+    l->redis.user = c->user;
+    l->redis.password = c->password;
+    l->redis.connect_timeout_ms = c->timeout_ms;
+    l->sentinel.connect_timeout_ms = c->timeout_ms;
+    if (!c->tls.on)
+        return SL_OK;
+    if (sl__rlink_tls_init(&l->tls, &c->tls) != SL_OK) {
+        sl__rlink_tls_close(&l->tls);
+        return SL_ENOENT; /* as unreachable: sluiced -t reports the files */
     }
-    freeReplyObject(r);
-fail:
-    if (ctx != NULL)
-        redisFree(ctx);
-    return NULL;
+    l->redis.tls = l->sentinel.tls = &l->tls;
+    return SL_OK;
+}
+
+static void links_close(struct links *l)
+{
+    if (l->redis.tls != NULL)
+        sl__rlink_tls_close(&l->tls);
 }
 
 /* Run one command starting at `host:port`, following redirections. NULL
  * when the node (or a node it redirected to) cannot be reached. */
-static redisReply *run_at(const struct sl__rsync_config *c, const char *seed_host, int seed_port,
-                          int argc, const char **argv, const size_t *lens)
+static redisReply *run_at(const struct sl__rsync_config *c, const struct links *l,
+                          const char *seed_host, int seed_port, int argc, const char **argv,
+                          const size_t *lens)
 {
-    char host[SL__CLUSTER_HOST_MAX > 256 ? SL__CLUSTER_HOST_MAX : 256];
+    char host[SL__CLUSTER_HOST_MAX > 256 ? SL__CLUSTER_HOST_MAX : 256], err[256];
     int port = seed_port;
     bool asking = false;
 
     snprintf(host, sizeof(host), "%s", seed_host);
     for (int hop = 0; hop < MAX_HOPS; hop++) {
-        redisContext *ctx = connect_to(c, host, port);
+        struct sl__rlink_sync *s =
+            sl__rlink_sync_open(&l->redis, host, port, c->timeout_ms, err, sizeof(err));
         redisReply *r = NULL;
         struct sl__credir d;
 
-        if (ctx == NULL)
+        if (s == NULL)
             return NULL;
         if (asking) {
-            r = redisCommand(ctx, "ASKING");
+            const char *a[1] = {"ASKING"};
+            const size_t alen[1] = {6};
+            r = sl__rlink_sync_argv(s, 1, a, alen, err, sizeof(err));
             freeReplyObject(r);
         }
-        r = redisCommandArgv(ctx, argc, argv, lens);
-        redisFree(ctx);
+        r = sl__rlink_sync_argv(s, argc, argv, lens, err, sizeof(err));
+        sl__rlink_sync_close(s);
         if (r == NULL || r->type != REDIS_REPLY_ERROR ||
             sl__credir_parse(r->str, r->len, host, &d) != SL_OK)
             return r;
@@ -99,16 +111,20 @@ static redisReply *run_at(const struct sl__rsync_config *c, const char *seed_hos
     return NULL;
 }
 
-int sl__rsync_master(const struct sl__rsync_config *c, size_t i, char *host, size_t cap, int *port)
+/* sl__rsync_master over the call's links. */
+static int master_of(const struct sl__rsync_config *c, const struct links *l, size_t i, char *host,
+                     size_t cap, int *port)
 {
-    struct timeval tv = {(time_t)(c->timeout_ms / 1000),
-                         (suseconds_t)(c->timeout_ms % 1000) * 1000};
-    redisContext *ctx = redisConnectWithTimeout(c->seeds[i].host, c->seeds[i].port, tv);
+    const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", c->master_name};
+    const size_t lens[3] = {8, 23, strlen(c->master_name)};
+    char err[256];
+    struct sl__rlink_sync *s = sl__rlink_sync_open(&l->sentinel, c->seeds[i].host, c->seeds[i].port,
+                                                   c->timeout_ms, err, sizeof(err));
     redisReply *r = NULL;
     int rc = SL_ENOENT;
 
-    if (ctx != NULL && ctx->err == 0 && redisSetTimeout(ctx, tv) == REDIS_OK)
-        r = redisCommand(ctx, "SENTINEL get-master-addr-by-name %s", c->master_name);
+    if (s != NULL)
+        r = sl__rlink_sync_argv(s, 3, argv, lens, err, sizeof(err));
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
         r->element[0]->len < cap) {
@@ -121,8 +137,18 @@ int sl__rsync_master(const struct sl__rsync_config *c, size_t i, char *host, siz
         }
     }
     freeReplyObject(r);
-    if (ctx != NULL)
-        redisFree(ctx);
+    sl__rlink_sync_close(s);
+    return rc;
+}
+
+int sl__rsync_master(const struct sl__rsync_config *c, size_t i, char *host, size_t cap, int *port)
+{
+    struct links l;
+    int rc = links_open(&l, c);
+
+    if (rc == SL_OK)
+        rc = master_of(c, &l, i, host, cap, port);
+    links_close(&l);
     return rc;
 }
 
@@ -131,19 +157,22 @@ int sl__rsync_master(const struct sl__rsync_config *c, size_t i, char *host, siz
 static redisReply *run(const struct sl__rsync_config *c, int argc, const char **argv,
                        const size_t *lens)
 {
-    for (size_t i = 0; i < c->n_seeds; i++) {
+    redisReply *r = NULL;
+    struct links l;
+
+    if (links_open(&l, c) != SL_OK)
+        return NULL;
+    for (size_t i = 0; i < c->n_seeds && r == NULL; i++) {
         char host[sizeof(c->seeds[i].host)];
         int port = c->seeds[i].port;
-        redisReply *r;
 
         snprintf(host, sizeof(host), "%s", c->seeds[i].host);
-        if (c->master_name[0] != '\0' && sl__rsync_master(c, i, host, sizeof(host), &port) != SL_OK)
+        if (c->master_name[0] != '\0' && master_of(c, &l, i, host, sizeof(host), &port) != SL_OK)
             continue;
-        r = run_at(c, host, port, argc, argv, lens);
-        if (r != NULL)
-            return r;
+        r = run_at(c, &l, host, port, argc, argv, lens);
     }
-    return NULL;
+    links_close(&l);
+    return r;
 }
 
 static int names(const struct sl__rsync_config *c, char *key, char *channel, size_t cap)

@@ -9,7 +9,9 @@
  * not sign the server's certificate (refused by the link). The
  * certificates are made by the openssl command in a temporary directory.
  *
- * It does not test the asynchronous link (rlink.h's sl__rlink_*).
+ * The rules sync's blocking calls (rules_sync.c), which are on this link,
+ * push and pull over TLS too. It does not test the asynchronous link
+ * (rlink.h's sl__rlink_*).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +30,7 @@
 
 #include "redis_server.h"
 #include "rlink.h"
+#include "rules_sync.h"
 #include "sluice.h"
 
 #define TIMEOUT_MS 2000
@@ -357,6 +360,39 @@ static void test_clear_text_to_tls(void **state)
     sl__rlink_sync_close(s);
 }
 
+/* The rules sync's push and pull (rules_sync.c) over TLS; refused
+ * without the client certificate, as unreachable. */
+static void test_rules_sync_over_tls(void **state)
+{
+    static const char yaml[] = "domain: d1\n"
+                               "descriptors:\n"
+                               "  - key: user\n"
+                               "    rate_limit: {unit: minute, requests_per_unit: 10}\n";
+    struct sl__rsync_config c;
+    struct sl__rsync_known k = {0};
+    char db[1100];
+    unsigned changed = 0;
+    uint64_t v = 0;
+
+    (void)state;
+    sl__rsync_config_init(&c);
+    snprintf(c.seeds[0].host, sizeof(c.seeds[0].host), "127.0.0.1");
+    c.seeds[0].port = tls.port;
+    c.n_seeds = 1;
+    c.tls.on = c.tls.verify = true;
+    snprintf(c.tls.ca_file, sizeof(c.tls.ca_file), "%s/ca.crt", dir);
+    snprintf(c.tls.cert_file, sizeof(c.tls.cert_file), "%s/client.crt", dir);
+    snprintf(c.tls.key_file, sizeof(c.tls.key_file), "%s/client.key", dir);
+    snprintf(db, sizeof(db), "%s/rules.db", dir);
+    assert_int_equal(sl__rsync_push(&c, "r1", yaml, strlen(yaml), &v), SL_OK);
+    assert_true(v >= 1);
+    assert_int_equal(sl__rsync_pull(&c, db, &k, &changed), SL_OK);
+    assert_int_equal(changed, 1);
+    sl__rsync_known_free(&k);
+    c.tls.cert_file[0] = c.tls.key_file[0] = '\0';
+    assert_int_equal(sl__rsync_push(&c, "r2", yaml, strlen(yaml), &v), SL_ENOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_tls_without_client_certificate),
         cmocka_unit_test(test_tls_wrong_ca),
         cmocka_unit_test(test_clear_text_to_tls),
+        cmocka_unit_test(test_rules_sync_over_tls),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
