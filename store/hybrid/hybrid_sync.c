@@ -19,7 +19,8 @@
  * sync reads back with the counters (hybrid.c acts on it).
  *
  * When the store is freed, kept deltas are pushed once more over a
- * blocking connection, bounded by 1 s (or store.hybrid.timeout if longer)
+ * blocking connection (the blocking Redis link, link/rlink.h: TLS and
+ * AUTH as configured), bounded by 1 s (or store.hybrid.timeout if longer)
  * per step, so a
  * node that restarts loses nothing it had recorded while Redis was up.
  */
@@ -31,6 +32,7 @@
 #include <hiredis/hiredis.h>
 
 #include "hybrid_int.h"
+#include "rlink.h"
 #include "store_log.h"
 
 /*
@@ -458,21 +460,15 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
 
 /* ------------------------------------------------------------ shutdown */
 
-static bool blocking_ok(redisContext *rc, redisReply *r, int type)
-{
-    bool ok = r != NULL && r->type == type;
-
-    if (r != NULL)
-        freeReplyObject(r);
-    return ok && rc->err == 0;
-}
-
 /* One blocking EVAL of the script over ents idx[0..k) with their pending
  * deltas; true when Redis took them. */
-static bool push_blocking(struct sl__hystore *st, redisContext *c, const uint32_t *idx, unsigned k)
+static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, const uint32_t *idx,
+                          unsigned k)
 {
     size_t argc = 3, used = 0;
-    char nk[16];
+    char nk[16], err[256];
+    redisReply *r;
+    bool ok;
 
     st->argv[0] = "EVAL";
     st->argvlen[0] = 4;
@@ -493,17 +489,23 @@ static bool push_blocking(struct sl__hystore *st, redisContext *c, const uint32_
         st->argvlen[argc++] = (size_t)w;
         used += (size_t)w + 1;
     }
-    return blocking_ok(c, redisCommandArgv(c, (int)argc, st->argv, st->argvlen), REDIS_REPLY_ARRAY);
+    r = sl__rlink_sync_argv(s, (int)argc, st->argv, st->argvlen, err, sizeof(err));
+    ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
+    freeReplyObject(r);
+    return ok;
 }
 
 void sl__hy_final_push(struct sl__hystore *st)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
     int64_t ms = st->cfg.timeout_ms > 1000 ? st->cfg.timeout_ms : 1000; /* stopping can wait */
-    struct timeval tv = {.tv_sec = (time_t)(ms / 1000),
-                         .tv_usec = (suseconds_t)((ms % 1000) * 1000)};
-    redisContext *c = NULL;
+    struct sl__rlink_conf lc = {.user = rc != NULL ? rc->user : NULL,
+                                .password = rc != NULL ? rc->password : NULL,
+                                .connect_timeout_ms = ms};
+    struct sl__rlink_tls tls;
+    struct sl__rlink_sync *s = NULL;
     uint32_t *idx = NULL;
+    char err[256];
     unsigned k = 0;
 
     if (st->ents == NULL || st->argv == NULL || st->argbuf == NULL || st->cfg.redis == NULL)
@@ -512,15 +514,19 @@ void sl__hy_final_push(struct sl__hystore *st)
         k += st->ents[i].used && st->ents[i].pending > 0;
     if (k == 0)
         return;
+    if (rc->tls.on) {
+        if (sl__rlink_tls_init(&tls, &rc->tls) != SL_OK) {
+            sl__rlink_tls_close(&tls);
+            return; /* as Redis unreachable: sluiced -t reports the files */
+        }
+        lc.tls = &tls;
+    }
     idx = calloc(st->cfg.batch, sizeof(*idx));
-    c = redisConnectWithTimeout(rc->host, rc->port, tv);
-    if (idx == NULL || c == NULL || c->err != 0 || redisSetTimeout(c, tv) != REDIS_OK)
+    if (idx == NULL)
         goto out;
-    if (rc->password[0] != '\0' &&
-        !blocking_ok(c,
-                     rc->user[0] != '\0' ? redisCommand(c, "AUTH %s %s", rc->user, rc->password)
-                                         : redisCommand(c, "AUTH %s", rc->password),
-                     REDIS_REPLY_STATUS))
+    /* AUTH refused (or any step failing) leaves the deltas unpushed */
+    s = sl__rlink_sync_open(&lc, rc->host, rc->port, ms, err, sizeof(err));
+    if (s == NULL)
         goto out;
     k = 0;
     for (uint32_t i = 0; i <= st->cfg.max_keys; i++) {
@@ -533,7 +539,7 @@ void sl__hy_final_push(struct sl__hystore *st)
         }
         if (k == 0)
             break;
-        if (!push_blocking(st, c, idx, k))
+        if (!push_blocking(st, s, idx, k))
             goto out;
         for (unsigned j = 0; j < k; j++)
             st->ents[idx[j]].pending = 0;
@@ -542,8 +548,9 @@ void sl__hy_final_push(struct sl__hystore *st)
     }
 out:
     free(idx);
-    if (c != NULL)
-        redisFree(c);
+    sl__rlink_sync_close(s);
+    if (lc.tls != NULL)
+        sl__rlink_tls_close(&tls);
 }
 
 /* ------------------------------------------------------------ resets */
