@@ -41,6 +41,10 @@ int rs_start_args(struct rs_server *s, const char *opt, const char *val);
 /* Start one speaking TLS only, with the certificates of `dir` (see
  * tls_dir above); ready once it accepts TCP connections. 0 or -1. */
 int rs_start_tls(struct rs_server *s, const char *dir);
+/* Make the certificates of a TLS test in `dir` with the openssl command:
+ * ca.crt (and ca.key), server.crt/.key for 127.0.0.1 and client.crt/.key,
+ * both signed by it, and other.crt, a CA that signed neither. 0 or -1. */
+int rs_tls_certs(const char *dir);
 /* Start again on s->port (after rs_stop), empty; 0 or -1. */
 int rs_restart(struct rs_server *s);
 /* SIGTERM then wait; safe on a stopped (SIGSTOP) server. */

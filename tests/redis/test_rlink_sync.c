@@ -7,7 +7,8 @@
  * listens and one where nothing answers, and TLS with a client certificate
  * (accepted), without one (refused by the server) and with a CA that did
  * not sign the server's certificate (refused by the link). The
- * certificates are made by the openssl command in a temporary directory.
+ * certificates are made by the openssl command in a temporary directory
+ * (rs_tls_certs).
  *
  * The rules sync's blocking calls (rules_sync.c), which are on this link,
  * push and pull over TLS too. It does not test the asynchronous link
@@ -50,31 +51,10 @@ static bool sh(const char *fmt, ...)
     return system(cmd) == 0;
 }
 
-/* A CA (ca.crt), the server's certificate for 127.0.0.1 and a client's,
- * both signed by it, and another CA (other.crt) that signed neither. */
-static bool make_certs(void)
-{
-    return sh("cd %s && "
-              "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca "
-              "-keyout ca.key -out ca.crt 2>/dev/null && "
-              "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca "
-              "-keyout other.key -out other.crt 2>/dev/null && "
-              "openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 "
-              "-keyout server.key -out server.csr 2>/dev/null && "
-              "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext && "
-              "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
-              "-days 2 -extfile server.ext -out server.crt 2>/dev/null && "
-              "openssl req -newkey rsa:2048 -nodes -subj /CN=sluice "
-              "-keyout client.key -out client.csr 2>/dev/null && "
-              "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial "
-              "-days 2 -out client.crt 2>/dev/null",
-              dir);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    if (mkdtemp(dir) == NULL || !make_certs())
+    if (mkdtemp(dir) == NULL || rs_tls_certs(dir) != 0)
         return -1;
     if (rs_start(&plain) != 0 || rs_start_args(&secret, "--requirepass", "s3cret") != 0)
         return -1;
