@@ -44,6 +44,7 @@ struct sl__rlink_sync {
     redisReader *rd;
     int64_t timeout_ms;
     bool first;      /* no reply read yet */
+    bool cut;        /* the server closed, reset or ended TLS (not a timeout) */
     char where[300]; /* "redis host:port", the start of every sentence */
 };
 
@@ -104,8 +105,10 @@ static int raw_send(struct sl__rlink_sync *s, const char *p, size_t n, int64_t d
         }
         if (w < 0 && errno == EINTR)
             continue;
-        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            s->cut = errno == ECONNRESET || errno == EPIPE;
             return fail(s, err, cap, "%s: %s", step, strerror(errno));
+        }
         int r = wait_for(s->fd, POLLOUT, deadline_ms);
         if (r == 0)
             return fail(s, err, cap, "%s: no progress within %lld ms", step,
@@ -125,12 +128,16 @@ static ssize_t raw_recv(struct sl__rlink_sync *s, char *p, size_t cap_p, int64_t
         ssize_t n = recv(s->fd, p, cap_p, 0);
         if (n > 0)
             return n;
-        if (n == 0)
+        if (n == 0) {
+            s->cut = true;
             return fail(s, err, cap, "%s: the server closed the connection", step);
+        }
         if (errno == EINTR)
             continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            s->cut = errno == ECONNRESET;
             return fail(s, err, cap, "%s: %s", step, strerror(errno));
+        }
         int r = wait_for(s->fd, POLLIN, deadline_ms);
         if (r == 0)
             return fail(s, err, cap, "%s: no answer within %lld ms", step,
@@ -275,6 +282,7 @@ static int feed_more(struct sl__rlink_sync *s, int64_t deadline_ms, const char *
     while ((m = sl__tlsc_read(s->tls, plain, sizeof(plain))) > 0)
         if (redisReaderFeed(s->rd, plain, (size_t)m) != REDIS_OK)
             return fail(s, err, cap, "%s: out of memory", step);
+    s->cut = m < 0;
     if (m == -1)
         return fail(s, err, cap, "%s: the server closed TLS", step);
     if (m == -2)
@@ -330,7 +338,7 @@ static int handshake_cmd(struct sl__rlink_sync *s, int argc, const char **argv, 
         /* Over TLS 1.3 the server judges the client's certificate after
          * the client's side of the handshake is done: the first answer
          * after it is where a refusal shows (an alert, or a reset). */
-        if (s->tls != NULL && s->first && strlen(err) > strlen(s->where) + 2) {
+        if (s->tls != NULL && s->first && s->cut && cap > 0 && strlen(err) > strlen(s->where) + 2) {
             char was[256];
             snprintf(was, sizeof(was), "%s", err + strlen(s->where) + 2);
             fail(s, err, cap,
