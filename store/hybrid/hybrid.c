@@ -283,17 +283,18 @@ void sl__hy_sweep(struct sl__hystore *st, int64_t now_ns)
     SL__HY_SET(st, kept, kept);
 }
 
-size_t sl__hy_key_name(const struct sl__hystore *st, const uint64_t h[2], const struct sl_limit *l,
-                       int64_t w, bool marker, char *buf, size_t cap)
+size_t sl__hy_key_name(const struct sl__hystore *st, const struct sl__hy_key *k, char *buf,
+                       size_t cap)
 {
+    const uint64_t *h = k->h;
     int n;
 
-    if (marker)
+    if (k->marker)
         n = snprintf(buf, cap, "%s:h1:%016llx%016llx:r", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1]);
-    else if (windowed(l))
+    else if (windowed(k->l))
         n = snprintf(buf, cap, "%s:h1:%016llx%016llx:%lld", st->cfg.redis->opts.prefix,
-                     (unsigned long long)h[0], (unsigned long long)h[1], (long long)w);
+                     (unsigned long long)h[0], (unsigned long long)h[1], (long long)k->w);
     else
         n = snprintf(buf, cap, "%s:h1:%016llx%016llx", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1]);
