@@ -34,6 +34,7 @@
 #include <sys/random.h>
 
 #include "hybrid_int.h"
+#include "kind.h"
 
 static const struct sl__store_ops hybrid_ops;
 
@@ -720,6 +721,11 @@ int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config 
                                 sl__store_log_fn log, void *log_arg, struct sl__hyshared *shared,
                                 struct sl__store **out)
 {
+    /* What the Redis path's store is made with (.lim: the table, made below). */
+    struct sl__store_env redis_env = {.loop = loop,
+                                      .log = log,
+                                      .log_arg = log_arg,
+                                      .shared = shared != NULL ? shared->redis : NULL};
     struct sl__hystore *st;
     int rc;
 
@@ -756,8 +762,8 @@ int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config 
     if (rc != SL_OK)
         goto fail;
     sl__limiter_on_commit(st->lim, on_commit, st);
-    rc = sl__store_redis_new_logged(loop, c->redis, st->lim, log, log_arg,
-                                    shared != NULL ? shared->redis : NULL, &st->inner);
+    redis_env.lim = st->lim;
+    rc = sl__store_redis_new_logged(&redis_env, c->redis, &st->inner);
     if (rc != SL_OK)
         goto fail;
     if (shared != NULL) {

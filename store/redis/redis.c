@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kind.h"
 #include "redis_int.h"
 
 static const struct sl__store_ops redis_ops;
@@ -324,13 +325,17 @@ static int validate_config(const struct sl__redis_config *c)
 int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
                         struct sl__store **out)
 {
-    return sl__store_redis_new_logged(loop, c, local, NULL, NULL, NULL, out);
+    const struct sl__store_env env = {.loop = loop, .lim = local};
+
+    return sl__store_redis_new_logged(&env, c, out);
 }
 
-int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
-                               sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+int sl__store_redis_new_logged(const struct sl__store_env *env, const struct sl__redis_config *c,
                                struct sl__store **out)
 {
+    uv_loop_t *loop = env->loop;
+    sl_limiter *local = env->lim;
+    struct sl__rshared *shared = env->shared;
     struct sl__rstore *st;
     int rc = validate_config(c);
 
@@ -346,8 +351,8 @@ int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c
     st->cfg.opts.engine = c->engine == SL__ENGINE_AUTO ? SL__ENGINE_SCRIPT : c->engine;
     atomic_store_explicit(&st->ctr.engine, (int)st->cfg.opts.engine, memory_order_relaxed);
     st->local = local;
-    st->log = log;
-    st->log_arg = log_arg;
+    st->log = env->log;
+    st->log_arg = env->log_arg;
     st->shared = shared;
     if (shared == NULL)
         st->own_shared = st->shared = sl__rshared_new();
