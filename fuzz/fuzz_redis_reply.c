@@ -77,7 +77,8 @@ static void make_plan(void)
         match[i].n_limits = 1 + (size_t)i;
     }
     match[1].limits[1] = &limits[2];
-    CHECK(sl__redis_plan_build(&o, SL__REDIS_CHECK, &req, match, 2, &plan, &cmd) == SL_OK);
+    CHECK(sl__redis_plan_build(&o, &(struct sl__redis_plan_in){SL__REDIS_CHECK, &req, match, 2},
+                               &plan, &cmd) == SL_OK);
 }
 
 static void read_one(const redisReply *r)

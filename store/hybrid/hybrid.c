@@ -34,6 +34,7 @@
 #include <sys/random.h>
 
 #include "hybrid_int.h"
+#include "kind.h"
 
 static const struct sl__store_ops hybrid_ops;
 
@@ -283,17 +284,18 @@ void sl__hy_sweep(struct sl__hystore *st, int64_t now_ns)
     SL__HY_SET(st, kept, kept);
 }
 
-size_t sl__hy_key_name(const struct sl__hystore *st, const uint64_t h[2], const struct sl_limit *l,
-                       int64_t w, bool marker, char *buf, size_t cap)
+size_t sl__hy_key_name(const struct sl__hystore *st, const struct sl__hy_key *k, char *buf,
+                       size_t cap)
 {
+    const uint64_t *h = k->h;
     int n;
 
-    if (marker)
+    if (k->marker)
         n = snprintf(buf, cap, "%s:h1:%016llx%016llx:r", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1]);
-    else if (windowed(l))
+    else if (windowed(k->l))
         n = snprintf(buf, cap, "%s:h1:%016llx%016llx:%lld", st->cfg.redis->opts.prefix,
-                     (unsigned long long)h[0], (unsigned long long)h[1], (long long)w);
+                     (unsigned long long)h[0], (unsigned long long)h[1], (long long)k->w);
     else
         n = snprintf(buf, cap, "%s:h1:%016llx%016llx", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1]);
@@ -719,6 +721,11 @@ int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config 
                                 sl__store_log_fn log, void *log_arg, struct sl__hyshared *shared,
                                 struct sl__store **out)
 {
+    /* What the Redis path's store is made with (.lim: the table, made below). */
+    struct sl__store_env redis_env = {.loop = loop,
+                                      .log = log,
+                                      .log_arg = log_arg,
+                                      .shared = shared != NULL ? shared->redis : NULL};
     struct sl__hystore *st;
     int rc;
 
@@ -755,8 +762,8 @@ int sl__store_hybrid_new_logged(uv_loop_t *loop, const struct sl__hybrid_config 
     if (rc != SL_OK)
         goto fail;
     sl__limiter_on_commit(st->lim, on_commit, st);
-    rc = sl__store_redis_new_logged(loop, c->redis, st->lim, log, log_arg,
-                                    shared != NULL ? shared->redis : NULL, &st->inner);
+    redis_env.lim = st->lim;
+    rc = sl__store_redis_new_logged(&redis_env, c->redis, &st->inner);
     if (rc != SL_OK)
         goto fail;
     if (shared != NULL) {

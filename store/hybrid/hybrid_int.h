@@ -137,11 +137,18 @@ struct sl__hyshared {
 void sl__hy_apply(struct sl__hystore *st, struct sl__hy_ent *e, uint64_t total, int64_t reset_ms);
 /* Milliseconds a Redis counter of limit l must live after a push. */
 int64_t sl__hy_limit_ttl_ms(const struct sl__hystore *st, const struct sl_limit *l);
-/* The Redis key of the counter of key hash h, window w (buckets: any),
- * limit l into buf (cap bytes); with `marker`, the key's reset marker
- * instead. Its length. */
-size_t sl__hy_key_name(const struct sl__hystore *st, const uint64_t h[2], const struct sl_limit *l,
-                       int64_t w, bool marker, char *buf, size_t cap);
+/* One of the fleet's Redis keys: the counter of key hash h, window w
+ * (buckets: any), limit l; with `marker`, the key's reset marker instead.
+ * The caller's (on its stack), borrowed for the call. */
+struct sl__hy_key {
+    const uint64_t *h; /* [2] */
+    const struct sl_limit *l;
+    int64_t w;
+    bool marker;
+};
+/* The Redis key `k` into buf (cap bytes). Its length. */
+size_t sl__hy_key_name(const struct sl__hystore *st, const struct sl__hy_key *k, char *buf,
+                       size_t cap);
 /* The first and last window a reset deletes at now_ns (buckets: 0, 0). */
 void sl__hy_reset_windows(const struct sl_limit *l, int64_t now_ns, int64_t *first, int64_t *last);
 /* A call carrying `e` was lost: its deltas are pending again. */

@@ -363,7 +363,8 @@ static size_t key_args(struct sl__hystore *st, const uint32_t *idx, unsigned k, 
     for (int marker = 0; marker < 2; marker++) {
         for (unsigned i = 0; i < k; i++) {
             const struct sl__hy_ent *e = &st->ents[idx[i]];
-            size_t len = sl__hy_key_name(st, e->h, &e->l, e->w, marker, b + used, KEY_BYTES);
+            const struct sl__hy_key key = {e->h, &e->l, e->w, marker};
+            size_t len = sl__hy_key_name(st, &key, b + used, KEY_BYTES);
             st->argv[at] = b + used;
             st->argvlen[at++] = len;
             used += len + 1;
@@ -618,7 +619,8 @@ void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struc
     argvlen[argc] = (size_t)snprintf(head[0], sizeof(head[0]), "%zu", nk);
     argv[argc++] = head[0];
     for (int64_t w = first - 1; w <= last; w++) { /* first - 1: the marker */
-        size_t len = sl__hy_key_name(st, h, l, w, w == first - 1, b + used, KEY_BYTES);
+        const struct sl__hy_key key = {h, l, w, w == first - 1};
+        size_t len = sl__hy_key_name(st, &key, b + used, KEY_BYTES);
         argv[argc] = b + used;
         argvlen[argc++] = len;
         used += len + 1;

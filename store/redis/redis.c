@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kind.h"
 #include "redis_int.h"
 
 static const struct sl__store_ops redis_ops;
@@ -69,10 +70,8 @@ static bool brings_limits(const struct sl_request *req)
     return false;
 }
 
-/* Take a slot and fill it for the call; the caller sends it. */
-static struct sl__rreq *take_slot(struct sl__rstore *st, enum sl__rreq_kind kind,
-                                  enum sl__redis_policy pol, const sl_rules *rules,
-                                  const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+/* Take a slot and fill it for `call`; the caller sends it. */
+static struct sl__rreq *take_slot(struct sl__rstore *st, const struct sl__rstart *call)
 {
     struct sl__rreq *q = st->free_reqs;
 
@@ -82,12 +81,12 @@ static struct sl__rreq *take_slot(struct sl__rstore *st, enum sl__rreq_kind kind
     q->retried = false;
     q->redirects = 0;
     q->fan = NULL;
-    q->kind = kind;
-    q->policy = pol;
-    q->cb = cb;
-    q->arg = arg;
-    q->rules = rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)rules) : NULL;
-    q->fin = *fin;
+    q->kind = call->kind;
+    q->policy = call->pol;
+    q->cb = call->cb;
+    q->arg = call->arg;
+    q->rules = call->rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)call->rules) : NULL;
+    q->fin = *call->fin;
     memcpy(&q->plan, &st->plan, sizeof(st->plan));
     SL__CNT(st, in_flight, 1);
     return q;
@@ -107,14 +106,14 @@ static int plan_node(const struct sl__rstore *st, const struct sl__redis_plan *p
     return (int)sl__rroute_node(st, *slot);
 }
 
-int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
-                     const struct sl_match *m, size_t n, const sl_rules *rules,
-                     const struct sl__rfinish *fin, sl__store_cb cb, void *arg,
-                     struct sl__rfan *fan, uint8_t group)
+int sl__rstore_start(struct sl__rstore *st, const struct sl__rstart *call)
 {
     struct sl__redis_plan *p = &st->plan;
     uint64_t hash[SL__REDIS_MAX_ITEMS];
-    enum sl__redis_policy pol = policy_for(st, req->domain);
+    enum sl__rreq_kind kind = call->kind;
+    const struct sl_request *req = call->req;
+    const struct sl__rfinish *fin = call->fin;
+    struct sl__rfan *fan = call->fan;
     bool peek = kind != SL__RQ_CHECK || fin->rv.deny_all;
     struct sl__rreq *q;
     struct sl__rconn *c;
@@ -123,13 +122,15 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     enum sl__redis_op op = kind == SL__RQ_RESET ? SL__REDIS_RESET
                            : peek               ? SL__REDIS_PEEK
                                                 : SL__REDIS_CHECK;
-    int rc = sl__redis_plan_build(&st->cfg.opts, op, req, m, n, p, &st->cmd);
+    int rc = sl__redis_plan_build(
+        &st->cfg.opts,
+        &(struct sl__redis_plan_in){.op = op, .req = req, .m = call->m, .n = call->n}, p, &st->cmd);
 
     if (rc != SL_OK)
         return rc;
     node = plan_node(st, p, &slot);
     if (node < 0 && fan == NULL) /* several slots: one call per slot */
-        return sl__rfan_start(st, kind, req, m, n, rules, fin, pol, cb, arg);
+        return sl__rfan_start(st, call);
     if (node < 0)
         return SL_EINVAL; /* a group spans slots: cannot happen (one tag per descriptor) */
     if (fan == NULL)
@@ -137,7 +138,7 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     for (size_t k = 0; st->olc != NULL && k < p->n_items; k++)
         hash[k] =
             sl__olc_hash(st, st->cmd.argv[SL__REDIS_KEY0 + k], st->cmd.argvlen[SL__REDIS_KEY0 + k]);
-    if (!peek && !fin->quota_any && sl__ranswer_olc(st, p, hash, req->now_ns, fin, cb, arg))
+    if (!peek && !fin->quota_any && sl__ranswer_olc(st, p, hash, call))
         return SL_OK;
     c = sl__rconn_available(st) ? sl__rconn_pick_node(st, (unsigned)node) : NULL;
     if (c == NULL || st->free_reqs == NULL) {
@@ -149,20 +150,20 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
             sl__rroute_stale(st); /* a failed-over master: ask who serves the slot now */
         if (kind == SL__RQ_RESET)
             return SL_EFULL;
-        sl__ranswer_policy(st, pol, p, NULL, m, req, peek, fin, cb, arg);
+        sl__ranswer_policy(st, call->pol, p, call, peek);
         return SL_OK;
     }
-    q = take_slot(st, kind, pol, rules, fin, cb, arg);
+    q = take_slot(st, call);
     q->now_ns = req->now_ns;
     q->fan = fan;
-    q->fan_group = group;
+    q->fan_group = call->group;
     if (st->olc != NULL)
         memcpy(q->item_hash, hash, sizeof(hash[0]) * p->n_items);
-    rc = rules == NULL || brings_limits(req) ? own_limits(q) : SL_OK;
+    rc = call->rules == NULL || brings_limits(req) ? own_limits(q) : SL_OK;
     /* A cross-slot check's group keeps its request: a refund is built from it. */
     if (rc == SL_OK &&
-        (pol == SL__POLICY_LOCAL || fin->quota_any || (fan != NULL && kind == SL__RQ_CHECK)))
-        rc = sl__rcall_keep(q, req, m, n);
+        (call->pol == SL__POLICY_LOCAL || fin->quota_any || (fan != NULL && kind == SL__RQ_CHECK)))
+        rc = sl__rcall_keep(q, req, call->m, call->n);
     for (size_t k = 0; rc == SL_OK && kind == SL__RQ_RESET && k < p->n_items; k++)
         sl__olc_forget(st, sl__olc_hash(st, st->cmd.argv[SL__REDIS_KEY0 + k],
                                         st->cmd.argvlen[SL__REDIS_KEY0 + k]));
@@ -175,31 +176,30 @@ int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struc
     return rc;
 }
 
-static int start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
-                 const struct sl_match *m, size_t n, const sl_rules *rules,
-                 const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
-{
-    return sl__rstore_start(st, kind, req, m, n, rules, fin, cb, arg, NULL, 0);
-}
-
 /* ------------------------------------------------------------- ops */
 
 /* With a rules snapshot, resolve as sl_limiter_check does (matching,
  * Envoy `replaces`, requests_per_unit: 0); Envoy quota_mode's second
- * decision is not made (see redis.h). */
+ * decision is not made (see redis.h). The call is described once, here,
+ * for everything below it (struct sl__rstart). */
 static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq_kind kind,
                sl__store_cb cb, void *arg)
 {
     struct sl_match m[SL_MAX_DESCRIPTORS];
     struct sl__rfinish fin;
     const struct sl_request *req = q->req;
+    struct sl__rstart call = {.kind = kind, .req = req, .fin = &fin, .cb = cb, .arg = arg};
     int rc;
 
     if (req == NULL)
         return SL_EINVAL;
+    call.pol = policy_for(of(s), req->domain);
     memset(&fin, 0, sizeof(fin));
-    if (q->rules == NULL)
-        return start(of(s), kind, req, q->m, q->n, NULL, &fin, cb, arg);
+    if (q->rules == NULL) {
+        call.m = q->m;
+        call.n = q->n;
+        return sl__rstore_start(of(s), &call);
+    }
     rc = sl__rules_resolve(q->rules, req, m, &fin.rv);
     if (rc != SL_OK)
         return rc;
@@ -210,7 +210,10 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
         fin.quota_any = fin.quota_any || (m[i].quota_mode && m[i].n_limits > 0);
     }
     fin.active = kind != SL__RQ_RESET; /* rule-based: the report needs the resolution */
-    return start(of(s), kind, req, m, req->n_descriptors, q->rules, &fin, cb, arg);
+    call.m = m;
+    call.n = req->n_descriptors;
+    call.rules = q->rules;
+    return sl__rstore_start(of(s), &call);
 }
 
 static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
@@ -234,6 +237,8 @@ int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int
     struct sl__rconn *c = NULL;
     struct sl__rreq *q = st->free_reqs;
     struct sl__rfinish fin;
+    const struct sl__rstart call = {
+        .kind = SL__RQ_RELEASE, .fin = &fin, .pol = st->cfg.policy, .cb = cb, .arg = arg};
     int rc = sl__redis_release_build(&st->cfg.opts, lease, len, now_ns, &st->cmd);
 
     if (rc != SL_OK)
@@ -249,7 +254,7 @@ int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int
     st->plan.n_items = 0;
     st->plan.n_desc = 0;
     st->plan.n_slots = 0;
-    q = take_slot(st, SL__RQ_RELEASE, st->cfg.policy, NULL, &fin, cb, arg);
+    q = take_slot(st, &call);
     q->now_ns = now_ns;
     rc = sl__rcall_send(st, q, c);
     if (rc != SL_OK)
@@ -324,13 +329,17 @@ static int validate_config(const struct sl__redis_config *c)
 int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
                         struct sl__store **out)
 {
-    return sl__store_redis_new_logged(loop, c, local, NULL, NULL, NULL, out);
+    const struct sl__store_env env = {.loop = loop, .lim = local};
+
+    return sl__store_redis_new_logged(&env, c, out);
 }
 
-int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
-                               sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+int sl__store_redis_new_logged(const struct sl__store_env *env, const struct sl__redis_config *c,
                                struct sl__store **out)
 {
+    uv_loop_t *loop = env->loop;
+    sl_limiter *local = env->lim;
+    struct sl__rshared *shared = env->shared;
     struct sl__rstore *st;
     int rc = validate_config(c);
 
@@ -346,8 +355,8 @@ int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c
     st->cfg.opts.engine = c->engine == SL__ENGINE_AUTO ? SL__ENGINE_SCRIPT : c->engine;
     atomic_store_explicit(&st->ctr.engine, (int)st->cfg.opts.engine, memory_order_relaxed);
     st->local = local;
-    st->log = log;
-    st->log_arg = log_arg;
+    st->log = env->log;
+    st->log_arg = env->log_arg;
     st->shared = shared;
     if (shared == NULL)
         st->own_shared = st->shared = sl__rshared_new();

@@ -158,12 +158,14 @@ struct sl__redis_stats {
  * policy answers. SL_OK, SL_EINVAL (bad config), SL_ENOMEM. */
 int sl__store_redis_new(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
                         struct sl__store **out);
-/* The same, saying what an operator should see through `log` (NULL:
- * stderr), once per process for the stores that share `shared` (one per
- * process, from sl__rshared_new; NULL: this store alone). */
+/* The same on env->loop with env->lim as `local`, saying what an
+ * operator should see through env->log (NULL: stderr), once per process
+ * for the stores that share env->shared (a struct sl__rshared, one per
+ * process, from sl__rshared_new; NULL: this store alone). `env` is
+ * borrowed for the call (store/kind.h). */
 struct sl__rshared;
-int sl__store_redis_new_logged(uv_loop_t *loop, const struct sl__redis_config *c, sl_limiter *local,
-                               sl__store_log_fn log, void *log_arg, struct sl__rshared *shared,
+struct sl__store_env;
+int sl__store_redis_new_logged(const struct sl__store_env *env, const struct sl__redis_config *c,
                                struct sl__store **out);
 struct sl__rshared *sl__rshared_new(void);
 void sl__rshared_free(struct sl__rshared *sh);

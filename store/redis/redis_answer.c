@@ -109,30 +109,46 @@ void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *a
     cb(arg, err, err == SL_OK ? res : NULL, err == SL_OK ? by : SL__BY_STATE);
 }
 
-/* Answer by policy; `m` non-NULL: the caller's matches (nothing sent yet),
- * else the slot's copy. */
-void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
-                        const struct sl__redis_plan *p, const struct sl__rreq *q,
-                        const struct sl_match *m, const struct sl_request *req, bool peek,
-                        const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+/* An answer by policy `pol`: said in the log and counted; who answered. */
+static enum sl__store_by policy_answers(struct sl__rstore *st, enum sl__redis_policy pol)
 {
-    struct sl_result res;
-    int rc = SL_OK;
-
     sl__revent_policy(st, pol); /* the log: rate-limited, never a line per answer */
     if (pol == SL__POLICY_LOCAL) {
         SL__CNT(st, policy_local, 1);
-        rc = m != NULL ? local_decide(st, m, p->n_desc, req, peek, &res)
-                       : local_from_slot(st, q, &res);
-    } else {
-        SL__CNT(st, policy_allow, pol == SL__POLICY_ALLOW);
-        SL__CNT(st, policy_deny, pol == SL__POLICY_DENY);
-        fixed_answer(st, p, pol == SL__POLICY_DENY, &res);
+        return SL__BY_LOCAL;
     }
-    sl__ranswer_deliver(fin, cb, arg, rc, &res,
-                        pol == SL__POLICY_LOCAL   ? SL__BY_LOCAL
-                        : pol == SL__POLICY_ALLOW ? SL__BY_ALLOW
-                                                  : SL__BY_DENY);
+    SL__CNT(st, policy_allow, pol == SL__POLICY_ALLOW);
+    SL__CNT(st, policy_deny, pol == SL__POLICY_DENY);
+    return pol == SL__POLICY_ALLOW ? SL__BY_ALLOW : SL__BY_DENY;
+}
+
+/* Answer by policy from the caller's matches (nothing sent yet). */
+void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
+                        const struct sl__redis_plan *p, const struct sl__rstart *call, bool peek)
+{
+    struct sl_result res;
+    enum sl__store_by by = policy_answers(st, pol);
+    int rc = SL_OK;
+
+    if (pol == SL__POLICY_LOCAL)
+        rc = local_decide(st, call->m, p->n_desc, call->req, peek, &res);
+    else
+        fixed_answer(st, p, pol == SL__POLICY_DENY, &res);
+    sl__ranswer_deliver(call->fin, call->cb, call->arg, rc, &res, by);
+}
+
+/* Answer by policy from the slot's copy (its call failed). */
+void sl__ranswer_policy_slot(struct sl__rstore *st, const struct sl__rreq *q)
+{
+    struct sl_result res;
+    enum sl__store_by by = policy_answers(st, q->policy);
+    int rc = SL_OK;
+
+    if (q->policy == SL__POLICY_LOCAL)
+        rc = local_from_slot(st, q, &res);
+    else
+        fixed_answer(st, &q->plan, q->policy == SL__POLICY_DENY, &res);
+    sl__ranswer_deliver(&q->fin, q->cb, q->arg, rc, &res, by);
 }
 
 /* --------------------------------------------------- over-limit cache */
@@ -146,8 +162,9 @@ static bool cacheable(const struct sl_limit *l)
  * its descriptor denied on that limit; the others, which were not read,
  * are reported without a limit. */
 bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, const uint64_t *hash,
-                     int64_t now_ns, const struct sl__rfinish *fin, sl__store_cb cb, void *arg)
+                     const struct sl__rstart *call)
 {
+    int64_t now_ns = call->req->now_ns;
     const struct sl__olc_slot *hit[SL__REDIS_MAX_ITEMS];
     bool denied[SL_MAX_DESCRIPTORS] = {false}, any = false;
     struct sl_result res;
@@ -185,7 +202,7 @@ bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, cons
         stt->d.reset_ns = h->reset_at_ns > now_ns ? h->reset_at_ns - now_ns : 0;
     }
     SL__CNT(st, olc_hits, 1);
-    sl__ranswer_deliver(fin, cb, arg, SL_OK, &res, SL__BY_STATE);
+    sl__ranswer_deliver(call->fin, call->cb, call->arg, SL_OK, &res, SL__BY_STATE);
     return true;
 }
 

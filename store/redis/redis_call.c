@@ -52,8 +52,7 @@ static void fail_slot(struct sl__rreq *q)
     if (q->kind == SL__RQ_RELEASE || q->kind == SL__RQ_RESET)
         q->cb(q->arg, SL_EFULL, NULL, SL__BY_STATE); /* state unknown: the caller may retry */
     else
-        sl__ranswer_policy(st, q->policy, &q->plan, q, NULL, NULL, q->kind == SL__RQ_PEEK, &q->fin,
-                           q->cb, q->arg);
+        sl__ranswer_policy_slot(st, q);
 }
 
 /* quota_mode, as lib/rules/check.c: denied only by some, not all, of the
@@ -94,8 +93,10 @@ static int recheck(struct sl__rreq *q, const struct sl_result *first)
             r.m[i].n_limits = 0;
     }
     q->fin.rechecked = true;
-    rc = sl__redis_plan_build(&st->cfg.opts, SL__REDIS_CHECK, &r.req, r.m, r.req.n_descriptors,
-                              &q->plan, &st->cmd);
+    rc = sl__redis_plan_build(
+        &st->cfg.opts,
+        &(struct sl__redis_plan_in){SL__REDIS_CHECK, &r.req, r.m, r.req.n_descriptors}, &q->plan,
+        &st->cmd);
     if (rc == SL_OK && st->cfg.cluster && q->plan.n_items > 0)
         rc = sl__rroute_lease_prefix(st, &q->plan, sl__rroute_item_slot(st, 0));
     if (rc != SL_OK)

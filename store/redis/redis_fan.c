@@ -204,8 +204,9 @@ void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_
     sl__ranswer_rebuild(q, false, &r);
     r.req.now_ns = now_us * 1000; /* the time the check used (also with Redis TIME) */
     o.redis_clock = false;
-    if (sl__redis_plan_build(&o, SL__REDIS_REFUND, &r.req, r.m, r.req.n_descriptors, &plan,
-                             &st->cmd) != SL_OK)
+    if (sl__redis_plan_build(
+            &o, &(struct sl__redis_plan_in){SL__REDIS_REFUND, &r.req, r.m, r.req.n_descriptors},
+            &plan, &st->cmd) != SL_OK)
         return;
     len = sl__redis_cmd_format(&st->cmd, &gr->refund);
     gr->refund_len = len > 0 ? (size_t)len : 0;
@@ -258,14 +259,27 @@ static int keep_limits(struct sl__rfan *f, const struct sl_match *m, size_t n)
     return SL_OK;
 }
 
-static void start_group(struct sl__rfan *f, unsigned g, const struct sl_request *req,
-                        const struct sl_match *m)
+/* Start group g of the whole call `whole` as a call of its own. */
+static void start_group(struct sl__rfan *f, unsigned g, const struct sl__rstart *whole)
 {
     static __thread struct sl_match sm[SL_MAX_DESCRIPTORS];
     static __thread struct sl_descriptor sd[SL_MAX_DESCRIPTORS];
     struct sl__rfan_group *gr = &f->g[g];
+    const struct sl_request *req = whole->req;
+    const struct sl_match *m = whole->m;
     struct sl_request sub = *req;
     struct sl__rfinish fin;
+    struct sl__rstart call = {.kind = f->kind,
+                              .req = &sub,
+                              .m = sm,
+                              .n = gr->n,
+                              .rules = f->rules,
+                              .fin = &fin,
+                              .pol = whole->pol, /* sub's domain is the whole's */
+                              .cb = on_group,
+                              .arg = gr,
+                              .fan = f,
+                              .group = (uint8_t)g};
     int rc;
 
     for (unsigned j = 0; j < gr->n; j++) {
@@ -279,38 +293,35 @@ static void start_group(struct sl__rfan *f, unsigned g, const struct sl_request 
     memset(&fin, 0, sizeof(fin));
     fin.rv.deny_all = f->fin.rv.deny_all; /* a banned request only peeks */
     fin.now_ns = req->now_ns;
-    rc = sl__rstore_start(f->st, f->kind, &sub, sm, gr->n, f->rules, &fin, on_group, gr, f,
-                          (uint8_t)g);
+    rc = sl__rstore_start(f->st, &call);
     if (rc != SL_OK)
         on_group(gr, rc, NULL, SL__BY_STATE); /* nothing started for it */
 }
 
-int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
-                   const struct sl_match *m, size_t n, const sl_rules *rules,
-                   const struct sl__rfinish *fin, enum sl__redis_policy pol, sl__store_cb cb,
-                   void *arg)
+int sl__rfan_start(struct sl__rstore *st, const struct sl__rstart *call)
 {
     struct sl__rfan *f = st->free_fans;
     uint8_t group[SL_MAX_DESCRIPTORS];
+    enum sl__rreq_kind kind = call->kind;
+    size_t n = call->n;
 
     SL__CNT(st, checks, 1);
     if (f == NULL) {
         SL__CNT(st, overflow, 1);
         if (kind == SL__RQ_RESET)
             return SL_EFULL;
-        sl__ranswer_policy(st, st->cfg.policy, &st->plan, NULL, m, req, kind != SL__RQ_CHECK, fin,
-                           cb, arg);
+        sl__ranswer_policy(st, st->cfg.policy, &st->plan, call, kind != SL__RQ_CHECK);
         return SL_OK;
     }
-    if (rules == NULL && keep_limits(f, m, n) != SL_OK)
+    if (call->rules == NULL && keep_limits(f, call->m, n) != SL_OK)
         return SL_ETOOBIG;
     SL__CNT(st, cross_slot, 1);
     st->free_fans = f->next_free;
     f->kind = kind;
-    f->cb = cb;
-    f->arg = arg;
-    f->fin = *fin;
-    f->rules = rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)rules) : NULL;
+    f->cb = call->cb;
+    f->arg = call->arg;
+    f->fin = *call->fin;
+    f->rules = call->rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)call->rules) : NULL;
     f->err = SL_OK;
     f->by = SL__BY_STATE;
     f->state_denied = false;
@@ -326,7 +337,7 @@ int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct 
     }
     f->pending = f->n_groups + 1; /* + 1: no group completes the fan while starting */
     for (unsigned g = 0; g < f->n_groups; g++)
-        start_group(f, g, req, m);
+        start_group(f, g, call);
     if (--f->pending == 0)
         complete(f);
     return SL_OK;

@@ -60,6 +60,28 @@ struct sl__rfinish {
     struct sl_status saved[SL_MAX_DESCRIPTORS];
 };
 
+/* A call being started: a check, peek or reset of the store's operation
+ * (redis.c's run), one slot group of a cross-slot one (redis_fan.c's
+ * start_group), or a release (only kind, pol, fin and the callback). Built
+ * on the starter's stack and passed down by const pointer
+ * (sl__rstore_start, sl__rfan_start, sl__ranswer_policy): everything it
+ * points to is borrowed for the start call only. What must outlive it is
+ * copied by whoever keeps the call - the slot (fin, the callback, the
+ * request when kept, a reference to the rules) or the fan. */
+struct sl__rstart {
+    enum sl__rreq_kind kind;
+    const struct sl_request *req;
+    const struct sl_match *m; /* the request's resolved matches, m[0..n) */
+    size_t n;
+    const sl_rules *rules;         /* the snapshot of the matches' limits; NULL: ad hoc */
+    const struct sl__rfinish *fin; /* what the resolution left for the answer */
+    enum sl__redis_policy pol;     /* the failure policy (the domain's) */
+    sl__store_cb cb;               /* the answer, once: cb(arg, ...) */
+    void *arg;
+    struct sl__rfan *fan; /* the cross-slot check it is a group of, or NULL */
+    uint8_t group;        /* ... and which */
+};
+
 /* What the caller lent (request and matches), copied for a decision made
  * after the start call: the local policy, or quota_mode's second one. The
  * limits are the plan's. */
@@ -281,15 +303,19 @@ void sl__ranswer_rebuild(const struct sl__rreq *q, bool peek, struct sl__rebuilt
  * who answered. */
 void sl__ranswer_deliver(const struct sl__rfinish *fin, sl__store_cb cb, void *arg, int err,
                          struct sl_result *res, enum sl__store_by by);
-/* By policy `pol`; `m`/`req` the caller's (nothing sent yet) or NULL: the
- * slot `q`'s copy. */
+/* By policy `pol` over plan `p`, for the call being started `call`
+ * (nothing sent yet): `local` decides over its matches and request
+ * (`peek`: counting nothing); answered through its fin and callback. */
 void sl__ranswer_policy(struct sl__rstore *st, enum sl__redis_policy pol,
-                        const struct sl__redis_plan *p, const struct sl__rreq *q,
-                        const struct sl_match *m, const struct sl_request *req, bool peek,
-                        const struct sl__rfinish *fin, sl__store_cb cb, void *arg);
-/* A cached denial answers the check (true), or nothing is done (false). */
+                        const struct sl__redis_plan *p, const struct sl__rstart *call, bool peek);
+/* By the policy of slot `q`, whose call failed or timed out: `local`
+ * decides over the slot's copy; answered through the slot's fin and
+ * callback. */
+void sl__ranswer_policy_slot(struct sl__rstore *st, const struct sl__rreq *q);
+/* A cached denial answers the check `call` at its request's time (true), or
+ * nothing is done (false); hash[] the plan's items'. */
 bool sl__ranswer_olc(struct sl__rstore *st, const struct sl__redis_plan *p, const uint64_t *hash,
-                     int64_t now_ns, const struct sl__rfinish *fin, sl__store_cb cb, void *arg);
+                     const struct sl__rstart *call);
 void sl__ranswer_olc_learn(struct sl__rstore *st, const struct sl__rreq *q,
                            const struct sl_decision *d);
 
@@ -358,12 +384,10 @@ struct sl__rfan {
 };
 int sl__rfan_init(struct sl__rstore *st);
 void sl__rfan_free_all(struct sl__rstore *st);
-/* Start a check, peek or reset whose descriptors (st->plan, st->cmd just
- * built over m[0..n)) hash to several slots. Same contract as a start. */
-int sl__rfan_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
-                   const struct sl_match *m, size_t n, const sl_rules *rules,
-                   const struct sl__rfinish *fin, enum sl__redis_policy pol, sl__store_cb cb,
-                   void *arg);
+/* Start a check, peek or reset `call` whose descriptors (st->plan, st->cmd
+ * just built over call->m[0..n)) hash to several slots. Same contract as a
+ * start. */
+int sl__rfan_start(struct sl__rstore *st, const struct sl__rstart *call);
 /* A group's call got its reply: keep what a refund needs (redis_call.c). */
 void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_t now_us);
 
@@ -378,11 +402,11 @@ int sl__rfan_release(struct sl__rstore *st, const char *lease, size_t len, int64
 int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
                        sl__store_cb cb, void *arg);
 
-/* redis.c: start one call (one slot), as a group of `fan` when not NULL. */
-int sl__rstore_start(struct sl__rstore *st, enum sl__rreq_kind kind, const struct sl_request *req,
-                     const struct sl_match *m, size_t n, const sl_rules *rules,
-                     const struct sl__rfinish *fin, sl__store_cb cb, void *arg,
-                     struct sl__rfan *fan, uint8_t group);
+/* redis.c: start a check, peek or reset: one call to Redis (one slot), a
+ * group of call->fan when that is not NULL, else a fan when its
+ * descriptors hash to several slots. The contract of a store's check
+ * (store.h). */
+int sl__rstore_start(struct sl__rstore *st, const struct sl__rstart *call);
 
 /* redis_conn.c: Sentinel named a new master (node 0's address is already
  * changed): drop the old master's connections and connect to it now. */

@@ -19,8 +19,7 @@
 
 static int create(const void *cfg, const struct sl__store_env *env, struct sl__store **out)
 {
-    return sl__store_redis_new_logged(env->loop, cfg, env->lim, env->log, env->log_arg, env->shared,
-                                      out);
+    return sl__store_redis_new_logged(env, cfg, out);
 }
 
 static void *shared_new(void)

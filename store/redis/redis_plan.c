@@ -296,10 +296,12 @@ struct item_acc {
 
 /* Add descriptor i's limits as slots, merging an identical (key, limit)
  * into an earlier item. Keys go to argv[3 + item]. */
-static int add_descriptor(const struct sl__redis_opts *o, const struct sl_request *req,
-                          const struct sl_match *m, size_t i, struct sl__redis_plan *p,
-                          struct sl__redis_cmd *c, struct item_acc *acc)
+static int add_descriptor(const struct sl__redis_opts *o, const struct sl__redis_plan_in *in,
+                          size_t i, struct sl__redis_plan *p, struct sl__redis_cmd *c,
+                          struct item_acc *acc)
 {
+    const struct sl_request *req = in->req;
+    const struct sl_match *m = in->m;
     const char *base;
     size_t base_len;
 
@@ -404,12 +406,14 @@ int sl__redis_cmd_tag_prefix(struct sl__redis_cmd *c, const char *tag)
     return SL_OK;
 }
 
-int sl__redis_plan_build(const struct sl__redis_opts *o, enum sl__redis_op op,
-                         const struct sl_request *req, const struct sl_match *m, size_t n,
+int sl__redis_plan_build(const struct sl__redis_opts *o, const struct sl__redis_plan_in *in,
                          struct sl__redis_plan *plan, struct sl__redis_cmd *cmd)
 {
     struct item_acc acc[SL__REDIS_MAX_ITEMS];
-    int rc = validate(req, m, n);
+    enum sl__redis_op op = in->op;
+    const struct sl_request *req = in->req;
+    size_t n = in->n;
+    int rc = validate(req, in->m, n);
 
     if (rc != SL_OK)
         return rc;
@@ -420,7 +424,7 @@ int sl__redis_plan_build(const struct sl__redis_opts *o, enum sl__redis_op op,
     put_head(cmd, o->engine, op_names[op]);
     cmd->argc = SL__REDIS_KEY0; /* argv[0..1]: the head; argv[2]: numkeys, below */
     for (size_t i = 0; rc == SL_OK && i < n; i++)
-        rc = add_descriptor(o, req, m, i, plan, cmd, acc);
+        rc = add_descriptor(o, in, i, plan, cmd, acc);
     if (rc == SL_OK)
         rc = push_fixed(o, op_names[op], req->now_ns, cmd);
     for (size_t k = 0; rc == SL_OK && k < plan->n_items; k++) {

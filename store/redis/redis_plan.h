@@ -135,15 +135,23 @@ int sl__redis_cmd_tag_prefix(struct sl__redis_cmd *c, const char *tag);
  */
 int sl__redis_limit_fields(const struct sl_limit *l, int64_t f[5]);
 
+/* What a plan is built of: `op` over descriptors m[0..n) of `req` (its
+ * time, per-descriptor costs). The caller's (on its stack), borrowed for
+ * the build: the plan keeps only the limits' pointers (Ownership above). */
+struct sl__redis_plan_in {
+    enum sl__redis_op op;
+    const struct sl_request *req;
+    const struct sl_match *m;
+    size_t n;
+};
+
 /*
- * Build the plan and the command for `op` over descriptors m[0..n) of `req`
- * (its time, per-descriptor costs), for the engine o->engine, head
+ * Build the plan and the command for `in`, for the engine o->engine, head
  * included. Returns SL_OK; SL_ETOOBIG past a cap
  * (keys beyond the arena), SL_ERANGE for a cost >= 2^31 or a limit outside
  * the exact range, SL_EINVAL for bad arguments. On error nothing is valid.
  */
-int sl__redis_plan_build(const struct sl__redis_opts *o, enum sl__redis_op op,
-                         const struct sl_request *req, const struct sl_match *m, size_t n,
+int sl__redis_plan_build(const struct sl__redis_opts *o, const struct sl__redis_plan_in *in,
                          struct sl__redis_plan *plan, struct sl__redis_cmd *cmd);
 
 /*

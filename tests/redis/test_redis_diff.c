@@ -269,7 +269,8 @@ static int redis_check(enum sl__redis_op op, const struct sl_request *req, const
 
     if (mixed)
         opts.engine = turn[n_calls++ % 3];
-    rc2 = sl__redis_plan_build(&opts, op, req, m, n, &plan, &cmd);
+    rc2 = sl__redis_plan_build(
+        &opts, &(struct sl__redis_plan_in){.op = op, .req = req, .m = m, .n = n}, &plan, &cmd);
 
     if (rc2 != SL_OK)
         return rc2;
@@ -807,8 +808,10 @@ static void test_expiry_set_with_state(void **state)
     check_init(&c, &m, 1, T0_NS + 3 * S, 1);
     assert_int_equal(redis_check(SL__REDIS_CHECK, &c.req, &m, 1, &res), SL_OK);
     assert_int_equal(res.verdict, SL_ALLOW);
-    assert_int_equal(sl__redis_plan_build(&opts, SL__REDIS_CHECK, &c.req, &m, 1, &plan, &cmd),
-                     SL_OK);
+    assert_int_equal(
+        sl__redis_plan_build(&opts, &(struct sl__redis_plan_in){SL__REDIS_CHECK, &c.req, &m, 1},
+                             &plan, &cmd),
+        SL_OK);
     r = redisCommand(ctx_for(cmd.argv[3], cmd.argvlen[3]), "PTTL %b", cmd.argv[3], cmd.argvlen[3]);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
@@ -823,8 +826,10 @@ static void test_expiry_set_with_state(void **state)
     check_init(&c, &m, 1, T0_NS, 1);
     assert_int_equal(redis_check(SL__REDIS_PEEK, &c.req, &m, 1, &res), SL_OK);
     assert_int_equal(res.statuses[0].d.remaining, 5);
-    assert_int_equal(sl__redis_plan_build(&opts, SL__REDIS_PEEK, &c.req, &m, 1, &plan, &cmd),
-                     SL_OK);
+    assert_int_equal(
+        sl__redis_plan_build(&opts, &(struct sl__redis_plan_in){SL__REDIS_PEEK, &c.req, &m, 1},
+                             &plan, &cmd),
+        SL_OK);
     r = redisCommand(ctx_for(cmd.argv[3], cmd.argvlen[3]), "EXISTS %b", cmd.argv[3],
                      cmd.argvlen[3]);
     assert_int_equal(r->integer, 0);

@@ -156,7 +156,10 @@ static void test_store_keys_of_a_descriptor_share_a_slot(void **state)
     for (int i = 0; i < 3; i++)
         m.limits[i] = &l[i];
     m.n_limits = 3;
-    assert_int_equal(sl__redis_plan_build(&o, SL__REDIS_CHECK, &req, &m, 1, &plan, &cmd), SL_OK);
+    assert_int_equal(sl__redis_plan_build(&o,
+                                          &(struct sl__redis_plan_in){SL__REDIS_CHECK, &req, &m, 1},
+                                          &plan, &cmd),
+                     SL_OK);
     assert_int_equal(plan.n_items, 3);
     long long slot = -1;
     for (size_t a = 3; a < 3 + plan.n_items; a++) { /* the KEYS (redis_plan.c) */

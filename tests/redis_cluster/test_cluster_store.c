@@ -110,8 +110,10 @@ static unsigned key_of(const struct req *r, size_t i, char *out, size_t cap)
 
     one.descriptors = &r->d[i];
     one.n_descriptors = 1;
-    assert_int_equal(
-        sl__redis_plan_build(&cfg.opts, SL__REDIS_CHECK, &one, &r->m[i], 1, &plan, &cmd), SL_OK);
+    assert_int_equal(sl__redis_plan_build(
+                         &cfg.opts, &(struct sl__redis_plan_in){SL__REDIS_CHECK, &one, &r->m[i], 1},
+                         &plan, &cmd),
+                     SL_OK);
     if (out != NULL)
         snprintf(out, cap, "%.*s", (int)cmd.argvlen[3], cmd.argv[3]);
     return sl__redis_keyslot(cmd.argv[3], cmd.argvlen[3]);

@@ -132,7 +132,7 @@ struct sl__rlink *sl__rlink_new(struct sl__rlink_group *g, const struct sl__rlin
                                 const struct sl__rlink_events *ev, void *arg);
 /* Start connecting to host:port (a numeric IPv4/IPv6 address or a name):
  * SL_OK, then `up` or `down` follows (never from inside this call), or
- * SL_EBUSY when not down. Commands may be sent at once: they leave after
+ * SL_EINVAL when not down (or a bad host or port). Commands may be sent at once: they leave after
  * the handshake. */
 int sl__rlink_connect(struct sl__rlink *l, const char *host, int port);
 /* Close the connection now, without `down`: every command waiting gets its
@@ -149,8 +149,9 @@ bool sl__rlink_resumed(const struct sl__rlink *l);
 /* Commands sent and not yet answered. */
 size_t sl__rlink_pending(const struct sl__rlink *l);
 
-/* Send a command: SL_OK (its reply comes to fn, which may be NULL), or
- * SL_EIO when the link is down (fn is not called). A formatted command
+/* Send a command: SL_OK (its reply comes to fn, which may be NULL; on a
+ * pub/sub link replies go to `push` and fn is not kept), or
+ * SL_ENOENT when the link is down (fn is not called), SL_ENOMEM. A formatted command
  * (from redisFormatCommand) is copied. */
 int sl__rlink_command(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, const char *fmt, ...);
 int sl__rlink_formatted(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, const char *cmd,
