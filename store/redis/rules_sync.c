@@ -73,11 +73,17 @@ static void links_close(struct links *l)
         sl__rlink_tls_close(&l->tls);
 }
 
+/* One command's words. */
+struct cmd {
+    int argc;
+    const char **argv;
+    const size_t *lens;
+};
+
 /* Run one command starting at `host:port`, following redirections. NULL
  * when the node (or a node it redirected to) cannot be reached. */
 static redisReply *run_at(const struct sl__rsync_config *c, const struct links *l,
-                          const char *seed_host, int seed_port, int argc, const char **argv,
-                          const size_t *lens)
+                          const char *seed_host, int seed_port, const struct cmd *x)
 {
     char host[SL__CLUSTER_HOST_MAX > 256 ? SL__CLUSTER_HOST_MAX : 256], err[256];
     int port = seed_port;
@@ -98,7 +104,7 @@ static redisReply *run_at(const struct sl__rsync_config *c, const struct links *
             r = sl__rlink_sync_argv(s, 1, a, alen, err, sizeof(err));
             freeReplyObject(r);
         }
-        r = sl__rlink_sync_argv(s, argc, argv, lens, err, sizeof(err));
+        r = sl__rlink_sync_argv(s, x->argc, x->argv, x->lens, err, sizeof(err));
         sl__rlink_sync_close(s);
         if (r == NULL || r->type != REDIS_REPLY_ERROR ||
             sl__credir_parse(r->str, r->len, host, &d) != SL_OK)
@@ -157,6 +163,7 @@ int sl__rsync_master(const struct sl__rsync_config *c, size_t i, char *host, siz
 static redisReply *run(const struct sl__rsync_config *c, int argc, const char **argv,
                        const size_t *lens)
 {
+    const struct cmd x = {argc, argv, lens};
     redisReply *r = NULL;
     struct links l;
 
@@ -169,7 +176,7 @@ static redisReply *run(const struct sl__rsync_config *c, int argc, const char **
         snprintf(host, sizeof(host), "%s", c->seeds[i].host);
         if (c->master_name[0] != '\0' && master_of(c, &l, i, host, sizeof(host), &port) != SL_OK)
             continue;
-        r = run_at(c, &l, host, port, argc, argv, lens);
+        r = run_at(c, &l, host, port, &x);
     }
     links_close(&l);
     return r;

@@ -46,6 +46,10 @@ struct sl__rlink_sync {
     bool first;      /* no reply read yet */
     bool cut;        /* the server closed, reset or ended TLS (not a timeout) */
     char where[300]; /* "redis host:port", the start of every sentence */
+    /* the current call's: the step in progress, where a failure is said */
+    const char *step;
+    char *err;
+    size_t cap;
 };
 
 static int64_t now_ms(void)
@@ -57,9 +61,9 @@ static int64_t now_ms(void)
 }
 
 /* The sentence of a failure into err: "<where>: <what>"; returns -1. */
-static int fail(const struct sl__rlink_sync *s, char *err, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(const struct sl__rlink_sync *s, char *err, size_t cap, const char *fmt, ...)
+static int fail(const struct sl__rlink_sync *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int fail(const struct sl__rlink_sync *s, const char *fmt, ...)
 {
     char what[256];
     va_list ap;
@@ -67,8 +71,8 @@ static int fail(const struct sl__rlink_sync *s, char *err, size_t cap, const cha
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    if (cap > 0)
-        snprintf(err, cap, "%s: %s", s->where, what);
+    if (s->cap > 0)
+        snprintf(s->err, s->cap, "%s: %s", s->where, what);
     return -1;
 }
 
@@ -93,8 +97,7 @@ static int wait_for(int fd, short events, int64_t deadline_ms)
 
 /* ------------------------------------------------------------ the socket */
 
-static int raw_send(struct sl__rlink_sync *s, const char *p, size_t n, int64_t deadline_ms,
-                    const char *step, char *err, size_t cap)
+static int raw_send(struct sl__rlink_sync *s, const char *p, size_t n, int64_t deadline_ms)
 {
     while (n > 0) {
         ssize_t w = send(s->fd, p, n, MSG_NOSIGNAL);
@@ -107,22 +110,20 @@ static int raw_send(struct sl__rlink_sync *s, const char *p, size_t n, int64_t d
             continue;
         if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
             s->cut = errno == ECONNRESET || errno == EPIPE;
-            return fail(s, err, cap, "%s: %s", step, strerror(errno));
+            return fail(s, "%s: %s", s->step, strerror(errno));
         }
         int r = wait_for(s->fd, POLLOUT, deadline_ms);
         if (r == 0)
-            return fail(s, err, cap, "%s: no progress within %lld ms", step,
-                        (long long)s->timeout_ms);
+            return fail(s, "%s: no progress within %lld ms", s->step, (long long)s->timeout_ms);
         if (r < 0)
-            return fail(s, err, cap, "%s: poll: %s", step, strerror(errno));
+            return fail(s, "%s: poll: %s", s->step, strerror(errno));
     }
     return 0;
 }
 
 /* Bytes read (> 0), or -1 with err set (the server closed, an error, or
  * the deadline passed). */
-static ssize_t raw_recv(struct sl__rlink_sync *s, char *p, size_t cap_p, int64_t deadline_ms,
-                        const char *step, char *err, size_t cap)
+static ssize_t raw_recv(struct sl__rlink_sync *s, char *p, size_t cap_p, int64_t deadline_ms)
 {
     for (;;) {
         ssize_t n = recv(s->fd, p, cap_p, 0);
@@ -130,26 +131,24 @@ static ssize_t raw_recv(struct sl__rlink_sync *s, char *p, size_t cap_p, int64_t
             return n;
         if (n == 0) {
             s->cut = true;
-            return fail(s, err, cap, "%s: the server closed the connection", step);
+            return fail(s, "%s: the server closed the connection", s->step);
         }
         if (errno == EINTR)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
             s->cut = errno == ECONNRESET;
-            return fail(s, err, cap, "%s: %s", step, strerror(errno));
+            return fail(s, "%s: %s", s->step, strerror(errno));
         }
         int r = wait_for(s->fd, POLLIN, deadline_ms);
         if (r == 0)
-            return fail(s, err, cap, "%s: no answer within %lld ms", step,
-                        (long long)s->timeout_ms);
+            return fail(s, "%s: no answer within %lld ms", s->step, (long long)s->timeout_ms);
         if (r < 0)
-            return fail(s, err, cap, "%s: poll: %s", step, strerror(errno));
+            return fail(s, "%s: poll: %s", s->step, strerror(errno));
     }
 }
 
 /* Send the ciphertext TLS has waiting. */
-static int tls_flush(struct sl__rlink_sync *s, int64_t deadline_ms, const char *step, char *err,
-                     size_t cap)
+static int tls_flush(struct sl__rlink_sync *s, int64_t deadline_ms)
 {
     char buf[IO_CHUNK];
     size_t n;
@@ -158,7 +157,7 @@ static int tls_flush(struct sl__rlink_sync *s, int64_t deadline_ms, const char *
         n = sl__tlsc_take(s->tls, buf, sizeof(buf));
         if (n == 0)
             break;
-        if (raw_send(s, buf, n, deadline_ms, step, err, cap) != 0)
+        if (raw_send(s, buf, n, deadline_ms) != 0)
             return -1;
     }
     return 0;
@@ -167,15 +166,14 @@ static int tls_flush(struct sl__rlink_sync *s, int64_t deadline_ms, const char *
 /* ------------------------------------------------------------ connecting */
 
 /* One address: 0 connected (s->fd set), -1 with err set. */
-static int connect_one(struct sl__rlink_sync *s, const struct addrinfo *a, int64_t deadline_ms,
-                       char *err, size_t cap)
+static int connect_one(struct sl__rlink_sync *s, const struct addrinfo *a, int64_t deadline_ms)
 {
     int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     int one = 1, soerr = 0, r;
     socklen_t len = sizeof(soerr);
 
     if (fd < 0)
-        return fail(s, err, cap, "socket: %s", strerror(errno));
+        return fail(s, "socket: %s", strerror(errno));
     if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
         if (errno != EINPROGRESS && errno != EINTR) {
             soerr = errno;
@@ -184,7 +182,7 @@ static int connect_one(struct sl__rlink_sync *s, const struct addrinfo *a, int64
         r = wait_for(fd, POLLOUT, deadline_ms);
         if (r == 0) {
             close(fd);
-            return fail(s, err, cap, "no connection within %lld ms", (long long)s->timeout_ms);
+            return fail(s, "no connection within %lld ms", (long long)s->timeout_ms);
         }
         if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0)
             soerr = errno;
@@ -196,11 +194,10 @@ static int connect_one(struct sl__rlink_sync *s, const struct addrinfo *a, int64
     return 0;
 bad:
     close(fd);
-    return fail(s, err, cap, "connect: %s", strerror(soerr));
+    return fail(s, "connect: %s", strerror(soerr));
 }
 
-static int tcp_connect(struct sl__rlink_sync *s, const char *host, int port, int64_t deadline_ms,
-                       char *err, size_t cap)
+static int tcp_connect(struct sl__rlink_sync *s, const char *host, int port, int64_t deadline_ms)
 {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res = NULL;
@@ -210,11 +207,11 @@ static int tcp_connect(struct sl__rlink_sync *s, const char *host, int port, int
     snprintf(service, sizeof(service), "%d", port);
     rc = getaddrinfo(host, service, &hints, &res);
     if (rc != 0)
-        return fail(s, err, cap, "cannot resolve the name: %s",
+        return fail(s, "cannot resolve the name: %s",
                     rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
     rc = -1;
     for (const struct addrinfo *a = res; a != NULL && rc != 0; a = a->ai_next) {
-        rc = connect_one(s, a, deadline_ms, err, cap);
+        rc = connect_one(s, a, deadline_ms);
         if (now_ms() >= deadline_ms)
             break;
     }
@@ -223,29 +220,30 @@ static int tcp_connect(struct sl__rlink_sync *s, const char *host, int port, int
 }
 
 static int tls_handshake(struct sl__rlink_sync *s, const struct sl__tlsc_ctx *ctx, const char *host,
-                         int64_t deadline_ms, char *err, size_t cap)
+                         int64_t deadline_ms)
 {
-    static const char step[] = "TLS handshake";
     char buf[IO_CHUNK];
 
+    s->step = "TLS handshake";
+
     if (ctx == NULL || (s->tls = sl__tlsc_new(ctx, host, NULL)) == NULL)
-        return fail(s, err, cap, "TLS handshake failed: no TLS context (store.redis.tls)");
+        return fail(s, "TLS handshake failed: no TLS context (store.redis.tls)");
     for (;;) {
         enum sl__tlsc_fail why = SL__TLSC_FAIL_OTHER;
         int r = sl__tlsc_handshake(s->tls, &why);
         ssize_t n;
 
-        if (tls_flush(s, deadline_ms, step, err, cap) != 0)
+        if (tls_flush(s, deadline_ms) != 0)
             return -1;
         if (r == 1)
             return 0;
         if (r < 0) {
             const char *name = sl__tlsc_fail_name(why);
             if (strncmp(name, "TLS handshake failed", 20) == 0)
-                return fail(s, err, cap, "%s", name);
-            return fail(s, err, cap, "TLS handshake failed: %s", name);
+                return fail(s, "%s", name);
+            return fail(s, "TLS handshake failed: %s", name);
         }
-        n = raw_recv(s, buf, sizeof(buf), deadline_ms, step, err, cap);
+        n = raw_recv(s, buf, sizeof(buf), deadline_ms);
         if (n < 0)
             return -1;
         sl__tlsc_feed(s->tls, buf, (size_t)n);
@@ -254,22 +252,20 @@ static int tls_handshake(struct sl__rlink_sync *s, const struct sl__tlsc_ctx *ct
 
 /* ------------------------------------------------------------ commands */
 
-static int send_cmd(struct sl__rlink_sync *s, const char *cmd, size_t len, int64_t deadline_ms,
-                    const char *step, char *err, size_t cap)
+static int send_cmd(struct sl__rlink_sync *s, const char *cmd, size_t len, int64_t deadline_ms)
 {
     if (s->tls == NULL)
-        return raw_send(s, cmd, len, deadline_ms, step, err, cap);
+        return raw_send(s, cmd, len, deadline_ms);
     if (sl__tlsc_write(s->tls, cmd, len) != 0)
-        return fail(s, err, cap, "%s: TLS error while writing", step);
-    return tls_flush(s, deadline_ms, step, err, cap);
+        return fail(s, "%s: TLS error while writing", s->step);
+    return tls_flush(s, deadline_ms);
 }
 
 /* More reply bytes into the reader: 0, or -1 with err set. */
-static int feed_more(struct sl__rlink_sync *s, int64_t deadline_ms, const char *step, char *err,
-                     size_t cap)
+static int feed_more(struct sl__rlink_sync *s, int64_t deadline_ms)
 {
     char raw[IO_CHUNK], plain[IO_CHUNK];
-    ssize_t n = raw_recv(s, raw, sizeof(raw), deadline_ms, step, err, cap);
+    ssize_t n = raw_recv(s, raw, sizeof(raw), deadline_ms);
     long m;
 
     if (n < 0)
@@ -277,20 +273,20 @@ static int feed_more(struct sl__rlink_sync *s, int64_t deadline_ms, const char *
     if (s->tls == NULL)
         return redisReaderFeed(s->rd, raw, (size_t)n) == REDIS_OK
                    ? 0
-                   : fail(s, err, cap, "%s: out of memory", step);
+                   : fail(s, "%s: out of memory", s->step);
     sl__tlsc_feed(s->tls, raw, (size_t)n);
     while ((m = sl__tlsc_read(s->tls, plain, sizeof(plain))) > 0)
         if (redisReaderFeed(s->rd, plain, (size_t)m) != REDIS_OK)
-            return fail(s, err, cap, "%s: out of memory", step);
+            return fail(s, "%s: out of memory", s->step);
     s->cut = m < 0;
     if (m == -1)
-        return fail(s, err, cap, "%s: the server closed TLS", step);
+        return fail(s, "%s: the server closed TLS", s->step);
     if (m == -2)
-        return fail(s, err, cap, "%s: TLS error (an alert from the server)", step);
-    return tls_flush(s, deadline_ms, step, err, cap); /* what reading made TLS say, if anything */
+        return fail(s, "%s: TLS error (an alert from the server)", s->step);
+    return tls_flush(s, deadline_ms); /* what reading made TLS say, if anything */
 }
 
-static redisReply *read_reply(struct sl__rlink_sync *s, const char *step, char *err, size_t cap)
+static redisReply *read_reply(struct sl__rlink_sync *s)
 {
     int64_t deadline_ms = now_ms() + s->timeout_ms;
 
@@ -298,50 +294,51 @@ static redisReply *read_reply(struct sl__rlink_sync *s, const char *step, char *
         void *r = NULL;
 
         if (redisReaderGetReply(s->rd, &r) != REDIS_OK) {
-            fail(s, err, cap, "%s: the server sent what is not RESP (%s)", step, s->rd->errstr);
+            fail(s, "%s: the server sent what is not RESP (%s)", s->step, s->rd->errstr);
             return NULL;
         }
         if (r != NULL)
             return r;
-        if (feed_more(s, deadline_ms, step, err, cap) != 0)
+        if (feed_more(s, deadline_ms) != 0)
             return NULL;
     }
 }
 
 static redisReply *roundtrip(struct sl__rlink_sync *s, int argc, const char **argv,
-                             const size_t *lens, const char *step, char *err, size_t cap)
+                             const size_t *lens)
 {
     char *cmd = NULL;
     int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     int rc;
 
     if (len < 0 || cmd == NULL) {
-        fail(s, err, cap, "%s: out of memory", step);
+        fail(s, "%s: out of memory", s->step);
         return NULL;
     }
-    rc = send_cmd(s, cmd, (size_t)len, now_ms() + s->timeout_ms, step, err, cap);
+    rc = send_cmd(s, cmd, (size_t)len, now_ms() + s->timeout_ms);
     redisFreeCommand(cmd);
-    return rc == 0 ? read_reply(s, step, err, cap) : NULL;
+    return rc == 0 ? read_reply(s) : NULL;
 }
 
 /* A handshake command (AUTH, SELECT, PING): 0 accepted, -1 with err set. */
-static int handshake_cmd(struct sl__rlink_sync *s, int argc, const char **argv, const char *step,
-                         char *err, size_t cap)
+static int handshake_cmd(struct sl__rlink_sync *s, int argc, const char **argv, const char *step)
 {
     size_t lens[3];
     redisReply *r;
     int rc = 0;
 
+    s->step = step;
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
-    if ((r = roundtrip(s, argc, argv, lens, step, err, cap)) == NULL) {
+    if ((r = roundtrip(s, argc, argv, lens)) == NULL) {
         /* Over TLS 1.3 the server judges the client's certificate after
          * the client's side of the handshake is done: the first answer
          * after it is where a refusal shows (an alert, or a reset). */
-        if (s->tls != NULL && s->first && s->cut && cap > 0 && strlen(err) > strlen(s->where) + 2) {
+        if (s->tls != NULL && s->first && s->cut && s->cap > 0 &&
+            strlen(s->err) > strlen(s->where) + 2) {
             char was[256];
-            snprintf(was, sizeof(was), "%s", err + strlen(s->where) + 2);
-            fail(s, err, cap,
+            snprintf(was, sizeof(was), "%s", s->err + strlen(s->where) + 2);
+            fail(s,
                  "TLS refused by the server after the handshake (a client certificate missing "
                  "or not trusted there?): %s",
                  was);
@@ -350,13 +347,12 @@ static int handshake_cmd(struct sl__rlink_sync *s, int argc, const char **argv, 
     }
     s->first = false;
     if (r->type == REDIS_REPLY_ERROR)
-        rc =
-            fail(s, err, cap, "%s refused: %.*s", step, (int)(r->len > 200 ? 200 : r->len), r->str);
+        rc = fail(s, "%s refused: %.*s", s->step, (int)(r->len > 200 ? 200 : r->len), r->str);
     freeReplyObject(r);
     return rc;
 }
 
-static int login(struct sl__rlink_sync *s, const struct sl__rlink_conf *c, char *err, size_t cap)
+static int login(struct sl__rlink_sync *s, const struct sl__rlink_conf *c)
 {
     bool said = false;
 
@@ -365,7 +361,7 @@ static int login(struct sl__rlink_sync *s, const struct sl__rlink_conf *c, char 
         bool user = c->user != NULL && c->user[0] != '\0';
         if (!user)
             argv[1] = c->password;
-        if (handshake_cmd(s, user ? 3 : 2, argv, "AUTH", err, cap) != 0)
+        if (handshake_cmd(s, user ? 3 : 2, argv, "AUTH") != 0)
             return -1;
         said = true;
     }
@@ -373,7 +369,7 @@ static int login(struct sl__rlink_sync *s, const struct sl__rlink_conf *c, char 
         char db[16];
         const char *argv[2] = {"SELECT", db};
         snprintf(db, sizeof(db), "%u", c->db);
-        if (handshake_cmd(s, 2, argv, "SELECT", err, cap) != 0)
+        if (handshake_cmd(s, 2, argv, "SELECT") != 0)
             return -1;
         said = true;
     }
@@ -382,7 +378,7 @@ static int login(struct sl__rlink_sync *s, const struct sl__rlink_conf *c, char 
      * that fails, with a sentence about TLS. */
     if (s->tls != NULL && !said) {
         const char *argv[1] = {"PING"};
-        return handshake_cmd(s, 1, argv, "PING", err, cap);
+        return handshake_cmd(s, 1, argv, "PING");
     }
     return 0;
 }
@@ -401,19 +397,24 @@ struct sl__rlink_sync *sl__rlink_sync_open(const struct sl__rlink_conf *c, const
     }
     s->fd = -1;
     s->first = true;
+    s->err = err;
+    s->cap = cap;
     s->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
     snprintf(s->where, sizeof(s->where), v6 ? "redis [%s]:%d" : "redis %s:%d", host, port);
     if ((s->rd = redisReaderCreate()) == NULL) {
-        fail(s, err, cap, "out of memory");
+        fail(s, "out of memory");
         goto bad;
     }
-    if (tcp_connect(s, host, port, now_ms() + s->timeout_ms, err, cap) != 0)
+    if (tcp_connect(s, host, port, now_ms() + s->timeout_ms) != 0)
         goto bad;
-    if (c->tls != NULL && tls_handshake(s, sl__rlink_tls_current(c->tls), host,
-                                        now_ms() + s->timeout_ms, err, cap) != 0)
+    if (c->tls != NULL &&
+        tls_handshake(s, sl__rlink_tls_current(c->tls), host, now_ms() + s->timeout_ms) != 0)
         goto bad;
-    if (login(s, c, err, cap) != 0)
+    if (login(s, c) != 0)
         goto bad;
+    s->step = NULL;
+    s->err = NULL;
+    s->cap = 0;
     return s;
 bad:
     sl__rlink_sync_close(s);
@@ -423,20 +424,28 @@ bad:
 redisReply *sl__rlink_sync_argv(struct sl__rlink_sync *s, int argc, const char **argv,
                                 const size_t *lens, char *err, size_t cap)
 {
+    char step[40];
+    redisReply *r;
+
+    s->err = err;
+    s->cap = cap;
     if (cap > 0)
         err[0] = '\0';
     if (s->fd < 0) {
-        fail(s, err, cap, "the link is broken");
+        fail(s, "the link is broken");
         return NULL;
     }
-    char step[40];
     snprintf(step, sizeof(step), "%.*s", argc > 0 && lens[0] < 32 ? (int)lens[0] : 7,
              argc > 0 && lens[0] < 32 ? argv[0] : "command");
-    redisReply *r = roundtrip(s, argc, argv, lens, step, err, cap);
+    s->step = step;
+    r = roundtrip(s, argc, argv, lens);
     if (r == NULL && s->fd >= 0) { /* half a reply may be on the way: never read it as the next */
         close(s->fd);
         s->fd = -1;
     }
+    s->step = NULL; /* not to be read once the call is over */
+    s->err = NULL;
+    s->cap = 0;
     return r;
 }
 
