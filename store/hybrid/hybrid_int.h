@@ -10,9 +10,8 @@
 
 #include <stdatomic.h>
 
-#include <hiredis/async.h>
-
 #include "hybrid.h"
+#include "rlink.h"
 #include "sluice_int.h"
 
 /* Longest match key kept for syncing; a longer one is decided locally and
@@ -97,11 +96,14 @@ struct sl__hystore {
     uv_timer_t tick; /* real time: pushes what is pending when no request comes */
     uint64_t syncs_at_tick;
 
-    /* the connection */
-    redisAsyncContext *ac;
+    /* the connection (the Redis link, link/rlink.h) */
+    struct sl__rlink_group *group;
+    struct sl__rlink *link;
+    struct sl__rlink_conf link_conf; /* the link's, borrowing cfg.redis's strings */
+    struct sl__rlink_tls tls;        /* store.redis.tls: this worker's context */
     enum sl__hy_conn conn;
     uv_timer_t conn_timer; /* reconnect backoff or connect timeout */
-    int64_t backoff_ms;
+    struct sl__rbackoff backoff;
     char sha[41];
     struct sl__hy_call *calls; /* [ceil(max_keys / batch)] */
     unsigned n_calls;

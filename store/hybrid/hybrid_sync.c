@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * hybrid_sync.c - the hybrid store's syncs: one hiredis connection per
- * worker (libuv adapter, the worker's loop), the sync script loaded on
- * it, and every sync_interval one script call per batch of kept keys, all
- * sent at once (pipelined), each adding its keys' deltas and returning
- * their fleet totals.
+ * hybrid_sync.c - the hybrid store's syncs: one Redis link per worker
+ * (link/rlink.h: the worker's loop, TLS and AUTH as configured), the
+ * sync script loaded on it, and every sync_interval one script call per
+ * batch of kept keys, all sent at once (pipelined, one write), each
+ * adding its keys' deltas and returning their fleet totals.
  *
  * A lost call (timeout, error reply, connection gone) puts its deltas back
  * as pending: they go with the next sync once Redis answers again. A call
  * that timed out may still have been executed by Redis; its deltas are
  * then counted twice (never fewer: the error is on the side of denying).
  * A timeout drops the connection (freeing the calls stuck on it) and it
- * reconnects with a backoff (50 ms doubling to store.redis.backoff_max).
+ * reconnects with the links' backoff (sl__rbackoff: from 50 ms doubling
+ * to store.redis.backoff_max, each wait drawn in its upper half).
  *
  * A reset is one more script call on the same connection (not waited
  * for): the key's counters deleted and its reset marker set, which every
@@ -21,14 +22,13 @@
  * When the store is freed, kept deltas are pushed once more over a
  * blocking connection (the blocking Redis link, link/rlink.h: TLS and
  * AUTH as configured), bounded by 1 s (or store.hybrid.timeout if longer)
- * per step, so a
- * node that restarts loses nothing it had recorded while Redis was up.
+ * per step, so a node that restarts loses nothing it had recorded while
+ * Redis was up.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/hiredis.h>
 
 #include "hybrid_int.h"
@@ -103,7 +103,7 @@ static void lose_call(struct sl__hy_call *c)
     finish_call(c);
 }
 
-static void schedule(struct sl__hystore *st, int64_t wait_ms);
+static void on_conn_timer(uv_timer_t *t);
 
 /* This worker's Redis stopped answering (why) or answers again: logged as
  * the Redis store logs an unreachable node, once per process (the first
@@ -129,22 +129,36 @@ static void stall_edge(struct sl__hystore *st, bool bad, const char *why)
                       rc->host, rc->port);
 }
 
+static void retry_later(struct sl__hystore *st)
+{
+    uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)sl__rbackoff_next(&st->backoff), 0);
+}
+
+static int64_t probe_ms(const struct sl__hystore *st)
+{
+    int64_t t = 4 * st->cfg.timeout_ms;
+    return t < 200 ? 200 : t;
+}
+
+/* The time a connection in progress has to become ready. */
+static void probe(struct sl__hystore *st)
+{
+    uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)probe_ms(st), 0);
+}
+
 /* Close the connection now: every call on it comes back lost. */
 static void drop(struct sl__hystore *st)
 {
-    redisAsyncContext *ac = st->ac;
-
-    if (ac == NULL)
+    if (st->link == NULL || !sl__rlink_is_busy(st->link))
         return;
-    st->ac = NULL;
     set_conn(st, SL__HY_DOWN);
     st->sha[0] = '\0';
     for (unsigned i = 0; i < st->n_calls; i++)
         if (st->calls[i].busy)
             lose_call(&st->calls[i]);
     if (!st->closing)
-        schedule(st, st->backoff_ms);
-    redisAsyncFree(ac);
+        retry_later(st);
+    sl__rlink_drop(st->link); /* the NULL replies find nothing busy */
 }
 
 static void on_conn_timer(uv_timer_t *t)
@@ -160,24 +174,11 @@ static void on_conn_timer(uv_timer_t *t)
         start(st);
 }
 
-/* wait >= 0: reconnect after it (doubling the next wait); < 0: the time a
- * connection in progress has to become ready. */
-static void schedule(struct sl__hystore *st, int64_t wait_ms)
-{
-    if (wait_ms >= 0) {
-        int64_t next = st->backoff_ms * 2;
-        st->backoff_ms =
-            next > st->cfg.redis->backoff_max_ms ? st->cfg.redis->backoff_max_ms : next;
-    }
-    uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)(wait_ms < 0 ? -wait_ms : wait_ms), 0);
-}
-
-static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
+static void on_loaded(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__hystore *st = priv;
-    redisReply *r = reply;
 
-    if (r == NULL || st->closing || ac != st->ac)
+    if (r == NULL || st->closing || l != st->link)
         return;
     if (r->type != REDIS_REPLY_STRING || r->len != 40) {
         drop(st);
@@ -185,82 +186,54 @@ static void on_loaded(redisAsyncContext *ac, void *reply, void *priv)
     }
     memcpy(st->sha, r->str, 40);
     st->sha[40] = '\0';
-    st->backoff_ms = st->cfg.redis->backoff_min_ms;
+    sl__rbackoff_reset(&st->backoff);
     uv_timer_stop(&st->conn_timer);
     set_conn(st, SL__HY_READY);
     stall_edge(st, false, "");
 }
 
-static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
+static void on_up(struct sl__rlink *l, void *arg)
 {
-    struct sl__hystore *st = priv;
-    redisReply *r = reply;
-
-    if (r != NULL && !st->closing && ac == st->ac && r->type == REDIS_REPLY_ERROR)
-        drop(st);
+    (void)l;
+    (void)arg; /* ready once the script is loaded (on_loaded) */
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+/* Lost, never made, or AUTH refused: the calls on it have had their NULL
+ * replies (lost) already. */
+static void on_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
 {
-    struct sl__hystore *st = ac->data;
+    struct sl__hystore *st = arg;
 
-    if (status != REDIS_OK && st != NULL && st->ac == ac) {
-        st->ac = NULL; /* hiredis frees it */
-        set_conn(st, SL__HY_DOWN);
-        if (!st->closing)
-            schedule(st, st->backoff_ms);
-    }
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    struct sl__hystore *st = ac->data;
-
-    (void)status;
-    if (st == NULL || st->ac != ac)
-        return;
-    st->ac = NULL; /* hiredis frees it */
+    (void)l;
+    (void)why;
     set_conn(st, SL__HY_DOWN);
     st->sha[0] = '\0';
     if (!st->closing)
-        schedule(st, st->backoff_ms);
+        retry_later(st);
 }
 
-static int64_t probe_ms(const struct sl__hystore *st)
-{
-    int64_t t = 4 * st->cfg.timeout_ms;
-    return t < 200 ? 200 : t;
-}
+static const struct sl__rlink_events link_events = {.up = on_up, .down = on_down};
 
 static void start(struct sl__hystore *st)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
-    redisAsyncContext *ac = redisAsyncConnect(rc->host, rc->port);
 
-    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, st->loop) != REDIS_OK) {
-        if (ac != NULL)
-            redisAsyncFree(ac);
-        schedule(st, st->backoff_ms);
+    if (sl__rlink_connect(st->link, rc->host, rc->port) != SL_OK) {
+        retry_later(st);
         return;
     }
-    redisLibuvEvents *p = ac->ev.data;
-    if (p != NULL)
-        uv_unref((uv_handle_t *)&p->handle);
-    ac->data = st;
-    st->ac = ac;
     set_conn(st, SL__HY_CONNECTING);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    if (rc->password[0] != '\0' && rc->user[0] != '\0')
-        redisAsyncCommand(ac, on_auth, st, "AUTH %s %s", rc->user, rc->password);
-    else if (rc->password[0] != '\0')
-        redisAsyncCommand(ac, on_auth, st, "AUTH %s", rc->password);
-    redisAsyncCommand(ac, on_loaded, st, "SCRIPT LOAD %s", sync_lua);
-    schedule(st, -probe_ms(st));
+    /* after the link's AUTH; its reply says the connection is ready */
+    if (sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua) != SL_OK) {
+        drop(st);
+        return;
+    }
+    probe(st);
 }
 
 int sl__hy_sync_init(struct sl__hystore *st)
 {
+    const struct sl__redis_config *rc = st->cfg.redis;
     unsigned batch = st->cfg.batch;
 
     st->n_calls = (st->cfg.max_keys + batch - 1) / batch;
@@ -284,7 +257,23 @@ int sl__hy_sync_init(struct sl__hystore *st)
     uv_timer_init(st->loop, &st->conn_timer);
     uv_unref((uv_handle_t *)&st->conn_timer);
     st->conn_timer.data = st;
-    st->backoff_ms = st->cfg.redis->backoff_min_ms;
+    sl__rbackoff_init(&st->backoff, rc->backoff_min_ms, rc->backoff_max_ms);
+    /* No connect timeout of the link's own: the probe (probe_ms) bounds
+     * the whole of it, script load included, and says the stall. */
+    st->link_conf.user = rc->user;
+    st->link_conf.password = rc->password;
+    if (rc->tls.on) {
+        /* Files that do not make a context (sluiced -t says why) fail
+         * each connection until they are fixed: read again then. */
+        (void)sl__rlink_tls_init(&st->tls, &rc->tls);
+        st->link_conf.tls = &st->tls;
+    }
+    st->group = sl__rlink_group_new(st->loop);
+    if (st->group == NULL)
+        return SL_ENOMEM;
+    st->link = sl__rlink_new(st->group, &st->link_conf, &link_events, st);
+    if (st->link == NULL)
+        return SL_ENOMEM;
     start(st);
     return SL_OK;
 }
@@ -299,6 +288,14 @@ void sl__hy_sync_close(struct sl__hystore *st)
     if (st->calls == NULL)
         return;
     drop(st);
+    sl__rlink_free(st->link);
+    st->link = NULL;
+    sl__rlink_group_free(st->group);
+    st->group = NULL;
+    if (st->link_conf.tls != NULL) {
+        sl__rlink_tls_close(&st->tls);
+        st->link_conf.tls = NULL;
+    }
     uv_close((uv_handle_t *)&st->conn_timer, on_closed);
     for (unsigned i = 0; i < st->n_calls; i++) {
         if (st->calls[i].idx != NULL)
@@ -324,21 +321,20 @@ static bool is_noscript(const redisReply *r)
     return r->type == REDIS_REPLY_ERROR && r->str != NULL && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__hy_call *c = priv;
     struct sl__hystore *st = c->st;
-    redisReply *r = reply;
 
-    (void)ac;
+    (void)l;
     if (!c->busy)
         return; /* already lost (timeout) */
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 * (size_t)c->n) {
-        if (r != NULL && is_noscript(r) && st->ac != NULL) {
+        if (r != NULL && is_noscript(r) && st->link != NULL && sl__rlink_is_up(st->link)) {
             st->sha[0] = '\0'; /* Redis restarted or flushed: load it again */
             set_conn(st, SL__HY_CONNECTING);
-            redisAsyncCommand(st->ac, on_loaded, st, "SCRIPT LOAD %s", sync_lua);
-            schedule(st, -probe_ms(st));
+            (void)sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua);
+            probe(st);
         }
         lose_call(c);
         return;
@@ -398,7 +394,7 @@ static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
         st->argvlen[argc++] = (size_t)n;
         used += (size_t)n + 1;
     }
-    if (redisAsyncCommandArgv(st->ac, on_reply, c, (int)argc, st->argv, st->argvlen) != REDIS_OK)
+    if (sl__rlink_argv(st->link, on_reply, c, (int)argc, st->argv, st->argvlen) != SL_OK)
         return SL_EINVAL;
     c->busy = true;
     st->calls_out++;
@@ -422,7 +418,7 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
         return; /* the previous sync is still out */
     st->next_sync_ns = now_ns + st->cfg.sync_interval_ms * SL_NS_PER_MS;
     sl__hy_sweep(st, now_ns);
-    if (st->conn != SL__HY_READY || st->ac == NULL)
+    if (st->conn != SL__HY_READY || st->link == NULL)
         return; /* kept: they go when Redis is back */
     for (uint32_t li = 0; li < st->n_live; li++) {
         uint32_t i = st->live[li];
@@ -574,12 +570,11 @@ static void unsent(struct sl__hystore *st, const char *why)
     st->resets_unsaid = 0;
 }
 
-static void on_reset_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void on_reset_reply(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__hystore *st = priv;
-    redisReply *r = reply;
 
-    (void)ac;
+    (void)l;
     if (st->closing)
         return;
     if (r == NULL)
@@ -599,7 +594,7 @@ void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struc
 
     if (st->closing)
         return;
-    if (st->conn != SL__HY_READY || st->ac == NULL) {
+    if (st->conn != SL__HY_READY || st->link == NULL) {
         unsent(st, "Redis is not connected");
         return;
     }
@@ -630,7 +625,7 @@ void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struc
     argvlen[argc] =
         (size_t)snprintf(head[2], sizeof(head[2]), "%lld", (long long)sl__hy_limit_ttl_ms(st, l));
     argv[argc++] = head[2];
-    if (redisAsyncCommandArgv(st->ac, on_reset_reply, st, (int)argc, argv, argvlen) != REDIS_OK) {
+    if (sl__rlink_argv(st->link, on_reset_reply, st, (int)argc, argv, argvlen) != SL_OK) {
         unsent(st, "the command could not be queued");
         goto out;
     }
