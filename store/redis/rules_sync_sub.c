@@ -2,15 +2,16 @@
 /* Copyright (c) The Sluice authors */
 /*
  * rules_sync_sub.c - the subscriber half of rules across nodes (see
- * rules_sync.h): one hiredis async connection on the given loop, subscribed
- * to "<prefix>:v1:rules" on one seed (any node of a cluster: cluster
- * pub/sub reaches every node), reconnecting with backoff to the next seed
+ * rules_sync.h): one Redis link (link/rlink.h: TLS and AUTH as
+ * configured) on the given loop, subscribed to "<prefix>:v1:rules" on one
+ * seed (any node of a cluster: cluster pub/sub reaches every node),
+ * reconnecting with the links' backoff (sl__rbackoff) to the next seed
  * when it is lost; and a pull on libuv's thread pool after every
  * subscription, every announcement, and every period_ms, one at a time
  * (requests during a pull are folded into one more pull after it).
  *
  * With Sentinel the seeds are sentinels: before each subscription one is
- * asked (asynchronously, on its own short-lived connection) which master
+ * asked (on a link of its own, connected for the question) which master
  * it names, and the subscription goes there.
  *
  * It does not decide what a pull applies (rules_sync.c) nor reload rules
@@ -20,8 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libuv.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "rules_sync.h"
@@ -38,12 +37,17 @@ struct sl__rsync {
     void *arg;
     char channel[SL__RSYNC_PREFIX_MAX + 16];
 
-    redisAsyncContext *ac;
-    redisAsyncContext *ask; /* Sentinel: the question which master, or NULL */
-    size_t seed;            /* the seed in use */
-    int64_t backoff_ms;     /* the next reconnection wait */
-    uv_timer_t retry;       /* reconnection */
-    uv_timer_t period;      /* periodic pull */
+    struct sl__rlink_group *group;
+    struct sl__rlink *sub;          /* the subscription (pub/sub) */
+    struct sl__rlink *ask;          /* Sentinel: the question which master */
+    struct sl__rlink_conf sub_conf; /* AUTH as configured */
+    struct sl__rlink_conf ask_conf; /* the sentinels: no AUTH */
+    struct sl__rlink_tls tls;       /* store.redis.tls, when on */
+    bool asking;                    /* a question is out on `ask` */
+    size_t seed;                    /* the seed in use */
+    struct sl__rbackoff backoff;    /* reconnection */
+    uv_timer_t retry;               /* reconnection */
+    uv_timer_t period;              /* periodic pull */
 
     uv_work_t work;
     bool pulling, again, closing;
@@ -59,8 +63,10 @@ static void schedule_retry(struct sl__rsync *s);
 
 static void maybe_free(struct sl__rsync *s)
 {
-    if (!s->closing || s->pulling || s->handles_open > 0 || s->ac != NULL || s->ask != NULL)
+    if (!s->closing || s->pulling || s->handles_open > 0)
         return;
+    if (s->sub_conf.tls != NULL)
+        sl__rlink_tls_close(&s->tls);
     sl__rsync_known_free(&s->known);
     free(s->db_path);
     free(s);
@@ -115,18 +121,18 @@ static void on_period(uv_timer_t *t)
     request_pull(t->data);
 }
 
-static void on_message(redisAsyncContext *ac, void *reply, void *priv)
+/* Every reply on the subscription: its confirmation, then announcements. */
+static void on_push(struct sl__rlink *l, redisReply *r, void *arg)
 {
-    struct sl__rsync *s = priv;
-    redisReply *r = reply;
+    struct sl__rsync *s = arg;
 
-    if (r == NULL || s->closing || ac != s->ac || r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+    if (r == NULL || s->closing || l != s->sub || r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
         r->element[0]->type != REDIS_REPLY_STRING)
         return;
     if (strcmp(r->element[0]->str, "subscribe") == 0) {
         uv_timer_stop(&s->retry);
         s->st.subscribed = true;
-        s->backoff_ms = BACKOFF_MIN_MS;
+        sl__rbackoff_reset(&s->backoff);
         request_pull(s); /* catch up with what was missed while away */
     } else if (strcmp(r->element[0]->str, "message") == 0) {
         s->st.messages++;
@@ -134,31 +140,27 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
+/* Give up on the question to a sentinel (its NULL reply is not an answer). */
 static void drop_ask(struct sl__rsync *s)
 {
-    redisAsyncContext *ask = s->ask;
-
-    s->ask = NULL; /* its callbacks see it is no longer ours */
-    if (ask != NULL)
-        redisAsyncFree(ask);
+    s->asking = false;
+    sl__rlink_drop(s->ask);
 }
 
 /* The timer: reconnect; or give up on a sentinel that did not answer, or
- * on a subscription not confirmed in time (a Redis that is gone: hiredis's
- * libuv adapter never reports a refused connection). */
+ * on a subscription not confirmed in time (a Redis that is gone, or
+ * frozen: it may accept and never answer). */
 static void on_retry(uv_timer_t *t)
 {
     struct sl__rsync *s = t->data;
-    redisAsyncContext *ac = s->ac;
 
-    if (s->ask != NULL) {
+    if (s->asking) {
         drop_ask(s);
         schedule_retry(s);
         return;
     }
-    if (ac != NULL && !s->st.subscribed) {
-        s->ac = NULL; /* its callbacks see it is no longer ours */
-        redisAsyncFree(ac);
+    if (sl__rlink_is_busy(s->sub) && !s->st.subscribed) {
+        sl__rlink_drop(s->sub);
         schedule_retry(s);
         return;
     }
@@ -171,48 +173,36 @@ static void schedule_retry(struct sl__rsync *s)
         return;
     s->st.subscribed = false;
     s->seed = (s->seed + 1) % (s->cfg.n_seeds ? s->cfg.n_seeds : 1);
-    uv_timer_start(&s->retry, on_retry, (uint64_t)s->backoff_ms, 0);
-    s->backoff_ms = s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
+    uv_timer_start(&s->retry, on_retry, (uint64_t)sl__rbackoff_next(&s->backoff), 0);
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+static void on_up(struct sl__rlink *l, void *arg)
 {
-    struct sl__rsync *s = ac->data;
-
-    if (status != REDIS_OK && s != NULL && s->ac == ac) {
-        s->ac = NULL; /* hiredis frees it after this callback */
-        if (s->closing)
-            maybe_free(s);
-        else
-            schedule_retry(s);
-    }
+    (void)l;
+    (void)arg; /* the subscription's confirmation, or the answer, says more */
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+/* The subscription is lost, or was never made. */
+static void on_sub_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
 {
-    struct sl__rsync *s = ac->data;
+    struct sl__rsync *s = arg;
 
-    (void)status;
-    if (s == NULL || s->ac != ac)
-        return;
-    s->ac = NULL;
-    if (s->closing)
-        maybe_free(s);
-    else
+    (void)why;
+    if (!s->closing && l == s->sub)
         schedule_retry(s);
 }
 
 static void subscribe_at(struct sl__rsync *s, const char *host, int port);
 
-/* A sentinel's answer: subscribe on the master it names, or try the next. */
-static void on_master(redisAsyncContext *ac, void *reply, void *priv)
+/* A sentinel's answer: subscribe on the master it names, or try the next.
+ * r is NULL when the link went down before the answer. */
+static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__rsync *s = priv;
-    redisReply *r = reply;
     char host[256];
     long port = 0;
 
-    if (s->closing || ac != s->ask)
+    if (s->closing || !s->asking || l != s->ask)
         return;
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
@@ -221,60 +211,44 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv)
         port = strtol(r->element[1]->str, NULL, 10);
     }
     uv_timer_stop(&s->retry);
-    drop_ask(s); /* freed once this callback returns */
+    drop_ask(s); /* closed once this callback returns */
     if (port > 0 && port <= 65535)
         subscribe_at(s, host, (int)port);
     else
         schedule_retry(s);
 }
 
-static void on_ask_connect(const redisAsyncContext *ac, int status)
+/* The sentinel's link went down before it answered (its NULL reply came
+ * first and handled it) or could not be made. */
+static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
 {
-    struct sl__rsync *s = ac->data;
+    struct sl__rsync *s = arg;
 
-    if (status != REDIS_OK && s != NULL && s->ask == ac) {
-        s->ask = NULL; /* hiredis frees it after this callback */
-        uv_timer_stop(&s->retry);
-        if (s->closing)
-            maybe_free(s);
-        else
-            schedule_retry(s);
-    }
-}
-
-static void on_ask_disconnect(const redisAsyncContext *ac, int status)
-{
-    struct sl__rsync *s = ac->data;
-
-    (void)status;
-    if (s == NULL)
+    (void)why;
+    if (s->closing || !s->asking || l != s->ask)
         return;
-    if (s->ask == ac) { /* lost before it answered */
-        s->ask = NULL;
-        uv_timer_stop(&s->retry);
-        if (!s->closing)
-            schedule_retry(s);
-    }
-    maybe_free(s);
+    s->asking = false;
+    uv_timer_stop(&s->retry);
+    schedule_retry(s);
 }
+
+static const struct sl__rlink_events sub_events = {
+    .up = on_up, .down = on_sub_down, .push = on_push};
+static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
 
 /* Sentinel: ask the seed in use which master it names. */
 static void ask_master(struct sl__rsync *s)
 {
     const struct sl__rsync_seed *seed = &s->cfg.seeds[s->seed];
-    redisAsyncContext *ac = redisAsyncConnect(seed->host, seed->port);
 
-    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, s->loop) != REDIS_OK) {
-        if (ac != NULL)
-            redisAsyncFree(ac);
+    if (sl__rlink_connect(s->ask, seed->host, seed->port) != SL_OK ||
+        sl__rlink_command(s->ask, on_master, s, "SENTINEL get-master-addr-by-name %s",
+                          s->cfg.master_name) != SL_OK) {
+        sl__rlink_drop(s->ask);
         schedule_retry(s);
         return;
     }
-    ac->data = s;
-    s->ask = ac;
-    redisAsyncSetConnectCallback(ac, on_ask_connect);
-    redisAsyncSetDisconnectCallback(ac, on_ask_disconnect);
-    redisAsyncCommand(ac, on_master, s, "SENTINEL get-master-addr-by-name %s", s->cfg.master_name);
+    s->asking = true;
     uv_timer_start(&s->retry, on_retry, (uint64_t)s->cfg.timeout_ms * 2, 0); /* its answer's */
 }
 
@@ -290,25 +264,44 @@ static void connect_next(struct sl__rsync *s)
 
 static void subscribe_at(struct sl__rsync *s, const char *host, int port)
 {
-    redisAsyncContext *ac;
-
-    ac = redisAsyncConnect(host, port);
-    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, s->loop) != REDIS_OK) {
-        if (ac != NULL)
-            redisAsyncFree(ac);
+    /* AUTH (the link's own) goes first */
+    if (sl__rlink_connect(s->sub, host, port) != SL_OK ||
+        sl__rlink_command(s->sub, NULL, NULL, "SUBSCRIBE %s", s->channel) != SL_OK) {
+        sl__rlink_drop(s->sub);
         schedule_retry(s);
         return;
     }
-    ac->data = s;
-    s->ac = ac;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    if (s->cfg.password[0] != '\0' && s->cfg.user[0] != '\0')
-        redisAsyncCommand(ac, NULL, NULL, "AUTH %s %s", s->cfg.user, s->cfg.password);
-    else if (s->cfg.password[0] != '\0')
-        redisAsyncCommand(ac, NULL, NULL, "AUTH %s", s->cfg.password);
-    redisAsyncCommand(ac, on_message, s, "SUBSCRIBE %s", s->channel);
     uv_timer_start(&s->retry, on_retry, (uint64_t)s->cfg.timeout_ms * 2, 0); /* confirmed by */
+}
+
+/* The links and their TLS; SL_OK or SL_ENOMEM. */
+static int links_new(struct sl__rsync *s)
+{
+    /* no connect timeout of the links' own: the retry timer bounds the
+     * answer and the subscription's confirmation, as it always did */
+    s->sub_conf.user = s->cfg.user;
+    s->sub_conf.password = s->cfg.password;
+    if (s->cfg.tls.on) {
+        /* Files that do not make a context (sluiced -t says why) fail
+         * each connection until they are fixed: read again then. */
+        (void)sl__rlink_tls_init(&s->tls, &s->cfg.tls);
+        s->sub_conf.tls = s->ask_conf.tls = &s->tls;
+    }
+    s->group = sl__rlink_group_new(s->loop);
+    if (s->group == NULL)
+        return SL_ENOMEM;
+    s->sub = sl__rlink_new(s->group, &s->sub_conf, &sub_events, s);
+    s->ask = sl__rlink_new(s->group, &s->ask_conf, &ask_events, s);
+    return s->sub != NULL && s->ask != NULL ? SL_OK : SL_ENOMEM;
+}
+
+static void links_free(struct sl__rsync *s)
+{
+    sl__rlink_free(s->sub); /* a subscribed connection never drains on its own */
+    sl__rlink_free(s->ask);
+    s->sub = s->ask = NULL;
+    sl__rlink_group_free(s->group);
+    s->group = NULL;
 }
 
 int sl__rsync_start(uv_loop_t *loop, const struct sl__rsync_config *c, const char *db_path,
@@ -333,7 +326,15 @@ int sl__rsync_start(uv_loop_t *loop, const struct sl__rsync_config *c, const cha
     s->loop = loop;
     s->cb = cb;
     s->arg = arg;
-    s->backoff_ms = BACKOFF_MIN_MS;
+    sl__rbackoff_init(&s->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+    if (links_new(s) != SL_OK) {
+        links_free(s);
+        if (s->sub_conf.tls != NULL)
+            sl__rlink_tls_close(&s->tls);
+        free(s->db_path);
+        free(s);
+        return SL_ENOMEM;
+    }
     uv_timer_init(loop, &s->retry);
     uv_timer_init(loop, &s->period);
     s->retry.data = s->period.data = s;
@@ -360,21 +361,10 @@ static void on_closed(uv_handle_t *h)
 
 void sl__rsync_stop(struct sl__rsync *s)
 {
-    redisAsyncContext *ac;
-
     if (s == NULL)
         return;
     s->closing = true;
     uv_close((uv_handle_t *)&s->retry, on_closed);
     uv_close((uv_handle_t *)&s->period, on_closed);
-    if ((ac = s->ac) != NULL) {
-        s->ac = NULL;
-        ac->data = NULL;
-        redisAsyncFree(ac); /* a subscribed connection never drains on its own */
-    }
-    if ((ac = s->ask) != NULL) {
-        s->ask = NULL;
-        ac->data = NULL;
-        redisAsyncFree(ac);
-    }
+    links_free(s);
 }
