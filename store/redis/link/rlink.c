@@ -75,6 +75,7 @@ struct sl__rlink_group {
     uv_prepare_t prepare;
     struct sl__rlink *dirty; /* links with output to write */
     unsigned links;
+    unsigned closing; /* handles still closing (sl__rlink_group_free) */
 };
 
 struct sl__rlink {
@@ -213,8 +214,9 @@ static void on_group_closed(uv_handle_t *h)
 {
     struct sl__rlink_group *g = h->data;
 
-    /* the prepare handle closes second */
-    if (h == (uv_handle_t *)&g->prepare)
+    /* libuv runs close callbacks in no promised order (today the last
+     * closed first): the memory goes with the second, whichever it is */
+    if (--g->closing == 0)
         free(g);
 }
 
@@ -223,6 +225,7 @@ void sl__rlink_group_free(struct sl__rlink_group *g)
     if (g == NULL)
         return;
     group_flush(g);
+    g->closing = 2;
     uv_close((uv_handle_t *)&g->check, on_group_closed);
     uv_close((uv_handle_t *)&g->prepare, on_group_closed);
 }
