@@ -284,7 +284,8 @@ static void store_free(struct sl__store *s)
     sl__rconn_close_all(st); /* pending calls come back NULL: slots freed */
     sl__rsentinel_close(st);
     sl__rroute_close(st);
-    sl__rev_close(st);
+    sl__rlink_group_free(st->group); /* after its links: their writes are done */
+    st->group = NULL;
     for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
         uv_close((uv_handle_t *)&st->reqs[i].timer, on_req_closed);
     uv_run(st->loop, UV_RUN_NOWAIT); /* complete the closes */
@@ -298,6 +299,7 @@ static void store_free(struct sl__store *s)
     if (st->pub_ready)
         sl__rhealth_close(st);
     sl__rshared_free(st->own_shared);
+    sl__rlink_tls_close(&st->tls);
     free(st);
 }
 
@@ -323,6 +325,29 @@ static int validate_config(const struct sl__redis_config *c)
     if ((c->sentinels[0] != '\0') != (c->master_name[0] != '\0') ||
         (c->sentinels[0] != '\0' && c->cluster))
         return SL_EINVAL; /* Sentinel needs both, and is not for a cluster */
+    return SL_OK;
+}
+
+/* The link's settings every connection of the store shares, and TLS. */
+static int link_init(struct sl__rstore *st)
+{
+    st->group = sl__rlink_group_new(st->loop);
+    if (st->group == NULL)
+        return SL_ENOMEM;
+    st->link.user = st->cfg.user;
+    st->link.password = st->cfg.password;
+    /* no connect timeout of the link's: a data connection's probe timer
+     * (redis_conn.c) bounds its connection and its detection together */
+    if (st->cfg.tls.on) {
+        if (sl__rlink_tls_init(&st->tls, &st->cfg.tls) != SL_OK) {
+            sl__rlog(st, SL__SLOG_ERROR, "store.tls_failed", "%s", st->tls.why);
+            return SL_EINVAL;
+        }
+        st->link.tls = &st->tls;
+    }
+    st->sentinel_link = st->link;
+    st->sentinel_link.user = st->sentinel_link.password = NULL;
+    st->sentinel_link.connect_timeout_ms = st->cfg.timeout_ms * 20 < 200 ? 200 : st->cfg.timeout_ms * 20;
     return SL_OK;
 }
 
@@ -379,8 +404,9 @@ int sl__store_redis_new_logged(const struct sl__store_env *env, const struct sl_
         q->next_free = st->free_reqs;
         st->free_reqs = q;
     }
-    sl__rev_init(st);
-    rc = sl__rroute_init(st);
+    rc = link_init(st);
+    if (rc == SL_OK)
+        rc = sl__rroute_init(st);
     if (rc == SL_OK)
         rc = sl__rfan_init(st);
     if (rc == SL_OK)

@@ -213,13 +213,12 @@ struct sl__rstore {
     bool closing;
     bool engine_warned; /* store.redis.engine forced and not offered: said once */
 
-    /* The data connections' writes, made once per loop iteration
-     * (redis_ev.c): the connections with output, and the handles that
-     * write it after the iteration's reads and before it waits. */
-    struct sl__rev *wq;
-    uv_check_t wcheck;
-    uv_prepare_t wprepare;
-    bool w_started;
+    /* The Redis link (link/rlink.h): every connection of this store is
+     * one, of this group (their writes leave once per loop iteration). */
+    struct sl__rlink_group *group;
+    struct sl__rlink_tls tls;               /* with store.redis.tls: the context, rebuilt on rotation */
+    struct sl__rlink_conf link;             /* Redis's: AUTH, TLS, the connect timeout */
+    struct sl__rlink_conf sentinel_link;    /* the sentinels': TLS, no AUTH */
 
     /* Connections: cfg.connections per node, node-major; one node (the
      * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each
