@@ -347,7 +347,8 @@ static int link_init(struct sl__rstore *st)
     }
     st->sentinel_link = st->link;
     st->sentinel_link.user = st->sentinel_link.password = NULL;
-    st->sentinel_link.connect_timeout_ms = st->cfg.timeout_ms * 20 < 200 ? 200 : st->cfg.timeout_ms * 20;
+    st->sentinel_link.connect_timeout_ms =
+        st->cfg.timeout_ms * 20 < 200 ? 200 : st->cfg.timeout_ms * 20;
     return SL_OK;
 }
 

@@ -14,7 +14,6 @@
 
 #include <stdatomic.h>
 
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "redis.h"
@@ -29,17 +28,18 @@ enum sl__rconn_state { SL__RC_DOWN = 0, SL__RC_CONNECTING = 1, SL__RC_READY = 2 
 /* One pipelined connection. */
 struct sl__rconn {
     struct sl__rstore *st;
-    redisAsyncContext *ac; /* NULL while down */
+    struct sl__rlink *link; /* made once; NULL only out of memory */
     enum sl__rconn_state state;
-    uv_timer_t timer;   /* reconnect backoff, or the connect/probe timeout */
-    int64_t backoff_ms; /* the next reconnection wait */
-    bool started;       /* connected at least once (later ones are reconnects) */
-    bool sub;           /* the subscriber to reset announcements, not for calls */
-    bool failed;        /* its last attempt failed or it was lost (not dropped to move) */
-    uint8_t node;       /* index in the store's map (0: the seed) */
-    uint8_t engines;    /* engines this connection's server offers: 1 << SL__ENGINE_* */
-    uint8_t probes;     /* detection replies still awaited (redis_conn.c) */
-    char why[80];       /* why it last failed, for the log */
+    uv_timer_t timer;       /* reconnect backoff, or the connect/probe timeout */
+    struct sl__rbackoff bo; /* the reconnection waits */
+    int64_t hold_ms;        /* the next wait instead (the breaker's), 0 none */
+    bool started;           /* connected at least once (later ones are reconnects) */
+    bool sub;               /* the subscriber to reset announcements, not for calls */
+    bool failed;            /* its last attempt failed or it was lost (not dropped to move) */
+    uint8_t node;           /* index in the store's map (0: the seed) */
+    uint8_t engines;        /* engines this connection's server offers: 1 << SL__ENGINE_* */
+    uint8_t probes;         /* detection replies still awaited (redis_conn.c) */
+    char why[80];           /* why it last failed, for the log */
 };
 
 enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
@@ -216,9 +216,9 @@ struct sl__rstore {
     /* The Redis link (link/rlink.h): every connection of this store is
      * one, of this group (their writes leave once per loop iteration). */
     struct sl__rlink_group *group;
-    struct sl__rlink_tls tls;               /* with store.redis.tls: the context, rebuilt on rotation */
-    struct sl__rlink_conf link;             /* Redis's: AUTH, TLS, the connect timeout */
-    struct sl__rlink_conf sentinel_link;    /* the sentinels': TLS, no AUTH */
+    struct sl__rlink_tls tls;   /* with store.redis.tls: the context, rebuilt on rotation */
+    struct sl__rlink_conf link; /* Redis's: AUTH, TLS, the connect timeout */
+    struct sl__rlink_conf sentinel_link; /* the sentinels': TLS, no AUTH */
 
     /* Connections: cfg.connections per node, node-major; one node (the
      * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each
@@ -257,14 +257,6 @@ struct sl__rstore {
 /* redis_conn.c */
 int sl__rconn_init_all(struct sl__rstore *st);
 
-/* redis_ev.c: hiredis's event hooks for a data connection of `st` (in
- * place of hiredis's libuv adapter): REDIS_OK or REDIS_ERR. The store's
- * write handles are started by sl__rev_init and closed (after a last
- * write) by sl__rev_close. */
-struct sl__rev;
-int sl__rev_attach(struct sl__rstore *st, redisAsyncContext *ac);
-void sl__rev_init(struct sl__rstore *st);
-void sl__rev_close(struct sl__rstore *st);
 /* A ready connection of any node (round robin), or NULL. */
 struct sl__rconn *sl__rconn_pick(struct sl__rstore *st);
 /* A ready connection of `node` (starting its connections if it has none
@@ -348,7 +340,7 @@ void sl__rroute_kick(struct sl__rstore *st);
 /* Follow a redirection or TRYAGAIN in reply `r` to call q: true when the
  * call was resent (the reply is consumed), false when `r` is not one or it
  * cannot be followed (the caller treats it as an error reply). */
-bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, redisCallbackFn *on_reply);
+bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, sl__rlink_reply_fn on_reply);
 
 /* redis_fan.c: a check over several slots. */
 #define SL__FAN_GROUPS SL_MAX_DESCRIPTORS

@@ -109,6 +109,13 @@ static void fail(struct sl__rlink *l, enum sl__rlink_down kind, enum sl__tlsc_fa
 static void flush(struct sl__rlink *l);
 static void retry(struct sl__rlink *l, const struct sockaddr *sa);
 
+/* The system's words for a libuv error (libuv's are the negated errno on
+ * Unix): "Connection refused", as the log has always said it. */
+static const char *errtext(int status)
+{
+    return status < 0 && status > -1000 ? strerror(-status) : uv_strerror(status);
+}
+
 /* ------------------------------------------------------------ buffers */
 
 /* Room for n more bytes (grown to the most ever held, then reused). */
@@ -485,7 +492,7 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf)
         return;
     if (nread < 0) {
         fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "%s",
-             nread == UV_EOF ? "connection closed by Redis" : uv_strerror((int)nread));
+             nread == UV_EOF ? "connection closed by Redis" : errtext((int)nread));
         return;
     }
     if (l->tls == NULL) {
@@ -530,7 +537,7 @@ static void on_written(uv_write_t *req, int status)
     l->writing = false;
     l->wire.len = 0;
     if (status != 0) {
-        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "write failed: %s", uv_strerror(status));
+        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "write failed: %s", errtext(status));
         return;
     }
     if (l->out.len > 0 || (l->tls != NULL && sl__tlsc_pending(l->tls) > 0))
@@ -578,7 +585,7 @@ static void flush(struct sl__rlink *l)
         return;
     }
     if (n < 0 && n != UV_EAGAIN) {
-        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "write failed: %s", uv_strerror(n));
+        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "write failed: %s", errtext(n));
         return;
     }
     if (n > 0) {
@@ -612,7 +619,7 @@ static void on_connected(uv_connect_t *req, int status)
         return;
     }
     if (status != 0) {
-        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "%s", uv_strerror(status));
+        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "%s", errtext(status));
         return;
     }
     uv_tcp_nodelay(&s->tcp, 1);
@@ -824,7 +831,7 @@ int sl__rlink_connect(struct sl__rlink *l, const char *host, int port)
 
 void sl__rlink_drop(struct sl__rlink *l)
 {
-    if (l->state == L_DOWN)
+    if (l == NULL || l->state == L_DOWN)
         return;
     close_conn(l);
     if (l->depth == 0)
@@ -843,12 +850,12 @@ void sl__rlink_free(struct sl__rlink *l)
 
 bool sl__rlink_is_up(const struct sl__rlink *l)
 {
-    return l->state == L_UP;
+    return l != NULL && l->state == L_UP;
 }
 
 bool sl__rlink_is_busy(const struct sl__rlink *l)
 {
-    return l->state != L_DOWN;
+    return l != NULL && l->state != L_DOWN;
 }
 
 bool sl__rlink_resumed(const struct sl__rlink *l)
@@ -864,7 +871,7 @@ size_t sl__rlink_pending(const struct sl__rlink *l)
 int sl__rlink_formatted(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, const char *cmd,
                         size_t len)
 {
-    if (l->state == L_DOWN || l->dead)
+    if (l == NULL || l->state == L_DOWN || l->dead)
         return SL_ENOENT;
     if (bytes_reserve(&l->out, len) != SL_OK ||
         (l->ev.push == NULL && fifo_push(&l->q, fn, arg, false) != SL_OK))
@@ -882,7 +889,7 @@ int sl__rlink_command(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, con
     va_list ap;
     int len, rc;
 
-    if (l->state == L_DOWN || l->dead)
+    if (l == NULL || l->state == L_DOWN || l->dead)
         return SL_ENOENT;
     va_start(ap, fmt);
     len = redisvFormatCommand(&cmd, fmt, ap);
@@ -900,7 +907,7 @@ int sl__rlink_argv(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, int ar
     char *cmd = NULL;
     int len, rc;
 
-    if (l->state == L_DOWN || l->dead)
+    if (l == NULL || l->state == L_DOWN || l->dead)
         return SL_ENOENT;
     len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0)

@@ -141,6 +141,7 @@ void sl__rlink_drop(struct sl__rlink *l);
 /* Drop and free it. NULL is fine. */
 void sl__rlink_free(struct sl__rlink *l);
 
+/* These, drop and the commands take a NULL link as one that is down. */
 bool sl__rlink_is_up(const struct sl__rlink *l);
 /* Connecting, up, or closing: not down. */
 bool sl__rlink_is_busy(const struct sl__rlink *l);
