@@ -98,6 +98,7 @@ struct sl__rlink {
     bool queued;         /* in g->dirty */
     bool dead;           /* freed: released when depth is 0 */
     bool refused;        /* uv_tcp_connect refused at once: said from the timer */
+    bool replied;        /* a reply came on this connection */
     unsigned depth;      /* callbacks running */
     unsigned own_left;   /* own replies (AUTH, SELECT) still awaited */
     struct sl__rlink *next_dirty, *prev_dirty;
@@ -420,6 +421,7 @@ static void dispatch(struct sl__rlink *l)
         }
         if (reply == NULL)
             return;
+        l->replied = true;
         if (l->q.len > 0 && l->q.w[l->q.head].own) {
             fifo_pop(&l->q);
             own_reply(l, reply);
@@ -510,9 +512,14 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf)
         long n = sl__tlsc_read(l->tls, l->rbuf, RBUF);
         if (n == 0)
             break;
-        if (n < 0) {
-            fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "%s",
-                 n == -1 ? "connection closed by Redis (TLS close_notify)" : "TLS record error");
+        if (n == -1) {
+            fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER,
+                 "connection closed by Redis (TLS close_notify)");
+            return;
+        }
+        if (n < 0) { /* an alert before any reply: the server refusing this client */
+            fail(l, l->replied ? SL__RLINK_LOST : SL__RLINK_TLS, SL__TLSC_FAIL_HANDSHAKE,
+                 "TLS with %s:%d failed: %s", l->host, l->port, sl__tlsc_why(l->tls));
             return;
         }
         redisReaderFeed(l->reader, l->rbuf, (size_t)n);
@@ -802,7 +809,7 @@ int sl__rlink_connect(struct sl__rlink *l, const char *host, int port)
     uv_unref((uv_handle_t *)&s->tcp); /* the owner's calls keep the loop alive, not this */
     l->s = s;
     l->state = L_CONNECTING;
-    l->refused = false;
+    l->refused = l->replied = false;
     if (queue_own(l) != SL_OK) {
         close_conn(l);
         return SL_ENOMEM;
