@@ -145,7 +145,7 @@ static bool on_reply_ok(struct sl__rreq *q, redisReply *r)
         return false;
     }
     if (rc == SL_OK && q->fan != NULL)
-        sl__rfan_note_reply(q, &res, now_us);
+        q->st->up.group_reply(q, &res, now_us);
     answer(q, rc, rc == SL_OK ? &res : NULL);
     return false;
 }

@@ -164,7 +164,7 @@ static void probed(struct sl__rconn *c, const char *why)
     sl__rconn_success(st, c->node);
     count_ready(st);
     if (st->cfg.cluster)
-        sl__rroute_kick(st);
+        st->up.conn_ready(st);
 }
 
 /* One detection reply: engine `e` is offered when `ok`. */
@@ -361,7 +361,7 @@ static void lost(struct sl__rconn *c)
         sl__rsentinel_lost(st);
     if (!st->cfg.cluster)
         return;
-    sl__rroute_stale(st);
+    st->up.conn_lost(st);
     if (c->sub && st->map->n_nodes > 0)
         c->node = (uint8_t)((c->node + 1u) % st->map->n_nodes);
 }
@@ -628,7 +628,7 @@ static void node_failure(struct sl__rstore *st, unsigned node)
         c->hold_ms = st->cfg.breaker_open_ms;
         drop(c, "calls failing, circuit breaker open");
     }
-    sl__rroute_stale(st); /* a failover may be under way */
+    st->up.conn_lost(st); /* a failover may be under way */
 }
 
 void sl__rconn_failure(struct sl__rstore *st, unsigned node)

@@ -191,6 +191,30 @@ enum {
 
 struct sl__rsentinel;
 
+/* What a lower room reports to a higher one, by pointer (redis.c sets
+ * them): the floors of store/redis/ call only downward. */
+struct sl__rup {
+    /* Sentinel named a new master (node 0's address changed): move every
+     * connection to it (sl__rconn_retarget). */
+    void (*master_moved)(struct sl__rstore *st);
+    /* A connection became ready: a slot map refresh may be due
+     * (sl__rroute_kick). */
+    void (*conn_ready)(struct sl__rstore *st);
+    /* A connection was lost or a call found none: the map may be stale
+     * (sl__rroute_stale). */
+    void (*conn_lost)(struct sl__rstore *st);
+    /* A cross-slot group's call got its reply (sl__rfan_note_reply). */
+    void (*group_reply)(struct sl__rreq *q, const struct sl_result *res, int64_t now_us);
+};
+
+/* Sentinel's part of the health view, written by redis_sentinel.c. */
+struct sl__rsview {
+    bool known;                        /* a master was named */
+    bool subscribed;                   /* to +switch-master on a sentinel */
+    bool failed;                       /* a sentinel has failed to answer once */
+    char at[SL__CLUSTER_HOST_MAX + 8]; /* the sentinel subscribed to */
+};
+
 struct sl__rstore {
     struct sl__store base;
     uv_loop_t *loop;
@@ -210,6 +234,8 @@ struct sl__rstore {
     uint64_t serves_version;            /* ... in this version of the map */
     bool serves_valid;
     struct sl__rsentinel *sentinel; /* NULL without Sentinel */
+    struct sl__rsview sview;        /* ... and what it shows */
+    struct sl__rup up;
     bool closing;
     bool engine_warned; /* store.redis.engine forced and not offered: said once */
 
@@ -389,14 +415,17 @@ void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_
 int sl__rfan_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
                      sl__store_cb cb, void *arg);
 
-/* redis.c: release the leases of a token of one slot (store.h's release). */
+/* redis_start.c: release the leases of a token of one slot (store.h's release). */
 int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
                        sl__store_cb cb, void *arg);
 
-/* redis.c: start a check, peek or reset: one call to Redis (one slot), a
- * group of call->fan when that is not NULL, else a fan when its
- * descriptors hash to several slots. The contract of a store's check
- * (store.h). */
+/* redis_start.c: start a check, peek or reset: one call to Redis (one
+ * slot), a group of call->fan when that is not NULL. When its descriptors
+ * hash to several slots and it is not a group, nothing is started and
+ * SL__RSTART_SPANS returned: the caller (redis.c) splits it with
+ * sl__rfan_start, over st->plan and st->cmd as built. Else the contract of
+ * a store's check (store.h). */
+#define SL__RSTART_SPANS 1
 int sl__rstore_start(struct sl__rstore *st, const struct sl__rstart *call);
 
 /* redis_conn.c: Sentinel named a new master (node 0's address is already
@@ -465,11 +494,12 @@ bool sl__rhealth_metrics(struct sl__store *const *stores, unsigned n, char *buf,
 int sl__rsentinel_init(struct sl__rstore *st);
 void sl__rsentinel_close(struct sl__rstore *st);
 /* Is a master known? (Without Sentinel: always.) */
-bool sl__rsentinel_known(const struct sl__rstore *st);
+static inline bool sl__rsentinel_known(const struct sl__rstore *st)
+{
+    return st->sentinel == NULL || st->sview.known;
+}
 /* The master's connection failed, or it says it is not a master: ask. */
 void sl__rsentinel_lost(struct sl__rstore *st);
-/* Its part of the published snapshot (under p->lock). */
-void sl__rsentinel_publish(const struct sl__rstore *st, struct sl__rpub *p);
 /* Pure: a +switch-master message "<name> <old ip> <old port> <new ip>
  * <new port>" for `name`: SL_OK with the new address; SL_ENOENT for
  * another master's; SL_EINVAL when malformed. */

@@ -143,11 +143,25 @@ static void set_master(struct sl__rsentinel *se, unsigned via_i, const char *hos
     memcpy(n0->host, host, strlen(host) + 1);
     n0->port = port;
     st->map->version++;
-    se->known = true;
+    se->known = st->sview.known = true;
     sl__rnode_addr(st, 0, addr, sizeof(addr));
     sentinel_addr(se, via_i, via, sizeof(via));
     sl__revent_master(st, addr, via);
-    sl__rconn_retarget(st);
+    st->up.master_moved(st); /* redis_conn.c moves every connection to it */
+}
+
+/* What the health view shows of Sentinel (redis_health.c copies it,
+ * calling nothing here), then the view published. */
+static void publish(struct sl__rsentinel *se)
+{
+    struct sl__rsview *v = &se->st->sview;
+
+    v->subscribed = se->subscribed;
+    v->failed = se->failed;
+    v->at[0] = '\0';
+    if (se->subscribed)
+        sentinel_addr(se, se->sub_at, v->at, sizeof(v->at));
+    sl__rhealth_publish(se->st);
 }
 
 /* Leave this sentinel for the next one. */
@@ -174,7 +188,7 @@ static void ask_failed(struct sl__rsentinel *se)
     sl__rlink_drop(se->ask); /* on_master gets its NULL: ignored */
     rotate(se);
     ask_later(se, sl__rbackoff_next(&se->ask_bo));
-    sl__rhealth_publish(se->st);
+    publish(se);
 }
 
 static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
@@ -316,7 +330,7 @@ static void on_switch(struct sl__rlink *l, redisReply *r, void *priv)
         se->subscribed = true;
         sl__rbackoff_reset(&se->bo);
         sub_event(se, false, NULL);
-        sl__rhealth_publish(se->st);
+        publish(se);
         ask(se); /* what may have changed before the subscription */
         return;
     }
@@ -365,7 +379,7 @@ static void sub_lost(struct sl__rsentinel *se, const char *why)
     if (se->at == se->sub_at) /* the questions leave it too */
         rotate(se);
     uv_timer_start(&se->retry, on_retry, (uint64_t)sl__rbackoff_next(&se->bo), 0);
-    sl__rhealth_publish(se->st);
+    publish(se);
 }
 
 static void sub_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
@@ -420,26 +434,10 @@ static void on_retry(uv_timer_t *t)
 
 /* ------------------------------------------------------------ the store's side */
 
-bool sl__rsentinel_known(const struct sl__rstore *st)
-{
-    return st->sentinel == NULL || st->sentinel->known;
-}
-
 void sl__rsentinel_lost(struct sl__rstore *st)
 {
     if (st->sentinel != NULL && !st->closing)
         ask(st->sentinel);
-}
-
-void sl__rsentinel_publish(const struct sl__rstore *st, struct sl__rpub *p)
-{
-    const struct sl__rsentinel *se = st->sentinel;
-
-    p->sentinel_sub = se != NULL && se->subscribed;
-    p->failed = p->failed || (se != NULL && se->failed);
-    p->sentinel_at[0] = '\0';
-    if (se != NULL && se->subscribed)
-        sentinel_addr(se, se->sub_at, p->sentinel_at, sizeof(p->sentinel_at));
 }
 
 int sl__rsentinel_init(struct sl__rstore *st)
