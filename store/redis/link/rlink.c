@@ -117,6 +117,45 @@ static const char *errtext(int status)
     return status < 0 && status > -1000 ? strerror(-status) : uv_strerror(status);
 }
 
+/* ------------------------------------------------------------ the reader */
+
+/* hiredis 0.14 allocates an array's declared element count at once
+ * ("*811000000" is 6.5 GB of pointers), before anything is read: a
+ * server (or anyone on a clear-text path to it) could make sluiced
+ * allocate what it likes. The link's reader refuses an array larger than
+ * any reply Sluice reads (an error of the reader, as out of memory). */
+static redisReplyObjectFunctions bounded;
+static void *(*create_array)(const redisReadTask *, int);
+static uv_once_t bounded_once = UV_ONCE_INIT;
+
+static void *bounded_array(const redisReadTask *task, int elements)
+{
+    return elements > SL__RLINK_MAX_ELEMENTS ? NULL : create_array(task, elements);
+}
+
+static void bounded_init(void)
+{
+    redisReader *r = redisReaderCreate();
+
+    if (r == NULL)
+        return;
+    bounded = *r->fn;
+    create_array = bounded.createArray;
+    bounded.createArray = bounded_array;
+    redisReaderFree(r);
+}
+
+redisReader *sl__rlink_reader_new(void)
+{
+    redisReader *r;
+
+    uv_once(&bounded_once, bounded_init);
+    r = redisReaderCreate();
+    if (r != NULL && create_array != NULL)
+        r->fn = &bounded;
+    return r;
+}
+
 /* ------------------------------------------------------------ buffers */
 
 /* Room for n more bytes (grown to the most ever held, then reused). */
@@ -782,7 +821,7 @@ int sl__rlink_connect(struct sl__rlink *l, const char *host, int port)
     memcpy(l->host, host, strlen(host) + 1);
     l->port = port;
     s = calloc(1, sizeof(*s));
-    l->reader = redisReaderCreate();
+    l->reader = sl__rlink_reader_new();
     if (s == NULL || l->reader == NULL) {
         free(s);
         return SL_ENOMEM;

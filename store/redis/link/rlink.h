@@ -160,6 +160,12 @@ int sl__rlink_formatted(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, c
 int sl__rlink_argv(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, int argc,
                    const char **argv, const size_t *lens);
 
+/* A reply reader for a Redis connection: hiredis's, refusing an array of
+ * more than SL__RLINK_MAX_ELEMENTS elements (hiredis 0.14 allocates the
+ * declared count before reading any). Every link's reader is one. */
+#define SL__RLINK_MAX_ELEMENTS (1 << 20)
+redisReader *sl__rlink_reader_new(void);
+
 /* The one reconnection policy: exponential backoff from min_ms to max_ms,
  * each wait drawn in [wait/2, wait] so that many clients cut off together
  * do not come back together. */
