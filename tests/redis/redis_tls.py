@@ -25,9 +25,12 @@ channels; with the module loaded, its SLUICE.* commands too. Not CONFIG
 at info) and not MODULE. The default user is off: sluiced gets in as
 `sluice` or not at all; the tests themselves log in as `admin`.
 """
+import pathlib
 import subprocess
+import sys
 
-from conftest_tls import Pki  # noqa: F401 (tests/integration, on the path of sluiced_proc)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "integration"))
+from conftest_tls import Pki  # noqa: E402,F401 (tests/integration's)
 
 SLUICE_USER, SLUICE_PASSWORD = "sluice", "sluice-pw"
 ADMIN_USER, ADMIN_PASSWORD = "admin", "admin-pw"
@@ -80,10 +83,11 @@ class TlsFiles:
         return {"ssl": True, "ssl_ca_certs": self.ca, "ssl_certfile": self.client_cert,
                 "ssl_keyfile": self.client_key}
 
-    def cli_args(self):
-        """redis-cli's TLS."""
-        return ["--tls", "--cacert", self.ca, "--cert", self.client_cert,
-                "--key", self.client_key]
+    def cli_args(self, cert=True, ca=None):
+        """redis-cli's TLS: the client certificate when `cert`, the CA
+        file `ca` of the Pki (default: the one that signed the servers')."""
+        return (["--tls", "--cacert", self.pki.path(ca) if ca else self.ca]
+                + (["--cert", self.client_cert, "--key", self.client_key] if cert else []))
 
     def store_yaml(self, cert=True, ca="ca.pem", indent="    ", **more):
         """sluiced's `store.redis.tls` mapping (under `redis:`): the CA
@@ -100,20 +104,23 @@ class TlsFiles:
         return f"{indent}tls:\n" + "".join(f"{indent}  {k}: {v}\n" for k, v in keys.items())
 
 
-def cli_ping(tls, port, *more, tls_on=True):
-    """(exit code, its answer) of `redis-cli [TLS] -p port [more] ping`:
+def cli_ping(port, tls_args, *more):
+    """(exit code, its answer) of `redis-cli TLS_ARGS -p port [more] ping`:
     what it printed, its errors after (without the password warning)."""
-    r = subprocess.run(["redis-cli", "--no-auth-warning", *(tls.cli_args() if tls_on else []),
-                        "-h", "127.0.0.1", "-p", str(port), *more, "ping"],
-                       capture_output=True, timeout=10)
+    r = subprocess.run(["redis-cli", "--no-auth-warning", *tls_args, "-h", "127.0.0.1",
+                        "-p", str(port), *more, "ping"], capture_output=True, timeout=10)
     return r.returncode, (r.stdout + r.stderr).decode(errors="replace").strip()
 
 
 def assert_tls_only(tls, port, *auth):
     """The server at port answers PING over TLS with the client
-    certificate (redis-cli, not the code under test), and does not speak
-    clear text there."""
-    code, out = cli_ping(tls, port, *auth)
+    certificate (redis-cli, not the code under test); it does not answer
+    clear text, a client without a certificate (when it asks for one) or a
+    client that trusts another CA."""
+    code, out = cli_ping(port, tls.cli_args(), *auth)
     assert code == 0 and out == "PONG", out
-    code, out = cli_ping(tls, port, *auth, tls_on=False)
-    assert "PONG" not in out, out
+    assert "PONG" not in cli_ping(port, [], *auth)[1]
+    out = cli_ping(port, tls.cli_args(cert=False), *auth)[1]
+    assert ("PONG" in out) != tls.auth_clients, out
+    out = cli_ping(port, tls.cli_args(ca="other_ca.pem"), *auth)[1]
+    assert "PONG" not in out and "certificate verify failed" in out, out
