@@ -36,7 +36,11 @@ redis-py over RESP and with HTTP. The certificates are made by the test
     a CA that did not sign its certificate, `tls: {}` (the system's trust
     store), a `server_name` its certificate does not carry; it is
     accepted with `server_name: localhost` (a DNS SAN of its certificate)
-    and, with the wrong CA, with `verify: false`.
+    and, with the wrong CA, with `verify: false`;
+  - a client certificate the server does not accept (another CA signed
+    it), replaced on disk by a good one (renamed over it, as a rotation
+    does): the same sluiced process, not restarted, reconnects with the
+    new one and Redis decides again.
 
 The connection code is in store/redis/link/ (rlink.h). Timing figures are
 not measured here.
@@ -45,6 +49,7 @@ import json
 import os
 import random
 import re
+import shutil
 import time
 import urllib.request
 
@@ -406,3 +411,26 @@ def test_tls_empty_mapping_turns_tls_on(servers, tls):
     rds.client.config_resetstat()
     s = servers.sluiced("empty", rds, tls.store_yaml(cert=False, ca=None), wait_ready=False)
     refused_by_policy(s, rds, rds.port)
+
+
+def test_a_rotated_client_certificate_is_used_without_a_restart(servers, tls, tmp_path):
+    rds = servers.redis(tls)
+    rds.client.config_resetstat()
+    stranger = tls.pki.leaf("stranger", "sluice-client", "DNS:sluice-client", ca="other_ca")
+    admin = ("--user", ADMIN_USER, "--pass", ADMIN_PASSWORD)
+    out = cli_ping(rds.port, ["--tls", "--cacert", tls.ca, "--cert", stranger[0],
+                              "--key", stranger[1]], *admin)[1]
+    assert "PONG" not in out, out  # the server refuses that certificate (not sluiced's doing)
+    files = (tmp_path / "client.pem", tmp_path / "client.key")
+    for src, dst in zip(stranger, files):
+        shutil.copy(src, dst)
+    s = servers.sluiced("rotated", rds, tls.store_yaml(cert=False, cert_file=files[0],
+                                                       key_file=files[1]), wait_ready=False)
+    refused_by_policy(s, rds, rds.port)
+    pid = s.proc.pid
+    for src, dst in zip((tls.client_cert, tls.client_key), files):  # the rotation
+        shutil.copy(src, f"{dst}.new")
+        os.replace(f"{dst}.new", dst)
+    assert wait_until(s.ready, 15), s.log_text()
+    accepted(s, rds)
+    assert s.proc.pid == pid and s.proc.poll() is None  # the same process throughout
