@@ -26,6 +26,10 @@ redis-py over RESP and with HTTP. The certificates are made by the test
     and one with Redis over TLS gives the same replies, field by field;
   - rules written through node A's admin API reach node B over TLS
     (store.redis.rules_sync: EVAL, HGETALL, SUBSCRIBE);
+  - two sluiced with the hybrid store (store.type: hybrid) over TLS as
+    the ACL user: every worker connected, their counts reach Redis (its
+    keys hold what was admitted), a sliding_log limit decided through the
+    Redis path is exact across them;
   - a Redis that requires client certificates: a sluiced without
     `cert_file` is refused - its checks are answered by the failure
     policies (the reply says which), /readyz is not "ready", sluice_store_up
@@ -434,3 +438,49 @@ def test_a_rotated_client_certificate_is_used_without_a_restart(servers, tls, tm
     assert wait_until(s.ready, 15), s.log_text()
     accepted(s, rds)
     assert s.proc.pid == pid and s.proc.poll() is None  # the same process throughout
+
+
+HYBRID_RULES = """\
+domain: hy
+descriptors:
+  - key: fw
+    limits: [{algorithm: fixed_window, requests: 100, period: 1h}]
+  - key: log
+    limits: [{algorithm: sliding_log, requests: 10, period: 1h}]
+"""
+
+
+def test_hybrid_store_over_tls(servers, tls, tmp_path):
+    rds = servers.redis(tls)
+    store = f"""  type: hybrid
+  redis:
+    port: {rds.port}
+    user: {SLUICE_USER}
+    password: {SLUICE_PASSWORD}
+    timeout: {TIMEOUT_MS}ms
+{tls.store_yaml()}  hybrid:
+    sync_interval: 50ms
+    timeout: 200ms
+"""
+    fleet = []
+    for name in ("a", "b"):
+        d = tmp_path / name
+        d.mkdir()
+        fleet.append(SluicedProc(d, name, store, HYBRID_RULES, workers=1))
+    try:
+        for n in fleet:
+            assert wait_until(lambda: n.metric("sluice_store_hybrid_workers_connected") == 1, 10)
+        admitted = sum(fleet[i % 2].check("hy", "fw", "x") != "deny" for i in range(60))
+        assert admitted == 60  # under the limit: decided locally, every one admitted
+
+        def counted():  # the counters in Redis (not the reset markers, ":r")
+            keys = rds.client.keys("sluice:h1:*")
+            return sum(int(rds.client.get(k) or 0) for k in keys if not k.endswith(b":r"))
+        assert wait_until(lambda: counted() == 60, 10), counted()
+        assert all(n.metric("sluice_store_hybrid_sync_calls_total") > 0 for n in fleet)
+        verdicts = [fleet[i % 2].check("hy", "log", "y") for i in range(30)]
+        assert sum(v != "deny" for v in verdicts) == 10  # through Redis: exact
+        assert rds.refused() <= {"config|get"}, rds.refused()
+    finally:
+        for n in fleet:
+            n.stop()
