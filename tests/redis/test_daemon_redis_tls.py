@@ -16,7 +16,8 @@ redis-py over RESP and with HTTP. The certificates are made by the test
   - the harness itself: the server answers redis-cli over TLS with the
     client certificate, and refuses clear text, a client without a
     certificate and a client trusting another CA; the ACL user is refused
-    CONFIG, MODULE and what is not Sluice's;
+    CONFIG, MODULE and what is not Sluice's; docs/distributed.md gives
+    this very ACL;
   - for each engine (module, function, script): two sluiced over TLS as
     the ACL user admit together exactly the limit of every algorithm, no
     answer by a failure policy, Redis counted the engine's commands, and
@@ -51,6 +52,7 @@ not measured here.
 """
 import json
 import os
+import pathlib
 import random
 import re
 import shutil
@@ -60,8 +62,8 @@ import urllib.request
 import pytest
 import redis
 
-from redis_tls import (ADMIN_PASSWORD, ADMIN_USER, SLUICE_PASSWORD, SLUICE_USER, Pki, TlsFiles,
-                       acl_args, assert_tls_only, cli_ping)
+from redis_tls import (ADMIN_PASSWORD, ADMIN_USER, MODULE_COMMANDS, SLUICE_ACL, SLUICE_PASSWORD,
+                       SLUICE_USER, Pki, TlsFiles, acl_args, assert_tls_only, cli_ping)
 from sluiced_proc import RedisServer, SluicedProc, wait_until
 
 MODULE = os.environ.get("SL_REDIS_MODULE")
@@ -287,6 +289,14 @@ def test_the_harness_serves_only_tls_to_the_acl_user(servers, tls):
         assert bool(modules) == module, modules
         if module:
             assert mine.execute_command("SLUICE.VERSION")[0] == b"sluice-redis"
+
+
+def test_the_acl_of_the_docs_is_the_one_tested():
+    """docs/distributed.md "TLS to Redis" gives the ACL these tests grant."""
+    doc = (pathlib.Path(os.environ["SLUICE_SOURCE"]) / "docs" / "distributed.md").read_text()
+    words = " ".join(doc.split())
+    assert SLUICE_ACL.replace(f">{SLUICE_PASSWORD}", ">s3cret") in words
+    assert MODULE_COMMANDS in words
 
 
 @pytest.mark.parametrize("engine", ENGINES)
