@@ -45,8 +45,10 @@
 #define T0_NS      INT64_C(1750000000000000000)
 #define TIMEOUT_MS 200
 
-/* The ACL user of docs/distributed.md "TLS to Redis" (module: with the
- * module's commands, which Redis knows only once it is loaded). */
+/* The ACL user of docs/distributed.md "TLS to Redis", redis_tls.py's
+ * SLUICE_ACL (test_daemon_redis_tls.py checks the docs give that one);
+ * with the module, its commands too, which Redis knows only once it is
+ * loaded. */
 #define SLUICE_ACL                                                                                 \
     "user sluice on >sluice-pw resetkeys ~sluice:* ~sluice{* resetchannels &sluice:* -@all "       \
     "+evalsha +script|load +fcall +function|load +function|list +eval +get +mget +set +del "       \
