@@ -38,11 +38,42 @@ int rs_free_port(void)
     return port;
 }
 
+/* PING over TLS with redis-cli (the tests' hiredis has no TLS): answered,
+ * or refused for want of AUTH. */
+static bool tls_pong(const struct rs_server *s)
+{
+    char cmd[1024], out[256] = "";
+    const char *d = s->tls_dir;
+    FILE *p;
+    bool ok;
+
+    snprintf(cmd, sizeof(cmd),
+             "timeout 10 redis-cli --tls --cacert '%s/ca.pem' --cert '%s/client.pem' --key "
+             "'%s/client.key' "
+             "-h 127.0.0.1 -p %d ping 2>/dev/null",
+             d, d, d, s->port);
+    p = popen(cmd, "r");
+    if (p == NULL)
+        return false;
+    ok = fgets(out, sizeof(out), p) != NULL &&
+         (strncmp(out, "PONG", 4) == 0 || strstr(out, "NOAUTH") != NULL);
+    pclose(p);
+    return ok;
+}
+
 bool rs_wait_ready(const struct rs_server *s)
 {
     struct timespec nap = {0, 20 * 1000 * 1000};
 
     for (int i = 0; i < 250; i++) {
+        if (s->tls_dir != NULL) {
+            if (tls_pong(s))
+                return true;
+            if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
+                return false;
+            nanosleep(&nap, NULL);
+            continue;
+        }
         struct timeval tv = {0, 200 * 1000};
         redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
         if (c != NULL && c->err == 0) {
@@ -93,13 +124,29 @@ void rs_exec(const char **argv)
 
 static int spawn(struct rs_server *s)
 {
-    char port[16];
+    char port[16], files[3][1024];
     const char *argv[48] = {"redis-server", "--port",    port,       "--bind",
                             "127.0.0.1",    "--save",    "",         "--loglevel",
                             "warning",      "--logfile", "/dev/null"};
     size_t n = 11;
 
     snprintf(port, sizeof(port), "%d", s->port);
+    if (s->tls_dir != NULL) {
+        argv[2] = "0"; /* no clear-text port */
+        argv[n++] = "--tls-port";
+        argv[n++] = port;
+        snprintf(files[0], sizeof(files[0]), "%s/server.pem", s->tls_dir);
+        snprintf(files[1], sizeof(files[1]), "%s/server.key", s->tls_dir);
+        snprintf(files[2], sizeof(files[2]), "%s/ca.pem", s->tls_dir);
+        argv[n++] = "--tls-cert-file";
+        argv[n++] = files[0];
+        argv[n++] = "--tls-key-file";
+        argv[n++] = files[1];
+        argv[n++] = "--tls-ca-cert-file";
+        argv[n++] = files[2];
+        argv[n++] = "--tls-auth-clients";
+        argv[n++] = "yes";
+    }
     if (s->dir == NULL) {
         argv[n++] = "--appendonly";
         argv[n++] = "no";

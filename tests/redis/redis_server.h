@@ -12,6 +12,9 @@
  * libasan), redis-server runs with it preloaded, so a memory error in the
  * module aborts Redis and fails the test.
  *
+ * TLS: with tls_dir set, the server serves only TLS with the certificates
+ * tls_pki.h makes there, and asks for client certificates.
+ *
  * It does not skip anything: a missing redis-server binary fails the test
  * that asked for one. It does not clean up after a crashed test process
  * (the server dies with nothing to save; its port is free again).
@@ -28,6 +31,10 @@ struct rs_server {
     const char *opt, *val;    /* one extra option, or NULL */
     const char *dir;          /* with the AOF (appendonly yes) in this directory, or NULL */
     const char *const *extra; /* more arguments, NULL-ended, or NULL */
+    /* TLS only, on `port` (--port 0 --tls-port), a client certificate
+     * required, with the certificates of this directory (tls_pki.h);
+     * readiness is then asked with redis-cli --tls. NULL: clear text. */
+    const char *tls_dir;
 };
 
 /* Start one; SL_OK-style 0, or -1 (with a message on stderr). */
