@@ -11,7 +11,7 @@ CMAKE_GEN  = cmake -S . -Wno-dev
 # compilers see the code with -Wall -Wextra -Werror.
 MAIN_CC   ?= clang
 
-.PHONY: all deps deps-test deps-deb build run test test-sanitize bench soak fuzz format clean install deb
+.PHONY: all deps deps-test deps-deb build run test test-redis-tls test-sanitize bench soak fuzz format clean install deb
 
 all: build
 
@@ -47,6 +47,11 @@ run: build
 
 test: deps-test build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# TLS to Redis alone: the tests labelled redis_tls (also part of `make test`):
+# redis-server, Sentinel and Cluster serving only TLS with client certificates.
+test-redis-tls: deps-test build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L redis_tls
 
 # ASan+UBSan over the whole suite, then ThreadSanitizer over the threaded
 # tests (a separate build: TSan and ASan cannot share one).

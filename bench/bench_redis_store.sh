@@ -18,8 +18,13 @@
 # command warms up the same 100,000 keys, so every case is measured on a
 # steady keyspace (no dict growth) and every check writes its key.
 # Through sluiced: CL.THROTTLE (gcra) on sluiced with store.type: redis and
-# store.redis.engine module, function, script; Redis's CPU per decision and
-# its calls per decision (INFO commandstats) beside the rate.
+# store.redis.engine module, function, script; Redis's CPU per decision,
+# sluiced's own CPU per decision (its utime+stime) and Redis's calls per
+# decision (INFO commandstats) beside the rate. Then the same through a
+# TLS link to Redis (redis-server's --tls-port, certificates made here,
+# store.redis.tls with ca_file), and, with SL_BENCH_BEFORE set to another
+# build's sluiced, that binary in the same rounds (a before/after of a
+# change to the store: both measured against the same Redis, interleaved).
 #
 # Pinned as docs/benchmarks.md says: redis-server and sluiced on CPU 0,
 # redis-benchmark on CPU 1; 50 clients, 100,000 random keys, -P 16. Each
@@ -29,6 +34,9 @@
 #   script path (function, evalsha) Redis CPU per call <= 1.0 x the peer's
 #   decisions/s through sluiced with the module >= 1.0 x redis-benchmark
 #   calling the peer directly
+#   sluiced CPU per decision over TLS <= 1.25 x over clear text, per engine
+#   with SL_BENCH_BEFORE: sluiced and Redis CPU per decision <= 1.03 x the
+#   before binary's, per engine
 # It does not build anything and kills only the servers it started (by PID).
 set -euo pipefail
 build=${1:-build-release}
@@ -40,13 +48,27 @@ n_fast=${SL_BENCH_REQUESTS_FAST:-1000000} # INCR, the module
 n_lua=${SL_BENCH_REQUESTS_LUA:-300000}    # the Lua paths
 n_sl=${SL_BENCH_REQUESTS_P16:-1000000}    # through sluiced
 . "$here/lib.sh"
-bench_init bench_redis_store redis-server redis-benchmark redis-cli taskset python3
+bench_init bench_redis_store redis-server redis-benchmark redis-cli taskset python3 openssl
 for f in "$sluiced" "$module" "$lua_dir/redis_lua.c.eval.lua" "$lua_dir/redis_lua.c.fn.lua"; do
     [[ -e "$f" ]] || { echo "bench_redis_store: $f missing (build $build first)" >&2; exit 1; }
 done
 
+before=${SL_BENCH_BEFORE:-}
+[[ -z "$before" || -x "$before" ]] || { echo "bench_redis_store: SL_BENCH_BEFORE=$before is not a program" >&2; exit 1; }
+# A CA and a certificate for 127.0.0.1, for Redis's TLS port.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=bench-ca \
+    -keyout "$tmp/ca.key" -out "$tmp/ca.crt" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 \
+    -keyout "$tmp/redis.key" -out "$tmp/redis.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$tmp/ext"
+openssl x509 -req -in "$tmp/redis.csr" -CA "$tmp/ca.crt" -CAkey "$tmp/ca.key" -CAcreateserial \
+    -days 2 -extfile "$tmp/ext" -out "$tmp/redis.crt" 2>/dev/null
+
 rd_port=$(free_port)
+tls_port=$(free_port)
 taskset -c 0 redis-server --port "$rd_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --tls-port "$tls_port" --tls-cert-file "$tmp/redis.crt" --tls-key-file "$tmp/redis.key" \
+    --tls-ca-cert-file "$tmp/ca.crt" --tls-auth-clients no \
     --dir "$tmp" --logfile "$tmp/redis.log" --loadmodule "$module" &
 rd_pid=$!
 pids+=("$rd_pid")
@@ -107,19 +129,21 @@ calls() {
     echo "${c:-0}"
 }
 
-# sluiced with store.redis.engine $1 on CPU 0, its RESP port in $sl_port;
-# ready once Redis decides through $2 (its engine's command) and a fresh
-# key gets redis-cell's README answer.
+# sluiced ($3: its binary) with store.redis.engine $1 on CPU 0, over TLS
+# when $4 is "tls", its RESP port in $sl_port; ready once Redis decides
+# through $2 (its engine's command) and a fresh key gets redis-cell's
+# README answer.
 start_sluiced() {
-    local reply c0
+    local reply c0 redis="port: $rd_port"
     sl_port=$(free_port)
+    [[ "${4:-}" == tls ]] && redis="port: $tls_port, tls: {ca_file: $tmp/ca.crt}"
     cat >"$tmp/sluice-$1.yaml" <<YAML
 listeners: [{address: 127.0.0.1, port: $sl_port, protocols: [resp]}]
 workers: 1
-store: {type: redis, redis: {port: $rd_port, engine: $1, timeout: 2s, max_in_flight: 4096}}
+store: {type: redis, redis: {$redis, engine: $1, timeout: 2s, max_in_flight: 4096}}
 log: {level: warn}
 YAML
-    taskset -c 0 "$sluiced" -c "$tmp/sluice-$1.yaml" 2>"$tmp/sluiced-$1.log" &
+    taskset -c 0 "$3" -c "$tmp/sluice-$1.yaml" 2>"$tmp/sluiced-$1.log" &
     sl_pid=$!
     wait_redis "$sl_port"
     for i in $(seq 200); do
@@ -133,20 +157,23 @@ YAML
 }
 stop_sluiced() { kill "$sl_pid"; wait "$sl_pid" 2>/dev/null || true; }
 
-# through ENGINE CMD -> "rps redis_us_per_decision calls_per_decision"
+# through ENGINE CMD BINARY [tls] -> "rps redis_us_per_decision
+# calls_per_decision sluiced_us_per_decision"
 through() {
-    local engine=$1 cmd=$2 t0 t1 c0 c1 rps
-    start_sluiced "$engine" "$cmd"
+    local engine=$1 cmd=$2 t0 t1 s0 s1 c0 c1 rps
+    start_sluiced "$engine" "$cmd" "$3" "${4:-}"
     rcli FLUSHALL >/dev/null
     run "$sl_port" $((n_sl / 4)) CL.THROTTLE key:__rand_int__ 15 30 60 >/dev/null
     c0=$(calls "$cmd")
     t0=$(ticks "$rd_pid")
+    s0=$(ticks "$sl_pid")
     rps=$(run "$sl_port" "$n_sl" CL.THROTTLE key:__rand_int__ 15 30 60)
     t1=$(ticks "$rd_pid")
+    s1=$(ticks "$sl_pid")
     c1=$(calls "$cmd")
     stop_sluiced
-    awk -v r="$rps" -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$n_sl" \
-        -v c=$((c1 - c0)) 'BEGIN { printf "%s %.3f %.3f\n", r, d / hz * 1e6 / n, c / n }'
+    awk -v r="$rps" -v d=$((t1 - t0)) -v s=$((s1 - s0)) -v hz="$(getconf CLK_TCK)" -v n="$n_sl" \
+        -v c=$((c1 - c0)) 'BEGIN { printf "%s %.3f %.3f %.3f\n", r, d / hz * 1e6 / n, c / n, s / hz * 1e6 / n }'
 }
 
 rounds=${SL_BENCH_ROUNDS:-3}
@@ -161,10 +188,21 @@ for _ in $(seq "$rounds"); do
     cpus[peer_rps]+=" $(run "$rd_port" "$n_lua" EVALSHA "$peer" 1 tb:__rand_int__ 15 0.5)"
     for e in module function script; do
         cmd=$([[ $e == module ]] && echo SLUICE.CHECK || { [[ $e == function ]] && echo fcall || echo evalsha; })
-        read -r rps us per < <(through "$e" "$cmd")
+        read -r rps us per sus < <(through "$e" "$cmd" "$sluiced")
         cpus[sl_$e]+=" $rps"
         cpus[sl_us_$e]+=" $us"
         cpus[sl_per_$e]+=" $per"
+        cpus[sl_own_$e]+=" $sus"
+        read -r rps us per sus < <(through "$e" "$cmd" "$sluiced" tls)
+        cpus[tls_$e]+=" $rps"
+        cpus[tls_us_$e]+=" $us"
+        cpus[tls_own_$e]+=" $sus"
+        if [[ -n "$before" ]]; then
+            read -r rps us per sus < <(through "$e" "$cmd" "$before")
+            cpus[before_$e]+=" $rps"
+            cpus[before_us_$e]+=" $us"
+            cpus[before_own_$e]+=" $sus"
+        fi
     done
 done
 med() { median ${cpus[$1]}; }
@@ -189,4 +227,21 @@ r=$(ratio "$(med sl_module)" "$peer_rps")
 echo "redis_store_module_vs_peer_direct $r x $(at_least "$r" 1.0) target>=1.0"
 for e in function script; do
     echo "redis_store_${e}_vs_peer_direct $(ratio "$(med "sl_$e")" "$peer_rps") x"
+done
+for e in module function script; do
+    echo "redis_store_${e}_sluiced_cpu_us_per_decision $(med "sl_own_$e") us"
+    echo "redis_store_${e}_tls_p16 $(med "tls_$e") decisions/s"
+    echo "redis_store_${e}_tls_sluiced_cpu_us_per_decision $(med "tls_own_$e") us"
+    echo "redis_store_${e}_tls_redis_cpu_us_per_decision $(med "tls_us_$e") us"
+    r=$(ratio "$(med "tls_own_$e")" "$(med "sl_own_$e")")
+    echo "redis_store_${e}_tls_vs_clear_sluiced_cpu $r x $(at_most "$r" 1.25) target<=1.25"
+    if [[ -n "$before" ]]; then
+        echo "redis_store_${e}_before_p16 $(med "before_$e") decisions/s"
+        echo "redis_store_${e}_before_sluiced_cpu_us_per_decision $(med "before_own_$e") us"
+        echo "redis_store_${e}_before_redis_cpu_us_per_decision $(med "before_us_$e") us"
+        r=$(ratio "$(med "sl_own_$e")" "$(med "before_own_$e")")
+        echo "redis_store_${e}_after_vs_before_sluiced_cpu $r x $(at_most "$r" 1.03) target<=1.03"
+        r=$(ratio "$(med "sl_us_$e")" "$(med "before_us_$e")")
+        echo "redis_store_${e}_after_vs_before_redis_cpu $r x $(at_most "$r" 1.03) target<=1.03"
+    fi
 done

@@ -9,14 +9,12 @@
  * detection, a MOVED/ASK redirection, a CLUSTER SLOTS map,
  * maxmemory-policy and a sentinel's master address. Checks that each
  * answers within its documented codes and writes inside its outputs.
- * It does not reach the connection code (redis_conn.c, which only routes
- * replies to these readers).
- *
- * hiredis 0.14 allocates an array's declared element count at once
- * ("*811000000" is 6.5 GB): that is hiredis, before any of the store's
- * code, so the driver's reader refuses arrays of more than MAX_ELEMENTS
- * (an error reply of the reader, as out of memory would be) instead of
- * stopping at libFuzzer's memory limit.
+ * The reader is the Redis link's own (sl__rlink_reader_new,
+ * store/redis/link/rlink.h), which refuses arrays of more than
+ * SL__RLINK_MAX_ELEMENTS: hiredis 0.14 allocates an array's declared
+ * element count at once ("*811000000" is 6.5 GB), and the link keeps a
+ * server from making sluiced do that. It does not reach the connection
+ * code (redis_conn.c, which only routes replies to these readers).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -34,16 +32,6 @@ static struct sl__redis_cmd cmd;
 static struct sl_limit limits[3];
 static struct sl_match match[2];
 static struct sl__cmap map;
-
-#define MAX_ELEMENTS 65536 /* more than any reply the store reads (CLUSTER SLOTS: 16384) */
-
-static redisReplyObjectFunctions bounded;
-static void *(*create_array)(const redisReadTask *, int);
-
-static void *bounded_array(const redisReadTask *task, int elements)
-{
-    return elements > MAX_ELEMENTS ? NULL : create_array(task, elements);
-}
 
 /* Once: a check of two descriptors, the second with a concurrency limit
  * (a lease in the reply). */
@@ -123,14 +111,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (plan.n_items == 0)
         make_plan();
     sl__cmap_init(&map);
-    rd = redisReaderCreate();
+    rd = sl__rlink_reader_new(); /* the Redis link's: bounded arrays */
     CHECK(rd != NULL);
-    if (create_array == NULL) {
-        bounded = *rd->fn;
-        create_array = bounded.createArray;
-        bounded.createArray = bounded_array;
-    }
-    rd->fn = &bounded;
     /* in two pieces, as reads arrive */
     CHECK(redisReaderFeed(rd, (const char *)data, size / 2) == REDIS_OK);
     CHECK(redisReaderFeed(rd, (const char *)data + size / 2, size - size / 2) == REDIS_OK);

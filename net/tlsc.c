@@ -37,7 +37,8 @@ struct sl__tlsc {
     SSL *ssl;
     BIO *rbio, *wbio; /* ciphertext in (from the socket) and out (to it) */
     struct sl__tlsc_slot *slot;
-    bool verify; /* the context verifies: a verification result is a reason */
+    bool verify;  /* the context verifies: a verification result is a reason */
+    char why[96]; /* OpenSSL's reason for the last failed read, "" none */
 };
 
 /* ------------------------------------------------------------ contexts */
@@ -305,6 +306,11 @@ int sl__tlsc_handshake(struct sl__tlsc *tc, enum sl__tlsc_fail *why)
     return -1;
 }
 
+const char *sl__tlsc_why(const struct sl__tlsc *tc)
+{
+    return tc->why[0] != '\0' ? tc->why : "TLS record error";
+}
+
 bool sl__tlsc_resumed(const struct sl__tlsc *tc)
 {
     return SSL_session_reused(tc->ssl) == 1;
@@ -320,6 +326,10 @@ long sl__tlsc_read(struct sl__tlsc *tc, void *dst, size_t cap)
     err = SSL_get_error(tc->ssl, 0);
     if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
         return 0;
+    if (err != SSL_ERROR_ZERO_RETURN) {
+        const char *r = ERR_reason_error_string(ERR_peek_last_error());
+        snprintf(tc->why, sizeof(tc->why), "%s", r != NULL ? r : "TLS record error");
+    }
     ERR_clear_error();
     return err == SSL_ERROR_ZERO_RETURN ? -1 : -2;
 }

@@ -91,6 +91,10 @@ bool sl__tlsc_resumed(const struct sl__tlsc *tc);
 /* Plaintext into dst[0..cap): bytes (> 0), 0 when nothing more is
  * readable now, -1 the server closed TLS (close_notify), -2 an error. */
 long sl__tlsc_read(struct sl__tlsc *tc, void *dst, size_t cap);
+/* OpenSSL's reason for the last read that returned -2 (e.g. "tlsv13
+ * alert certificate required": a server refusing a client without a
+ * certificate says so only after the client's side of the handshake). */
+const char *sl__tlsc_why(const struct sl__tlsc *tc);
 /* Plaintext to send (all of it encrypted): 0, or -1 on error. */
 int sl__tlsc_write(struct sl__tlsc *tc, const void *p, size_t n);
 /* Ciphertext waiting to be sent, and taking up to `cap` of it. */

@@ -8,9 +8,12 @@
  * on a pooled request slot or - breaker open, nothing connected,
  * max_in_flight reached - answered at once by the domain's failure policy.
  *
- * It does not manage connections (redis_conn.c), run a call
+ * It does not start a call (redis_start.c), split one over slots
+ * (redis_fan.c), manage connections (redis_conn.c), run a call
  * (redis_call.c), make answers without Redis (redis_answer.c) or build
- * commands (redis_plan.c). Allocation per request: none of its own
+ * commands (redis_plan.c). It is the top floor of store/redis/: it wires
+ * the upward reports of the rooms below (struct sl__rup), so that no call
+ * goes back up. Allocation per request: none of its own
  * (hiredis formats and queues each command in memory it allocates).
  */
 #include <stddef.h>
@@ -37,146 +40,16 @@ static enum sl__redis_policy policy_for(const struct sl__rstore *st, struct sl_s
     return st->cfg.policy;
 }
 
-/* Ad hoc limits (no rules snapshot, e.g. CL.THROTTLE's, which its caller
- * reuses, or a request's own limit override) are copied into the slot so
- * the reply reports stable ones. */
-static int own_limits(struct sl__rreq *q)
-{
-    size_t n = 0;
-    struct sl__redis_plan *p = &q->plan;
-
-    for (size_t s = 0; s < p->n_slots; s++) {
-        size_t k = 0;
-        while (k < n && memcmp(&q->own[k], p->slots[s].l, sizeof(q->own[k])) != 0)
-            k++;
-        if (k == n) {
-            if (n == SL_MAX_LIMITS)
-                return SL_ETOOBIG;
-            q->own[n++] = *p->slots[s].l;
-        }
-        p->item_l[p->slots[s].item] = &q->own[k];
-        p->slots[s].l = &q->own[k];
-    }
-    return SL_OK;
-}
-
-/* Does a descriptor bring its own limit (Envoy's override)? The request's
- * memory is the caller's for the start call only. */
-static bool brings_limits(const struct sl_request *req)
-{
-    for (size_t i = 0; req->descriptors != NULL && i < req->n_descriptors; i++)
-        if (req->descriptors[i].limit != NULL)
-            return true;
-    return false;
-}
-
-/* Take a slot and fill it for `call`; the caller sends it. */
-static struct sl__rreq *take_slot(struct sl__rstore *st, const struct sl__rstart *call)
-{
-    struct sl__rreq *q = st->free_reqs;
-
-    st->free_reqs = q->next_free;
-    q->busy = true;
-    q->answered = false;
-    q->retried = false;
-    q->redirects = 0;
-    q->fan = NULL;
-    q->kind = call->kind;
-    q->policy = call->pol;
-    q->cb = call->cb;
-    q->arg = call->arg;
-    q->rules = call->rules != NULL ? sl_rules_ref((sl_rules *)(uintptr_t)call->rules) : NULL;
-    q->fin = *call->fin;
-    memcpy(&q->plan, &st->plan, sizeof(st->plan));
-    SL__CNT(st, in_flight, 1);
-    return q;
-}
-
-/* Redis Cluster: the node of the plan's slot (in *slot), or -1 when its
- * items hash to several slots. Without cluster: node 0. */
-static int plan_node(const struct sl__rstore *st, const struct sl__redis_plan *p, unsigned *slot)
-{
-    *slot = 0;
-    if (!st->cfg.cluster || p->n_items == 0)
-        return 0;
-    *slot = sl__rroute_item_slot(st, 0);
-    for (size_t k = 1; k < p->n_items; k++)
-        if (sl__rroute_item_slot(st, k) != *slot)
-            return -1;
-    return (int)sl__rroute_node(st, *slot);
-}
-
-int sl__rstore_start(struct sl__rstore *st, const struct sl__rstart *call)
-{
-    struct sl__redis_plan *p = &st->plan;
-    uint64_t hash[SL__REDIS_MAX_ITEMS];
-    enum sl__rreq_kind kind = call->kind;
-    const struct sl_request *req = call->req;
-    const struct sl__rfinish *fin = call->fin;
-    struct sl__rfan *fan = call->fan;
-    bool peek = kind != SL__RQ_CHECK || fin->rv.deny_all;
-    struct sl__rreq *q;
-    struct sl__rconn *c;
-    unsigned slot;
-    int node;
-    enum sl__redis_op op = kind == SL__RQ_RESET ? SL__REDIS_RESET
-                           : peek               ? SL__REDIS_PEEK
-                                                : SL__REDIS_CHECK;
-    int rc = sl__redis_plan_build(
-        &st->cfg.opts,
-        &(struct sl__redis_plan_in){.op = op, .req = req, .m = call->m, .n = call->n}, p, &st->cmd);
-
-    if (rc != SL_OK)
-        return rc;
-    node = plan_node(st, p, &slot);
-    if (node < 0 && fan == NULL) /* several slots: one call per slot */
-        return sl__rfan_start(st, call);
-    if (node < 0)
-        return SL_EINVAL; /* a group spans slots: cannot happen (one tag per descriptor) */
-    if (fan == NULL)
-        SL__CNT(st, checks, 1);
-    for (size_t k = 0; st->olc != NULL && k < p->n_items; k++)
-        hash[k] =
-            sl__olc_hash(st, st->cmd.argv[SL__REDIS_KEY0 + k], st->cmd.argvlen[SL__REDIS_KEY0 + k]);
-    if (!peek && !fin->quota_any && sl__ranswer_olc(st, p, hash, call))
-        return SL_OK;
-    c = sl__rconn_available(st) ? sl__rconn_pick_node(st, (unsigned)node) : NULL;
-    if (c == NULL || st->free_reqs == NULL) {
-        if (st->free_reqs == NULL)
-            SL__CNT(st, overflow, 1);
-        else
-            SL__CNT(st, unavailable, 1);
-        if (c == NULL)
-            sl__rroute_stale(st); /* a failed-over master: ask who serves the slot now */
-        if (kind == SL__RQ_RESET)
-            return SL_EFULL;
-        sl__ranswer_policy(st, call->pol, p, call, peek);
-        return SL_OK;
-    }
-    q = take_slot(st, call);
-    q->now_ns = req->now_ns;
-    q->fan = fan;
-    q->fan_group = call->group;
-    if (st->olc != NULL)
-        memcpy(q->item_hash, hash, sizeof(hash[0]) * p->n_items);
-    rc = call->rules == NULL || brings_limits(req) ? own_limits(q) : SL_OK;
-    /* A cross-slot check's group keeps its request: a refund is built from it. */
-    if (rc == SL_OK &&
-        (call->pol == SL__POLICY_LOCAL || fin->quota_any || (fan != NULL && kind == SL__RQ_CHECK)))
-        rc = sl__rcall_keep(q, req, call->m, call->n);
-    for (size_t k = 0; rc == SL_OK && kind == SL__RQ_RESET && k < p->n_items; k++)
-        sl__olc_forget(st, sl__olc_hash(st, st->cmd.argv[SL__REDIS_KEY0 + k],
-                                        st->cmd.argvlen[SL__REDIS_KEY0 + k]));
-    if (rc == SL_OK)
-        rc = sl__rroute_lease_prefix(st, p, slot);
-    if (rc == SL_OK)
-        rc = sl__rcall_send(st, q, c);
-    if (rc != SL_OK)
-        sl__rcall_release(q); /* nothing started: the caller gets rc */
-    return rc;
-}
-
 /* ------------------------------------------------------------- ops */
+
+/* One call, or one per slot when its descriptors hash to several
+ * (Redis Cluster): redis_fan.c splits it and starts each group. */
+static int start(struct sl__rstore *st, const struct sl__rstart *call)
+{
+    int rc = sl__rstore_start(st, call);
+
+    return rc == SL__RSTART_SPANS ? sl__rfan_start(st, call) : rc;
+}
 
 /* With a rules snapshot, resolve as sl_limiter_check does (matching,
  * Envoy `replaces`, requests_per_unit: 0); Envoy quota_mode's second
@@ -198,7 +71,7 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
     if (q->rules == NULL) {
         call.m = q->m;
         call.n = q->n;
-        return sl__rstore_start(of(s), &call);
+        return start(of(s), &call);
     }
     rc = sl__rules_resolve(q->rules, req, m, &fin.rv);
     if (rc != SL_OK)
@@ -213,7 +86,7 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
     call.m = m;
     call.n = req->n_descriptors;
     call.rules = q->rules;
-    return sl__rstore_start(of(s), &call);
+    return start(of(s), &call);
 }
 
 static int check(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
@@ -229,37 +102,6 @@ static int peek(struct sl__store *s, const struct sl__store_req *q, sl__store_cb
 static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg)
 {
     return run(s, q, SL__RQ_RESET, cb, arg);
-}
-
-int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
-                       sl__store_cb cb, void *arg)
-{
-    struct sl__rconn *c = NULL;
-    struct sl__rreq *q = st->free_reqs;
-    struct sl__rfinish fin;
-    const struct sl__rstart call = {
-        .kind = SL__RQ_RELEASE, .fin = &fin, .pol = st->cfg.policy, .cb = cb, .arg = arg};
-    int rc = sl__redis_release_build(&st->cfg.opts, lease, len, now_ns, &st->cmd);
-
-    if (rc != SL_OK)
-        return rc;
-    /* Cluster: the slot of the leases (one slot here: a token naming
-     * several is split by sl__rfan_release). */
-    if (sl__rconn_available(st))
-        c = sl__rconn_pick_node(st, sl__rroute_node(st, sl__rroute_item_slot(st, 0)));
-    SL__CNT(st, checks, 1);
-    if (c == NULL || q == NULL)
-        return SL_EFULL; /* the leases are in Redis: nothing local to free */
-    memset(&fin, 0, sizeof(fin));
-    st->plan.n_items = 0;
-    st->plan.n_desc = 0;
-    st->plan.n_slots = 0;
-    q = take_slot(st, &call);
-    q->now_ns = now_ns;
-    rc = sl__rcall_send(st, q, c);
-    if (rc != SL_OK)
-        sl__rcall_release(q);
-    return rc;
 }
 
 static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
@@ -284,7 +126,8 @@ static void store_free(struct sl__store *s)
     sl__rconn_close_all(st); /* pending calls come back NULL: slots freed */
     sl__rsentinel_close(st);
     sl__rroute_close(st);
-    sl__rev_close(st);
+    sl__rlink_group_free(st->group); /* after its links: their writes are done */
+    st->group = NULL;
     for (unsigned i = 0; st->reqs != NULL && i < st->cfg.max_in_flight; i++)
         uv_close((uv_handle_t *)&st->reqs[i].timer, on_req_closed);
     uv_run(st->loop, UV_RUN_NOWAIT); /* complete the closes */
@@ -298,6 +141,7 @@ static void store_free(struct sl__store *s)
     if (st->pub_ready)
         sl__rhealth_close(st);
     sl__rshared_free(st->own_shared);
+    sl__rlink_tls_close(&st->tls);
     free(st);
 }
 
@@ -323,6 +167,30 @@ static int validate_config(const struct sl__redis_config *c)
     if ((c->sentinels[0] != '\0') != (c->master_name[0] != '\0') ||
         (c->sentinels[0] != '\0' && c->cluster))
         return SL_EINVAL; /* Sentinel needs both, and is not for a cluster */
+    return SL_OK;
+}
+
+/* The link's settings every connection of the store shares, and TLS. */
+static int link_init(struct sl__rstore *st)
+{
+    st->group = sl__rlink_group_new(st->loop);
+    if (st->group == NULL)
+        return SL_ENOMEM;
+    st->link.user = st->cfg.user;
+    st->link.password = st->cfg.password;
+    /* no connect timeout of the link's: a data connection's probe timer
+     * (redis_conn.c) bounds its connection and its detection together */
+    if (st->cfg.tls.on) {
+        if (sl__rlink_tls_init(&st->tls, &st->cfg.tls) != SL_OK) {
+            sl__rlog(st, SL__SLOG_ERROR, "store.tls_failed", "%s", st->tls.why);
+            return SL_EINVAL;
+        }
+        st->link.tls = &st->tls;
+    }
+    st->sentinel_link = st->link;
+    st->sentinel_link.user = st->sentinel_link.password = NULL;
+    st->sentinel_link.connect_timeout_ms =
+        st->cfg.timeout_ms * 20 < 200 ? 200 : st->cfg.timeout_ms * 20;
     return SL_OK;
 }
 
@@ -379,8 +247,14 @@ int sl__store_redis_new_logged(const struct sl__store_env *env, const struct sl_
         q->next_free = st->free_reqs;
         st->free_reqs = q;
     }
-    sl__rev_init(st);
-    rc = sl__rroute_init(st);
+    /* what the lower rooms report upward, by pointer (redis_int.h) */
+    st->up.master_moved = sl__rconn_retarget;
+    st->up.conn_ready = sl__rroute_kick;
+    st->up.conn_lost = sl__rroute_stale;
+    st->up.group_reply = sl__rfan_note_reply;
+    rc = link_init(st);
+    if (rc == SL_OK)
+        rc = sl__rroute_init(st);
     if (rc == SL_OK)
         rc = sl__rfan_init(st);
     if (rc == SL_OK)
@@ -437,9 +311,3 @@ void sl__store_redis_stats(const struct sl__store *s, struct sl__redis_stats *ou
 }
 
 /* Ready for /readyz. Any thread. */
-bool sl__store_redis_ready(const struct sl__store *s)
-{
-    const struct sl__rcounters *c = &of(s)->ctr;
-
-    return LOAD(breaker) == SL__BREAKER_CLOSED && LOAD(conns_ready) > 0;
-}

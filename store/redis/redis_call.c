@@ -145,15 +145,14 @@ static bool on_reply_ok(struct sl__rreq *q, redisReply *r)
         return false;
     }
     if (rc == SL_OK && q->fan != NULL)
-        sl__rfan_note_reply(q, &res, now_us);
+        q->st->up.group_reply(q, &res, now_us);
     answer(q, rc, rc == SL_OK ? &res : NULL);
     return false;
 }
 
-static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
+static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__rreq *q = priv;
-    redisReply *r = reply;
 
     if (q->st->closing) {
         sl__rcall_release(q);
@@ -168,7 +167,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
         q->retried = true;
         SL__CNT(q->st, noscript, 1);
         sl__rconn_reload(q->conn, r->str[0] != 'N'); /* NOSCRIPT, or Function not found */
-        if (redisAsyncFormattedCommand(ac, on_reply, q, q->fmt, q->fmt_len) == REDIS_OK)
+        if (sl__rlink_formatted(l, on_reply, q, q->fmt, q->fmt_len) == SL_OK)
             return;
     }
     if (r != NULL && sl__redis_is_nomodule(r))
@@ -256,7 +255,7 @@ int sl__rcall_send(struct sl__rstore *st, struct sl__rreq *q, struct sl__rconn *
         return SL_ENOMEM;
     q->fmt_len = (size_t)len;
     q->conn = c;
-    if (redisAsyncFormattedCommand(c->ac, on_reply, q, q->fmt, q->fmt_len) != REDIS_OK) {
+    if (sl__rlink_formatted(c->link, on_reply, q, q->fmt, q->fmt_len) != SL_OK) {
         redisFreeCommand(q->fmt);
         q->fmt = NULL;
         return SL_EFULL;

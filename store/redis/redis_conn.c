@@ -55,6 +55,16 @@
 static void schedule(struct sl__rconn *c, int64_t wait_ms);
 static void drop(struct sl__rconn *c, const char *why);
 
+/* The wait before the next attempt: the breaker's hold when it opened,
+ * else the backoff (link/rlink.h: the one policy). */
+static int64_t next_wait(struct sl__rconn *c)
+{
+    int64_t hold = c->hold_ms;
+
+    c->hold_ms = 0;
+    return hold > 0 ? hold : sl__rbackoff_next(&c->bo);
+}
+
 static int64_t now_ms(const struct sl__rstore *st)
 {
     return (int64_t)uv_now(st->loop);
@@ -150,18 +160,17 @@ static void probed(struct sl__rconn *c, const char *why)
     c->state = SL__RC_READY;
     c->failed = false;
     c->why[0] = '\0';
-    c->backoff_ms = st->cfg.backoff_min_ms;
+    sl__rbackoff_reset(&c->bo);
     sl__rconn_success(st, c->node);
     count_ready(st);
     if (st->cfg.cluster)
-        sl__rroute_kick(st);
+        st->up.conn_ready(st);
 }
 
 /* One detection reply: engine `e` is offered when `ok`. */
-static void probe_reply(redisAsyncContext *ac, redisReply *r, struct sl__rconn *c,
-                        enum sl__redis_engine e, bool ok)
+static void probe_reply(redisReply *r, struct sl__rconn *c, enum sl__redis_engine e, bool ok)
 {
-    if (c->st->closing || r == NULL || c->ac != ac || c->probes == 0)
+    if (c->st->closing || r == NULL || c->probes == 0)
         return;
     if (ok)
         c->engines |= (uint8_t)(1u << e);
@@ -170,19 +179,19 @@ static void probe_reply(redisAsyncContext *ac, redisReply *r, struct sl__rconn *
 }
 
 /* SLUICE.VERSION: ["sluice-redis", version, protocol]. */
-static void on_module(redisAsyncContext *ac, void *reply, void *priv)
+static void on_module(struct sl__rlink *l, redisReply *reply, void *priv)
 {
     redisReply *r = reply;
     bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
               r->element[2]->type == REDIS_REPLY_INTEGER &&
               r->element[2]->integer == SL__REDIS_MODULE_PROTOCOL;
 
-    probe_reply(ac, r, priv, SL__ENGINE_MODULE, ok);
+    probe_reply(r, priv, SL__ENGINE_MODULE, ok);
 }
 
 /* FUNCTION LOAD: the library's name, or "already exists" (the same code:
  * its name is a hash of it). */
-static void on_function(redisAsyncContext *ac, void *reply, void *priv)
+static void on_function(struct sl__rlink *l, redisReply *reply, void *priv)
 {
     redisReply *r = reply;
     bool ok =
@@ -190,7 +199,7 @@ static void on_function(redisAsyncContext *ac, void *reply, void *priv)
                       (r->type == REDIS_REPLY_ERROR && strstr(r->str, "already exists") != NULL &&
                        strstr(r->str, sl__redis_fn_name) != NULL));
 
-    probe_reply(ac, r, priv, SL__ENGINE_FUNCTION, ok);
+    probe_reply(r, priv, SL__ENGINE_FUNCTION, ok);
 }
 
 /* FUNCTION LIST LIBRARYNAME <name>: an array of libraries, each a flat
@@ -216,30 +225,30 @@ static bool library_listed(const redisReply *r)
  * the question refused (an ACL that grants FUNCTION LOAD only): load it,
  * on_function answers for the engine. A Redis without FUNCTION (before 7)
  * offers none: the library is not sent to it. */
-static void on_function_list(redisAsyncContext *ac, void *reply, void *priv)
+static void on_function_list(struct sl__rlink *l, redisReply *reply, void *priv)
 {
     struct sl__rconn *c = priv;
     redisReply *r = reply;
 
-    if (c->st->closing || r == NULL || c->ac != ac || c->probes == 0)
+    if (c->st->closing || r == NULL || c->probes == 0)
         return;
     if (library_listed(r) ||
         (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ERR unknown command", 19) == 0)) {
-        probe_reply(ac, r, c, SL__ENGINE_FUNCTION, r->type != REDIS_REPLY_ERROR);
+        probe_reply(r, c, SL__ENGINE_FUNCTION, r->type != REDIS_REPLY_ERROR);
         return;
     }
-    if (redisAsyncCommand(ac, on_function, c, "FUNCTION LOAD %b", sl__redis_fn, sl__redis_fn_len) !=
-        REDIS_OK)
-        probe_reply(ac, r, c, SL__ENGINE_FUNCTION, false);
+    if (sl__rlink_command(l, on_function, c, "FUNCTION LOAD %b", sl__redis_fn, sl__redis_fn_len) !=
+        SL_OK)
+        probe_reply(r, c, SL__ENGINE_FUNCTION, false);
 }
 
 /* SCRIPT LOAD: the script's SHA-1, which calls name. */
-static void on_script(redisAsyncContext *ac, void *reply, void *priv)
+static void on_script(struct sl__rlink *l, redisReply *reply, void *priv)
 {
     redisReply *r = reply;
     bool ok = r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, sl__redis_lua_sha) == 0;
 
-    probe_reply(ac, r, priv, SL__ENGINE_SCRIPT, ok);
+    probe_reply(r, priv, SL__ENGINE_SCRIPT, ok);
 }
 
 /* CONFIG GET maxmemory-policy. Any policy but noeviction may evict state
@@ -247,14 +256,14 @@ static void on_script(redisAsyncContext *ac, void *reply, void *priv)
  * per address for the process (reconnections and workers share the line);
  * noeviction seen again clears it, so that a later change is said again.
  * A refused or renamed CONFIG is no failure: said once, at info. */
-static void on_policy(redisAsyncContext *ac, void *reply, void *priv)
+static void on_policy(struct sl__rlink *l, redisReply *reply, void *priv)
 {
     struct sl__rconn *c = priv;
     redisReply *r = reply;
     char addr[SL__CLUSTER_HOST_MAX + 8], key[SL__CLUSTER_HOST_MAX + 32], name[72];
     enum sl__redis_evict e;
 
-    if (c->st->closing || r == NULL || c->ac != ac)
+    if (c->st->closing || r == NULL)
         return;
     e = sl__redis_policy_read(r, name, sizeof(name));
     sl__rnode_addr(c->st, c->node, addr, sizeof(addr));
@@ -281,52 +290,32 @@ static void on_policy(redisAsyncContext *ac, void *reply, void *priv)
 static void probe(struct sl__rconn *c)
 {
     enum sl__redis_engine want = c->st->cfg.engine;
-    redisAsyncContext *ac = c->ac;
+    struct sl__rlink *l = c->link;
 
     /* auto: EVALSHA is always there, loaded on its first NOSCRIPT */
     c->engines = want == SL__ENGINE_AUTO ? 1u << SL__ENGINE_SCRIPT : 0;
     c->probes = 0;
     if ((want == SL__ENGINE_AUTO || want == SL__ENGINE_MODULE) &&
-        redisAsyncCommand(ac, on_module, c, "SLUICE.VERSION") == REDIS_OK)
+        sl__rlink_command(l, on_module, c, "SLUICE.VERSION") == SL_OK)
         c->probes++;
     if ((want == SL__ENGINE_AUTO || want == SL__ENGINE_FUNCTION) &&
-        redisAsyncCommand(ac, on_function_list, c, "FUNCTION LIST LIBRARYNAME %s",
-                          sl__redis_fn_name) == REDIS_OK)
+        sl__rlink_command(l, on_function_list, c, "FUNCTION LIST LIBRARYNAME %s",
+                          sl__redis_fn_name) == SL_OK)
         c->probes++;
-    if (want == SL__ENGINE_SCRIPT &&
-        redisAsyncCommand(ac, on_script, c, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len) ==
-            REDIS_OK)
+    if (want == SL__ENGINE_SCRIPT && sl__rlink_command(l, on_script, c, "SCRIPT LOAD %b",
+                                                       sl__redis_lua, sl__redis_lua_len) == SL_OK)
         c->probes++;
     /* not a probe: readiness never waits for it, and it costs no check a
      * round trip (it rides with the detection, once per connection) */
-    redisAsyncCommand(ac, on_policy, c, "CONFIG GET maxmemory-policy");
-}
-
-static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
-{
-    struct sl__rconn *c = priv;
-    redisReply *r = reply;
-
-    if (c->st->closing || r == NULL || c->ac != ac)
-        return;
-    if (r->type == REDIS_REPLY_ERROR) {
-        if (sl__revent_once(c->st, "auth refused")) /* once: it repeats at every reconnection */
-            sl__rlog(c->st, SL__SLOG_ERROR, "store.auth_refused",
-                     "redis AUTH refused (check store.redis.user/password): %s", r->str);
-        drop(c, "AUTH refused");
-    }
+    sl__rlink_command(l, on_policy, c, "CONFIG GET maxmemory-policy");
 }
 
 /* With Sentinel: the Redis it named must say it is the master (a demoted
  * one comes back as a replica); if not, ask the sentinels again. */
-static void on_role(redisAsyncContext *ac, void *reply, void *priv)
+static void role_check(struct sl__rconn *c, const redisReply *r)
 {
-    struct sl__rconn *c = priv;
-    redisReply *r = reply;
     char key[SL__CLUSTER_HOST_MAX + 32], addr[SL__CLUSTER_HOST_MAX + 8];
 
-    if (c->st->closing || r == NULL || c->ac != ac)
-        return;
     if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
         r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0)
         return;
@@ -339,14 +328,21 @@ static void on_role(redisAsyncContext *ac, void *reply, void *priv)
     drop(c, "not a master");
 }
 
+static void on_role(struct sl__rlink *l, redisReply *r, void *priv)
+{
+    struct sl__rconn *c = priv;
+
+    (void)l;
+    if (!c->st->closing && r != NULL)
+        role_check(c, r);
+}
+
 void sl__rconn_reload(struct sl__rconn *c, bool function)
 {
-    if (c->ac == NULL)
-        return;
     if (function)
-        redisAsyncCommand(c->ac, NULL, NULL, "FUNCTION LOAD %b", sl__redis_fn, sl__redis_fn_len);
+        sl__rlink_command(c->link, NULL, NULL, "FUNCTION LOAD %b", sl__redis_fn, sl__redis_fn_len);
     else
-        redisAsyncCommand(c->ac, NULL, NULL, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
+        sl__rlink_command(c->link, NULL, NULL, "SCRIPT LOAD %b", sl__redis_lua, sl__redis_lua_len);
 }
 
 void sl__rconn_redetect(struct sl__rconn *c)
@@ -365,57 +361,72 @@ static void lost(struct sl__rconn *c)
         sl__rsentinel_lost(st);
     if (!st->cfg.cluster)
         return;
-    sl__rroute_stale(st);
+    st->up.conn_lost(st);
     if (c->sub && st->map->n_nodes > 0)
         c->node = (uint8_t)((c->node + 1u) % st->map->n_nodes);
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+/* A refusal is said once per address and reason: it repeats at every
+ * reconnection. */
+static void say_refused(struct sl__rconn *c, const struct sl__rlink_why *why)
 {
-    struct sl__rconn *c = ac->data;
+    char addr[SL__CLUSTER_HOST_MAX + 8], key[SL__CLUSTER_HOST_MAX + 48];
 
-    if (c == NULL || c->st->closing || status == REDIS_OK || c->ac != ac)
+    if (why->kind == SL__RLINK_AUTH) {
+        if (sl__revent_once(c->st, "auth refused"))
+            sl__rlog(c->st, SL__SLOG_ERROR, "store.auth_refused",
+                     "redis %s (check store.redis.user/password)", why->text);
         return;
-    /* hiredis frees the context after this callback */
-    c->ac = NULL;
-    c->state = SL__RC_DOWN;
-    note_failure(c, ac->errstr);
-    count_ready(c->st);
-    lost(c);
-    schedule(c, c->backoff_ms);
+    }
+    sl__rnode_addr(c->st, c->node, addr, sizeof(addr));
+    snprintf(key, sizeof(key), "tls %d %s", (int)why->tls, addr);
+    if (sl__revent_once(c->st, key))
+        sl__rlog(c->st, SL__SLOG_ERROR, "store.tls_failed", "redis %s: %s (check store.redis.tls)",
+                 addr, why->text);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+/* The link is down (never made, refused, or lost): its waiting calls have
+ * had their NULL replies; reconnect after the backoff. */
+static void on_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
 {
-    struct sl__rconn *c = ac->data;
+    struct sl__rconn *c = arg;
 
-    (void)status;
-    if (c == NULL || c->st->closing || c->ac != ac)
-        return; /* dropped by us: drop() already scheduled the next try */
-    c->ac = NULL;
+    (void)l;
+    if (c->st->closing)
+        return;
+    if (why->kind == SL__RLINK_AUTH || why->kind == SL__RLINK_TLS)
+        say_refused(c, why);
     c->state = SL__RC_DOWN;
-    note_failure(c, ac->err != 0 ? ac->errstr : "connection closed by Redis");
+    note_failure(c, why->kind == SL__RLINK_AUTH ? "AUTH refused" : why->text);
     count_ready(c->st);
     lost(c);
-    schedule(c, c->backoff_ms);
+    schedule(c, next_wait(c));
 }
 
 /* The subscriber: the confirmation makes it ready (and empties the
  * over-limit cache: announcements may have been missed while it was
  * down); each message names reset state keys, one per line. */
-static void on_message(redisAsyncContext *ac, void *reply, void *priv)
+static void on_message(struct sl__rlink *l, redisReply *reply, void *priv)
 {
     struct sl__rconn *c = priv;
     redisReply *r = reply;
     const char *p, *end;
 
-    if (c->st->closing || r == NULL || c->ac != ac || r->type != REDIS_REPLY_ARRAY ||
-        r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING)
+    (void)l;
+    if (c->st->closing || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_STRING)
+        return;
+    if (strcmp(r->element[0]->str, "subscribe") != 0 &&
+        strcmp(r->element[0]->str, "message") != 0) {
+        role_check(c, r); /* with Sentinel, its ROLE comes here too */
+        return;
+    }
+    if (r->elements != 3)
         return;
     if (strcmp(r->element[0]->str, "subscribe") == 0) {
         uv_timer_stop(&c->timer);
         c->state = SL__RC_READY;
-        c->backoff_ms = c->st->cfg.backoff_min_ms;
+        sl__rbackoff_reset(&c->bo);
         sl__olc_clear(c->st);
         count_ready(c->st); /* publishes olc_active */
         return;
@@ -435,36 +446,28 @@ static void on_message(redisAsyncContext *ac, void *reply, void *priv)
 static void start(struct sl__rconn *c)
 {
     struct sl__rstore *st = c->st;
-    redisAsyncContext *ac;
+    int rc;
 
     if (!sl__rsentinel_known(st))
         return; /* sl__rconn_retarget starts it once Sentinel names a master */
     if (c->started)
         SL__CNT(st, reconnects, 1);
     c->started = true;
-    ac = redisAsyncConnect(st->map->nodes[c->node].host, st->map->nodes[c->node].port);
-    if (ac == NULL || ac->err != 0 || sl__rev_attach(st, ac) != REDIS_OK) {
-        note_failure(c, ac != NULL ? ac->errstr : "out of memory");
-        if (ac != NULL)
-            redisAsyncFree(ac);
-        schedule(c, c->backoff_ms);
+    rc = c->link == NULL ? SL_ENOMEM
+                         : sl__rlink_connect(c->link, st->map->nodes[c->node].host,
+                                             st->map->nodes[c->node].port);
+    if (rc != SL_OK) {
+        note_failure(c, rc == SL_ENOMEM ? "out of memory" : "cannot connect");
+        schedule(c, next_wait(c));
         count_ready(st);
         return;
     }
-    redisEnableKeepAlive(&ac->c); /* a silent partition is noticed, in time */
-    ac->data = c;
-    c->ac = ac;
     c->state = SL__RC_CONNECTING;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-    if (st->cfg.password[0] != '\0' && st->cfg.user[0] != '\0')
-        redisAsyncCommand(ac, on_auth, c, "AUTH %s %s", st->cfg.user, st->cfg.password);
-    else if (st->cfg.password[0] != '\0')
-        redisAsyncCommand(ac, on_auth, c, "AUTH %s", st->cfg.password);
+    /* queued behind the link's AUTH: they leave once it is connected */
     if (st->sentinel != NULL)
-        redisAsyncCommand(ac, on_role, c, "ROLE");
+        sl__rlink_command(c->link, on_role, c, "ROLE");
     if (c->sub)
-        redisAsyncCommand(ac, on_message, c, "SUBSCRIBE %s", st->channel);
+        sl__rlink_command(c->link, NULL, NULL, "SUBSCRIBE %s", st->channel);
     else
         probe(c);
     schedule(c, -probe_timeout_ms(st)); /* negative: a timeout, not a backoff */
@@ -491,14 +494,10 @@ static void on_timer(uv_timer_t *t)
         schedule(c, c->st->open_until_ms - now_ms(c->st));
 }
 
-/* wait_ms >= 0: reconnect after it (and double the backoff); < 0: the
- * probe timeout of a connection in progress. */
+/* wait_ms >= 0: reconnect after it; < 0: the probe timeout of a
+ * connection in progress. */
 static void schedule(struct sl__rconn *c, int64_t wait_ms)
 {
-    if (wait_ms >= 0) {
-        int64_t next = c->backoff_ms * 2;
-        c->backoff_ms = next > c->st->cfg.backoff_max_ms ? c->st->cfg.backoff_max_ms : next;
-    }
     uv_timer_start(&c->timer, on_timer, (uint64_t)(wait_ms < 0 ? -wait_ms : wait_ms), 0);
 }
 
@@ -510,26 +509,28 @@ static void schedule(struct sl__rconn *c, int64_t wait_ms)
  * a failure (moving to a new master). */
 static void drop(struct sl__rconn *c, const char *why)
 {
-    redisAsyncContext *ac = c->ac;
-
-    if (ac == NULL)
+    if (!sl__rlink_is_busy(c->link))
         return;
-    c->ac = NULL;
     c->state = SL__RC_DOWN;
     if (why != NULL)
         note_failure(c, why);
     count_ready(c->st);
     lost(c);
-    schedule(c, c->backoff_ms);
-    redisAsyncFree(ac);
+    schedule(c, next_wait(c));
+    sl__rlink_drop(c->link);
 }
 
 static void conn_init(struct sl__rstore *st, struct sl__rconn *c, bool sub, unsigned node)
 {
     c->st = st;
+    static const struct sl__rlink_events data_ev = {.down = on_down};
+    static const struct sl__rlink_events sub_ev = {.down = on_down, .push = on_message};
+
     c->sub = sub;
     c->node = (uint8_t)node;
-    c->backoff_ms = st->cfg.backoff_min_ms;
+    sl__rbackoff_init(&c->bo, st->cfg.backoff_min_ms, st->cfg.backoff_max_ms);
+    c->link =
+        sl__rlink_new(st->group, &st->link, sub ? &sub_ev : &data_ev, c); /* NULL: start says */
     uv_timer_init(st->loop, &c->timer);
     uv_unref((uv_handle_t *)&c->timer);
     c->timer.data = c;
@@ -566,7 +567,7 @@ static struct sl__rconn *pick_in(struct sl__rstore *st, unsigned first, unsigned
 {
     for (unsigned k = 0; k < n; k++) {
         struct sl__rconn *c = &st->conns[first + (st->next_conn + k) % n];
-        if (c->state == SL__RC_READY && c->ac != NULL) {
+        if (c->state == SL__RC_READY && sl__rlink_is_up(c->link)) {
             st->next_conn = (st->next_conn + k + 1) % n;
             return c;
         }
@@ -624,10 +625,10 @@ static void node_failure(struct sl__rstore *st, unsigned node)
     sl__revent_breaker(st, node, true);
     for (unsigned i = 0; i < st->cfg.connections; i++) {
         struct sl__rconn *c = &st->conns[node * st->cfg.connections + i];
-        c->backoff_ms = st->cfg.breaker_open_ms;
+        c->hold_ms = st->cfg.breaker_open_ms;
         drop(c, "calls failing, circuit breaker open");
     }
-    sl__rroute_stale(st); /* a failover may be under way */
+    st->up.conn_lost(st); /* a failover may be under way */
 }
 
 void sl__rconn_failure(struct sl__rstore *st, unsigned node)
@@ -646,7 +647,7 @@ void sl__rconn_failure(struct sl__rstore *st, unsigned node)
     sl__rconn_set_breaker(st, SL__BREAKER_OPEN);
     st->open_until_ms = now_ms(st) + st->cfg.breaker_open_ms;
     for (unsigned i = 0; i < n_conns(st); i++) {
-        st->conns[i].backoff_ms = st->cfg.breaker_open_ms;
+        st->conns[i].hold_ms = st->cfg.breaker_open_ms;
         drop(&st->conns[i], "calls failing, circuit breaker open");
     }
 }
@@ -666,7 +667,7 @@ void sl__rconn_retarget(struct sl__rstore *st)
         c->failed = false; /* the old master's failures are not the new one's */
         c->why[0] = '\0';
         drop(c, NULL);
-        c->backoff_ms = st->cfg.backoff_min_ms;
+        sl__rbackoff_reset(&c->bo);
         uv_timer_start(&c->timer, on_timer, 0, 0);
     }
     st->quiet = false;
@@ -680,11 +681,8 @@ static void on_closed(uv_handle_t *h)
 
 static void close_one(struct sl__rconn *c)
 {
-    if (c->ac != NULL) {
-        c->ac->data = NULL;
-        redisAsyncFree(c->ac);
-        c->ac = NULL;
-    }
+    sl__rlink_free(c->link); /* its waiting calls come back NULL (st->closing is set) */
+    c->link = NULL;
     if (c->st != NULL) /* initialised */
         uv_close((uv_handle_t *)&c->timer, on_closed);
 }

@@ -29,6 +29,13 @@
 
 #include "redis_int.h"
 
+void sl__rnode_addr(const struct sl__rstore *st, unsigned node, char *out, size_t cap)
+{
+    const struct sl__cnode *n = &st->map->nodes[node];
+
+    snprintf(out, cap, strchr(n->host, ':') != NULL ? "[%s]:%d" : "%s:%d", n->host, n->port);
+}
+
 #define MAX_CONDS 256
 #define KEY_MAX   (SL__CLUSTER_HOST_MAX + 160)
 

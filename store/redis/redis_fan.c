@@ -66,12 +66,11 @@ void sl__rfan_free_all(struct sl__rstore *st)
     st->fans = NULL;
 }
 
-static void on_refund(redisAsyncContext *ac, void *reply, void *priv)
+static void on_refund(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__rstore *st = priv;
-    redisReply *r = reply;
 
-    (void)ac;
+    (void)l;
     if (!st->closing && (r == NULL || r->type == REDIS_REPLY_ERROR))
         SL__CNT(st, refund_failures, 1);
 }
@@ -81,7 +80,7 @@ static void give_back(struct sl__rstore *st, int node, const char *fmt, size_t l
 {
     struct sl__rconn *c = sl__rconn_pick_node(st, (unsigned)node);
 
-    if (c != NULL && redisAsyncFormattedCommand(c->ac, on_refund, st, fmt, len) == REDIS_OK)
+    if (c != NULL && sl__rlink_formatted(c->link, on_refund, st, fmt, len) == SL_OK)
         SL__CNT(st, refunds, 1);
     else
         SL__CNT(st, refund_failures, 1);

@@ -36,13 +36,6 @@ void sl__rhealth_close(struct sl__rstore *st)
     uv_mutex_destroy(&st->pub.lock);
 }
 
-void sl__rnode_addr(const struct sl__rstore *st, unsigned node, char *out, size_t cap)
-{
-    const struct sl__cnode *n = &st->map->nodes[node];
-
-    snprintf(out, cap, strchr(n->host, ':') != NULL ? "[%s]:%d" : "%s:%d", n->host, n->port);
-}
-
 /* Which nodes serve: without cluster the one Redis; on a cluster the
  * masters that own a slot (a seed that is a replica does not), computed
  * again only when the map changed (a MOVED publishes too). */
@@ -115,7 +108,10 @@ void sl__rhealth_publish(struct sl__rstore *st)
     memcpy(st->pub.node, nodes, sizeof(nodes[0]) * n);
     st->pub.n = n;
     st->pub.master_known = sl__rsentinel_known(st);
-    sl__rsentinel_publish(st, &st->pub); /* may say a sentinel failed */
+    /* what Sentinel last said of itself (redis_sentinel.c writes it) */
+    st->pub.sentinel_sub = st->sview.subscribed;
+    st->pub.failed = st->pub.failed || st->sview.failed;
+    memcpy(st->pub.sentinel_at, st->sview.at, sizeof(st->pub.sentinel_at));
     st->pub.ever_up = st->pub.ever_up || (all_up && any && st->pub.master_known);
     st->pub.failed = st->pub.failed || any_down;
     uv_mutex_unlock(&st->pub.lock);
@@ -323,4 +319,12 @@ bool sl__rhealth_metrics(struct sl__store *const *stores, unsigned n, char *buf,
     if (!ok)
         *len = start;
     return ok;
+}
+
+bool sl__store_redis_ready(const struct sl__store *s)
+{
+    const struct sl__rcounters *c = &((const struct sl__rstore *)(const void *)s)->ctr;
+
+    return atomic_load_explicit(&c->breaker, memory_order_relaxed) == SL__BREAKER_CLOSED &&
+           atomic_load_explicit(&c->conns_ready, memory_order_relaxed) > 0;
 }

@@ -14,7 +14,6 @@
 
 #include <stdatomic.h>
 
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "redis.h"
@@ -29,17 +28,18 @@ enum sl__rconn_state { SL__RC_DOWN = 0, SL__RC_CONNECTING = 1, SL__RC_READY = 2 
 /* One pipelined connection. */
 struct sl__rconn {
     struct sl__rstore *st;
-    redisAsyncContext *ac; /* NULL while down */
+    struct sl__rlink *link; /* made once; NULL only out of memory */
     enum sl__rconn_state state;
-    uv_timer_t timer;   /* reconnect backoff, or the connect/probe timeout */
-    int64_t backoff_ms; /* the next reconnection wait */
-    bool started;       /* connected at least once (later ones are reconnects) */
-    bool sub;           /* the subscriber to reset announcements, not for calls */
-    bool failed;        /* its last attempt failed or it was lost (not dropped to move) */
-    uint8_t node;       /* index in the store's map (0: the seed) */
-    uint8_t engines;    /* engines this connection's server offers: 1 << SL__ENGINE_* */
-    uint8_t probes;     /* detection replies still awaited (redis_conn.c) */
-    char why[80];       /* why it last failed, for the log */
+    uv_timer_t timer;       /* reconnect backoff, or the connect/probe timeout */
+    struct sl__rbackoff bo; /* the reconnection waits */
+    int64_t hold_ms;        /* the next wait instead (the breaker's), 0 none */
+    bool started;           /* connected at least once (later ones are reconnects) */
+    bool sub;               /* the subscriber to reset announcements, not for calls */
+    bool failed;            /* its last attempt failed or it was lost (not dropped to move) */
+    uint8_t node;           /* index in the store's map (0: the seed) */
+    uint8_t engines;        /* engines this connection's server offers: 1 << SL__ENGINE_* */
+    uint8_t probes;         /* detection replies still awaited (redis_conn.c) */
+    char why[80];           /* why it last failed, for the log */
 };
 
 enum sl__rreq_kind { SL__RQ_CHECK = 0, SL__RQ_PEEK, SL__RQ_RESET, SL__RQ_RELEASE };
@@ -191,6 +191,30 @@ enum {
 
 struct sl__rsentinel;
 
+/* What a lower room reports to a higher one, by pointer (redis.c sets
+ * them): the floors of store/redis/ call only downward. */
+struct sl__rup {
+    /* Sentinel named a new master (node 0's address changed): move every
+     * connection to it (sl__rconn_retarget). */
+    void (*master_moved)(struct sl__rstore *st);
+    /* A connection became ready: a slot map refresh may be due
+     * (sl__rroute_kick). */
+    void (*conn_ready)(struct sl__rstore *st);
+    /* A connection was lost or a call found none: the map may be stale
+     * (sl__rroute_stale). */
+    void (*conn_lost)(struct sl__rstore *st);
+    /* A cross-slot group's call got its reply (sl__rfan_note_reply). */
+    void (*group_reply)(struct sl__rreq *q, const struct sl_result *res, int64_t now_us);
+};
+
+/* Sentinel's part of the health view, written by redis_sentinel.c. */
+struct sl__rsview {
+    bool known;                        /* a master was named */
+    bool subscribed;                   /* to +switch-master on a sentinel */
+    bool failed;                       /* a sentinel has failed to answer once */
+    char at[SL__CLUSTER_HOST_MAX + 8]; /* the sentinel subscribed to */
+};
+
 struct sl__rstore {
     struct sl__store base;
     uv_loop_t *loop;
@@ -210,16 +234,17 @@ struct sl__rstore {
     uint64_t serves_version;            /* ... in this version of the map */
     bool serves_valid;
     struct sl__rsentinel *sentinel; /* NULL without Sentinel */
+    struct sl__rsview sview;        /* ... and what it shows */
+    struct sl__rup up;
     bool closing;
     bool engine_warned; /* store.redis.engine forced and not offered: said once */
 
-    /* The data connections' writes, made once per loop iteration
-     * (redis_ev.c): the connections with output, and the handles that
-     * write it after the iteration's reads and before it waits. */
-    struct sl__rev *wq;
-    uv_check_t wcheck;
-    uv_prepare_t wprepare;
-    bool w_started;
+    /* The Redis link (link/rlink.h): every connection of this store is
+     * one, of this group (their writes leave once per loop iteration). */
+    struct sl__rlink_group *group;
+    struct sl__rlink_tls tls;   /* with store.redis.tls: the context, rebuilt on rotation */
+    struct sl__rlink_conf link; /* Redis's: AUTH, TLS, the connect timeout */
+    struct sl__rlink_conf sentinel_link; /* the sentinels': TLS, no AUTH */
 
     /* Connections: cfg.connections per node, node-major; one node (the
      * seed) without cluster, up to SL__CLUSTER_MAX_NODES with it, each
@@ -258,14 +283,6 @@ struct sl__rstore {
 /* redis_conn.c */
 int sl__rconn_init_all(struct sl__rstore *st);
 
-/* redis_ev.c: hiredis's event hooks for a data connection of `st` (in
- * place of hiredis's libuv adapter): REDIS_OK or REDIS_ERR. The store's
- * write handles are started by sl__rev_init and closed (after a last
- * write) by sl__rev_close. */
-struct sl__rev;
-int sl__rev_attach(struct sl__rstore *st, redisAsyncContext *ac);
-void sl__rev_init(struct sl__rstore *st);
-void sl__rev_close(struct sl__rstore *st);
 /* A ready connection of any node (round robin), or NULL. */
 struct sl__rconn *sl__rconn_pick(struct sl__rstore *st);
 /* A ready connection of `node` (starting its connections if it has none
@@ -349,7 +366,7 @@ void sl__rroute_kick(struct sl__rstore *st);
 /* Follow a redirection or TRYAGAIN in reply `r` to call q: true when the
  * call was resent (the reply is consumed), false when `r` is not one or it
  * cannot be followed (the caller treats it as an error reply). */
-bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, redisCallbackFn *on_reply);
+bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, sl__rlink_reply_fn on_reply);
 
 /* redis_fan.c: a check over several slots. */
 #define SL__FAN_GROUPS SL_MAX_DESCRIPTORS
@@ -398,14 +415,17 @@ void sl__rfan_note_reply(struct sl__rreq *q, const struct sl_result *res, int64_
 int sl__rfan_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
                      sl__store_cb cb, void *arg);
 
-/* redis.c: release the leases of a token of one slot (store.h's release). */
+/* redis_start.c: release the leases of a token of one slot (store.h's release). */
 int sl__rstore_release(struct sl__rstore *st, const char *lease, size_t len, int64_t now_ns,
                        sl__store_cb cb, void *arg);
 
-/* redis.c: start a check, peek or reset: one call to Redis (one slot), a
- * group of call->fan when that is not NULL, else a fan when its
- * descriptors hash to several slots. The contract of a store's check
- * (store.h). */
+/* redis_start.c: start a check, peek or reset: one call to Redis (one
+ * slot), a group of call->fan when that is not NULL. When its descriptors
+ * hash to several slots and it is not a group, nothing is started and
+ * SL__RSTART_SPANS returned: the caller (redis.c) splits it with
+ * sl__rfan_start, over st->plan and st->cmd as built. Else the contract of
+ * a store's check (store.h). */
+#define SL__RSTART_SPANS 1
 int sl__rstore_start(struct sl__rstore *st, const struct sl__rstart *call);
 
 /* redis_conn.c: Sentinel named a new master (node 0's address is already
@@ -474,11 +494,12 @@ bool sl__rhealth_metrics(struct sl__store *const *stores, unsigned n, char *buf,
 int sl__rsentinel_init(struct sl__rstore *st);
 void sl__rsentinel_close(struct sl__rstore *st);
 /* Is a master known? (Without Sentinel: always.) */
-bool sl__rsentinel_known(const struct sl__rstore *st);
+static inline bool sl__rsentinel_known(const struct sl__rstore *st)
+{
+    return st->sentinel == NULL || st->sview.known;
+}
 /* The master's connection failed, or it says it is not a master: ask. */
 void sl__rsentinel_lost(struct sl__rstore *st);
-/* Its part of the published snapshot (under p->lock). */
-void sl__rsentinel_publish(const struct sl__rstore *st, struct sl__rpub *p);
 /* Pure: a +switch-master message "<name> <old ip> <old port> <new ip>
  * <new port>" for `name`: SL_OK with the new address; SL_ENOENT for
  * another master's; SL_EINVAL when malformed. */

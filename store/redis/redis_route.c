@@ -84,12 +84,12 @@ unsigned sl__rroute_item_slot(const struct sl__rstore *st, size_t k)
 }
 
 /* The reply to CLUSTER SLOTS sent to node `priv`. */
-static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
+static void on_slots(struct sl__rlink *l, redisReply *reply, void *priv)
 {
     struct sl__rconn *c = priv;
     struct sl__rstore *st = c->st;
 
-    (void)ac;
+    (void)l;
     if (st->closing)
         return;
     st->refreshing = false;
@@ -113,7 +113,7 @@ void sl__rroute_kick(struct sl__rstore *st)
     if ((c = sl__rconn_pick(st)) == NULL)
         return; /* the next ready connection kicks again */
     sl__crefresh_due(&st->refresh, (int64_t)uv_now(st->loop));
-    if (redisAsyncCommand(c->ac, on_slots, c, "CLUSTER SLOTS") == REDIS_OK)
+    if (sl__rlink_command(c->link, on_slots, c, "CLUSTER SLOTS") == SL_OK)
         st->refreshing = true;
 }
 
@@ -159,19 +159,20 @@ int sl__rroute_lease_prefix(struct sl__rstore *st, const struct sl__redis_plan *
 }
 
 /* Resend q's formatted call on c (after ASKING when `asking`). */
-static bool resend(struct sl__rreq *q, struct sl__rconn *c, bool asking, redisCallbackFn *on_reply)
+static bool resend(struct sl__rreq *q, struct sl__rconn *c, bool asking,
+                   sl__rlink_reply_fn on_reply)
 {
     if (c == NULL)
         return false;
-    if (asking && redisAsyncCommand(c->ac, NULL, NULL, "ASKING") != REDIS_OK)
+    if (asking && sl__rlink_command(c->link, NULL, NULL, "ASKING") != SL_OK)
         return false;
-    if (redisAsyncFormattedCommand(c->ac, on_reply, q, q->fmt, q->fmt_len) != REDIS_OK)
+    if (sl__rlink_formatted(c->link, on_reply, q, q->fmt, q->fmt_len) != SL_OK)
         return false;
     q->conn = c;
     return true;
 }
 
-bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, redisCallbackFn *on_reply)
+bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, sl__rlink_reply_fn on_reply)
 {
     struct sl__rstore *st = q->st;
     struct sl__credir d;

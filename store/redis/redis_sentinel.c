@@ -17,7 +17,10 @@
  *    connection), at most once per ASK_GAP_MS.
  * A sentinel that cannot be reached, does not answer within the probe
  * timeout, or does not know the name, is left for the next one in the
- * list, with backoff (50 ms doubling to store.redis.backoff_max).
+ * list, with backoff (link/rlink.h's: from 50 ms, doubling to
+ * store.redis.backoff_max). Both are Redis links (link/rlink.h), so
+ * store.redis.tls covers the sentinels too: a TLS failure is said once
+ * per sentinel (store.tls_failed).
  *
  * Until a master is named nothing connects to Redis, and the failure
  * policy answers; between the old master's loss and the switch, the calls
@@ -32,8 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libuv.h>
-
 #include "redis_int.h"
 
 #define ASK_GAP_MS 100 /* never two questions closer than this */
@@ -41,22 +42,22 @@
 struct sl__rsentinel {
     struct sl__rstore *st;
     struct sl__cnode addr[SL__SENTINEL_MAX];
-    unsigned n, at;         /* the sentinels, and the one to ask next */
-    unsigned sub_at;        /* the one the subscriber is on */
-    redisAsyncContext *sub; /* SUBSCRIBE +switch-master, or NULL */
-    redisAsyncContext *ask; /* SENTINEL get-master-addr-by-name, or NULL */
-    bool subscribed;        /* the subscription is confirmed */
-    bool asking;            /* a question is out */
-    bool again;             /* ask again once it is answered */
-    bool known;             /* node 0 is a master they named */
-    uint8_t bad;            /* sentinels counted unreachable by this store (the log) */
-    bool failed;            /* a sentinel has failed to answer once */
-    uv_timer_t retry;       /* reconnecting the subscriber */
-    uv_timer_t ask_timer;   /* while asking, its timeout; else a deferred question */
-    int64_t backoff_ms;     /* the next reconnection wait */
-    int64_t ask_backoff_ms; /* the next wait after a question failed */
-    int64_t asked_ms;       /* when the last question was sent */
-    int handles;            /* timers not yet closed */
+    unsigned n, at;             /* the sentinels, and the one to ask next */
+    unsigned sub_at;            /* the one the subscriber is on */
+    struct sl__rlink *sub;      /* SUBSCRIBE +switch-master (pub/sub) */
+    struct sl__rlink *ask;      /* SENTINEL get-master-addr-by-name */
+    bool subscribed;            /* the subscription is confirmed */
+    bool asking;                /* a question is out */
+    bool again;                 /* ask again once it is answered */
+    bool known;                 /* node 0 is a master they named */
+    uint8_t bad;                /* sentinels counted unreachable by this store (the log) */
+    bool failed;                /* a sentinel has failed to answer once */
+    uv_timer_t retry;           /* reconnecting the subscriber */
+    uv_timer_t ask_timer;       /* while asking, its timeout; else a deferred question */
+    struct sl__rbackoff bo;     /* the subscriber's reconnection waits */
+    struct sl__rbackoff ask_bo; /* the waits after a question failed */
+    int64_t asked_ms;           /* when the last question was sent */
+    int handles;                /* timers not yet closed */
 };
 
 static void connect_sub(struct sl__rsentinel *se);
@@ -142,26 +143,31 @@ static void set_master(struct sl__rsentinel *se, unsigned via_i, const char *hos
     memcpy(n0->host, host, strlen(host) + 1);
     n0->port = port;
     st->map->version++;
-    se->known = true;
+    se->known = st->sview.known = true;
     sl__rnode_addr(st, 0, addr, sizeof(addr));
     sentinel_addr(se, via_i, via, sizeof(via));
     sl__revent_master(st, addr, via);
-    sl__rconn_retarget(st);
+    st->up.master_moved(st); /* redis_conn.c moves every connection to it */
+}
+
+/* What the health view shows of Sentinel (redis_health.c copies it,
+ * calling nothing here), then the view published. */
+static void publish(struct sl__rsentinel *se)
+{
+    struct sl__rsview *v = &se->st->sview;
+
+    v->subscribed = se->subscribed;
+    v->failed = se->failed;
+    v->at[0] = '\0';
+    if (se->subscribed)
+        sentinel_addr(se, se->sub_at, v->at, sizeof(v->at));
+    sl__rhealth_publish(se->st);
 }
 
 /* Leave this sentinel for the next one. */
 static void rotate(struct sl__rsentinel *se)
 {
     se->at = (se->at + 1) % se->n;
-}
-
-static void free_ctx(redisAsyncContext **slot)
-{
-    redisAsyncContext *ac = *slot;
-
-    *slot = NULL; /* its callbacks see it is no longer ours */
-    if (ac != NULL)
-        redisAsyncFree(ac);
 }
 
 static void on_ask_timer(uv_timer_t *t);
@@ -177,36 +183,33 @@ static void ask_later(struct sl__rsentinel *se, int64_t wait_ms)
  * the next sentinel, after the backoff. */
 static void ask_failed(struct sl__rsentinel *se)
 {
-    int64_t max = se->st->cfg.backoff_max_ms;
-
     se->asking = false;
     se->failed = true;
-    free_ctx(&se->ask);
+    sl__rlink_drop(se->ask); /* on_master gets its NULL: ignored */
     rotate(se);
-    ask_later(se, se->ask_backoff_ms);
-    sl__rhealth_publish(se->st);
-    se->ask_backoff_ms = se->ask_backoff_ms * 2 > max ? max : se->ask_backoff_ms * 2;
+    ask_later(se, sl__rbackoff_next(&se->ask_bo));
+    publish(se);
 }
 
-static void on_master(redisAsyncContext *ac, void *reply, void *priv)
+static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__rsentinel *se = priv;
-    redisReply *r = reply;
     char key[256];
     const char *host;
     int port;
 
-    if (se->st->closing || ac != se->ask)
-        return;
+    (void)l;
+    if (se->st->closing || r == NULL)
+        return; /* dropped, or lost: ask_failed or ask_down does what follows */
     se->asking = false;
     uv_timer_stop(&se->ask_timer);
     if (sl__redis_master_addr(r, &host, &port)) {
         snprintf(key, sizeof(key), "sentinel unknown %s", se->st->cfg.master_name);
         sl__revent_clear(se->st, key);
-        se->ask_backoff_ms = se->st->cfg.backoff_min_ms;
+        sl__rbackoff_reset(&se->ask_bo);
         if (port != 0)
             set_master(se, se->at, host, port);
-    } else if (r != NULL) { /* nil: it does not know the name; or an error */
+    } else { /* nil: it does not know the name; or an error */
         char at[SL__CLUSTER_HOST_MAX + 8];
         sentinel_addr(se, se->at, at, sizeof(at));
         snprintf(key, sizeof(key), "sentinel unknown %s", se->st->cfg.master_name);
@@ -225,29 +228,32 @@ static void on_master(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
-/* The questioner's connection failed or was lost: hiredis frees it after
- * the callback; a question that was out is asked of the next sentinel. */
-static void ask_conn_gone(const redisAsyncContext *ac)
+/* A TLS failure with a sentinel: said once per sentinel and reason. */
+static void say_tls(struct sl__rsentinel *se, unsigned i, const struct sl__rlink_why *why)
 {
-    struct sl__rsentinel *se = ac->data;
+    char at[SL__CLUSTER_HOST_MAX + 8], key[SL__CLUSTER_HOST_MAX + 48];
 
-    if (se == NULL || se->ask != ac || se->st->closing)
+    if (why->kind != SL__RLINK_TLS)
         return;
-    se->ask = NULL;
+    sentinel_addr(se, i, at, sizeof(at));
+    snprintf(key, sizeof(key), "tls %d sentinel %s", (int)why->tls, at);
+    if (sl__revent_once(se->st, key))
+        sl__rlog(se->st, SL__SLOG_ERROR, "store.tls_failed",
+                 "sentinel %s: %s (check store.redis.tls)", at, why->text);
+}
+
+/* The questioner's connection failed or was lost: a question that was
+ * out is asked of the next sentinel. */
+static void ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
+{
+    struct sl__rsentinel *se = arg;
+
+    (void)l;
+    if (se->st->closing)
+        return;
+    say_tls(se, se->at, why);
     if (se->asking)
         ask_failed(se);
-}
-
-static void on_ask_connect(const redisAsyncContext *ac, int status)
-{
-    if (status != REDIS_OK)
-        ask_conn_gone(ac);
-}
-
-static void on_ask_disconnect(const redisAsyncContext *ac, int status)
-{
-    (void)status;
-    ask_conn_gone(ac);
 }
 
 /* While asking: no answer in time (a frozen sentinel). Else: the deferred
@@ -268,22 +274,12 @@ static void on_ask_timer(uv_timer_t *t)
     }
 }
 
-static redisAsyncContext *open_ctx(struct sl__rsentinel *se, unsigned i,
-                                   redisConnectCallback *on_conn, redisDisconnectCallback *on_disc)
+/* Connect `l` to sentinel i unless it is connected or connecting. */
+static int open_link(struct sl__rsentinel *se, struct sl__rlink *l, unsigned i)
 {
-    const struct sl__cnode *a = &se->addr[i];
-    redisAsyncContext *ac = redisAsyncConnect(a->host, a->port);
-
-    if (ac == NULL || ac->err != 0 || redisLibuvAttach(ac, se->st->loop) != REDIS_OK) {
-        if (ac != NULL)
-            redisAsyncFree(ac);
-        return NULL;
-    }
-    uv_unref((uv_handle_t *)&((redisLibuvEvents *)ac->ev.data)->handle);
-    ac->data = se;
-    redisAsyncSetConnectCallback(ac, on_conn);
-    redisAsyncSetDisconnectCallback(ac, on_disc);
-    return ac;
+    if (sl__rlink_is_busy(l))
+        return SL_OK;
+    return l == NULL ? SL_ENOMEM : sl__rlink_connect(l, se->addr[i].host, se->addr[i].port);
 }
 
 /* Ask which master; not closer than ASK_GAP_MS to the last question
@@ -307,11 +303,9 @@ static void ask(struct sl__rsentinel *se)
     }
     se->again = false;
     se->asked_ms = now_ms(se);
-    if (se->ask == NULL)
-        se->ask = open_ctx(se, se->at, on_ask_connect, on_ask_disconnect);
-    if (se->ask == NULL ||
-        redisAsyncCommand(se->ask, on_master, se, "SENTINEL get-master-addr-by-name %s",
-                          st->cfg.master_name) != REDIS_OK) {
+    if (open_link(se, se->ask, se->at) != SL_OK ||
+        sl__rlink_command(se->ask, on_master, se, "SENTINEL get-master-addr-by-name %s",
+                          st->cfg.master_name) != SL_OK) {
         se->asking = true; /* so that ask_failed takes the next sentinel */
         ask_failed(se);
         return;
@@ -322,21 +316,21 @@ static void ask(struct sl__rsentinel *se)
 
 /* ------------------------------------------------------------ the subscriber */
 
-static void on_switch(redisAsyncContext *ac, void *reply, void *priv)
+static void on_switch(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__rsentinel *se = priv;
-    redisReply *r = reply;
     struct sl__cnode to;
 
-    if (se->st->closing || r == NULL || ac != se->sub || r->type != REDIS_REPLY_ARRAY ||
-        r->elements != 3 || r->element[0]->type != REDIS_REPLY_STRING)
+    (void)l;
+    if (se->st->closing || r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING)
         return;
     if (strcmp(r->element[0]->str, "subscribe") == 0) {
         uv_timer_stop(&se->retry);
         se->subscribed = true;
-        se->backoff_ms = se->st->cfg.backoff_min_ms;
+        sl__rbackoff_reset(&se->bo);
         sub_event(se, false, NULL);
-        sl__rhealth_publish(se->st);
+        publish(se);
         ask(se); /* what may have changed before the subscription */
         return;
     }
@@ -384,31 +378,19 @@ static void sub_lost(struct sl__rsentinel *se, const char *why)
     se->subscribed = false;
     if (se->at == se->sub_at) /* the questions leave it too */
         rotate(se);
-    uv_timer_start(&se->retry, on_retry, (uint64_t)se->backoff_ms, 0);
-    se->backoff_ms = se->backoff_ms * 2 > se->st->cfg.backoff_max_ms ? se->st->cfg.backoff_max_ms
-                                                                     : se->backoff_ms * 2;
-    sl__rhealth_publish(se->st);
+    uv_timer_start(&se->retry, on_retry, (uint64_t)sl__rbackoff_next(&se->bo), 0);
+    publish(se);
 }
 
-static void on_sub_connect(const redisAsyncContext *ac, int status)
+static void sub_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
 {
-    struct sl__rsentinel *se = ac->data;
+    struct sl__rsentinel *se = arg;
 
-    if (status == REDIS_OK || se == NULL || se->sub != ac || se->st->closing)
+    (void)l;
+    if (se->st->closing)
         return;
-    se->sub = NULL; /* hiredis frees it after this callback */
-    sub_lost(se, ac->errstr);
-}
-
-static void on_sub_disconnect(const redisAsyncContext *ac, int status)
-{
-    struct sl__rsentinel *se = ac->data;
-
-    (void)status;
-    if (se == NULL || se->sub != ac || se->st->closing)
-        return;
-    se->sub = NULL;
-    sub_lost(se, ac->err != 0 ? ac->errstr : "connection closed");
+    say_tls(se, se->sub_at, why);
+    sub_lost(se, why->text);
 }
 
 static int64_t probe_ms(const struct sl__rsentinel *se)
@@ -418,18 +400,17 @@ static int64_t probe_ms(const struct sl__rsentinel *se)
 
 static void connect_sub(struct sl__rsentinel *se)
 {
-    if (se->st->closing || se->sub != NULL)
+    if (se->st->closing || sl__rlink_is_busy(se->sub))
         return;
     se->sub_at = se->at;
-    se->sub = open_ctx(se, se->sub_at, on_sub_connect, on_sub_disconnect);
-    if (se->sub == NULL ||
-        redisAsyncCommand(se->sub, on_switch, se, "SUBSCRIBE +switch-master") != REDIS_OK) {
-        free_ctx(&se->sub);
+    if (open_link(se, se->sub, se->sub_at) != SL_OK ||
+        sl__rlink_command(se->sub, NULL, NULL, "SUBSCRIBE +switch-master") != SL_OK) {
+        sl__rlink_drop(se->sub);
         sub_lost(se, "cannot connect");
         return;
     }
-    /* confirmed in time, or given up: hiredis's libuv adapter never
-     * reports a refused connection */
+    /* confirmed in time, or given up (a sentinel that accepts and says
+     * nothing) */
     uv_timer_start(&se->retry, on_retry, (uint64_t)probe_ms(se), 0);
     if (!se->known)
         ask(se); /* at start, do not wait for the subscription to know a master */
@@ -443,8 +424,8 @@ static void on_retry(uv_timer_t *t)
 
     if (se->st->closing)
         return;
-    if (se->sub != NULL && !se->subscribed) {
-        free_ctx(&se->sub);
+    if (sl__rlink_is_busy(se->sub) && !se->subscribed) {
+        sl__rlink_drop(se->sub);
         sub_lost(se, "no answer in time");
         return;
     }
@@ -453,26 +434,10 @@ static void on_retry(uv_timer_t *t)
 
 /* ------------------------------------------------------------ the store's side */
 
-bool sl__rsentinel_known(const struct sl__rstore *st)
-{
-    return st->sentinel == NULL || st->sentinel->known;
-}
-
 void sl__rsentinel_lost(struct sl__rstore *st)
 {
     if (st->sentinel != NULL && !st->closing)
         ask(st->sentinel);
-}
-
-void sl__rsentinel_publish(const struct sl__rstore *st, struct sl__rpub *p)
-{
-    const struct sl__rsentinel *se = st->sentinel;
-
-    p->sentinel_sub = se != NULL && se->subscribed;
-    p->failed = p->failed || (se != NULL && se->failed);
-    p->sentinel_at[0] = '\0';
-    if (se != NULL && se->subscribed)
-        sentinel_addr(se, se->sub_at, p->sentinel_at, sizeof(p->sentinel_at));
 }
 
 int sl__rsentinel_init(struct sl__rstore *st)
@@ -491,7 +456,13 @@ int sl__rsentinel_init(struct sl__rstore *st)
     }
     se->st = st;
     se->n = (unsigned)n;
-    se->backoff_ms = se->ask_backoff_ms = st->cfg.backoff_min_ms;
+    static const struct sl__rlink_events sub_ev = {.down = sub_down, .push = on_switch};
+    static const struct sl__rlink_events ask_ev = {.down = ask_down};
+
+    sl__rbackoff_init(&se->bo, st->cfg.backoff_min_ms, st->cfg.backoff_max_ms);
+    sl__rbackoff_init(&se->ask_bo, st->cfg.backoff_min_ms, st->cfg.backoff_max_ms);
+    se->sub = sl__rlink_new(st->group, &st->sentinel_link, &sub_ev, se);
+    se->ask = sl__rlink_new(st->group, &st->sentinel_link, &ask_ev, se);
     se->asked_ms = INT64_MIN / 2;
     uv_timer_init(st->loop, &se->retry);
     uv_timer_init(st->loop, &se->ask_timer);
@@ -518,12 +489,9 @@ void sl__rsentinel_close(struct sl__rstore *st)
 
     if (se == NULL)
         return;
-    if (se->sub != NULL)
-        se->sub->data = NULL;
-    if (se->ask != NULL)
-        se->ask->data = NULL;
-    free_ctx(&se->sub);
-    free_ctx(&se->ask);
+    sl__rlink_free(se->sub); /* st->closing: their callbacks do nothing */
+    sl__rlink_free(se->ask);
+    se->sub = se->ask = NULL;
     st->sentinel = NULL;
     uv_close((uv_handle_t *)&se->retry, on_closed);
     uv_close((uv_handle_t *)&se->ask_timer, on_closed);

@@ -71,22 +71,30 @@ class RedisServer:
     parallel test before redis-server binds it; redis-server then exits,
     and it is started again on another (not when the port was given: a
     restart on the same one). `args` are added to its command line, `env`
-    is its environment."""
+    is its environment. With `tls` (tests/redis/redis_tls.py's TlsFiles)
+    it serves only TLS, on `port` (`--port 0 --tls-port`), and its clients
+    (self.client, the probe) speak TLS with the client certificate;
+    `username` is the ACL user they log in as (with `password`; `args`
+    then define the users, `--requirepass` is not given)."""
 
     def __init__(self, port=None, args=(), env=None, password=None, logfile="/dev/null",
-                 seconds=5, socket_timeout=None):
+                 seconds=5, socket_timeout=None, tls=None, username=None):
+        self.tls = tls
         for _ in range(5):
             self.port = port or free_port()
+            listen = (["--port", "0", "--tls-port", str(self.port)] + tls.server_args()
+                      if tls else ["--port", str(self.port)])
             self.proc = subprocess.Popen(
-                ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                ["redis-server"] + listen + ["--bind", "127.0.0.1", "--save", "",
                  "--appendonly", "no", "--logfile", str(logfile).replace("{port}", str(self.port))]
-                + list(args) + (["--requirepass", password] if password else []), env=env)
-            self.client = redis.Redis(port=self.port, password=password,
-                                      socket_timeout=socket_timeout)
+                + list(args) + (["--requirepass", password] if password and not username else []),
+                env=env)
+            self.client = self.connect(username=username, password=password,
+                                       socket_timeout=socket_timeout)
             # the probe never waits long: what answers on a taken port may
             # be anything, and may never answer
-            self._probe = redis.Redis(port=self.port, password=password, socket_timeout=1,
-                                      socket_connect_timeout=1)
+            self._probe = self.connect(username=username, password=password, socket_timeout=1,
+                                       socket_connect_timeout=1)
             wait_for(lambda: self.proc.poll() is not None or self._up(), seconds)
             if self.proc.poll() is None and self._up():
                 return
@@ -94,6 +102,11 @@ class RedisServer:
             if port:
                 break
         raise AssertionError("redis-server did not start")
+
+    def connect(self, **kw):
+        """A redis-py client of this server (TLS with the client
+        certificate when it serves TLS)."""
+        return redis.Redis(port=self.port, **(self.tls.client_kwargs() if self.tls else {}), **kw)
 
     def _up(self):
         try:

@@ -4,7 +4,10 @@
 """calls.py BUILD_DIR [--graph] - no call cycle between the daemon's files
 where one would tangle the house: among the proxy's files
 (server/proxy/*.c), between server/core/decide.c and server/core/worker.c,
-and between server/core/server.c and server/core/watch.c.
+between server/core/server.c and server/core/watch.c, and among the Redis
+store's files (store/redis/*.c, its link included: each floor calls only
+the floors below, and reports upward through the pointers of struct
+sl__rup in store/redis/redis_int.h).
 
 The file-level call graph is read from the objects the build made: `nm`
 gives each object's defined (T, D, B, R...) and undefined (U) symbols; file
@@ -28,21 +31,24 @@ GROUPS = [
     ("the proxy's files", lambda p: p.startswith("server/proxy/")),
     ("decide.c and worker.c", lambda p: p in ("server/core/decide.c", "server/core/worker.c")),
     ("server.c and watch.c", lambda p: p in ("server/core/server.c", "server/core/watch.c")),
+    ("the Redis store's files", lambda p: p.startswith("store/redis/")),
 ]
 OBJ_DIR_MARK = ".dir/"
 
 
 def objects(build):
     """source path (relative to the tree) -> object path, for the daemon's
-    objects (the sluiced_* libraries), one object per source."""
+    objects (the sluiced_* libraries) and the stores' (sluice_store*), one
+    object per source."""
     out = {}
-    for root, _, files in os.walk(os.path.join(build, "server", "CMakeFiles")):
-        for f in files:
-            if not f.endswith(".c.o"):
-                continue
-            path = os.path.join(root, f)
-            rel = path.split(OBJ_DIR_MARK, 1)[1][: -len(".o")]
-            out.setdefault("server/" + rel, path)
+    for top in ("server", "store"):
+        for root, _, files in os.walk(os.path.join(build, top, "CMakeFiles")):
+            for f in files:
+                if not f.endswith(".c.o"):
+                    continue
+                path = os.path.join(root, f)
+                rel = path.split(OBJ_DIR_MARK, 1)[1][: -len(".o")]
+                out.setdefault(top + "/" + rel, path)
     return out
 
 

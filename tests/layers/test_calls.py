@@ -13,6 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = [sys.executable, os.path.join(HERE, "calls.py")]
 OBJ = "server/CMakeFiles/sluiced_proxy.dir/proxy"
 CORE = "server/CMakeFiles/sluiced_core.dir/core"
+REDIS = "store/CMakeFiles/sluice_store.dir/redis"
 
 A = "void b_run(void);\nvoid a_back(void) {}\nvoid a_run(void) { b_run(); }\n"
 B_CYCLE = "void a_back(void);\nvoid b_run(void) { a_back(); }\n"
@@ -72,6 +73,19 @@ def test_one_way_calls_pass_and_graph_lists_them(tmp_path):
 
 def test_a_cycle_outside_the_checked_groups_is_not_reported(tmp_path):
     r = run(build(tmp_path, {f"{CORE}/a.c.o": A, f"{CORE}/b.c.o": B_CYCLE}))
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_cycle_among_the_redis_store_files_fails(tmp_path):
+    r = run(build(tmp_path, {f"{REDIS}/a.c.o": A, f"{REDIS}/link/b.c.o": B_CYCLE,
+                             f"{OBJ}/c.c.o": "void c_run(void) {}\n"}))
+    assert r.returncode == 1, r.stderr
+    assert "a call cycle among the Redis store's files" in r.stderr
+    assert "store/redis/a.c -> store/redis/link/b.c (calls b_run)" in r.stderr
+
+
+def test_the_redis_store_cycle_broken_by_a_callback_passes(tmp_path):
+    r = run(build(tmp_path, {f"{REDIS}/a.c.o": A_CB, f"{REDIS}/b.c.o": B_CB}))
     assert r.returncode == 0, r.stderr
 
 

@@ -12,6 +12,9 @@
  * libasan), redis-server runs with it preloaded, so a memory error in the
  * module aborts Redis and fails the test.
  *
+ * TLS: with tls_dir set, the server serves only TLS with the certificates
+ * tls_pki.h makes there, and asks for client certificates.
+ *
  * It does not skip anything: a missing redis-server binary fails the test
  * that asked for one. It does not clean up after a crashed test process
  * (the server dies with nothing to save; its port is free again).
@@ -28,9 +31,9 @@ struct rs_server {
     const char *opt, *val;    /* one extra option, or NULL */
     const char *dir;          /* with the AOF (appendonly yes) in this directory, or NULL */
     const char *const *extra; /* more arguments, NULL-ended, or NULL */
-    /* TLS only (no clear-text port): `port` is the TLS port, with
-     * server.crt, server.key and ca.crt of this directory, clients'
-     * certificates required (signed by ca.crt); NULL: clear text */
+    /* TLS only, on `port` (--port 0 --tls-port), a client certificate
+     * required, with the certificates of this directory (tls_pki.h);
+     * readiness is then asked with redis-cli --tls. NULL: clear text. */
     const char *tls_dir;
 };
 
@@ -38,21 +41,13 @@ struct rs_server {
 int rs_start(struct rs_server *s);
 /* The same with one extra option and its value (e.g. --requirepass x). */
 int rs_start_args(struct rs_server *s, const char *opt, const char *val);
-/* Start one speaking TLS only, with the certificates of `dir` (see
- * tls_dir above); ready once it accepts TCP connections. 0 or -1. */
-int rs_start_tls(struct rs_server *s, const char *dir);
-/* Make the certificates of a TLS test in `dir` with the openssl command:
- * ca.crt (and ca.key), server.crt/.key for 127.0.0.1 and client.crt/.key,
- * both signed by it, and other.crt, a CA that signed neither. 0 or -1. */
-int rs_tls_certs(const char *dir);
 /* Start again on s->port (after rs_stop), empty; 0 or -1. */
 int rs_restart(struct rs_server *s);
 /* SIGTERM then wait; safe on a stopped (SIGSTOP) server. */
 void rs_stop(struct rs_server *s);
 /* Send a signal to the server (SIGSTOP / SIGCONT / SIGKILL). */
 void rs_signal(const struct rs_server *s, int sig);
-/* Block until the server answers PING (up to ~5 s; a TLS one: accepts a
- * TCP connection); true when it does. */
+/* Block until the server answers PING (up to ~5 s); true when it does. */
 bool rs_wait_ready(const struct rs_server *s);
 /* A free TCP port on 127.0.0.1 (bound then released). */
 int rs_free_port(void);

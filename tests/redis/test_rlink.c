@@ -6,8 +6,9 @@
  * pipeline, commands sent while connecting leave after AUTH, a refused
  * AUTH and a closed port say why through `down`, a drop gives every
  * waiting command its NULL reply, a link freed inside its own callback is
- * released afterwards, a pub/sub link hears its messages, and the backoff
- * stays within its bounds. TLS is covered by the store's TLS tests.
+ * released afterwards, a pub/sub link hears its messages, the reader
+ * refuses an array too large to allocate, and the backoff stays within
+ * its bounds. TLS is covered by the store's TLS tests.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -245,6 +246,25 @@ static void test_refused_and_pubsub(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* A reply declaring a huge array is refused by the link's reader before
+ * hiredis allocates it; one within the bound is read. */
+static void test_reader_bounds_arrays(void **state)
+{
+    redisReader *r = sl__rlink_reader_new();
+    void *reply = NULL;
+
+    (void)state;
+    assert_non_null(r);
+    assert_int_equal(redisReaderFeed(r, "*2\r\n:1\r\n:2\r\n", 12), REDIS_OK);
+    assert_int_equal(redisReaderGetReply(r, &reply), REDIS_OK);
+    assert_non_null(reply);
+    assert_int_equal(((redisReply *)reply)->elements, 2);
+    freeReplyObject(reply);
+    assert_int_equal(redisReaderFeed(r, "*811000000\r\n", 12), REDIS_OK);
+    assert_int_equal(redisReaderGetReply(r, &reply), REDIS_ERR);
+    redisReaderFree(r);
+}
+
 static void test_backoff(void **state)
 {
     struct sl__rbackoff b;
@@ -269,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_in_order),
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_refused_and_pubsub),
+        cmocka_unit_test(test_reader_bounds_arrays),
         cmocka_unit_test(test_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

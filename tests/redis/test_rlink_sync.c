@@ -8,7 +8,7 @@
  * (accepted), without one (refused by the server) and with a CA that did
  * not sign the server's certificate (refused by the link). The
  * certificates are made by the openssl command in a temporary directory
- * (rs_tls_certs).
+ * (tls_pki.h).
  *
  * The rules sync's blocking calls (rules_sync.c), which are on this link,
  * push and pull over TLS too. It does not test the asynchronous link
@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "redis_server.h"
+#include "tls_pki.h"
 #include "rlink.h"
 #include "rules_sync.h"
 #include "sluice.h"
@@ -37,28 +38,17 @@
 #define TIMEOUT_MS 2000
 
 static struct rs_server plain, secret, tls;
-static char dir[] = "/tmp/sl_rlink_sync_XXXXXX";
-
-static bool sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static bool sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    return system(cmd) == 0;
-}
+static char dir[512];
 
 static int setup(void **state)
 {
     (void)state;
-    if (mkdtemp(dir) == NULL || rs_tls_certs(dir) != 0)
+    if (tls_pki_make(dir, sizeof(dir)) != 0)
         return -1;
     if (rs_start(&plain) != 0 || rs_start_args(&secret, "--requirepass", "s3cret") != 0)
         return -1;
-    return rs_start_tls(&tls, dir);
+    tls.tls_dir = dir;
+    return rs_start(&tls);
 }
 
 static int teardown(void **state)
@@ -67,7 +57,7 @@ static int teardown(void **state)
     rs_stop(&plain);
     rs_stop(&secret);
     rs_stop(&tls);
-    sh("rm -rf %s", dir);
+    tls_pki_remove(dir);
     return 0;
 }
 
@@ -285,7 +275,7 @@ static void test_tls_with_client_certificate(void **state)
     struct sl__rlink_sync *s;
 
     (void)state;
-    tls_of(&t, "ca.crt", "client.crt", "client.key");
+    tls_of(&t, "ca.pem", "client.pem", "client.key");
     c.tls = &t;
     s = sl__rlink_sync_open(&c, "127.0.0.1", tls.port, TIMEOUT_MS, err, sizeof(err));
     if (s == NULL)
@@ -302,7 +292,7 @@ static void test_tls_without_client_certificate(void **state)
     char err[256];
 
     (void)state;
-    tls_of(&t, "ca.crt", "", "");
+    tls_of(&t, "ca.pem", "", "");
     c.tls = &t;
     assert_null(sl__rlink_sync_open(&c, "127.0.0.1", tls.port, TIMEOUT_MS, err, sizeof(err)));
     if (strstr(err, "TLS") == NULL)
@@ -317,7 +307,7 @@ static void test_tls_wrong_ca(void **state)
     char err[256], want[128];
 
     (void)state;
-    tls_of(&t, "other.crt", "client.crt", "client.key");
+    tls_of(&t, "other_ca.pem", "client.pem", "client.key");
     c.tls = &t;
     assert_null(sl__rlink_sync_open(&c, "127.0.0.1", tls.port, TIMEOUT_MS, err, sizeof(err)));
     snprintf(want, sizeof(want),
@@ -360,8 +350,8 @@ static void test_rules_sync_over_tls(void **state)
     c.seeds[0].port = tls.port;
     c.n_seeds = 1;
     c.tls.on = c.tls.verify = true;
-    snprintf(c.tls.ca_file, sizeof(c.tls.ca_file), "%s/ca.crt", dir);
-    snprintf(c.tls.cert_file, sizeof(c.tls.cert_file), "%s/client.crt", dir);
+    snprintf(c.tls.ca_file, sizeof(c.tls.ca_file), "%s/ca.pem", dir);
+    snprintf(c.tls.cert_file, sizeof(c.tls.cert_file), "%s/client.pem", dir);
     snprintf(c.tls.key_file, sizeof(c.tls.key_file), "%s/client.key", dir);
     snprintf(db, sizeof(db), "%s/rules.db", dir);
     assert_int_equal(sl__rsync_push(&c, "r1", yaml, strlen(yaml), &v), SL_OK);

@@ -77,12 +77,15 @@ def policy(reply):
 
 
 class Redis(RedisServer):
-    def __init__(self, tmp_path, replica_of=None):
-        args = ["--dir", str(tmp_path)]
+    """A master, or a replica of the one on port replica_of; with `tls`
+    (redis_tls.TlsFiles) serving only TLS, replicating over TLS too."""
+
+    def __init__(self, tmp_path, replica_of=None, tls=None):
+        args = ["--dir", str(tmp_path)] + (["--tls-replication", "yes"] if tls else [])
         if replica_of is not None:
             args += ["--replicaof", "127.0.0.1", str(replica_of)]
         super().__init__(args=args, logfile=tmp_path / "redis-{port}.log", seconds=10,
-                         socket_timeout=2)
+                         socket_timeout=2, tls=tls)
 
     def info(self, section):
         return self.client.info(section)
@@ -96,11 +99,16 @@ class Redis(RedisServer):
 
 
 class Sentinel:
-    def __init__(self, tmp_path, master_port):
+    """redis-sentinel monitoring the master on master_port; with `tls`
+    serving only TLS (`port 0`, `tls-port`) and speaking TLS to the
+    servers and the other sentinels (`tls-replication yes`)."""
+
+    def __init__(self, tmp_path, master_port, tls=None):
         self.port = free_port()
         self.conf = tmp_path / f"sentinel-{self.port}.conf"
-        self.conf.write_text(f"""port {self.port}
-bind 127.0.0.1
+        listen = (f"port 0\ntls-port {self.port}\ntls-replication yes\n{tls.conf_lines()}"
+                  if tls else f"port {self.port}\n")
+        self.conf.write_text(f"""{listen}bind 127.0.0.1
 dir {tmp_path}
 logfile {tmp_path}/sentinel-{self.port}.log
 sentinel monitor {NAME} 127.0.0.1 {master_port} 2
@@ -108,7 +116,8 @@ sentinel down-after-milliseconds {NAME} 1000
 sentinel failover-timeout {NAME} 10000
 """)
         self.proc = subprocess.Popen(["redis-sentinel", str(self.conf)])
-        self.client = redis.Redis(port=self.port, socket_timeout=2)
+        self.client = redis.Redis(port=self.port, socket_timeout=2,
+                                  **(tls.client_kwargs() if tls else {}))
 
     def sees_everyone(self):
         """It knows the replica and the two other sentinels (a failover needs them)."""
@@ -125,7 +134,10 @@ sentinel failover-timeout {NAME} 10000
 
 
 class Sluiced(SluicedProc):
-    def __init__(self, tmp_path, name, sentinels, master_name=NAME, wait_ready=True):
+    """tls_yaml: the lines of store.redis.tls (redis_tls.TlsFiles.store_yaml), or none."""
+
+    def __init__(self, tmp_path, name, sentinels, master_name=NAME, wait_ready=True,
+                 tls_yaml=""):
         # first in the list, an address where no sentinel listens: left for the others
         self.dead = free_port()
         addrs = ",".join([f"127.0.0.1:{self.dead}"] + [f"127.0.0.1:{s.port}" for s in sentinels])
@@ -137,7 +149,7 @@ class Sluiced(SluicedProc):
     failure_policy: local
     policies: {{open: allow, closed: deny}}
     rules_sync: true
-"""
+{tls_yaml}"""
         # log level info: the lines an operator reads when the master comes and goes
         super().__init__(tmp_path, name, store, RULES, workers=2,
                          rules_extra=f"\n  database: {tmp_path / (name + '.db')}",
@@ -166,25 +178,34 @@ class Sluiced(SluicedProc):
         return [ln for ln in self.log_text().splitlines() if re.search(pattern, ln)]
 
 
-@pytest.fixture(scope="module")
-def deployment(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("sentinel")
+def start_deployment(tmp, tls=None):
+    """A master, its replica and three sentinels that see each other, as
+    {"master", "replica", "sentinels"}, and the list to stop (in reverse)."""
     started = []
     try:
-        master = Redis(tmp)
+        master = Redis(tmp, tls=tls)
         started.append(master)
-        replica = Redis(tmp, replica_of=master.port)
+        replica = Redis(tmp, replica_of=master.port, tls=tls)
         started.append(replica)
         assert wait_until(lambda: replica.info("replication").get("master_link_status") == "up",
                           20), "the replica did not sync"
-        sentinels = [Sentinel(tmp, master.port) for _ in range(3)]
+        sentinels = [Sentinel(tmp, master.port, tls) for _ in range(3)]
         started.extend(sentinels)
         assert wait_until(lambda: all(s.sees_everyone() for s in sentinels), 40, 0.2), \
             "the sentinels did not find the replica and each other"
-        yield {"tmp": tmp, "master": master, "replica": replica, "sentinels": sentinels}
-    finally:
+    except BaseException:
         for p in reversed(started):
             p.stop()
+        raise
+    return {"tmp": tmp, "master": master, "replica": replica, "sentinels": sentinels}, started
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory):
+    dep, started = start_deployment(tmp_path_factory.mktemp("sentinel"))
+    yield dep
+    for p in reversed(started):
+        p.stop()
 
 
 def test_unknown_master_name_answers_by_policy_and_says_why(deployment, tmp_path):

@@ -15,7 +15,7 @@
  *    subscriber nor the hybrid store is ever connected (while a clear-text
  *    control on the same loop is).
  *
- * The certificates are made by the openssl command (rs_tls_certs). It does
+ * The certificates are made by the openssl command (tls_pki.h). It does
  * not test the link itself (test_rlink.c, test_rlink_sync.c).
  */
 #include <setjmp.h>
@@ -31,6 +31,7 @@
 
 #include "hybrid.h"
 #include "redis_server.h"
+#include "tls_pki.h"
 #include "rlink.h"
 #include "rules_sync.h"
 #include "rulesdb.h"
@@ -40,7 +41,7 @@
 #define T0_NS INT64_C(1760000000000000000)
 
 static struct rs_server tls, plain;
-static char dir[] = "/tmp/sl_tls_clients_XXXXXX";
+static char dir[512];
 static uv_loop_t loop;
 static uv_timer_t tick;
 
@@ -52,9 +53,10 @@ static const char yaml[] = "domain: d1\n"
 static int setup(void **state)
 {
     (void)state;
-    if (mkdtemp(dir) == NULL || rs_tls_certs(dir) != 0)
+    if (tls_pki_make(dir, sizeof(dir)) != 0)
         return -1;
-    if (rs_start_tls(&tls, dir) != 0 || rs_start(&plain) != 0)
+    tls.tls_dir = dir;
+    if (rs_start(&tls) != 0 || rs_start(&plain) != 0)
         return -1;
     sw_loop_init(&loop, &tick);
     return 0;
@@ -62,16 +64,14 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char cmd[128];
-
     (void)state;
     uv_close((uv_handle_t *)&tick, NULL);
     uv_run(&loop, UV_RUN_NOWAIT);
     uv_loop_close(&loop);
     rs_stop(&tls);
     rs_stop(&plain);
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    tls_pki_remove(dir);
+    return 0;
 }
 
 /* store.redis.tls with the test's CA (`ca`) and client certificate. */
@@ -80,7 +80,7 @@ static void tls_set(struct sl__redis_tls *t, const char *ca)
     memset(t, 0, sizeof(*t));
     t->on = t->verify = true;
     snprintf(t->ca_file, sizeof(t->ca_file), "%s/%s", dir, ca);
-    snprintf(t->cert_file, sizeof(t->cert_file), "%s/client.crt", dir);
+    snprintf(t->cert_file, sizeof(t->cert_file), "%s/client.pem", dir);
     snprintf(t->key_file, sizeof(t->key_file), "%s/client.key", dir);
 }
 
@@ -97,7 +97,7 @@ static long long tls_integer(const char *a0, const char *a1)
     redisReply *r;
     long long n;
 
-    tls_set(&set, "ca.crt");
+    tls_set(&set, "ca.pem");
     assert_int_equal(sl__rlink_tls_init(&t, &set), SL_OK);
     s = sl__rlink_sync_open(&c, "127.0.0.1", tls.port, 2000, err, sizeof(err));
     if (s == NULL)
@@ -134,7 +134,7 @@ static void test_rules_subscriber_over_tls(void **state)
     char db[1100];
 
     (void)state;
-    rsync_cfg(&c, tls.port, "ca.crt");
+    rsync_cfg(&c, tls.port, "ca.pem");
     snprintf(db, sizeof(db), "%s/sub.db", dir);
     assert_int_equal(sl__rsync_start(&loop, &c, db, NULL, NULL, &sub), SL_OK);
     uv_update_time(&loop);
@@ -168,7 +168,7 @@ static void test_rules_subscriber_wrong_ca(void **state)
     bool ever = false;
 
     (void)state;
-    rsync_cfg(&bad, tls.port, "other.crt");
+    rsync_cfg(&bad, tls.port, "other_ca.pem");
     rsync_cfg(&good, plain.port, NULL);
     good.period_ms = 50;
     snprintf(db, sizeof(db), "%s/wrong.db", dir);
@@ -271,7 +271,7 @@ static void test_hybrid_syncs_over_tls(void **state)
     long long keys0 = tls_integer("DBSIZE", NULL), keys1;
 
     (void)state;
-    hybrid_cfg(&rcfg, &hcfg, tls.port, "ca.crt");
+    hybrid_cfg(&rcfg, &hcfg, tls.port, "ca.pem");
     assert_int_equal(sl__store_hybrid_new(&loop, &hcfg, &st), SL_OK);
     uv_update_time(&loop);
     for (uint64_t end = uv_now(&loop) + 10000; !hstats(st).connected && uv_now(&loop) < end;)
@@ -303,7 +303,7 @@ static void test_hybrid_wrong_ca(void **state)
     bool ever = false;
 
     (void)state;
-    hybrid_cfg(&rbad, &hbad, tls.port, "other.crt");
+    hybrid_cfg(&rbad, &hbad, tls.port, "other_ca.pem");
     hybrid_cfg(&rgood, &hgood, plain.port, NULL);
     assert_int_equal(sl__store_hybrid_new(&loop, &hbad, &bad), SL_OK);
     assert_int_equal(sl__store_hybrid_new(&loop, &hgood, &good), SL_OK);

@@ -57,43 +57,58 @@ descriptors:
 
 class Cluster:
     """Three masters on loopback (`host`: 127.0.0.1 or ::1); each node's
-    config in a temporary dir."""
+    config in a temporary dir. With `tls` (tests/redis/redis_tls.py's
+    TlsFiles) every node serves only TLS, its cluster bus included
+    (`tls-cluster yes`); `args` are more arguments of every node (e.g. its
+    ACL users), `auth` the (user, password) the tests' clients log in with."""
 
-    def __init__(self, host="127.0.0.1"):
+    def __init__(self, host="127.0.0.1", tls=None, args=(), auth=None):
         self.dir = tempfile.mkdtemp(prefix="sl-pycluster-")
-        self.host = host
+        self.host, self.tls, self.auth = host, tls, auth
         self.nodes = []
         for _ in range(3):
             port, bus = free_port(), free_port()
+            listen = (["--port", "0", "--tls-port", str(port), "--tls-cluster", "yes",
+                       "--tls-replication", "yes"] + tls.server_args()
+                      if tls else ["--port", str(port)])
             proc = subprocess.Popen(
-                ["redis-server", "--port", str(port), "--bind", host,
+                ["redis-server"] + listen + ["--bind", host,
                  "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
                  "--cluster-port", str(bus), "--cluster-node-timeout", "1000",
                  "--dir", self.dir, "--save", "", "--appendonly", "no",
-                 "--logfile", f"{port}.log"])
+                 "--logfile", f"{port}.log"] + list(args))
             self.nodes.append((port, proc))
             assert wait_until(lambda: self._ping(port), 10), "redis-server did not start"
-        subprocess.run(["redis-cli", "--cluster", "create"]
+        cli = (tls.cli_args() if tls else []) + (
+            ["--user", auth[0], "--pass", auth[1], "--no-auth-warning"] if auth else [])
+        subprocess.run(["redis-cli"] + cli + ["--cluster", "create"]
                        + [f"{host}:{p}" for p, _ in self.nodes]
                        + ["--cluster-replicas", "0", "--cluster-yes"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         assert wait_until(self._ok, 30), "cluster_state did not become ok"
 
+    def client(self, port, **kw):
+        """A redis-py client of one node (TLS and the user when the cluster has them)."""
+        if self.auth:
+            kw.update(username=self.auth[0], password=self.auth[1])
+        return redis.Redis(host=self.host, port=port, **(self.tls.client_kwargs() if self.tls
+                                                          else {}), **kw)
+
     def _ping(self, port):
         try:
-            return redis.Redis(host=self.host, port=port, socket_timeout=1).ping()
+            return self.client(port, socket_timeout=1).ping()
         except redis.RedisError:
             return False
 
     def _ok(self):
         try:
-            return all(b"cluster_state:ok" in redis.Redis(host=self.host, port=p).execute_command(
-                "CLUSTER", "INFO") for p, _ in self.nodes)
+            return all(b"cluster_state:ok" in self.client(p).execute_command("CLUSTER", "INFO")
+                       for p, _ in self.nodes)
         except redis.RedisError:
             return False
 
     def keys_per_node(self):
-        return [redis.Redis(host=self.host, port=p).dbsize() for p, _ in self.nodes]
+        return [self.client(p).dbsize() for p, _ in self.nodes]
 
     def stop(self):
         for _, proc in self.nodes:
@@ -104,7 +119,9 @@ class Cluster:
 
 
 class Sluiced(SluicedProc):
-    def __init__(self, tmp_path, name, cluster, db=None):
+    """extra: more lines under store.redis (e.g. its user and tls)."""
+
+    def __init__(self, tmp_path, name, cluster, db=None, extra=""):
         seed, *more = [p for p, _ in cluster.nodes]
         nodes = ",".join(f"127.0.0.1:{p}" for p in more)
         store = f"""  type: redis
@@ -116,7 +133,7 @@ class Sluiced(SluicedProc):
     timeout: 200ms
     over_limit_cache: 0
     failure_policy: local
-"""
+{extra}"""
         super().__init__(tmp_path, name, store, RULES, workers=2,
                          rules_extra=f"\n  database: {db}" if db else "")
 

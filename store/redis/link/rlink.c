@@ -99,6 +99,7 @@ struct sl__rlink {
     bool queued;         /* in g->dirty */
     bool dead;           /* freed: released when depth is 0 */
     bool refused;        /* uv_tcp_connect refused at once: said from the timer */
+    bool replied;        /* a reply came on this connection */
     unsigned depth;      /* callbacks running */
     unsigned own_left;   /* own replies (AUTH, SELECT) still awaited */
     struct sl__rlink *next_dirty, *prev_dirty;
@@ -109,6 +110,52 @@ static void fail(struct sl__rlink *l, enum sl__rlink_down kind, enum sl__tlsc_fa
                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void flush(struct sl__rlink *l);
 static void retry(struct sl__rlink *l, const struct sockaddr *sa);
+
+/* The system's words for a libuv error (libuv's are the negated errno on
+ * Unix): "Connection refused", as the log has always said it. */
+static const char *errtext(int status)
+{
+    return status < 0 && status > -1000 ? strerror(-status) : uv_strerror(status);
+}
+
+/* ------------------------------------------------------------ the reader */
+
+/* hiredis 0.14 allocates an array's declared element count at once
+ * ("*811000000" is 6.5 GB of pointers), before anything is read: a
+ * server (or anyone on a clear-text path to it) could make sluiced
+ * allocate what it likes. The link's reader refuses an array larger than
+ * any reply Sluice reads (an error of the reader, as out of memory). */
+static redisReplyObjectFunctions bounded;
+static void *(*create_array)(const redisReadTask *, int);
+static uv_once_t bounded_once = UV_ONCE_INIT;
+
+static void *bounded_array(const redisReadTask *task, int elements)
+{
+    return elements > SL__RLINK_MAX_ELEMENTS ? NULL : create_array(task, elements);
+}
+
+static void bounded_init(void)
+{
+    redisReader *r = redisReaderCreate();
+
+    if (r == NULL)
+        return;
+    bounded = *r->fn;
+    create_array = bounded.createArray;
+    bounded.createArray = bounded_array;
+    redisReaderFree(r);
+}
+
+redisReader *sl__rlink_reader_new(void)
+{
+    redisReader *r;
+
+    uv_once(&bounded_once, bounded_init);
+    r = redisReaderCreate();
+    if (r != NULL && create_array != NULL)
+        r->fn = &bounded;
+    return r;
+}
 
 /* ------------------------------------------------------------ buffers */
 
@@ -416,6 +463,7 @@ static void dispatch(struct sl__rlink *l)
         }
         if (reply == NULL)
             return;
+        l->replied = true;
         if (l->q.len > 0 && l->q.w[l->q.head].own) {
             fifo_pop(&l->q);
             own_reply(l, reply);
@@ -488,7 +536,7 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf)
         return;
     if (nread < 0) {
         fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "%s",
-             nread == UV_EOF ? "connection closed by Redis" : uv_strerror((int)nread));
+             nread == UV_EOF ? "connection closed by Redis" : errtext((int)nread));
         return;
     }
     if (l->tls == NULL) {
@@ -506,9 +554,14 @@ static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf)
         long n = sl__tlsc_read(l->tls, l->rbuf, RBUF);
         if (n == 0)
             break;
-        if (n < 0) {
-            fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "%s",
-                 n == -1 ? "connection closed by Redis (TLS close_notify)" : "TLS record error");
+        if (n == -1) {
+            fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER,
+                 "connection closed by Redis (TLS close_notify)");
+            return;
+        }
+        if (n < 0) { /* an alert before any reply: the server refusing this client */
+            fail(l, l->replied ? SL__RLINK_LOST : SL__RLINK_TLS, SL__TLSC_FAIL_HANDSHAKE,
+                 "TLS with %s:%d failed: %s", l->host, l->port, sl__tlsc_why(l->tls));
             return;
         }
         redisReaderFeed(l->reader, l->rbuf, (size_t)n);
@@ -533,7 +586,7 @@ static void on_written(uv_write_t *req, int status)
     l->writing = false;
     l->wire.len = 0;
     if (status != 0) {
-        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "write failed: %s", uv_strerror(status));
+        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "write failed: %s", errtext(status));
         return;
     }
     if (l->out.len > 0 || (l->tls != NULL && sl__tlsc_pending(l->tls) > 0))
@@ -581,7 +634,7 @@ static void flush(struct sl__rlink *l)
         return;
     }
     if (n < 0 && n != UV_EAGAIN) {
-        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "write failed: %s", uv_strerror(n));
+        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "write failed: %s", errtext(n));
         return;
     }
     if (n > 0) {
@@ -615,7 +668,7 @@ static void on_connected(uv_connect_t *req, int status)
         return;
     }
     if (status != 0) {
-        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "%s", uv_strerror(status));
+        fail(l, SL__RLINK_LOST, SL__TLSC_FAIL_OTHER, "%s", errtext(status));
         return;
     }
     uv_tcp_nodelay(&s->tcp, 1);
@@ -771,7 +824,7 @@ int sl__rlink_connect(struct sl__rlink *l, const char *host, int port)
     memcpy(l->host, host, strlen(host) + 1);
     l->port = port;
     s = calloc(1, sizeof(*s));
-    l->reader = redisReaderCreate();
+    l->reader = sl__rlink_reader_new();
     if (s == NULL || l->reader == NULL) {
         free(s);
         return SL_ENOMEM;
@@ -798,7 +851,7 @@ int sl__rlink_connect(struct sl__rlink *l, const char *host, int port)
     uv_unref((uv_handle_t *)&s->tcp); /* the owner's calls keep the loop alive, not this */
     l->s = s;
     l->state = L_CONNECTING;
-    l->refused = false;
+    l->refused = l->replied = false;
     if (queue_own(l) != SL_OK) {
         close_conn(l);
         return SL_ENOMEM;
@@ -827,7 +880,7 @@ int sl__rlink_connect(struct sl__rlink *l, const char *host, int port)
 
 void sl__rlink_drop(struct sl__rlink *l)
 {
-    if (l->state == L_DOWN)
+    if (l == NULL || l->state == L_DOWN)
         return;
     close_conn(l);
     if (l->depth == 0)
@@ -846,12 +899,12 @@ void sl__rlink_free(struct sl__rlink *l)
 
 bool sl__rlink_is_up(const struct sl__rlink *l)
 {
-    return l->state == L_UP;
+    return l != NULL && l->state == L_UP;
 }
 
 bool sl__rlink_is_busy(const struct sl__rlink *l)
 {
-    return l->state != L_DOWN;
+    return l != NULL && l->state != L_DOWN;
 }
 
 bool sl__rlink_resumed(const struct sl__rlink *l)
@@ -867,7 +920,7 @@ size_t sl__rlink_pending(const struct sl__rlink *l)
 int sl__rlink_formatted(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, const char *cmd,
                         size_t len)
 {
-    if (l->state == L_DOWN || l->dead)
+    if (l == NULL || l->state == L_DOWN || l->dead)
         return SL_ENOENT;
     if (bytes_reserve(&l->out, len) != SL_OK ||
         (l->ev.push == NULL && fifo_push(&l->q, fn, arg, false) != SL_OK))
@@ -885,7 +938,7 @@ int sl__rlink_command(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, con
     va_list ap;
     int len, rc;
 
-    if (l->state == L_DOWN || l->dead)
+    if (l == NULL || l->state == L_DOWN || l->dead)
         return SL_ENOENT;
     va_start(ap, fmt);
     len = redisvFormatCommand(&cmd, fmt, ap);
@@ -903,7 +956,7 @@ int sl__rlink_argv(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, int ar
     char *cmd = NULL;
     int len, rc;
 
-    if (l->state == L_DOWN || l->dead)
+    if (l == NULL || l->state == L_DOWN || l->dead)
         return SL_ENOENT;
     len = redisFormatCommandArgv(&cmd, argc, argv, lens);
     if (len < 0)

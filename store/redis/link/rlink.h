@@ -141,6 +141,7 @@ void sl__rlink_drop(struct sl__rlink *l);
 /* Drop and free it. NULL is fine. */
 void sl__rlink_free(struct sl__rlink *l);
 
+/* These, drop and the commands take a NULL link as one that is down. */
 bool sl__rlink_is_up(const struct sl__rlink *l);
 /* Connecting, up, or closing: not down. */
 bool sl__rlink_is_busy(const struct sl__rlink *l);
@@ -158,6 +159,12 @@ int sl__rlink_formatted(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, c
                         size_t len);
 int sl__rlink_argv(struct sl__rlink *l, sl__rlink_reply_fn fn, void *arg, int argc,
                    const char **argv, const size_t *lens);
+
+/* A reply reader for a Redis connection: hiredis's, refusing an array of
+ * more than SL__RLINK_MAX_ELEMENTS elements (hiredis 0.14 allocates the
+ * declared count before reading any). Every link's reader is one. */
+#define SL__RLINK_MAX_ELEMENTS (1 << 20)
+redisReader *sl__rlink_reader_new(void);
 
 /* The one reconnection policy: exponential backoff from min_ms to max_ms,
  * each wait drawn in [wait/2, wait] so that many clients cut off together
