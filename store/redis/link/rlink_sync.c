@@ -11,8 +11,9 @@
  * step and why ("redis 10.0.0.5:6380: TLS handshake failed: certificate
  * not trusted").
  *
- * hiredis formats the commands and its reader parses the replies; its
- * sockets are not used (the hiredis of Debian 12 has no TLS).
+ * hiredis formats the commands and its reader parses the replies (the
+ * link's reader, sl__rlink_reader_new: bounded arrays); its sockets are
+ * not used (the hiredis of Debian 12 has no TLS).
  *
  * What it does not do: bound the name resolution (getaddrinfo blocks as
  * long as the system's resolver says, as hiredis's connect did), pipeline,
@@ -282,7 +283,7 @@ static int feed_more(struct sl__rlink_sync *s, int64_t deadline_ms)
     if (m == -1)
         return fail(s, "%s: the server closed TLS", s->step);
     if (m == -2)
-        return fail(s, "%s: TLS error (an alert from the server)", s->step);
+        return fail(s, "%s: TLS: %s", s->step, sl__tlsc_why(s->tls));
     return tls_flush(s, deadline_ms); /* what reading made TLS say, if anything */
 }
 
@@ -401,7 +402,7 @@ struct sl__rlink_sync *sl__rlink_sync_open(const struct sl__rlink_conf *c, const
     s->cap = cap;
     s->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
     snprintf(s->where, sizeof(s->where), v6 ? "redis [%s]:%d" : "redis %s:%d", host, port);
-    if ((s->rd = redisReaderCreate()) == NULL) {
+    if ((s->rd = sl__rlink_reader_new()) == NULL) {
         fail(s, "out of memory");
         goto bad;
     }
