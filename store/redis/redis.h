@@ -4,8 +4,9 @@
  * redis.h - the Redis store : the async store interface of
  * store/include/store.h over one Redis, shared by every sluiced (internal).
  *
- * A check is one call on one of a few pipelined hiredis connections per
- * worker (libuv adapter, on the worker's loop): the Redis module's command
+ * A check is one call on one of a few pipelined connections per worker
+ * (Redis links on the worker's loop, link/rlink.h; TLS with
+ * store.redis.tls): the Redis module's command
  * when the server has sluice-redis.so loaded, else FCALL of the Functions
  * library (Redis 7+), else EVALSHA of the script (store/redis/lua/NN_*.lua);
  * store.redis.engine forces one.

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * redis_conn.c - the Redis store's connections: hiredis async contexts on
- * the worker's libuv loop, AUTH, the detection of the engines the server
- * offers (which doubles as the probe of the circuit breaker), reconnection
- * with exponential backoff, and the breaker itself (consecutive failures
+ * redis_conn.c - the Redis store's connections: Redis links
+ * (link/rlink.h: TCP or TLS, AUTH) on the worker's libuv loop, the
+ * detection of the engines the server offers (which doubles as the probe
+ * of the circuit breaker), reconnection with the link's backoff, the log
+ * lines of a refused AUTH or TLS handshake, and the breaker itself (consecutive failures
  * open it; it stays open breaker_open_ms, during which every connection is
  * dropped; the first connection whose detection succeeds closes it).
  *
