@@ -638,9 +638,14 @@ static void health(const struct sl__store *s, struct sl__store_health *out)
     out->state = atomic_load_explicit(&st->ctr.ever_connected, memory_order_relaxed)
                      ? SL__STORE_DEGRADED
                      : SL__STORE_STARTING;
-    snprintf(out->why, sizeof(out->why),
-             "hybrid: redis %.120s:%d not syncing; deciding locally, counts kept", rc->host,
-             rc->port);
+    if (rc->sentinels[0] != '\0') /* the master's address is the loop thread's */
+        snprintf(out->why, sizeof(out->why),
+                 "hybrid: redis master '%.120s' not syncing; deciding locally, counts kept",
+                 rc->master_name);
+    else
+        snprintf(out->why, sizeof(out->why),
+                 "hybrid: redis %.120s:%d not syncing; deciding locally, counts kept", rc->host,
+                 rc->port);
 }
 
 static void on_closed(uv_handle_t *h)

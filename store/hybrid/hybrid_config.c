@@ -44,10 +44,10 @@ static void link_redis(void *cfg, const void *redis)
 
 int sl__hybrid_config_check(const struct sl__hybrid_config *c, char *err, size_t errlen)
 {
-    if (c->redis != NULL && (c->redis->cluster || c->redis->sentinels[0] != '\0')) {
+    if (c->redis != NULL && c->redis->cluster) {
         snprintf(err, errlen,
-                 "store.type hybrid syncs with one Redis at store.redis.host:port: "
-                 "set store.redis.cluster to false and no store.redis.sentinels");
+                 "store.type hybrid syncs with one Redis (store.redis.host:port, or the "
+                 "master store.redis.sentinels name): set store.redis.cluster to false");
         return SL_EINVAL;
     }
     if (c->max_bytes < ((size_t)1 << 20)) {

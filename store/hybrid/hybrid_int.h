@@ -11,12 +11,18 @@
 #include <stdatomic.h>
 
 #include "hybrid.h"
+#include "redis_cluster.h"
 #include "rlink.h"
 #include "sluice_int.h"
 
 /* Longest match key kept for syncing; a longer one is decided locally and
  * not synced (counted in `untracked`). */
 #define SL__HY_KEY_MAX 240
+
+/* Behind Sentinel, while synced with a master: how often a sentinel is
+ * asked whether it still names that master (a master demoted by a
+ * failover may go on taking writes until Sentinel reconfigures it). */
+#define SL__HY_WATCH_MS 1000
 
 /* One (state key, window) whose counts are synced. Windows get one entry
  * per window index, buckets one entry (w = 0). */
@@ -105,7 +111,19 @@ struct sl__hystore {
     uv_timer_t conn_timer; /* reconnect backoff or connect timeout */
     struct sl__rbackoff backoff;
     char sha[41];
-    struct sl__hy_call *calls; /* [ceil(max_keys / batch)] */
+    /* the Redis synced with: store.redis.host:port, or behind Sentinel
+     * the master the sentinels last named (port 0: none yet) */
+    struct sl__cnode master;
+    /* Sentinel (store.redis.sentinels): asked on `ask`, one at a time,
+     * the next after a failure to answer */
+    struct sl__cnode sentinels[SL__SENTINEL_MAX];
+    unsigned n_sentinels, sentinel;
+    struct sl__rlink *ask;
+    struct sl__rlink_conf ask_conf; /* no AUTH (the Redis store's choice) */
+    bool asking;                    /* a question is out on `ask` */
+    bool watching;                  /* the same, to see if the master changed */
+    uv_timer_t watch;               /* asks that every SL__HY_WATCH_MS while synced */
+    struct sl__hy_call *calls;      /* [ceil(max_keys / batch)] */
     unsigned n_calls;
     unsigned calls_out;
     /* scratch for one call's arguments */

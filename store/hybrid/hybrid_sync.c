@@ -110,7 +110,7 @@ static void on_conn_timer(uv_timer_t *t);
  * worker to see it, the last to see it end) when the stores share state. */
 static void stall_edge(struct sl__hystore *st, bool bad, const char *why)
 {
-    const struct sl__redis_config *rc = st->cfg.redis;
+    const struct sl__cnode *m = &st->master;
     bool line = true;
 
     if (bad == st->stalled)
@@ -123,10 +123,10 @@ static void stall_edge(struct sl__hystore *st, bool bad, const char *why)
         sl__store_log(SL__SLOG_WARN, "store.hybrid_stalled",
                       "hybrid: redis %s:%d %s: decisions stay local, their counts are kept "
                       "and pushed once it answers",
-                      rc->host, rc->port, why);
+                      m->host, m->port, why);
     else if (line)
         sl__store_log(SL__SLOG_INFO, "store.hybrid_back", "hybrid: redis %s:%d answers again",
-                      rc->host, rc->port);
+                      m->host, m->port);
 }
 
 static void retry_later(struct sl__hystore *st)
@@ -146,10 +146,28 @@ static void probe(struct sl__hystore *st)
     uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)probe_ms(st), 0);
 }
 
-/* Close the connection now: every call on it comes back lost. */
+/* Sentinel: give up on the question out (its NULL reply is no answer)
+ * and ask the next sentinel the next time. */
+static void drop_ask(struct sl__hystore *st)
+{
+    st->asking = false;
+    st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+    sl__rlink_drop(st->ask);
+}
+
+/* Close the connection now (or give up on the question to a sentinel):
+ * every call on it comes back lost. */
 static void drop(struct sl__hystore *st)
 {
-    if (st->link == NULL || !sl__rlink_is_busy(st->link))
+    bool asked = st->asking;
+
+    if (st->watching) {
+        st->watching = false;
+        sl__rlink_drop(st->ask);
+    }
+    if (asked)
+        drop_ask(st);
+    if (!asked && (st->link == NULL || !sl__rlink_is_busy(st->link)))
         return;
     set_conn(st, SL__HY_DOWN);
     st->sha[0] = '\0';
@@ -168,7 +186,9 @@ static void on_conn_timer(uv_timer_t *t)
     if (st->closing)
         return;
     if (st->conn == SL__HY_CONNECTING) {
-        stall_edge(st, true, "does not answer a new connection");
+        stall_edge(st, true,
+                   st->asking ? "has no master a sentinel names in time"
+                              : "does not answer a new connection");
         drop(st); /* no answer in time (a frozen Redis accepts, then says nothing) */
     } else if (st->conn == SL__HY_DOWN)
         start(st);
@@ -214,20 +234,138 @@ static void on_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *
 
 static const struct sl__rlink_events link_events = {.up = on_up, .down = on_down};
 
-static void start(struct sl__hystore *st)
+/* Sentinel: ROLE's reply on a new connection. A Redis that says it is not
+ * a master (a demoted one the sentinels have not caught up with) is left,
+ * and the sentinels are asked again; a refused ROLE (an ACL without
+ * +role) is no proof either way: the -READONLY of a sync would be. */
+static void on_role(struct sl__rlink *l, redisReply *r, void *priv)
 {
-    const struct sl__redis_config *rc = st->cfg.redis;
+    struct sl__hystore *st = priv;
 
-    if (sl__rlink_connect(st->link, rc->host, rc->port) != SL_OK) {
+    if (r == NULL || st->closing || l != st->link)
+        return;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") != 0)
+        drop(st);
+}
+
+static void connect_at(struct sl__hystore *st, const char *host, int port)
+{
+    if (sl__rlink_connect(st->link, host, port) != SL_OK) {
+        set_conn(st, SL__HY_DOWN);
         retry_later(st);
         return;
     }
     set_conn(st, SL__HY_CONNECTING);
-    /* after the link's AUTH; its reply says the connection is ready */
-    if (sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua) != SL_OK) {
+    /* after the link's AUTH; the script's reply says the connection is ready */
+    if ((st->n_sentinels > 0 && sl__rlink_command(st->link, on_role, st, "ROLE") != SL_OK) ||
+        sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua) != SL_OK) {
         drop(st);
         return;
     }
+    probe(st);
+}
+
+/* A sentinel's answer: sync with the master it names, or (no answer, an
+ * unknown name) ask the next one after the backoff. */
+static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
+{
+    struct sl__hystore *st = priv;
+    struct sl__cnode m;
+
+    if (st->closing || !st->asking || l != st->ask)
+        return;
+    if (!sl__rlink_master_addr(r, m.host, sizeof(m.host), &m.port)) {
+        drop(st); /* the next sentinel, after the backoff */
+        return;
+    }
+    st->asking = false;
+    sl__rlink_drop(st->ask); /* closed once this callback returns */
+    st->master = m;
+    connect_at(st, m.host, m.port);
+}
+
+/* The sentinel's link went down before it answered (its NULL reply came
+ * first and handled it), or could not be made. */
+static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
+{
+    struct sl__hystore *st = arg;
+
+    (void)why;
+    if (st->closing || l != st->ask)
+        return;
+    if (st->watching) { /* the next question goes to the next sentinel */
+        st->watching = false;
+        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+    } else if (st->asking)
+        drop(st);
+}
+
+/* A sentinel's answer while synced: still the master synced with, or a
+ * failover made another the master: leave this one (the calls out come
+ * back lost, their deltas pending) and sync with the one it names. */
+static void on_watch_answer(struct sl__rlink *l, redisReply *r, void *priv)
+{
+    struct sl__hystore *st = priv;
+    struct sl__cnode m;
+
+    if (st->closing || !st->watching || l != st->ask)
+        return;
+    st->watching = false;
+    sl__rlink_drop(st->ask); /* closed once this callback returns */
+    if (!sl__rlink_master_addr(r, m.host, sizeof(m.host), &m.port)) {
+        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+        return; /* no answer: the sync itself says whether the master is fine */
+    }
+    if (st->conn != SL__HY_READY ||
+        (strcmp(m.host, st->master.host) == 0 && m.port == st->master.port))
+        return;
+    stall_edge(st, true, "is not the master the sentinels name any more");
+    drop(st);
+}
+
+static void on_watch(uv_timer_t *t)
+{
+    struct sl__hystore *st = t->data;
+    const struct sl__cnode *s = &st->sentinels[st->sentinel];
+
+    if (st->closing || st->asking)
+        return;
+    if (st->watching) { /* the last question was not answered: the next sentinel */
+        st->watching = false;
+        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+        sl__rlink_drop(st->ask);
+        return;
+    }
+    if (st->conn != SL__HY_READY)
+        return;
+    if (sl__rlink_ask_master(st->ask, s->host, s->port, st->cfg.redis->master_name, on_watch_answer,
+                             st) == SL_OK)
+        st->watching = true;
+    else
+        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+}
+
+static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
+
+static void start(struct sl__hystore *st)
+{
+    const struct sl__cnode *s;
+
+    if (st->n_sentinels == 0) {
+        connect_at(st, st->master.host, st->master.port);
+        return;
+    }
+    s = &st->sentinels[st->sentinel];
+    set_conn(st, SL__HY_CONNECTING);
+    if (sl__rlink_ask_master(st->ask, s->host, s->port, st->cfg.redis->master_name, on_master,
+                             st) != SL_OK) {
+        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+        set_conn(st, SL__HY_DOWN);
+        retry_later(st);
+        return;
+    }
+    st->asking = true;
     probe(st);
 }
 
@@ -274,6 +412,23 @@ int sl__hy_sync_init(struct sl__hystore *st)
     st->link = sl__rlink_new(st->group, &st->link_conf, &link_events, st);
     if (st->link == NULL)
         return SL_ENOMEM;
+    snprintf(st->master.host, sizeof(st->master.host), "%s", rc->host);
+    st->master.port = rc->port;
+    if (rc->sentinels[0] != '\0') {
+        int n = sl__redis_parse_addrs(rc->sentinels, st->sentinels, SL__SENTINEL_MAX);
+        if (n <= 0)
+            return SL_EINVAL; /* the configuration's check refused it already */
+        st->n_sentinels = (unsigned)n;
+        st->master.port = 0; /* none named yet */
+        st->ask_conf.tls = st->link_conf.tls;
+        st->ask = sl__rlink_new(st->group, &st->ask_conf, &ask_events, st);
+        if (st->ask == NULL)
+            return SL_ENOMEM;
+        uv_timer_init(st->loop, &st->watch);
+        uv_unref((uv_handle_t *)&st->watch);
+        st->watch.data = st;
+        uv_timer_start(&st->watch, on_watch, SL__HY_WATCH_MS, SL__HY_WATCH_MS);
+    }
     start(st);
     return SL_OK;
 }
@@ -290,6 +445,10 @@ void sl__hy_sync_close(struct sl__hystore *st)
     drop(st);
     sl__rlink_free(st->link);
     st->link = NULL;
+    sl__rlink_free(st->ask);
+    if (st->ask != NULL)
+        uv_close((uv_handle_t *)&st->watch, on_closed);
+    st->ask = NULL;
     sl__rlink_group_free(st->group);
     st->group = NULL;
     if (st->link_conf.tls != NULL) {
@@ -321,6 +480,14 @@ static bool is_noscript(const redisReply *r)
     return r->type == REDIS_REPLY_ERROR && r->str != NULL && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+/* The Redis is no master (any more): -READONLY (a replica, from the
+ * script's write or the command itself) or -MASTERDOWN. */
+static bool is_not_master(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+           (strstr(r->str, "READONLY") != NULL || strncmp(r->str, "MASTERDOWN", 10) == 0);
+}
+
 static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__hy_call *c = priv;
@@ -335,6 +502,14 @@ static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
             set_conn(st, SL__HY_CONNECTING);
             (void)sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua);
             probe(st);
+        } else if (r != NULL && is_not_master(r)) {
+            /* a failover demoted it: every call out is lost (pending
+             * again) and the sentinels say where the master is now; with
+             * no sentinels, the same Redis after the backoff */
+            lose_call(c);
+            stall_edge(st, true, "is not a master any more");
+            drop(st);
+            return;
         }
         lose_call(c);
         return;
@@ -492,8 +667,32 @@ static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, cons
     return ok;
 }
 
+/* Where the last push goes: store.redis.host:port, or the master the
+ * first sentinel that answers names (each asked within ms). */
+static bool final_target(const struct sl__hystore *st, const struct sl__rlink_conf *lc, int64_t ms,
+                         struct sl__cnode *out)
+{
+    const struct sl__redis_config *rc = st->cfg.redis;
+    struct sl__rlink_conf sc = *lc;
+
+    if (st->n_sentinels == 0) {
+        snprintf(out->host, sizeof(out->host), "%s", rc->host);
+        out->port = rc->port;
+        return true;
+    }
+    sc.user = sc.password = NULL; /* the sentinels: no AUTH */
+    for (unsigned k = 0; k < st->n_sentinels; k++) {
+        const struct sl__cnode *s = &st->sentinels[(st->sentinel + k) % st->n_sentinels];
+        const struct sl__rlink_master_q q = {s->host, s->port, rc->master_name, ms};
+        if (sl__rlink_sync_master(&sc, &q, out->host, sizeof(out->host), &out->port) == SL_OK)
+            return true;
+    }
+    return false;
+}
+
 void sl__hy_final_push(struct sl__hystore *st)
 {
+    struct sl__cnode to;
     const struct sl__redis_config *rc = st->cfg.redis;
     int64_t ms = st->cfg.timeout_ms > 1000 ? st->cfg.timeout_ms : 1000; /* stopping can wait */
     struct sl__rlink_conf lc = {.user = rc != NULL ? rc->user : NULL,
@@ -522,7 +721,9 @@ void sl__hy_final_push(struct sl__hystore *st)
     if (idx == NULL)
         goto out;
     /* AUTH refused (or any step failing) leaves the deltas unpushed */
-    s = sl__rlink_sync_open(&lc, rc->host, rc->port, ms, err, sizeof(err));
+    if (!final_target(st, &lc, ms, &to))
+        goto out;
+    s = sl__rlink_sync_open(&lc, to.host, to.port, ms, err, sizeof(err));
     if (s == NULL)
         goto out;
     k = 0;
