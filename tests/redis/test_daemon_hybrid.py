@@ -18,6 +18,15 @@ benchmark):
   - Redis frozen with SIGSTOP: the daemons keep answering from their own
     tables, keep the deltas, and push them once Redis is resumed, saying
     so in the log (store.hybrid_stalled, store.hybrid_back); no crash.
+
+The tests that need only "a Redis" run twice (the `rds` fixture): on one
+redis-server, and behind Sentinel (store.redis.sentinels, master_name:
+the harness of test_sentinel_daemon.py, a master, its replica and three
+sentinels, shared by the module and emptied before each test). Freezing
+or stopping the master behind Sentinel is a failover, which
+test_failover_under_load_keeps_the_bound tests instead: the master
+killed, or demoted by SENTINEL FAILOVER, under a bounded load; the bound
+holds and the counts go on on the new master.
 """
 import random
 import signal
@@ -27,6 +36,7 @@ import urllib.request
 import pytest
 
 from sluiced_proc import RedisServer, SluicedProc, wait_until
+from test_sentinel_daemon import NAME, start_deployment
 
 SYNC_MS = 50
 ROUND = 20  # requests per round, over the three daemons
@@ -45,20 +55,58 @@ descriptors:
 """
 
 
+def counters_total(client):
+    """The sum of the hybrid store's counters (not the reset markers,
+    "<prefix>:h1:<hash>:r", which hold a time)."""
+    return sum(int(client.get(k) or 0) for k in client.keys("sluice:h1:*")
+               if not k.endswith(b":r"))
+
+
 class Redis(RedisServer):
+    """One redis-server: the Redis the daemons sync with."""
+    sentinel = False
+
+    def redis_yaml(self):
+        return f"    port: {self.port}\n"
+
     def total(self):
-        """The sum of the hybrid store's counters (not the reset markers,
-        "<prefix>:h1:<hash>:r", which hold a time)."""
-        return sum(int(self.client.get(k) or 0) for k in self.client.keys("sluice:h1:*")
-                   if not k.endswith(b":r"))
+        return counters_total(self.client)
+
+
+class BehindSentinel:
+    """The master the sentinels of `dep` (start_deployment) name, as the
+    daemons find it: `client` is the current master's."""
+    sentinel = True
+
+    def __init__(self, dep):
+        self.dep = dep
+
+    def master(self):
+        for r in (self.dep["master"], self.dep["replica"]):
+            try:
+                if r.proc.poll() is None and r.info("replication")["role"] == "master":
+                    return r
+            except Exception:  # noqa: BLE001 - a server gone or not answering yet
+                pass
+        raise AssertionError("no master")
+
+    @property
+    def client(self):
+        return self.master().client
+
+    def redis_yaml(self):
+        addrs = ",".join(f"127.0.0.1:{s.port}" for s in self.dep["sentinels"])
+        return f'    sentinels: "{addrs}"\n    master_name: {NAME}\n'
+
+    def total(self):
+        return counters_total(self.client)
 
 
 class Hybrid(SluicedProc):
-    def __init__(self, tmp_path, name, redis_port, workers=1):
+    def __init__(self, tmp_path, name, rds, workers=1):
         store = f"""  type: hybrid
   redis:
-    port: {redis_port}
-    timeout: 20ms
+{rds.redis_yaml()}    timeout: 20ms
   hybrid:
     sync_interval: {SYNC_MS}ms
     timeout: 100ms
@@ -67,16 +115,35 @@ class Hybrid(SluicedProc):
         super().__init__(tmp_path, name, store, RULES, workers=workers, log_level="info")
 
 
-@pytest.fixture
-def rds():
-    r = Redis()
+@pytest.fixture(scope="module")
+def sentinel_deployment(tmp_path_factory):
+    dep, started = start_deployment(tmp_path_factory.mktemp("sentinel"))
+    yield dep
+    for p in reversed(started):
+        p.stop()
+
+
+@pytest.fixture(params=["redis", "sentinel"])
+def rds(request):
+    if request.param == "redis":
+        r = Redis()
+        yield r
+        r.stop()
+        return
+    r = BehindSentinel(request.getfixturevalue("sentinel_deployment"))
+    r.client.flushall()  # what the tests before left
     yield r
-    r.stop()
+
+
+def one_redis_only(rds):
+    if rds.sentinel:
+        pytest.skip("behind Sentinel the master frozen or stopped is a failover: "
+                    "test_failover_under_load_keeps_the_bound")
 
 
 @pytest.fixture
 def fleet(tmp_path, rds):
-    nodes = [Hybrid(tmp_path, n, rds.port) for n in ("a", "b", "c")]
+    nodes = [Hybrid(tmp_path, n, rds) for n in ("a", "b", "c")]
     for n in nodes:
         assert wait_until(lambda: n.metric("sluice_store_hybrid_workers_connected") == 1)
     yield nodes
@@ -114,6 +181,7 @@ def test_sliding_log_goes_through_redis(rds, fleet):
 
 
 def test_redis_frozen_then_resumed(rds, fleet):
+    one_redis_only(rds)
     rnd = random.Random(3)
     before = rds.total()
     rds.proc.send_signal(signal.SIGSTOP)
@@ -160,7 +228,7 @@ def test_a_reset_clears_every_worker_of_the_node(tmp_path, rds):
     """Each worker of a hybrid node keeps its own table (synced through
     Redis like separate nodes): a reset served by one worker must clear
     the key on the others too, or every request they take stays denied."""
-    node = Hybrid(tmp_path, "w", rds.port, workers=2)
+    node = Hybrid(tmp_path, "w", rds, workers=2)
     try:
         assert wait_until(lambda: node.metric("sluice_store_hybrid_workers_connected") == 2)
         admitted = sum(fresh_check(node, "rs", "k") != "deny" for _ in range(40))
@@ -207,7 +275,8 @@ def test_a_reset_reaches_every_node(rds, fleet):
 def test_a_reset_without_redis_is_local_and_said(tmp_path, rds):
     """Redis gone: the reset still clears the node's own tables, and the
     log and a counter say the other nodes were not told."""
-    node = Hybrid(tmp_path, "solo", rds.port)
+    one_redis_only(rds)
+    node = Hybrid(tmp_path, "solo", rds)
     try:
         assert wait_until(lambda: node.metric("sluice_store_hybrid_workers_connected") == 1)
         assert sum(node.check("hy", "rs", "g") != "deny" for _ in range(12)) == 10
@@ -221,3 +290,75 @@ def test_a_reset_without_redis_is_local_and_said(tmp_path, rds):
         assert node.alive()
     finally:
         node.stop()
+
+
+@pytest.mark.parametrize("how", ["kill", "demote"])
+def test_failover_under_load_keeps_the_bound(tmp_path, how):
+    """Behind Sentinel, the master killed (SIGKILL) or demoted (SENTINEL
+    FAILOVER: the old master becomes a replica and answers -READONLY)
+    while three daemons take a bounded load: the daemons decide locally
+    meanwhile and keep their deltas, find the new master through the
+    sentinels, and push what they kept there. The fleet admits at least
+    the limit and at most the limit plus the bound of two rounds plus what
+    was offered while the master changed (docs/distributed.md: a failover
+    costs at most what was admitted meanwhile), and the new master holds
+    every admitted request."""
+    dep, started = start_deployment(tmp_path)
+    rds = BehindSentinel(dep)
+    old, new = dep["master"], dep["replica"]
+    nodes = []
+    try:
+        nodes = [Hybrid(tmp_path, n, rds) for n in ("a", "b", "c")]
+        for n in nodes:
+            assert wait_until(lambda: n.metric("sluice_store_hybrid_workers_connected") == 1)
+        rnd = random.Random(11)
+        admitted = rounds(nodes, "fw", "fo", 4, rnd)  # 80 of a limit of 100
+        assert admitted == 4 * ROUND
+        # every admitted request is on the master and its replica
+        assert wait_until(lambda: counters_total(old.client) == admitted, 10)
+        assert wait_until(lambda: counters_total(new.client) == admitted, 10)
+        if how == "kill":
+            old.stop()
+        else:
+            dep["sentinels"][0].client.execute_command("SENTINEL", "FAILOVER", NAME)
+        during = 30  # the load while the master changes: bounded
+        admitted += sum(rnd.choice(nodes).check("hy", "fw", "fo") != "deny"
+                        for _ in range(during))
+        assert wait_until(lambda: new.info("replication")["role"] == "master", 40, 0.1), \
+            "no failover"
+        # every daemon syncs with the new master and has pushed what it kept
+        assert wait_until(lambda: all(
+            n.metric("sluice_store_hybrid_workers_connected") == 1 and
+            n.metric("sluice_store_hybrid_kept") == 0 for n in nodes), 40, 0.1)
+        time.sleep(0.3)
+        assert counters_total(new.client) >= admitted  # nothing lost
+        at_switch = counters_total(new.client)
+        calls = new.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+        admitted += rounds(nodes, "fw", "fo", 6, rnd)  # 120 more offered
+        offered = 4 * ROUND + during + 6 * ROUND
+        print(f"{how}: admitted {admitted} of {offered} for a limit of 100")
+        assert 100 <= admitted <= 100 + 2 * ROUND + during
+        # the counts go on on the new master: a key every check of which
+        # is admitted (a demoted master would take a sync that only reads;
+        # the first delta is refused there, -READONLY, and goes to the new
+        # master)
+        free = rounds(nodes, "free", "fo", 3, rnd)
+        assert free == 3 * ROUND
+        # Killed, the old master took nothing after the failover began: the
+        # new one holds every admitted request. Demoted, it took the syncs
+        # sent between the promotion and a node's next question to a
+        # sentinel (SL__HY_WATCH_MS), lost when it became a replica: the
+        # new one holds at least what came before and after.
+        held = admitted + free if how == "kill" else 4 * ROUND + free
+        assert wait_until(lambda: counters_total(new.client) >= held, 10), \
+            (counters_total(new.client), held)
+        stats = new.info("commandstats")
+        assert stats.get("cmdstat_evalsha", {}).get("calls", 0) > calls
+        if how == "demote":  # the old master is a replica of the new one now
+            assert wait_until(lambda: old.info("replication")["role"] == "slave", 20)
+        assert all(n.alive() for n in nodes)
+    finally:
+        for n in nodes:
+            n.stop()
+        for p in reversed(started):
+            p.stop()
