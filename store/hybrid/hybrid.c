@@ -291,13 +291,13 @@ size_t sl__hy_key_name(const struct sl__hystore *st, const struct sl__hy_key *k,
     int n;
 
     if (k->marker)
-        n = snprintf(buf, cap, "%s:h1:%016llx%016llx:r", st->cfg.redis->opts.prefix,
+        n = snprintf(buf, cap, "%s:h1:{%016llx%016llx}:r", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1]);
     else if (windowed(k->l))
-        n = snprintf(buf, cap, "%s:h1:%016llx%016llx:%lld", st->cfg.redis->opts.prefix,
+        n = snprintf(buf, cap, "%s:h1:{%016llx%016llx}:%lld", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1], (long long)k->w);
     else
-        n = snprintf(buf, cap, "%s:h1:%016llx%016llx", st->cfg.redis->opts.prefix,
+        n = snprintf(buf, cap, "%s:h1:{%016llx%016llx}", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1]);
     return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
 }

@@ -73,14 +73,12 @@ static const char reset_lua[] = "if #KEYS > 1 then redis.call('DEL', unpack(KEYS
 #define KEY_BYTES (SL__REDIS_PREFIX_MAX + 64)
 #define ARG_BYTES (2 * KEY_BYTES + 24 + 24)
 
-static void start(struct sl__hystore *st);
+static void node_start(struct sl__hy_node *n);
+static void update(struct sl__hystore *st);
 
-static void set_conn(struct sl__hystore *st, enum sl__hy_conn c)
+static struct sl__hy_node *node0(struct sl__hystore *st)
 {
-    st->conn = c;
-    SL__HY_SET(st, connected, c == SL__HY_READY);
-    if (c == SL__HY_READY)
-        SL__HY_SET(st, ever_connected, true);
+    return &st->nodes[0];
 }
 
 static void finish_call(struct sl__hy_call *c)
@@ -88,8 +86,9 @@ static void finish_call(struct sl__hy_call *c)
     struct sl__hystore *st = c->st;
 
     c->busy = false;
-    uv_timer_stop(&c->timer);
     st->calls_out--;
+    if (--c->node->calls_out == 0)
+        uv_timer_stop(&c->node->call_timer);
     SL__HY_SET(st, in_flight, st->calls_out);
 }
 
@@ -103,14 +102,13 @@ static void lose_call(struct sl__hy_call *c)
     finish_call(c);
 }
 
-static void on_conn_timer(uv_timer_t *t);
-
-/* This worker's Redis stopped answering (why) or answers again: logged as
- * the Redis store logs an unreachable node, once per process (the first
- * worker to see it, the last to see it end) when the stores share state. */
-static void stall_edge(struct sl__hystore *st, bool bad, const char *why)
+/* A Redis of this worker (`at`) stopped answering (why) or they all
+ * answer again: logged as the Redis store logs an unreachable node, once
+ * per process (the first worker to see it, the last to see it end) when
+ * the stores share state. */
+static void stall_edge(struct sl__hystore *st, const struct sl__cnode *at, bool bad,
+                       const char *why)
 {
-    const struct sl__cnode *m = &st->master;
     bool line = true;
 
     if (bad == st->stalled)
@@ -123,15 +121,17 @@ static void stall_edge(struct sl__hystore *st, bool bad, const char *why)
         sl__store_log(SL__SLOG_WARN, "store.hybrid_stalled",
                       "hybrid: redis %s:%d %s: decisions stay local, their counts are kept "
                       "and pushed once it answers",
-                      m->host, m->port, why);
+                      at->host, at->port, why);
     else if (line)
         sl__store_log(SL__SLOG_INFO, "store.hybrid_back", "hybrid: redis %s:%d answers again",
-                      m->host, m->port);
+                      at->host, at->port);
 }
 
-static void retry_later(struct sl__hystore *st)
+static void on_node_timer(uv_timer_t *t);
+
+static void retry_later(struct sl__hy_node *n)
 {
-    uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)sl__rbackoff_next(&st->backoff), 0);
+    uv_timer_start(&n->timer, on_node_timer, (uint64_t)sl__rbackoff_next(&n->backoff), 0);
 }
 
 static int64_t probe_ms(const struct sl__hystore *st)
@@ -141,75 +141,94 @@ static int64_t probe_ms(const struct sl__hystore *st)
 }
 
 /* The time a connection in progress has to become ready. */
-static void probe(struct sl__hystore *st)
+static void probe(struct sl__hy_node *n)
 {
-    uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)probe_ms(st), 0);
+    uv_timer_start(&n->timer, on_node_timer, (uint64_t)probe_ms(n->st), 0);
 }
 
-/* Sentinel: give up on the question out (its NULL reply is no answer)
- * and ask the next sentinel the next time. */
-static void drop_ask(struct sl__hystore *st)
+static void set_conn(struct sl__hy_node *n, enum sl__hy_conn c)
 {
-    st->asking = false;
-    st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+    n->conn = c;
+    if (c != SL__HY_READY)
+        n->sha[0] = '\0';
+    update(n->st);
+}
+
+/* Sentinel: give up on a question out to a sentinel (its NULL reply is no
+ * answer); `next`: ask the next one the next time. */
+static void drop_ask(struct sl__hystore *st, bool next)
+{
+    if (!st->asking && !st->watching)
+        return;
+    st->asking = st->watching = false;
+    if (next)
+        st->seed = (st->seed + 1) % st->n_seeds;
     sl__rlink_drop(st->ask);
 }
 
-/* Close the connection now (or give up on the question to a sentinel):
- * every call on it comes back lost. */
-static void drop(struct sl__hystore *st)
+/* Close node n's connection now: every call on it comes back lost, and it
+ * connects again after the backoff (behind Sentinel: asking first). */
+static void node_drop(struct sl__hy_node *n)
 {
-    bool asked = st->asking;
+    struct sl__hystore *st = n->st;
 
-    if (st->watching) {
-        st->watching = false;
-        sl__rlink_drop(st->ask);
-    }
-    if (asked)
-        drop_ask(st);
-    if (!asked && (st->link == NULL || !sl__rlink_is_busy(st->link)))
+    if (st->sentinel)
+        drop_ask(st, false);
+    if (n->link == NULL || !sl__rlink_is_busy(n->link))
         return;
-    set_conn(st, SL__HY_DOWN);
-    st->sha[0] = '\0';
     for (unsigned i = 0; i < st->n_calls; i++)
-        if (st->calls[i].busy)
+        if (st->calls[i].busy && st->calls[i].node == n)
             lose_call(&st->calls[i]);
+    if (st->cluster)
+        st->map_stale = true;
     if (!st->closing)
-        retry_later(st);
-    sl__rlink_drop(st->link); /* the NULL replies find nothing busy */
+        retry_later(n);
+    sl__rlink_drop(n->link); /* the NULL replies find nothing busy */
+    set_conn(n, SL__HY_DOWN);
 }
 
-static void on_conn_timer(uv_timer_t *t)
+/* Sentinel: no master named in time (or at all): the next sentinel after
+ * the backoff. */
+static void sentinel_fail(struct sl__hystore *st)
 {
-    struct sl__hystore *st = t->data;
+    drop_ask(st, true);
+    if (!st->closing)
+        retry_later(node0(st));
+    set_conn(node0(st), SL__HY_DOWN);
+}
+
+static void on_node_timer(uv_timer_t *t)
+{
+    struct sl__hy_node *n = t->data;
+    struct sl__hystore *st = n->st;
 
     if (st->closing)
         return;
-    if (st->conn == SL__HY_CONNECTING) {
-        stall_edge(st, true,
-                   st->asking ? "has no master a sentinel names in time"
-                              : "does not answer a new connection");
-        drop(st); /* no answer in time (a frozen Redis accepts, then says nothing) */
-    } else if (st->conn == SL__HY_DOWN)
-        start(st);
+    if (n->conn == SL__HY_CONNECTING && st->sentinel && st->asking) {
+        stall_edge(st, &n->addr, true, "has no master a sentinel names in time");
+        sentinel_fail(st);
+    } else if (n->conn == SL__HY_CONNECTING) {
+        stall_edge(st, &n->addr, true, "does not answer a new connection");
+        node_drop(n); /* no answer in time (a frozen Redis accepts, then says nothing) */
+    } else if (n->conn == SL__HY_DOWN)
+        node_start(n);
 }
 
 static void on_loaded(struct sl__rlink *l, redisReply *r, void *priv)
 {
-    struct sl__hystore *st = priv;
+    struct sl__hy_node *n = priv;
 
-    if (r == NULL || st->closing || l != st->link)
+    if (r == NULL || n->st->closing || l != n->link)
         return;
     if (r->type != REDIS_REPLY_STRING || r->len != 40) {
-        drop(st);
+        node_drop(n);
         return;
     }
-    memcpy(st->sha, r->str, 40);
-    st->sha[40] = '\0';
-    sl__rbackoff_reset(&st->backoff);
-    uv_timer_stop(&st->conn_timer);
-    set_conn(st, SL__HY_READY);
-    stall_edge(st, false, "");
+    memcpy(n->sha, r->str, 40);
+    n->sha[40] = '\0';
+    sl__rbackoff_reset(&n->backoff);
+    uv_timer_stop(&n->timer);
+    set_conn(n, SL__HY_READY);
 }
 
 static void on_up(struct sl__rlink *l, void *arg)
@@ -222,14 +241,15 @@ static void on_up(struct sl__rlink *l, void *arg)
  * replies (lost) already. */
 static void on_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
 {
-    struct sl__hystore *st = arg;
+    struct sl__hy_node *n = arg;
 
     (void)l;
     (void)why;
-    set_conn(st, SL__HY_DOWN);
-    st->sha[0] = '\0';
-    if (!st->closing)
-        retry_later(st);
+    if (n->st->cluster)
+        n->st->map_stale = true;
+    if (!n->st->closing)
+        retry_later(n);
+    set_conn(n, SL__HY_DOWN);
 }
 
 static const struct sl__rlink_events link_events = {.up = on_up, .down = on_down};
@@ -240,30 +260,32 @@ static const struct sl__rlink_events link_events = {.up = on_up, .down = on_down
  * +role) is no proof either way: the -READONLY of a sync would be. */
 static void on_role(struct sl__rlink *l, redisReply *r, void *priv)
 {
-    struct sl__hystore *st = priv;
+    struct sl__hy_node *n = priv;
 
-    if (r == NULL || st->closing || l != st->link)
+    if (r == NULL || n->st->closing || l != n->link)
         return;
     if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
         r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") != 0)
-        drop(st);
+        node_drop(n);
 }
 
-static void connect_at(struct sl__hystore *st, const char *host, int port)
+static void connect_at(struct sl__hy_node *n)
 {
-    if (sl__rlink_connect(st->link, host, port) != SL_OK) {
-        set_conn(st, SL__HY_DOWN);
-        retry_later(st);
+    struct sl__hystore *st = n->st;
+
+    if (sl__rlink_connect(n->link, n->addr.host, n->addr.port) != SL_OK) {
+        retry_later(n);
+        set_conn(n, SL__HY_DOWN);
         return;
     }
-    set_conn(st, SL__HY_CONNECTING);
+    n->conn = SL__HY_CONNECTING;
     /* after the link's AUTH; the script's reply says the connection is ready */
-    if ((st->n_sentinels > 0 && sl__rlink_command(st->link, on_role, st, "ROLE") != SL_OK) ||
-        sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua) != SL_OK) {
-        drop(st);
+    if ((st->sentinel && sl__rlink_command(n->link, on_role, n, "ROLE") != SL_OK) ||
+        sl__rlink_command(n->link, on_loaded, n, "SCRIPT LOAD %s", sync_lua) != SL_OK) {
+        node_drop(n);
         return;
     }
-    probe(st);
+    probe(n);
 }
 
 /* A sentinel's answer: sync with the master it names, or (no answer, an
@@ -276,17 +298,50 @@ static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
     if (st->closing || !st->asking || l != st->ask)
         return;
     if (!sl__rlink_master_addr(r, m.host, sizeof(m.host), &m.port)) {
-        drop(st); /* the next sentinel, after the backoff */
+        sentinel_fail(st);
         return;
     }
-    st->asking = false;
-    sl__rlink_drop(st->ask); /* closed once this callback returns */
-    st->master = m;
-    connect_at(st, m.host, m.port);
+    drop_ask(st, false); /* closed once this callback returns */
+    node0(st)->addr = m;
+    connect_at(node0(st));
 }
 
-/* The sentinel's link went down before it answered (its NULL reply came
- * first and handled it), or could not be made. */
+/* The map a seed's CLUSTER SLOTS describes: every master of it connected. */
+static void on_slots(struct sl__rlink *l, redisReply *r, void *priv)
+{
+    struct sl__hystore *st = priv;
+    const char *asked = st->seeds[st->seed].host;
+
+    if (st->closing || !st->asking || l != st->ask)
+        return;
+    if (r == NULL || sl__cmap_load(st->map, r, asked) != SL_OK) {
+        drop_ask(st, true);
+        return;
+    }
+    drop_ask(st, false);
+    st->map_stale = !sl__cmap_complete(st->map);
+    for (size_t i = 0; i < st->map->n_nodes; i++)
+        st->nodes[i].owns = false;
+    for (unsigned slot = 0; slot < SL__CLUSTER_SLOTS; slot++)
+        if (st->map->owner[slot] != SL__CLUSTER_NO_NODE)
+            st->nodes[st->map->owner[slot]].owns = true;
+    st->n_nodes = (unsigned)st->map->n_nodes;
+    for (unsigned i = 0; i < st->n_nodes; i++) {
+        struct sl__hy_node *n = &st->nodes[i];
+        if (n->link == NULL) {
+            n->link = sl__rlink_new(st->group, &st->link_conf, &link_events, n);
+            if (n->link == NULL)
+                continue;
+        }
+        n->addr = st->map->nodes[i];
+        if (n->owns && n->conn == SL__HY_DOWN && !uv_is_active((uv_handle_t *)&n->timer))
+            connect_at(n);
+    }
+    update(st);
+}
+
+/* The sentinel's link (or the seed's) went down before it answered (its
+ * NULL reply came first and handled it), or could not be made. */
 static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
 {
     struct sl__hystore *st = arg;
@@ -294,11 +349,10 @@ static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_w
     (void)why;
     if (st->closing || l != st->ask)
         return;
-    if (st->watching) { /* the next question goes to the next sentinel */
-        st->watching = false;
-        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
-    } else if (st->asking)
-        drop(st);
+    if (st->sentinel && st->asking)
+        sentinel_fail(st);
+    else
+        drop_ask(st, true);
 }
 
 /* A sentinel's answer while synced: still the master synced with, or a
@@ -307,95 +361,188 @@ static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_w
 static void on_watch_answer(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__hystore *st = priv;
+    struct sl__hy_node *n = node0(st);
     struct sl__cnode m;
 
     if (st->closing || !st->watching || l != st->ask)
         return;
-    st->watching = false;
-    sl__rlink_drop(st->ask); /* closed once this callback returns */
     if (!sl__rlink_master_addr(r, m.host, sizeof(m.host), &m.port)) {
-        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+        drop_ask(st, true);
         return; /* no answer: the sync itself says whether the master is fine */
     }
-    if (st->conn != SL__HY_READY ||
-        (strcmp(m.host, st->master.host) == 0 && m.port == st->master.port))
+    drop_ask(st, false); /* closed once this callback returns */
+    if (n->conn != SL__HY_READY || (strcmp(m.host, n->addr.host) == 0 && m.port == n->addr.port))
         return;
-    stall_edge(st, true, "is not the master the sentinels name any more");
-    drop(st);
+    stall_edge(st, &n->addr, true, "is not the master the sentinels name any more");
+    node_drop(n);
+}
+
+static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
+
+/* Ask the seed in use: CLUSTER SLOTS (a cluster), or which master it
+ * names (Sentinel: for a connection, or `watch` to see if it changed). */
+static int ask_seed(struct sl__hystore *st, sl__rlink_reply_fn fn)
+{
+    const struct sl__cnode *s = &st->seeds[st->seed];
+
+    if (st->cluster) {
+        if (sl__rlink_connect(st->ask, s->host, s->port) != SL_OK ||
+            sl__rlink_command(st->ask, fn, st, "CLUSTER SLOTS") != SL_OK) {
+            sl__rlink_drop(st->ask);
+            return SL_ENOENT;
+        }
+        return SL_OK;
+    }
+    return sl__rlink_ask_master(st->ask, s->host, s->port, st->cfg.redis->master_name, fn, st);
 }
 
 static void on_watch(uv_timer_t *t)
 {
     struct sl__hystore *st = t->data;
-    const struct sl__cnode *s = &st->sentinels[st->sentinel];
 
-    if (st->closing || st->asking)
+    if (st->closing)
         return;
-    if (st->watching) { /* the last question was not answered: the next sentinel */
-        st->watching = false;
-        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
-        sl__rlink_drop(st->ask);
+    if (st->cluster && st->asking) { /* not answered in a tick: the next seed */
+        drop_ask(st, true);
         return;
     }
-    if (st->conn != SL__HY_READY)
+    if (st->cluster) {
+        if (!st->map_stale && ++st->ticks % 10 != 0)
+            return;
+        if (ask_seed(st, on_slots) == SL_OK)
+            st->asking = true;
+        else
+            st->seed = (st->seed + 1) % st->n_seeds;
         return;
-    if (sl__rlink_ask_master(st->ask, s->host, s->port, st->cfg.redis->master_name, on_watch_answer,
-                             st) == SL_OK)
+    }
+    if (st->asking)
+        return;         /* a connection's question: its probe bounds it */
+    if (st->watching) { /* the last question was not answered: the next sentinel */
+        drop_ask(st, true);
+        return;
+    }
+    if (node0(st)->conn != SL__HY_READY)
+        return;
+    if (ask_seed(st, on_watch_answer) == SL_OK)
         st->watching = true;
     else
-        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
+        st->seed = (st->seed + 1) % st->n_seeds;
 }
 
-static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
-
-static void start(struct sl__hystore *st)
+static void node_start(struct sl__hy_node *n)
 {
-    const struct sl__cnode *s;
+    struct sl__hystore *st = n->st;
 
-    if (st->n_sentinels == 0) {
-        connect_at(st, st->master.host, st->master.port);
+    if (st->cluster) {
+        if (n->owns)
+            connect_at(n);
         return;
     }
-    s = &st->sentinels[st->sentinel];
-    set_conn(st, SL__HY_CONNECTING);
-    if (sl__rlink_ask_master(st->ask, s->host, s->port, st->cfg.redis->master_name, on_master,
-                             st) != SL_OK) {
-        st->sentinel = (st->sentinel + 1) % st->n_sentinels;
-        set_conn(st, SL__HY_DOWN);
-        retry_later(st);
+    if (!st->sentinel) {
+        connect_at(n);
+        return;
+    }
+    n->conn = SL__HY_CONNECTING;
+    if (ask_seed(st, on_master) != SL_OK) {
+        st->seed = (st->seed + 1) % st->n_seeds;
+        retry_later(n);
+        set_conn(n, SL__HY_DOWN);
         return;
     }
     st->asking = true;
-    probe(st);
+    probe(n);
 }
+
+/* The worker's state, from its nodes': ready when every node it syncs
+ * with is (on a cluster: the map names a master for every slot and each
+ * is ready); said in the log when it becomes so. */
+static void update(struct sl__hystore *st)
+{
+    bool ready = st->n_nodes > 0, connecting = false;
+
+    if (st->cluster)
+        ready = ready && sl__cmap_complete(st->map);
+    for (unsigned i = 0; i < st->n_nodes; i++) {
+        const struct sl__hy_node *n = &st->nodes[i];
+        if (st->cluster && !n->owns)
+            continue;
+        ready = ready && n->conn == SL__HY_READY;
+        connecting = connecting || n->conn == SL__HY_CONNECTING;
+    }
+    st->conn = ready ? SL__HY_READY : connecting ? SL__HY_CONNECTING : SL__HY_DOWN;
+    SL__HY_SET(st, connected, ready);
+    if (ready) {
+        SL__HY_SET(st, ever_connected, true);
+        stall_edge(st, &node0(st)->addr, false, "");
+    }
+}
+
+static int node_init(struct sl__hystore *st, struct sl__hy_node *n)
+{
+    const struct sl__redis_config *rc = st->cfg.redis;
+
+    n->st = st;
+    uv_timer_init(st->loop, &n->timer);
+    uv_unref((uv_handle_t *)&n->timer);
+    n->timer.data = n;
+    uv_timer_init(st->loop, &n->call_timer);
+    uv_unref((uv_handle_t *)&n->call_timer);
+    n->call_timer.data = n;
+    sl__rbackoff_init(&n->backoff, rc->backoff_min_ms, rc->backoff_max_ms);
+    return SL_OK;
+}
+
+/* The seeds: the sentinels, or store.redis.host:port and .nodes. */
+static int seeds_init(struct sl__hystore *st)
+{
+    const struct sl__redis_config *rc = st->cfg.redis;
+    int n;
+
+    if (st->sentinel) {
+        n = sl__redis_parse_addrs(rc->sentinels, st->seeds, SL__HY_SEEDS);
+    } else {
+        snprintf(st->seeds[0].host, sizeof(st->seeds[0].host), "%s", rc->host);
+        st->seeds[0].port = rc->port;
+        n = sl__redis_parse_addrs(rc->nodes, st->seeds + 1, SL__HY_SEEDS - 1);
+        n = n < 0 ? 1 : n + 1; /* too many: the first ones */
+    }
+    if (n <= 0)
+        return SL_EINVAL; /* the configuration's check refused it already */
+    st->n_seeds = (unsigned)n;
+    return SL_OK;
+}
+
+static void on_call_timeout(uv_timer_t *t);
 
 int sl__hy_sync_init(struct sl__hystore *st)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
     unsigned batch = st->cfg.batch;
+    unsigned cap;
 
-    st->n_calls = (st->cfg.max_keys + batch - 1) / batch;
+    st->sentinel = rc->sentinels[0] != '\0';
+    st->cluster = rc->cluster && !st->sentinel;
+    cap = st->cluster ? SL__CLUSTER_MAX_NODES : 1;
+    st->n_calls = st->cluster ? st->cfg.max_keys : (st->cfg.max_keys + batch - 1) / batch;
     st->calls = calloc(st->n_calls, sizeof(*st->calls));
+    st->order = calloc(st->cfg.max_keys, sizeof(*st->order));
+    st->pairs = calloc(st->cfg.max_keys, sizeof(*st->pairs));
+    st->nodes = calloc(cap, sizeof(*st->nodes));
     st->argv = calloc(3 + 4 * (size_t)batch, sizeof(*st->argv));
     st->argvlen = calloc(3 + 4 * (size_t)batch, sizeof(*st->argvlen));
     st->argbuf_cap = 64 + (size_t)batch * ARG_BYTES;
     st->argbuf = malloc(st->argbuf_cap);
-    if (st->calls == NULL || st->argv == NULL || st->argvlen == NULL || st->argbuf == NULL)
+    if (st->cluster)
+        st->map = malloc(sizeof(*st->map));
+    if (st->calls == NULL || st->order == NULL || st->pairs == NULL || st->nodes == NULL ||
+        st->argv == NULL || st->argvlen == NULL || st->argbuf == NULL ||
+        (st->cluster && st->map == NULL))
         return SL_ENOMEM;
-    for (unsigned i = 0; i < st->n_calls; i++) {
-        struct sl__hy_call *c = &st->calls[i];
-        c->st = st;
-        c->idx = calloc(batch, sizeof(*c->idx));
-        if (c->idx == NULL)
-            return SL_ENOMEM;
-        uv_timer_init(st->loop, &c->timer);
-        uv_unref((uv_handle_t *)&c->timer);
-        c->timer.data = c;
-    }
-    uv_timer_init(st->loop, &st->conn_timer);
-    uv_unref((uv_handle_t *)&st->conn_timer);
-    st->conn_timer.data = st;
-    sl__rbackoff_init(&st->backoff, rc->backoff_min_ms, rc->backoff_max_ms);
+    for (unsigned i = 0; i < st->n_calls; i++)
+        st->calls[i].st = st;
+    for (unsigned i = 0; i < cap; i++)
+        node_init(st, &st->nodes[i]);
+    st->n_nodes = st->cluster ? 0 : 1;
     /* No connect timeout of the link's own: the probe (probe_ms) bounds
      * the whole of it, script load included, and says the stall. */
     st->link_conf.user = rc->user;
@@ -406,30 +553,35 @@ int sl__hy_sync_init(struct sl__hystore *st)
         (void)sl__rlink_tls_init(&st->tls, &rc->tls);
         st->link_conf.tls = &st->tls;
     }
+    st->ask_conf.tls = st->link_conf.tls; /* the sentinels: no AUTH */
     st->group = sl__rlink_group_new(st->loop);
     if (st->group == NULL)
         return SL_ENOMEM;
-    st->link = sl__rlink_new(st->group, &st->link_conf, &link_events, st);
-    if (st->link == NULL)
-        return SL_ENOMEM;
-    snprintf(st->master.host, sizeof(st->master.host), "%s", rc->host);
-    st->master.port = rc->port;
-    if (rc->sentinels[0] != '\0') {
-        int n = sl__redis_parse_addrs(rc->sentinels, st->sentinels, SL__SENTINEL_MAX);
-        if (n <= 0)
-            return SL_EINVAL; /* the configuration's check refused it already */
-        st->n_sentinels = (unsigned)n;
-        st->master.port = 0; /* none named yet */
-        st->ask_conf.tls = st->link_conf.tls;
-        st->ask = sl__rlink_new(st->group, &st->ask_conf, &ask_events, st);
+    if (!st->cluster) {
+        struct sl__hy_node *n = node0(st);
+        n->link = sl__rlink_new(st->group, &st->link_conf, &link_events, n);
+        if (n->link == NULL)
+            return SL_ENOMEM;
+        snprintf(n->addr.host, sizeof(n->addr.host), "%s", rc->host);
+        n->addr.port = st->sentinel ? 0 : rc->port; /* Sentinel: none named yet */
+    } else {
+        sl__cmap_init(st->map);
+        st->map_stale = true;
+    }
+    if (st->sentinel || st->cluster) {
+        if (seeds_init(st) != SL_OK)
+            return SL_EINVAL;
+        st->ask =
+            sl__rlink_new(st->group, st->cluster ? &st->link_conf : &st->ask_conf, &ask_events, st);
         if (st->ask == NULL)
             return SL_ENOMEM;
         uv_timer_init(st->loop, &st->watch);
         uv_unref((uv_handle_t *)&st->watch);
         st->watch.data = st;
-        uv_timer_start(&st->watch, on_watch, SL__HY_WATCH_MS, SL__HY_WATCH_MS);
+        uv_timer_start(&st->watch, on_watch, st->cluster ? 0 : SL__HY_WATCH_MS, SL__HY_WATCH_MS);
     }
-    start(st);
+    if (!st->cluster)
+        node_start(node0(st));
     return SL_OK;
 }
 
@@ -440,38 +592,43 @@ static void on_closed(uv_handle_t *h)
 
 void sl__hy_sync_close(struct sl__hystore *st)
 {
-    if (st->calls == NULL)
+    unsigned cap;
+
+    if (st->calls == NULL || st->nodes == NULL)
         return;
-    drop(st);
-    sl__rlink_free(st->link);
-    st->link = NULL;
-    sl__rlink_free(st->ask);
-    if (st->ask != NULL)
+    cap = st->cluster ? SL__CLUSTER_MAX_NODES : 1;
+    for (unsigned i = 0; i < cap; i++) {
+        struct sl__hy_node *n = &st->nodes[i];
+        node_drop(n);
+        sl__rlink_free(n->link);
+        n->link = NULL;
+        uv_close((uv_handle_t *)&n->timer, on_closed);
+        uv_close((uv_handle_t *)&n->call_timer, on_closed);
+    }
+    if (st->ask != NULL) {
+        drop_ask(st, false);
+        sl__rlink_free(st->ask);
+        st->ask = NULL;
         uv_close((uv_handle_t *)&st->watch, on_closed);
-    st->ask = NULL;
+    }
     sl__rlink_group_free(st->group);
     st->group = NULL;
     if (st->link_conf.tls != NULL) {
         sl__rlink_tls_close(&st->tls);
         st->link_conf.tls = NULL;
     }
-    uv_close((uv_handle_t *)&st->conn_timer, on_closed);
-    for (unsigned i = 0; i < st->n_calls; i++) {
-        if (st->calls[i].idx != NULL)
-            uv_close((uv_handle_t *)&st->calls[i].timer, on_closed);
-    }
 }
 
 static void on_call_timeout(uv_timer_t *t)
 {
-    struct sl__hy_call *c = t->data;
+    struct sl__hy_node *n = t->data;
 
-    if (c->busy) {
+    if (n->calls_out > 0) {
         char why[64];
         snprintf(why, sizeof(why), "did not answer a sync within %lld ms",
-                 (long long)c->st->cfg.timeout_ms);
-        stall_edge(c->st, true, why);
-        drop(c->st); /* loses c and every other call on the connection */
+                 (long long)n->st->cfg.timeout_ms);
+        stall_edge(n->st, &n->addr, true, why);
+        node_drop(n); /* loses every call on the connection */
     }
 }
 
@@ -488,28 +645,46 @@ static bool is_not_master(const redisReply *r)
            (strstr(r->str, "READONLY") != NULL || strncmp(r->str, "MASTERDOWN", 10) == 0);
 }
 
+/* A cluster's: the slot is elsewhere (or nowhere now): MOVED, ASK,
+ * CLUSTERDOWN, TRYAGAIN. */
+static bool is_cluster_error(const redisReply *r)
+{
+    static const char *const pre[] = {"MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN"};
+
+    if (r->type != REDIS_REPLY_ERROR || r->str == NULL)
+        return false;
+    for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+        if (strncmp(r->str, pre[i], strlen(pre[i])) == 0)
+            return true;
+    return false;
+}
+
 static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__hy_call *c = priv;
     struct sl__hystore *st = c->st;
+    struct sl__hy_node *n = c->node;
 
     (void)l;
     if (!c->busy)
         return; /* already lost (timeout) */
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 * (size_t)c->n) {
-        if (r != NULL && is_noscript(r) && st->link != NULL && sl__rlink_is_up(st->link)) {
-            st->sha[0] = '\0'; /* Redis restarted or flushed: load it again */
-            set_conn(st, SL__HY_CONNECTING);
-            (void)sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua);
-            probe(st);
+        if (r != NULL && is_noscript(r) && n->link != NULL && sl__rlink_is_up(n->link)) {
+            n->conn = SL__HY_CONNECTING; /* Redis restarted or flushed: load it again */
+            n->sha[0] = '\0';
+            update(st);
+            (void)sl__rlink_command(n->link, on_loaded, n, "SCRIPT LOAD %s", sync_lua);
+            probe(n);
         } else if (r != NULL && is_not_master(r)) {
             /* a failover demoted it: every call out is lost (pending
              * again) and the sentinels say where the master is now; with
              * no sentinels, the same Redis after the backoff */
             lose_call(c);
-            stall_edge(st, true, "is not a master any more");
-            drop(st);
+            stall_edge(st, &n->addr, true, "is not a master any more");
+            node_drop(n);
             return;
+        } else if (r != NULL && st->cluster && is_cluster_error(r)) {
+            st->map_stale = true; /* kept: they go where the new map says */
         }
         lose_call(c);
         return;
@@ -548,10 +723,11 @@ static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
 {
     size_t used = 0, argc = 3;
     char *b = st->argbuf;
+    struct sl__hy_node *n = c->node;
 
     st->argv[0] = "EVALSHA";
     st->argvlen[0] = 7;
-    st->argv[1] = st->sha;
+    st->argv[1] = n->sha;
     st->argvlen[1] = 40;
     st->argv[2] = b;
     st->argvlen[2] = (size_t)snprintf(b, 24, "%u", 2 * c->n);
@@ -560,27 +736,86 @@ static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
     argc += 2 * (size_t)c->n;
     for (unsigned i = 0; i < c->n; i++) {
         const struct sl__hy_ent *e = &st->ents[c->idx[i]];
-        int n = snprintf(b + used, 24, "%llu", (unsigned long long)e->inflight);
+        int w = snprintf(b + used, 24, "%llu", (unsigned long long)e->inflight);
         st->argv[argc] = b + used;
-        st->argvlen[argc++] = (size_t)n;
-        used += (size_t)n + 1;
-        n = snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
+        st->argvlen[argc++] = (size_t)w;
+        used += (size_t)w + 1;
+        w = snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
         st->argv[argc] = b + used;
-        st->argvlen[argc++] = (size_t)n;
-        used += (size_t)n + 1;
+        st->argvlen[argc++] = (size_t)w;
+        used += (size_t)w + 1;
     }
-    if (sl__rlink_argv(st->link, on_reply, c, (int)argc, st->argv, st->argvlen) != SL_OK)
+    if (sl__rlink_argv(n->link, on_reply, c, (int)argc, st->argv, st->argvlen) != SL_OK)
         return SL_EINVAL;
     c->busy = true;
     st->calls_out++;
     SL__HY_SET(st, in_flight, st->calls_out);
     SL__HY_CNT(st, sync_calls, 1);
     SL__HY_CNT(st, sync_keys, c->n);
-    /* the loop's cached time may be as old as the loop's last wait: a
-     * timeout counted from it would fire early */
-    uv_update_time(st->loop);
-    uv_timer_start(&c->timer, on_call_timeout, (uint64_t)st->cfg.timeout_ms, 0);
+    if (n->calls_out++ == 0) {
+        /* the loop's cached time may be as old as the loop's last wait: a
+         * timeout counted from it would fire early */
+        uv_update_time(st->loop);
+        uv_timer_start(&n->call_timer, on_call_timeout, (uint64_t)st->cfg.timeout_ms, 0);
+    }
     return SL_OK;
+}
+
+/* The slot of every Redis key of hash h: its hash tag is the 32 hex. */
+static unsigned hash_slot(const uint64_t h[2])
+{
+    char hex[33];
+
+    snprintf(hex, sizeof(hex), "%016llx%016llx", (unsigned long long)h[0],
+             (unsigned long long)h[1]);
+    return sl__redis_crc16(hex, 32) & (SL__CLUSTER_SLOTS - 1);
+}
+
+/* The node that serves hash h now, or NULL (not ready, or not known). */
+static struct sl__hy_node *node_for(struct sl__hystore *st, const uint64_t h[2])
+{
+    struct sl__hy_node *n = node0(st);
+
+    if (st->cluster) {
+        int i = sl__cmap_lookup(st->map, hash_slot(h));
+        n = i >= 0 && (unsigned)i < st->n_nodes ? &st->nodes[i] : NULL;
+    }
+    return n != NULL && n->conn == SL__HY_READY && n->link != NULL ? n : NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The entries to sync now, as st->pairs (slot << 32 | entry), by slot on
+ * a cluster (there, only those whose node is ready: the others wait).
+ * Their count. */
+static uint32_t sync_order(struct sl__hystore *st)
+{
+    uint32_t k = 0;
+
+    for (uint32_t li = 0; li < st->n_live; li++) {
+        uint32_t i = st->live[li];
+        const struct sl__hy_ent *e = &st->ents[i];
+        uint64_t slot = 0;
+        if (st->cluster) {
+            if (node_for(st, e->h) == NULL)
+                continue; /* kept: it goes once its node is back */
+            slot = hash_slot(e->h);
+        }
+        st->pairs[k++] = slot << 32 | i;
+    }
+    if (st->cluster)
+        qsort(st->pairs, k, sizeof(*st->pairs), cmp_u64);
+    return k;
+}
+
+static void give_back(struct sl__hystore *st, const struct sl__hy_call *c)
+{
+    for (unsigned k = 0; k < c->n; k++)
+        sl__hy_restore(st, &st->ents[c->idx[k]]);
 }
 
 void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
@@ -588,19 +823,35 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
     unsigned ci = 0;
     struct sl__hy_call *c = NULL;
     bool sent = false;
+    uint32_t k;
+    uint64_t slot = 0;
 
     if (st->closing || st->calls_out > 0)
         return; /* the previous sync is still out */
     st->next_sync_ns = now_ns + st->cfg.sync_interval_ms * SL_NS_PER_MS;
     sl__hy_sweep(st, now_ns);
-    if (st->conn != SL__HY_READY || st->link == NULL)
+    if (!st->cluster && node_for(st, NULL) == NULL)
         return; /* kept: they go when Redis is back */
-    for (uint32_t li = 0; li < st->n_live; li++) {
-        uint32_t i = st->live[li];
+    k = sync_order(st);
+    for (uint32_t j = 0; j <= k; j++) {
+        uint32_t i = j < k ? (uint32_t)st->pairs[j] : 0;
         struct sl__hy_ent *e = &st->ents[i];
+        bool cut = c != NULL && (j == k || c->n == st->cfg.batch || st->pairs[j] >> 32 != slot);
+        if (cut) {
+            if (send_call(st, c) != SL_OK)
+                give_back(st, c);
+            else
+                sent = true;
+            c = NULL;
+        }
+        if (j == k || (c == NULL && ci == st->n_calls))
+            break;
         if (c == NULL) {
             c = &st->calls[ci++];
             c->n = 0;
+            c->idx = &st->order[j];
+            slot = st->pairs[j] >> 32;
+            c->node = st->cluster ? node_for(st, e->h) : node0(st);
         }
         e->inflight = e->pending;
         e->pending = 0;
@@ -608,23 +859,6 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
         SL__HY_SET(st, kept,
                    atomic_load_explicit(&st->ctr.kept, memory_order_relaxed) - e->inflight);
         c->idx[c->n++] = i;
-        if (c->n == st->cfg.batch) {
-            if (send_call(st, c) != SL_OK) {
-                for (unsigned k = 0; k < c->n; k++)
-                    sl__hy_restore(st, &st->ents[c->idx[k]]);
-                return;
-            }
-            sent = true;
-            c = NULL;
-        }
-    }
-    if (c != NULL && c->n > 0) {
-        if (send_call(st, c) != SL_OK) {
-            for (unsigned k = 0; k < c->n; k++)
-                sl__hy_restore(st, &st->ents[c->idx[k]]);
-        } else {
-            sent = true;
-        }
     }
     if (sent)
         SL__HY_CNT(st, syncs, 1);
@@ -675,14 +909,14 @@ static bool final_target(const struct sl__hystore *st, const struct sl__rlink_co
     const struct sl__redis_config *rc = st->cfg.redis;
     struct sl__rlink_conf sc = *lc;
 
-    if (st->n_sentinels == 0) {
+    if (!st->sentinel) {
         snprintf(out->host, sizeof(out->host), "%s", rc->host);
         out->port = rc->port;
         return true;
     }
     sc.user = sc.password = NULL; /* the sentinels: no AUTH */
-    for (unsigned k = 0; k < st->n_sentinels; k++) {
-        const struct sl__cnode *s = &st->sentinels[(st->sentinel + k) % st->n_sentinels];
+    for (unsigned k = 0; k < st->n_seeds; k++) {
+        const struct sl__cnode *s = &st->seeds[(st->seed + k) % st->n_seeds];
         const struct sl__rlink_master_q q = {s->host, s->port, rc->master_name, ms};
         if (sl__rlink_sync_master(&sc, &q, out->host, sizeof(out->host), &out->port) == SL_OK)
             return true;
@@ -690,26 +924,103 @@ static bool final_target(const struct sl__hystore *st, const struct sl__rlink_co
     return false;
 }
 
+/* A cluster's map for the last push: CLUSTER SLOTS of the first seed
+ * that answers. */
+static bool final_map(const struct sl__hystore *st, const struct sl__rlink_conf *lc, int64_t ms,
+                      struct sl__cmap *m)
+{
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+    const size_t lens[2] = {7, 5};
+    char err[256];
+
+    sl__cmap_init(m);
+    for (unsigned k = 0; k < st->n_seeds; k++) {
+        const struct sl__cnode *s = &st->seeds[(st->seed + k) % st->n_seeds];
+        struct sl__rlink_sync *c = sl__rlink_sync_open(lc, s->host, s->port, ms, err, sizeof(err));
+        redisReply *r = c != NULL ? sl__rlink_sync_argv(c, 2, argv, lens, err, sizeof(err)) : NULL;
+        bool ok = r != NULL && sl__cmap_load(m, r, s->host) == SL_OK;
+        freeReplyObject(r);
+        sl__rlink_sync_close(c);
+        if (ok)
+            return true;
+    }
+    return false;
+}
+
+/* The last push's links: one per node, opened when first needed. */
+struct final_links {
+    const struct sl__rlink_conf *lc;
+    int64_t ms;
+    struct sl__rlink_sync *s[SL__CLUSTER_MAX_NODES];
+    bool failed[SL__CLUSTER_MAX_NODES];
+};
+
+static struct sl__rlink_sync *final_link(struct final_links *fl, unsigned i,
+                                         const struct sl__cnode *at)
+{
+    char err[256];
+
+    if (fl->s[i] == NULL && !fl->failed[i]) {
+        fl->s[i] = sl__rlink_sync_open(fl->lc, at->host, at->port, fl->ms, err, sizeof(err));
+        fl->failed[i] = fl->s[i] == NULL;
+    }
+    return fl->s[i];
+}
+
+/* Push the pending deltas of the entries in st->pairs[0..k) (by slot),
+ * one call per batch of one slot, each on its node's link (m NULL: node
+ * 0's, at `to`). Counted in final_pushes. */
+static void final_calls(struct sl__hystore *st, uint32_t k, const struct sl__cmap *m,
+                        struct final_links *fl, const struct sl__cnode *to)
+{
+    uint32_t *idx = st->order;
+
+    for (uint32_t j = 0; j < k;) {
+        uint64_t slot = st->pairs[j] >> 32;
+        unsigned n = 0;
+        int node = m != NULL ? sl__cmap_lookup(m, (unsigned)slot) : 0;
+        struct sl__rlink_sync *s = NULL;
+        while (j < k && n < st->cfg.batch && st->pairs[j] >> 32 == slot)
+            idx[n++] = (uint32_t)st->pairs[j++];
+        if (node >= 0)
+            s = final_link(fl, (unsigned)node, m != NULL ? &m->nodes[node] : to);
+        if (s == NULL || !push_blocking(st, s, idx, n)) {
+            if (s != NULL) { /* broken now: not used again */
+                sl__rlink_sync_close(s);
+                fl->s[node] = NULL;
+                fl->failed[node] = true;
+            }
+            continue;
+        }
+        for (unsigned x = 0; x < n; x++)
+            st->ents[idx[x]].pending = 0;
+        SL__HY_CNT(st, final_pushes, n);
+    }
+}
+
 void sl__hy_final_push(struct sl__hystore *st)
 {
-    struct sl__cnode to;
     const struct sl__redis_config *rc = st->cfg.redis;
     int64_t ms = st->cfg.timeout_ms > 1000 ? st->cfg.timeout_ms : 1000; /* stopping can wait */
     struct sl__rlink_conf lc = {.user = rc != NULL ? rc->user : NULL,
                                 .password = rc != NULL ? rc->password : NULL,
                                 .connect_timeout_ms = ms};
     struct sl__rlink_tls tls;
-    struct sl__rlink_sync *s = NULL;
-    uint32_t *idx = NULL;
-    char err[256];
-    unsigned k = 0;
+    struct final_links *fl = NULL;
+    struct sl__cmap *m = NULL;
+    struct sl__cnode to;
+    uint32_t k = 0;
 
-    if (st->ents == NULL || st->argv == NULL || st->argbuf == NULL || st->cfg.redis == NULL)
+    if (st->ents == NULL || st->argv == NULL || st->argbuf == NULL || st->cfg.redis == NULL ||
+        st->pairs == NULL || st->order == NULL)
         return;
     for (uint32_t i = 0; i < st->cfg.max_keys; i++)
-        k += st->ents[i].used && st->ents[i].pending > 0;
+        if (st->ents[i].used && st->ents[i].pending > 0)
+            st->pairs[k++] = (st->cluster ? (uint64_t)hash_slot(st->ents[i].h) << 32 : 0) | i;
     if (k == 0)
         return;
+    if (st->cluster)
+        qsort(st->pairs, k, sizeof(*st->pairs), cmp_u64);
     if (rc->tls.on) {
         if (sl__rlink_tls_init(&tls, &rc->tls) != SL_OK) {
             sl__rlink_tls_close(&tls);
@@ -717,36 +1028,20 @@ void sl__hy_final_push(struct sl__hystore *st)
         }
         lc.tls = &tls;
     }
-    idx = calloc(st->cfg.batch, sizeof(*idx));
-    if (idx == NULL)
+    fl = calloc(1, sizeof(*fl));
+    m = st->cluster ? malloc(sizeof(*m)) : NULL;
+    if (fl == NULL || (st->cluster && m == NULL))
         goto out;
+    fl->lc = &lc;
+    fl->ms = ms;
     /* AUTH refused (or any step failing) leaves the deltas unpushed */
-    if (!final_target(st, &lc, ms, &to))
-        goto out;
-    s = sl__rlink_sync_open(&lc, to.host, to.port, ms, err, sizeof(err));
-    if (s == NULL)
-        goto out;
-    k = 0;
-    for (uint32_t i = 0; i <= st->cfg.max_keys; i++) {
-        if (i < st->cfg.max_keys) {
-            if (!st->ents[i].used || st->ents[i].pending == 0)
-                continue;
-            idx[k++] = i;
-            if (k < st->cfg.batch)
-                continue;
-        }
-        if (k == 0)
-            break;
-        if (!push_blocking(st, s, idx, k))
-            goto out;
-        for (unsigned j = 0; j < k; j++)
-            st->ents[idx[j]].pending = 0;
-        SL__HY_CNT(st, final_pushes, k);
-        k = 0;
-    }
+    if (st->cluster ? final_map(st, &lc, ms, m) : final_target(st, &lc, ms, &to))
+        final_calls(st, k, m, fl, &to);
+    for (unsigned i = 0; i < SL__CLUSTER_MAX_NODES; i++)
+        sl__rlink_sync_close(fl->s[i]);
 out:
-    free(idx);
-    sl__rlink_sync_close(s);
+    free(fl);
+    free(m);
     if (lc.tls != NULL)
         sl__rlink_tls_close(&tls);
 }
@@ -792,10 +1087,11 @@ void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struc
     const char **argv = NULL;
     size_t *argvlen = NULL;
     char *b = NULL, head[3][24];
+    struct sl__hy_node *n;
 
     if (st->closing)
         return;
-    if (st->conn != SL__HY_READY || st->link == NULL) {
+    if ((n = node_for(st, h)) == NULL) {
         unsent(st, "Redis is not connected");
         return;
     }
@@ -826,7 +1122,7 @@ void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struc
     argvlen[argc] =
         (size_t)snprintf(head[2], sizeof(head[2]), "%lld", (long long)sl__hy_limit_ttl_ms(st, l));
     argv[argc++] = head[2];
-    if (sl__rlink_argv(st->link, on_reset_reply, st, (int)argc, argv, argvlen) != SL_OK) {
+    if (sl__rlink_argv(n->link, on_reset_reply, st, (int)argc, argv, argvlen) != SL_OK) {
         unsent(st, "the command could not be queued");
         goto out;
     }
