@@ -19,17 +19,25 @@ benchmark):
     tables, keep the deltas, and push them once Redis is resumed, saying
     so in the log (store.hybrid_stalled, store.hybrid_back); no crash.
 
-The tests that need only "a Redis" run twice (the `rds` fixture): on one
-redis-server, and behind Sentinel (store.redis.sentinels, master_name:
+The tests that need only "a Redis" run three times (the `rds` fixture):
+on one redis-server, behind Sentinel (store.redis.sentinels, master_name:
 the harness of test_sentinel_daemon.py, a master, its replica and three
-sentinels, shared by the module and emptied before each test). Freezing
-or stopping the master behind Sentinel is a failover, which
+sentinels) and on a 3-master Redis Cluster (store.redis.cluster: the
+harness of tests/redis_cluster/test_cluster_daemon.py, masters without
+replicas); each deployment is shared by the module and emptied before
+each test. Freezing or stopping the master behind Sentinel is a failover,
+and on a cluster without replicas the loss of a third of the slots; the
+test_redis_frozen_then_resumed and the Redis-gone tests run on one Redis
+only. The failover behind Sentinel is
 test_failover_under_load_keeps_the_bound tests instead: the master
 killed, or demoted by SENTINEL FAILOVER, under a bounded load; the bound
 holds and the counts go on on the new master.
 """
+import os
 import random
 import signal
+import subprocess
+import sys
 import time
 import urllib.request
 
@@ -37,6 +45,10 @@ import pytest
 
 from sluiced_proc import RedisServer, SluicedProc, wait_until
 from test_sentinel_daemon import NAME, start_deployment
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "redis_cluster"))
+from test_cluster_daemon import Cluster  # noqa: E402
 
 SYNC_MS = 50
 ROUND = 20  # requests per round, over the three daemons
@@ -69,8 +81,39 @@ class Redis(RedisServer):
     def redis_yaml(self):
         return f"    port: {self.port}\n"
 
+    def keys(self, pattern):
+        return self.client.keys(pattern)
+
     def total(self):
         return counters_total(self.client)
+
+
+class OnCluster:
+    """A Redis Cluster (test_cluster_daemon.Cluster): the daemons are given
+    one master and the others as seeds; counters are summed over the
+    masters."""
+    sentinel = True  # what one_redis_only skips
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    def redis_yaml(self):
+        seed, *more = [p for p, _ in self.cluster.nodes]
+        nodes = ",".join(f"127.0.0.1:{p}" for p in more)
+        return f'    port: {seed}\n    cluster: true\n    nodes: "{nodes}"\n'
+
+    def flushall(self):
+        for p, _ in self.cluster.nodes:
+            self.cluster.client(p).flushall()
+
+    def keys(self, pattern):
+        return [k for p, _ in self.cluster.nodes for k in self.cluster.client(p).keys(pattern)]
+
+    def total(self):
+        return sum(counters_total(self.cluster.client(p)) for p, _ in self.cluster.nodes)
+
+    def counters_per_node(self):
+        return [counters_total(self.cluster.client(p)) for p, _ in self.cluster.nodes]
 
 
 class BehindSentinel:
@@ -98,6 +141,12 @@ class BehindSentinel:
         addrs = ",".join(f"127.0.0.1:{s.port}" for s in self.dep["sentinels"])
         return f'    sentinels: "{addrs}"\n    master_name: {NAME}\n'
 
+    def flushall(self):
+        self.client.flushall()
+
+    def keys(self, pattern):
+        return self.client.keys(pattern)
+
     def total(self):
         return counters_total(self.client)
 
@@ -123,22 +172,33 @@ def sentinel_deployment(tmp_path_factory):
         p.stop()
 
 
-@pytest.fixture(params=["redis", "sentinel"])
+@pytest.fixture(scope="module")
+def cluster_deployment():
+    c = Cluster()
+    yield c
+    c.stop()
+
+
+@pytest.fixture(params=["redis", "sentinel", "cluster"])
 def rds(request):
     if request.param == "redis":
         r = Redis()
         yield r
         r.stop()
         return
-    r = BehindSentinel(request.getfixturevalue("sentinel_deployment"))
-    r.client.flushall()  # what the tests before left
+    if request.param == "sentinel":
+        r = BehindSentinel(request.getfixturevalue("sentinel_deployment"))
+    else:
+        r = OnCluster(request.getfixturevalue("cluster_deployment"))
+    r.flushall()  # what the tests before left
     yield r
 
 
 def one_redis_only(rds):
     if rds.sentinel:
-        pytest.skip("behind Sentinel the master frozen or stopped is a failover: "
-                    "test_failover_under_load_keeps_the_bound")
+        pytest.skip("behind Sentinel the master frozen or stopped is a failover "
+                    "(test_failover_under_load_keeps_the_bound); on a cluster without "
+                    "replicas a third of the slots lost")
 
 
 @pytest.fixture
@@ -257,7 +317,7 @@ def test_a_reset_reaches_every_node(rds, fleet):
     reset(fleet[0], "rs", "f")
     time.sleep(4 * SYNC_MS / 1000)  # every node syncs, sees the marker
     assert rds.total() == 0  # the counters are gone
-    assert len(rds.client.keys("sluice:h1:*:r")) == 1
+    assert len(rds.keys("sluice:h1:*:r")) == 1
     # 3 per node, 9 of the 10: every node admits again
     verdicts = [n.check("hy", "rs", "f") for n in fleet for _ in range(3)]
     assert verdicts == ["allow"] * 9, verdicts
@@ -342,23 +402,100 @@ def test_failover_under_load_keeps_the_bound(tmp_path, how):
         # is admitted (a demoted master would take a sync that only reads;
         # the first delta is refused there, -READONLY, and goes to the new
         # master)
+        if how == "demote":  # Sentinel has made the old master a replica of the new one
+            assert wait_until(lambda: old.info("replication")["role"] == "slave", 30, 0.1)
         free = rounds(nodes, "free", "fo", 3, rnd)
         assert free == 3 * ROUND
         # Killed, the old master took nothing after the failover began: the
         # new one holds every admitted request. Demoted, it took the syncs
-        # sent between the promotion and a node's next question to a
-        # sentinel (SL__HY_WATCH_MS), lost when it became a replica: the
-        # new one holds at least what came before and after.
+        # sent between the promotion and its conversion to a replica (or a
+        # node's next question to a sentinel, SL__HY_WATCH_MS), lost then:
+        # the new one holds at least what came before and after.
         held = admitted + free if how == "kill" else 4 * ROUND + free
         assert wait_until(lambda: counters_total(new.client) >= held, 10), \
             (counters_total(new.client), held)
         stats = new.info("commandstats")
         assert stats.get("cmdstat_evalsha", {}).get("calls", 0) > calls
-        if how == "demote":  # the old master is a replica of the new one now
-            assert wait_until(lambda: old.info("replication")["role"] == "slave", 20)
         assert all(n.alive() for n in nodes)
     finally:
         for n in nodes:
             n.stop()
         for p in reversed(started):
             p.stop()
+
+
+def cluster_only(rds):
+    if not isinstance(rds, OnCluster):
+        pytest.skip("a cluster's slots")
+
+
+def node_id(cluster, port):
+    return cluster.client(port).execute_command("CLUSTER", "MYID").decode()
+
+
+def test_keys_of_every_slot_reach_their_master(rds, fleet):
+    """On a cluster each key's counter and reset marker share a slot (the
+    hash tag of their names), every master gets the keys of its slots,
+    and each sync call names keys of one slot: no call is refused."""
+    cluster_only(rds)
+    rnd = random.Random(23)
+    admitted = 0
+    for _ in range(4):
+        for _ in range(ROUND * 3):
+            admitted += rnd.choice(fleet).check("hy", "free", f"v{rnd.randrange(40)}") != "deny"
+        time.sleep(3 * SYNC_MS / 1000)
+    assert admitted == 4 * ROUND * 3
+    assert wait_until(lambda: rds.total() == admitted, 5), (rds.total(), admitted)
+    assert all(n > 0 for n in rds.counters_per_node()), rds.counters_per_node()
+    for k in rds.keys("sluice:h1:*"):
+        assert b"{" in k and k.index(b"}") - k.index(b"{") == 33, k  # {32 hex}
+    assert sum(n.metric("sluice_store_hybrid_sync_failures_total") for n in fleet) == 0
+
+
+def test_slots_moved_under_load_keep_the_counts(rds, fleet):
+    """Every slot of one master resharded to another (MIGRATE, then the
+    slots' owner changes): the daemons' syncs of those slots are answered
+    MOVED (or ASK while they move), their deltas are kept, the map is asked
+    again and they go to the new owner. Nothing admitted is lost and the
+    bound holds."""
+    cluster_only(rds)
+    c = rds.cluster
+    rnd = random.Random(29)
+    values = [f"m{i}" for i in range(30)]
+    admitted = 0
+    for _ in range(2):
+        for _ in range(ROUND * 3):
+            admitted += rnd.choice(fleet).check("hy", "free", rnd.choice(values)) != "deny"
+        time.sleep(3 * SYNC_MS / 1000)
+    assert wait_until(lambda: rds.total() == admitted, 5)
+    (src, _), (dst, _) = c.nodes[0], c.nodes[1]
+    n_slots = sum(e[1] - e[0] + 1 for e in c.client(src).execute_command("CLUSTER", "SLOTS")
+                  if e[2][1] == src)
+    mover = subprocess.Popen(
+        ["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}", "--cluster-from",
+         node_id(c, src), "--cluster-to", node_id(c, dst), "--cluster-slots", str(n_slots),
+         "--cluster-yes"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while mover.poll() is None:  # load while the slots move
+            for _ in range(ROUND):
+                admitted += rnd.choice(fleet).check("hy", "free", rnd.choice(values)) != "deny"
+            time.sleep(SYNC_MS / 1000)
+    finally:
+        mover.wait(60)
+    assert mover.returncode == 0
+    for _ in range(2):
+        for _ in range(ROUND * 3):
+            admitted += rnd.choice(fleet).check("hy", "free", rnd.choice(values)) != "deny"
+        time.sleep(3 * SYNC_MS / 1000)
+    # the source master serves no slot now and holds no counter
+    assert wait_until(lambda: counters_total(c.client(src)) == 0, 10)
+    # every admitted request is on the cluster (a call lost in the move
+    # may have run before it was lost: counted twice, never fewer)
+    assert wait_until(lambda: all(n.metric("sluice_store_hybrid_kept") == 0 for n in fleet), 15)
+    assert wait_until(lambda: rds.total() >= admitted, 10), (rds.total(), admitted)
+    assert all(n.metric("sluice_store_hybrid_workers_connected") == 1 for n in fleet)
+    # the syncs sent to the old owner were refused (MOVED) and counted
+    assert sum(n.metric("sluice_store_hybrid_sync_failures_total") for n in fleet) > 0
+    # the bound on a limit after the move: the fw key's fleet stays within it
+    got = rounds(fleet, "fw", "mv", 15, rnd)
+    assert 100 <= got <= 100 + 2 * ROUND, got
