@@ -644,8 +644,8 @@ static void health(const struct sl__store *s, struct sl__store_health *out)
                  rc->master_name);
     else
         snprintf(out->why, sizeof(out->why),
-                 "hybrid: redis %.120s:%d not syncing; deciding locally, counts kept", rc->host,
-                 rc->port);
+                 "hybrid: redis %s%.120s:%d not syncing; deciding locally, counts kept",
+                 rc->cluster ? "cluster (seed) " : "", rc->host, rc->port);
 }
 
 static void on_closed(uv_handle_t *h)

@@ -599,6 +599,8 @@ void sl__hy_sync_close(struct sl__hystore *st)
     cap = st->cluster ? SL__CLUSTER_MAX_NODES : 1;
     for (unsigned i = 0; i < cap; i++) {
         struct sl__hy_node *n = &st->nodes[i];
+        if (n->st == NULL)
+            continue; /* out of memory before it was made */
         node_drop(n);
         sl__rlink_free(n->link);
         n->link = NULL;

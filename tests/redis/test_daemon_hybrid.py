@@ -152,12 +152,12 @@ class BehindSentinel:
 
 
 class Hybrid(SluicedProc):
-    def __init__(self, tmp_path, name, rds, workers=1):
+    def __init__(self, tmp_path, name, rds, workers=1, sync_ms=SYNC_MS):
         store = f"""  type: hybrid
   redis:
 {rds.redis_yaml()}    timeout: 20ms
   hybrid:
-    sync_interval: {SYNC_MS}ms
+    sync_interval: {sync_ms}ms
     timeout: 100ms
 """
         # info: the store's line that Redis is back is one
@@ -499,3 +499,20 @@ def test_slots_moved_under_load_keep_the_counts(rds, fleet):
     # the bound on a limit after the move: the fw key's fleet stays within it
     got = rounds(fleet, "fw", "mv", 15, rnd)
     assert 100 <= got <= 100 + 2 * ROUND, got
+
+
+def test_a_stopping_node_pushes_what_it_kept(tmp_path, rds):
+    """A node that syncs rarely (an hour) keeps what it admitted; stopped,
+    it pushes it over blocking connections: to the one Redis, to the
+    master the sentinels name, or on a cluster to each key's master."""
+    node = Hybrid(tmp_path, "stop", rds, sync_ms=3600000)
+    try:
+        assert wait_until(lambda: node.metric("sluice_store_hybrid_workers_connected") == 1)
+        admitted = sum(node.check("hy", "free", f"s{i % 25}") != "deny" for i in range(50))
+        assert admitted == 50
+        # the first check's sync only: the next is an hour away
+        kept = node.metric("sluice_store_hybrid_kept")
+        assert kept >= 40 and rds.total() == admitted - kept, (kept, rds.total())
+    finally:
+        node.stop()
+    assert rds.total() == admitted
