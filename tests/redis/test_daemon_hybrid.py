@@ -106,7 +106,9 @@ class OnCluster:
         """The clients of the nodes that are masters now (a master left
         without slots becomes a replica of the one that took them)."""
         out = []
-        for p, _ in self.cluster.nodes:
+        for p, proc in self.cluster.nodes:
+            if proc.poll() is not None:
+                continue  # killed
             c = self.cluster.client(p)
             if c.info("replication")["role"] == "master":
                 out.append(c)
@@ -528,3 +530,81 @@ def test_a_stopping_node_pushes_what_it_kept(tmp_path, rds):
     finally:
         node.stop()
     assert rds.total() == admitted
+
+
+def test_cluster_master_killed_fails_over_keeps_the_bound(tmp_path):
+    """The cluster harness makes masters only; a master whose slots are
+    all resharded away becomes a replica of the master that took them
+    (replica migration), which gives that master a replica. That master
+    killed under a bounded load, its replica promoted (CLUSTER FAILOVER
+    TAKEOVER: of two masters, one left cannot elect it), the daemons
+    keep the deltas of its slots meanwhile (the other master's keys sync
+    on), read the new map and push them to the promoted replica. A limit
+    on one of its slots stays within the bound plus what was offered
+    during the failover, and every admitted request is on the cluster."""
+    c = Cluster()
+    rds = OnCluster(c)
+    nodes = []
+    try:
+        (src, _), (dst, dst_proc) = c.nodes[0], c.nodes[1]
+        n_slots = sum(e[1] - e[0] + 1 for e in
+                      c.client(src).execute_command("CLUSTER", "SLOTS") if e[2][1] == src)
+        subprocess.run(
+            ["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}", "--cluster-from",
+             node_id(c, src), "--cluster-to", node_id(c, dst), "--cluster-slots", str(n_slots),
+             "--cluster-yes"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        replica = c.client(src)
+        assert wait_until(lambda: replica.info("replication")["role"] == "slave" and
+                          replica.info("replication").get("master_link_status") == "up", 30), \
+            "no replica migration: the harness gives no replica"
+        master = c.client(dst)
+        nodes = [Hybrid(tmp_path, n, rds) for n in ("a", "b", "c")]
+        for n in nodes:
+            assert wait_until(lambda: n.metric("sluice_store_hybrid_workers_connected") == 1, 10)
+        # a value of the fw key whose counter is on the master to kill
+        rnd = random.Random(31)
+        value = None
+        for i in range(20):
+            before = counters_total(master)
+            nodes[0].check("hy", "fw", f"k{i}")
+            assert wait_until(lambda: rds.total() == i + 1, 5)
+            if counters_total(master) > before:
+                value = f"k{i}"
+                break
+        assert value is not None
+        rds.flushall()
+        time.sleep(4 * SYNC_MS / 1000)  # every node has seen the counters gone
+        # (a counter that restarted is taken as all new: the tables keep 1)
+        admitted = 1 + rounds(nodes, "fw", value, 4, rnd)  # about 80 of a limit of 100
+        free = rounds(nodes, "free", "c0", 2, rnd) + rounds(nodes, "free", "c1", 2, rnd)
+        assert wait_until(lambda: rds.total() >= admitted - 1 + free, 5)
+
+        def replicated():
+            return (replica.info("replication")["slave_repl_offset"] ==
+                    master.info("replication")["master_repl_offset"])
+        assert wait_until(replicated, 10)
+        dst_proc.kill()
+        dst_proc.wait()
+        # two masters left, one of them dead: no majority to elect the
+        # replica, so the operator's takeover promotes it
+        replica.execute_command("CLUSTER", "FAILOVER", "TAKEOVER")
+        during = 30
+        admitted += sum(rnd.choice(nodes).check("hy", "fw", value) != "deny"
+                        for _ in range(during))
+        assert wait_until(lambda: replica.info("replication")["role"] == "master", 30, 0.1), \
+            "the replica was not promoted"
+        assert wait_until(lambda: all(
+            n.metric("sluice_store_hybrid_workers_connected") == 1 and
+            n.metric("sluice_store_hybrid_kept") == 0 for n in nodes), 30, 0.1)
+        admitted += rounds(nodes, "fw", value, 6, rnd)
+        print(f"admitted {admitted} for a limit of 100 (bound {100 + 2 * ROUND + during})")
+        assert 100 <= admitted <= 100 + 2 * ROUND + during
+        more = rounds(nodes, "free", "c2", 2, rnd)
+        # the killed master's data was on its replica: nothing lost
+        assert wait_until(lambda: rds.total() >= admitted + free + more - 1, 10), \
+            (rds.total(), admitted, free, more)
+        assert all(n.alive() for n in nodes)
+    finally:
+        for n in nodes:
+            n.stop()
+        c.stop()
