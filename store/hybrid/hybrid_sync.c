@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * hybrid_sync.c - the hybrid store's syncs: one Redis link per worker
- * (link/rlink.h: the worker's loop, TLS and AUTH as configured), the
+ * hybrid_sync.c - the hybrid store's syncs: one Redis link per worker and
+ * Redis (link/rlink.h: the worker's loop, TLS and AUTH as configured), the
  * sync script loaded on it, and every sync_interval one script call per
  * batch of kept keys, all sent at once (pipelined, one write), each
  * adding its keys' deltas and returning their fleet totals.
@@ -19,11 +19,25 @@
  * for): the key's counters deleted and its reset marker set, which every
  * sync reads back with the counters (hybrid.c acts on it).
  *
+ * Behind Sentinel the one link goes to the master the sentinels name
+ * (link/rlink_sentinel.c's question, on a link of its own to one sentinel
+ * at a time, the next after a failure), asked again before every
+ * connection, after a -READONLY or -MASTERDOWN, and every SL__HY_WATCH_MS
+ * while synced (a changed answer leaves the old master). On a cluster
+ * there is one link per master of the slot map (redis_cluster.h's pure
+ * map, read from CLUSTER SLOTS on the same kind of link to one seed at a
+ * time), every call carries keys of one slot (the hash tag of the key
+ * names), and a redirection or a lost master marks the map stale: it is
+ * asked again at the next tick, the calls' deltas kept meanwhile. Either
+ * way a lost call's deltas are pending, as above, and go where the next
+ * sync finds the master.
+ *
  * When the store is freed, kept deltas are pushed once more over a
  * blocking connection (the blocking Redis link, link/rlink.h: TLS and
- * AUTH as configured), bounded by 1 s (or store.hybrid.timeout if longer)
- * per step, so a node that restarts loses nothing it had recorded while
- * Redis was up.
+ * AUTH as configured; behind Sentinel to the master a sentinel names, on
+ * a cluster to each slot's master in a map read then), bounded by 1 s
+ * (or store.hybrid.timeout if longer) per step, so a node that restarts
+ * loses nothing it had recorded while Redis was up.
  */
 #include <stdio.h>
 #include <stdlib.h>
