@@ -291,13 +291,13 @@ size_t sl__hy_key_name(const struct sl__hystore *st, const struct sl__hy_key *k,
     int n;
 
     if (k->marker)
-        n = snprintf(buf, cap, "%s:h1:%016llx%016llx:r", st->cfg.redis->opts.prefix,
+        n = snprintf(buf, cap, "%s:h1:{%016llx%016llx}:r", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1]);
     else if (windowed(k->l))
-        n = snprintf(buf, cap, "%s:h1:%016llx%016llx:%lld", st->cfg.redis->opts.prefix,
+        n = snprintf(buf, cap, "%s:h1:{%016llx%016llx}:%lld", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1], (long long)k->w);
     else
-        n = snprintf(buf, cap, "%s:h1:%016llx%016llx", st->cfg.redis->opts.prefix,
+        n = snprintf(buf, cap, "%s:h1:{%016llx%016llx}", st->cfg.redis->opts.prefix,
                      (unsigned long long)h[0], (unsigned long long)h[1]);
     return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
 }
@@ -638,9 +638,14 @@ static void health(const struct sl__store *s, struct sl__store_health *out)
     out->state = atomic_load_explicit(&st->ctr.ever_connected, memory_order_relaxed)
                      ? SL__STORE_DEGRADED
                      : SL__STORE_STARTING;
-    snprintf(out->why, sizeof(out->why),
-             "hybrid: redis %.120s:%d not syncing; deciding locally, counts kept", rc->host,
-             rc->port);
+    if (rc->sentinels[0] != '\0') /* the master's address is the loop thread's */
+        snprintf(out->why, sizeof(out->why),
+                 "hybrid: redis master '%.120s' not syncing; deciding locally, counts kept",
+                 rc->master_name);
+    else
+        snprintf(out->why, sizeof(out->why),
+                 "hybrid: redis %s%.120s:%d not syncing; deciding locally, counts kept",
+                 rc->cluster ? "cluster (seed) " : "", rc->host, rc->port);
 }
 
 static void on_closed(uv_handle_t *h)

@@ -4,7 +4,8 @@
  * hybrid_config.c - the hybrid store's configuration as a kind's
  * (store/kind.h): its keys (store.hybrid.*; the Redis connection and the
  * Redis path take the Redis store's store.redis.* keys, linked by
- * kinds_config.c) and the check of the whole.
+ * kinds_config.c: one Redis, Sentinel or a cluster, as the Redis store)
+ * and the check of the whole.
  *
  * It makes no store: `sluice check -c` links it without hiredis or libuv.
  */
@@ -44,12 +45,6 @@ static void link_redis(void *cfg, const void *redis)
 
 int sl__hybrid_config_check(const struct sl__hybrid_config *c, char *err, size_t errlen)
 {
-    if (c->redis != NULL && (c->redis->cluster || c->redis->sentinels[0] != '\0')) {
-        snprintf(err, errlen,
-                 "store.type hybrid syncs with one Redis at store.redis.host:port: "
-                 "set store.redis.cluster to false and no store.redis.sentinels");
-        return SL_EINVAL;
-    }
     if (c->max_bytes < ((size_t)1 << 20)) {
         snprintf(err, errlen, "store.hybrid.max_bytes must be at least 1MiB");
         return SL_EINVAL;

@@ -11,12 +11,20 @@
 #include <stdatomic.h>
 
 #include "hybrid.h"
+#include "redis_cluster.h"
 #include "rlink.h"
 #include "sluice_int.h"
 
 /* Longest match key kept for syncing; a longer one is decided locally and
  * not synced (counted in `untracked`). */
 #define SL__HY_KEY_MAX 240
+
+/* Behind Sentinel, while synced with a master: how often a sentinel is
+ * asked whether it still names that master (a master demoted by a
+ * failover may go on taking writes until Sentinel reconfigures it). On a
+ * cluster: how often a stale slot map is asked again (and every 10th
+ * time anyway). */
+#define SL__HY_WATCH_MS 1000
 
 /* One (state key, window) whose counts are synced. Windows get one entry
  * per window index, buckets one entry (w = 0). */
@@ -54,16 +62,35 @@ struct sl__hy_counters {
                           memory_order_relaxed)
 #define SL__HY_SET(st, field, v) atomic_store_explicit(&(st)->ctr.field, (v), memory_order_relaxed)
 
-/* One script call of a sync: the entries it carries. */
-struct sl__hy_call {
+enum sl__hy_conn { SL__HY_DOWN = 0, SL__HY_CONNECTING, SL__HY_READY };
+
+/* One Redis synced with, on its own link: the one Redis, the master
+ * Sentinel names, or one master of a cluster (its index in the map). */
+struct sl__hy_node {
     struct sl__hystore *st;
-    uv_timer_t timer;
-    bool busy;
-    unsigned n;
-    uint32_t *idx; /* [batch] entry indexes */
+    struct sl__rlink *link; /* NULL: not made yet (a cluster's, on first use) */
+    enum sl__hy_conn conn;
+    char sha[41];
+    struct sl__cnode addr; /* where it connects (port 0: not known yet) */
+    uv_timer_t timer;      /* reconnect backoff or connect timeout */
+    uv_timer_t call_timer; /* the sync out on it: store.hybrid.timeout */
+    struct sl__rbackoff backoff;
+    unsigned calls_out;
+    bool owns; /* a cluster's: the map gives it a slot */
 };
 
-enum sl__hy_conn { SL__HY_DOWN = 0, SL__HY_CONNECTING, SL__HY_READY };
+/* One script call of a sync: the entries it carries (all of one slot on a
+ * cluster), on one node. */
+struct sl__hy_call {
+    struct sl__hystore *st;
+    struct sl__hy_node *node;
+    bool busy;
+    unsigned n;
+    uint32_t *idx; /* n entry indexes, in the store's `order` */
+};
+
+/* Seeds: the sentinels, or a cluster's nodes to ask CLUSTER SLOTS. */
+#define SL__HY_SEEDS 16
 
 struct sl__hystore {
     struct sl__store base;
@@ -96,18 +123,33 @@ struct sl__hystore {
     uv_timer_t tick; /* real time: pushes what is pending when no request comes */
     uint64_t syncs_at_tick;
 
-    /* the connection (the Redis link, link/rlink.h) */
+    /* the connections (the Redis link, link/rlink.h): nodes[0] alone, or
+     * on a cluster nodes[i] for the map's node i */
     struct sl__rlink_group *group;
-    struct sl__rlink *link;
-    struct sl__rlink_conf link_conf; /* the link's, borrowing cfg.redis's strings */
+    struct sl__rlink_conf link_conf; /* the links', borrowing cfg.redis's strings */
     struct sl__rlink_tls tls;        /* store.redis.tls: this worker's context */
-    enum sl__hy_conn conn;
-    uv_timer_t conn_timer; /* reconnect backoff or connect timeout */
-    struct sl__rbackoff backoff;
-    char sha[41];
-    struct sl__hy_call *calls; /* [ceil(max_keys / batch)] */
+    enum sl__hy_conn conn;           /* all of them: READY when every one is */
+    struct sl__hy_node *nodes;       /* [1], or [SL__CLUSTER_MAX_NODES] on a cluster */
+    unsigned n_nodes;
+    bool sentinel; /* store.redis.sentinels: nodes[0] is the master they name */
+    bool cluster;  /* store.redis.cluster: the slot map says which node */
+    struct sl__cmap *map;
+    bool map_stale; /* a redirection, a node lost: ask CLUSTER SLOTS at the next tick */
+    unsigned ticks; /* of `watch`: the map is asked every 10 anyway */
+    /* the seeds (sentinels, or cluster nodes), asked on `ask`, one at a
+     * time, the next after a failure to answer */
+    struct sl__cnode seeds[SL__HY_SEEDS];
+    unsigned n_seeds, seed;
+    struct sl__rlink *ask;
+    struct sl__rlink_conf ask_conf; /* sentinels: no AUTH (the Redis store's choice) */
+    bool asking;                    /* a question is out on `ask` */
+    bool watching;                  /* Sentinel: the same, to see if the master changed */
+    uv_timer_t watch;               /* every SL__HY_WATCH_MS: those questions */
+    struct sl__hy_call *calls;      /* [ceil(max_keys / batch)], on a cluster [max_keys] */
     unsigned n_calls;
     unsigned calls_out;
+    uint32_t *order; /* [max_keys] a sync's entries, by slot */
+    uint64_t *pairs; /* [max_keys] scratch: slot << 32 | entry */
     /* scratch for one call's arguments */
     const char **argv;
     size_t *argvlen;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * hybrid_sync.c - the hybrid store's syncs: one Redis link per worker
- * (link/rlink.h: the worker's loop, TLS and AUTH as configured), the
+ * hybrid_sync.c - the hybrid store's syncs: one Redis link per worker and
+ * Redis (link/rlink.h: the worker's loop, TLS and AUTH as configured), the
  * sync script loaded on it, and every sync_interval one script call per
  * batch of kept keys, all sent at once (pipelined, one write), each
  * adding its keys' deltas and returning their fleet totals.
@@ -19,11 +19,25 @@
  * for): the key's counters deleted and its reset marker set, which every
  * sync reads back with the counters (hybrid.c acts on it).
  *
+ * Behind Sentinel the one link goes to the master the sentinels name
+ * (link/rlink_sentinel.c's question, on a link of its own to one sentinel
+ * at a time, the next after a failure), asked again before every
+ * connection, after a -READONLY or -MASTERDOWN, and every SL__HY_WATCH_MS
+ * while synced (a changed answer leaves the old master). On a cluster
+ * there is one link per master of the slot map (redis_cluster.h's pure
+ * map, read from CLUSTER SLOTS on the same kind of link to one seed at a
+ * time), every call carries keys of one slot (the hash tag of the key
+ * names), and a redirection or a lost master marks the map stale: it is
+ * asked again at the next tick, the calls' deltas kept meanwhile. Either
+ * way a lost call's deltas are pending, as above, and go where the next
+ * sync finds the master.
+ *
  * When the store is freed, kept deltas are pushed once more over a
  * blocking connection (the blocking Redis link, link/rlink.h: TLS and
- * AUTH as configured), bounded by 1 s (or store.hybrid.timeout if longer)
- * per step, so a node that restarts loses nothing it had recorded while
- * Redis was up.
+ * AUTH as configured; behind Sentinel to the master a sentinel names, on
+ * a cluster to each slot's master in a map read then), bounded by 1 s
+ * (or store.hybrid.timeout if longer) per step, so a node that restarts
+ * loses nothing it had recorded while Redis was up.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,14 +87,12 @@ static const char reset_lua[] = "if #KEYS > 1 then redis.call('DEL', unpack(KEYS
 #define KEY_BYTES (SL__REDIS_PREFIX_MAX + 64)
 #define ARG_BYTES (2 * KEY_BYTES + 24 + 24)
 
-static void start(struct sl__hystore *st);
+static void node_start(struct sl__hy_node *n);
+static void update(struct sl__hystore *st);
 
-static void set_conn(struct sl__hystore *st, enum sl__hy_conn c)
+static struct sl__hy_node *node0(struct sl__hystore *st)
 {
-    st->conn = c;
-    SL__HY_SET(st, connected, c == SL__HY_READY);
-    if (c == SL__HY_READY)
-        SL__HY_SET(st, ever_connected, true);
+    return &st->nodes[0];
 }
 
 static void finish_call(struct sl__hy_call *c)
@@ -88,8 +100,9 @@ static void finish_call(struct sl__hy_call *c)
     struct sl__hystore *st = c->st;
 
     c->busy = false;
-    uv_timer_stop(&c->timer);
     st->calls_out--;
+    if (--c->node->calls_out == 0)
+        uv_timer_stop(&c->node->call_timer);
     SL__HY_SET(st, in_flight, st->calls_out);
 }
 
@@ -103,14 +116,13 @@ static void lose_call(struct sl__hy_call *c)
     finish_call(c);
 }
 
-static void on_conn_timer(uv_timer_t *t);
-
-/* This worker's Redis stopped answering (why) or answers again: logged as
- * the Redis store logs an unreachable node, once per process (the first
- * worker to see it, the last to see it end) when the stores share state. */
-static void stall_edge(struct sl__hystore *st, bool bad, const char *why)
+/* A Redis of this worker (`at`) stopped answering (why) or they all
+ * answer again: logged as the Redis store logs an unreachable node, once
+ * per process (the first worker to see it, the last to see it end) when
+ * the stores share state. */
+static void stall_edge(struct sl__hystore *st, const struct sl__cnode *at, bool bad,
+                       const char *why)
 {
-    const struct sl__redis_config *rc = st->cfg.redis;
     bool line = true;
 
     if (bad == st->stalled)
@@ -123,15 +135,17 @@ static void stall_edge(struct sl__hystore *st, bool bad, const char *why)
         sl__store_log(SL__SLOG_WARN, "store.hybrid_stalled",
                       "hybrid: redis %s:%d %s: decisions stay local, their counts are kept "
                       "and pushed once it answers",
-                      rc->host, rc->port, why);
+                      at->host, at->port, why);
     else if (line)
         sl__store_log(SL__SLOG_INFO, "store.hybrid_back", "hybrid: redis %s:%d answers again",
-                      rc->host, rc->port);
+                      at->host, at->port);
 }
 
-static void retry_later(struct sl__hystore *st)
+static void on_node_timer(uv_timer_t *t);
+
+static void retry_later(struct sl__hy_node *n)
 {
-    uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)sl__rbackoff_next(&st->backoff), 0);
+    uv_timer_start(&n->timer, on_node_timer, (uint64_t)sl__rbackoff_next(&n->backoff), 0);
 }
 
 static int64_t probe_ms(const struct sl__hystore *st)
@@ -141,55 +155,94 @@ static int64_t probe_ms(const struct sl__hystore *st)
 }
 
 /* The time a connection in progress has to become ready. */
-static void probe(struct sl__hystore *st)
+static void probe(struct sl__hy_node *n)
 {
-    uv_timer_start(&st->conn_timer, on_conn_timer, (uint64_t)probe_ms(st), 0);
+    uv_timer_start(&n->timer, on_node_timer, (uint64_t)probe_ms(n->st), 0);
 }
 
-/* Close the connection now: every call on it comes back lost. */
-static void drop(struct sl__hystore *st)
+static void set_conn(struct sl__hy_node *n, enum sl__hy_conn c)
 {
-    if (st->link == NULL || !sl__rlink_is_busy(st->link))
+    n->conn = c;
+    if (c != SL__HY_READY)
+        n->sha[0] = '\0';
+    update(n->st);
+}
+
+/* Sentinel: give up on a question out to a sentinel (its NULL reply is no
+ * answer); `next`: ask the next one the next time. */
+static void drop_ask(struct sl__hystore *st, bool next)
+{
+    if (!st->asking && !st->watching)
         return;
-    set_conn(st, SL__HY_DOWN);
-    st->sha[0] = '\0';
-    for (unsigned i = 0; i < st->n_calls; i++)
-        if (st->calls[i].busy)
-            lose_call(&st->calls[i]);
-    if (!st->closing)
-        retry_later(st);
-    sl__rlink_drop(st->link); /* the NULL replies find nothing busy */
+    st->asking = st->watching = false;
+    if (next)
+        st->seed = (st->seed + 1) % st->n_seeds;
+    sl__rlink_drop(st->ask);
 }
 
-static void on_conn_timer(uv_timer_t *t)
+/* Close node n's connection now: every call on it comes back lost, and it
+ * connects again after the backoff (behind Sentinel: asking first). */
+static void node_drop(struct sl__hy_node *n)
 {
-    struct sl__hystore *st = t->data;
+    struct sl__hystore *st = n->st;
+
+    if (st->sentinel)
+        drop_ask(st, false);
+    if (n->link == NULL || !sl__rlink_is_busy(n->link))
+        return;
+    for (unsigned i = 0; i < st->n_calls; i++)
+        if (st->calls[i].busy && st->calls[i].node == n)
+            lose_call(&st->calls[i]);
+    if (st->cluster)
+        st->map_stale = true;
+    if (!st->closing)
+        retry_later(n);
+    sl__rlink_drop(n->link); /* the NULL replies find nothing busy */
+    set_conn(n, SL__HY_DOWN);
+}
+
+/* Sentinel: no master named in time (or at all): the next sentinel after
+ * the backoff. */
+static void sentinel_fail(struct sl__hystore *st)
+{
+    drop_ask(st, true);
+    if (!st->closing)
+        retry_later(node0(st));
+    set_conn(node0(st), SL__HY_DOWN);
+}
+
+static void on_node_timer(uv_timer_t *t)
+{
+    struct sl__hy_node *n = t->data;
+    struct sl__hystore *st = n->st;
 
     if (st->closing)
         return;
-    if (st->conn == SL__HY_CONNECTING) {
-        stall_edge(st, true, "does not answer a new connection");
-        drop(st); /* no answer in time (a frozen Redis accepts, then says nothing) */
-    } else if (st->conn == SL__HY_DOWN)
-        start(st);
+    if (n->conn == SL__HY_CONNECTING && st->sentinel && st->asking) {
+        stall_edge(st, &n->addr, true, "has no master a sentinel names in time");
+        sentinel_fail(st);
+    } else if (n->conn == SL__HY_CONNECTING) {
+        stall_edge(st, &n->addr, true, "does not answer a new connection");
+        node_drop(n); /* no answer in time (a frozen Redis accepts, then says nothing) */
+    } else if (n->conn == SL__HY_DOWN)
+        node_start(n);
 }
 
 static void on_loaded(struct sl__rlink *l, redisReply *r, void *priv)
 {
-    struct sl__hystore *st = priv;
+    struct sl__hy_node *n = priv;
 
-    if (r == NULL || st->closing || l != st->link)
+    if (r == NULL || n->st->closing || l != n->link)
         return;
     if (r->type != REDIS_REPLY_STRING || r->len != 40) {
-        drop(st);
+        node_drop(n);
         return;
     }
-    memcpy(st->sha, r->str, 40);
-    st->sha[40] = '\0';
-    sl__rbackoff_reset(&st->backoff);
-    uv_timer_stop(&st->conn_timer);
-    set_conn(st, SL__HY_READY);
-    stall_edge(st, false, "");
+    memcpy(n->sha, r->str, 40);
+    n->sha[40] = '\0';
+    sl__rbackoff_reset(&n->backoff);
+    uv_timer_stop(&n->timer);
+    set_conn(n, SL__HY_READY);
 }
 
 static void on_up(struct sl__rlink *l, void *arg)
@@ -202,62 +255,308 @@ static void on_up(struct sl__rlink *l, void *arg)
  * replies (lost) already. */
 static void on_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
 {
-    struct sl__hystore *st = arg;
+    struct sl__hy_node *n = arg;
 
     (void)l;
     (void)why;
-    set_conn(st, SL__HY_DOWN);
-    st->sha[0] = '\0';
-    if (!st->closing)
-        retry_later(st);
+    if (n->st->cluster)
+        n->st->map_stale = true;
+    if (!n->st->closing)
+        retry_later(n);
+    set_conn(n, SL__HY_DOWN);
 }
 
 static const struct sl__rlink_events link_events = {.up = on_up, .down = on_down};
 
-static void start(struct sl__hystore *st)
+/* Sentinel: ROLE's reply on a new connection. A Redis that says it is not
+ * a master (a demoted one the sentinels have not caught up with) is left,
+ * and the sentinels are asked again; a refused ROLE (an ACL without
+ * +role) is no proof either way: the -READONLY of a sync would be. */
+static void on_role(struct sl__rlink *l, redisReply *r, void *priv)
+{
+    struct sl__hy_node *n = priv;
+
+    if (r == NULL || n->st->closing || l != n->link)
+        return;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") != 0)
+        node_drop(n);
+}
+
+static void connect_at(struct sl__hy_node *n)
+{
+    struct sl__hystore *st = n->st;
+
+    if (sl__rlink_connect(n->link, n->addr.host, n->addr.port) != SL_OK) {
+        retry_later(n);
+        set_conn(n, SL__HY_DOWN);
+        return;
+    }
+    n->conn = SL__HY_CONNECTING;
+    /* after the link's AUTH; the script's reply says the connection is ready */
+    if ((st->sentinel && sl__rlink_command(n->link, on_role, n, "ROLE") != SL_OK) ||
+        sl__rlink_command(n->link, on_loaded, n, "SCRIPT LOAD %s", sync_lua) != SL_OK) {
+        node_drop(n);
+        return;
+    }
+    probe(n);
+}
+
+/* A sentinel's answer: sync with the master it names, or (no answer, an
+ * unknown name) ask the next one after the backoff. */
+static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
+{
+    struct sl__hystore *st = priv;
+    struct sl__cnode m;
+
+    if (st->closing || !st->asking || l != st->ask)
+        return;
+    if (!sl__rlink_master_addr(r, m.host, sizeof(m.host), &m.port)) {
+        sentinel_fail(st);
+        return;
+    }
+    drop_ask(st, false); /* closed once this callback returns */
+    node0(st)->addr = m;
+    connect_at(node0(st));
+}
+
+/* The map a seed's CLUSTER SLOTS describes: every master of it connected. */
+static void on_slots(struct sl__rlink *l, redisReply *r, void *priv)
+{
+    struct sl__hystore *st = priv;
+    const char *asked = st->seeds[st->seed].host;
+
+    if (st->closing || !st->asking || l != st->ask)
+        return;
+    if (r == NULL || sl__cmap_load(st->map, r, asked) != SL_OK) {
+        drop_ask(st, true);
+        return;
+    }
+    drop_ask(st, false);
+    st->map_stale = !sl__cmap_complete(st->map);
+    for (size_t i = 0; i < st->map->n_nodes; i++)
+        st->nodes[i].owns = false;
+    for (unsigned slot = 0; slot < SL__CLUSTER_SLOTS; slot++)
+        if (st->map->owner[slot] != SL__CLUSTER_NO_NODE)
+            st->nodes[st->map->owner[slot]].owns = true;
+    st->n_nodes = (unsigned)st->map->n_nodes;
+    for (unsigned i = 0; i < st->n_nodes; i++) {
+        struct sl__hy_node *n = &st->nodes[i];
+        if (n->link == NULL) {
+            n->link = sl__rlink_new(st->group, &st->link_conf, &link_events, n);
+            if (n->link == NULL)
+                continue;
+        }
+        n->addr = st->map->nodes[i];
+        if (n->owns && n->conn == SL__HY_DOWN && !uv_is_active((uv_handle_t *)&n->timer))
+            connect_at(n);
+    }
+    update(st);
+}
+
+/* The sentinel's link (or the seed's) went down before it answered (its
+ * NULL reply came first and handled it), or could not be made. */
+static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
+{
+    struct sl__hystore *st = arg;
+
+    (void)why;
+    if (st->closing || l != st->ask)
+        return;
+    if (st->sentinel && st->asking)
+        sentinel_fail(st);
+    else
+        drop_ask(st, true);
+}
+
+/* A sentinel's answer while synced: still the master synced with, or a
+ * failover made another the master: leave this one (the calls out come
+ * back lost, their deltas pending) and sync with the one it names. */
+static void on_watch_answer(struct sl__rlink *l, redisReply *r, void *priv)
+{
+    struct sl__hystore *st = priv;
+    struct sl__hy_node *n = node0(st);
+    struct sl__cnode m;
+
+    if (st->closing || !st->watching || l != st->ask)
+        return;
+    if (!sl__rlink_master_addr(r, m.host, sizeof(m.host), &m.port)) {
+        drop_ask(st, true);
+        return; /* no answer: the sync itself says whether the master is fine */
+    }
+    drop_ask(st, false); /* closed once this callback returns */
+    if (n->conn != SL__HY_READY || (strcmp(m.host, n->addr.host) == 0 && m.port == n->addr.port))
+        return;
+    stall_edge(st, &n->addr, true, "is not the master the sentinels name any more");
+    node_drop(n);
+}
+
+static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
+
+/* Ask the seed in use: CLUSTER SLOTS (a cluster), or which master it
+ * names (Sentinel: for a connection, or `watch` to see if it changed). */
+static int ask_seed(struct sl__hystore *st, sl__rlink_reply_fn fn)
+{
+    const struct sl__cnode *s = &st->seeds[st->seed];
+
+    if (st->cluster) {
+        if (sl__rlink_connect(st->ask, s->host, s->port) != SL_OK ||
+            sl__rlink_command(st->ask, fn, st, "CLUSTER SLOTS") != SL_OK) {
+            sl__rlink_drop(st->ask);
+            return SL_ENOENT;
+        }
+        return SL_OK;
+    }
+    return sl__rlink_ask_master(st->ask, s->host, s->port, st->cfg.redis->master_name, fn, st);
+}
+
+static void on_watch(uv_timer_t *t)
+{
+    struct sl__hystore *st = t->data;
+
+    if (st->closing)
+        return;
+    if (st->cluster && st->asking) { /* not answered in a tick: the next seed */
+        drop_ask(st, true);
+        return;
+    }
+    if (st->cluster) {
+        if (!st->map_stale && ++st->ticks % 10 != 0)
+            return;
+        if (ask_seed(st, on_slots) == SL_OK)
+            st->asking = true;
+        else
+            st->seed = (st->seed + 1) % st->n_seeds;
+        return;
+    }
+    if (st->asking)
+        return;         /* a connection's question: its probe bounds it */
+    if (st->watching) { /* the last question was not answered: the next sentinel */
+        drop_ask(st, true);
+        return;
+    }
+    if (node0(st)->conn != SL__HY_READY)
+        return;
+    if (ask_seed(st, on_watch_answer) == SL_OK)
+        st->watching = true;
+    else
+        st->seed = (st->seed + 1) % st->n_seeds;
+}
+
+static void node_start(struct sl__hy_node *n)
+{
+    struct sl__hystore *st = n->st;
+
+    if (st->cluster) {
+        if (n->owns)
+            connect_at(n);
+        return;
+    }
+    if (!st->sentinel) {
+        connect_at(n);
+        return;
+    }
+    n->conn = SL__HY_CONNECTING;
+    if (ask_seed(st, on_master) != SL_OK) {
+        st->seed = (st->seed + 1) % st->n_seeds;
+        retry_later(n);
+        set_conn(n, SL__HY_DOWN);
+        return;
+    }
+    st->asking = true;
+    probe(n);
+}
+
+/* The worker's state, from its nodes': ready when every node it syncs
+ * with is (on a cluster: the map names a master for every slot and each
+ * is ready); said in the log when it becomes so. */
+static void update(struct sl__hystore *st)
+{
+    bool ready = st->n_nodes > 0, connecting = false;
+
+    if (st->cluster)
+        ready = ready && sl__cmap_complete(st->map);
+    for (unsigned i = 0; i < st->n_nodes; i++) {
+        const struct sl__hy_node *n = &st->nodes[i];
+        if (st->cluster && !n->owns)
+            continue;
+        ready = ready && n->conn == SL__HY_READY;
+        connecting = connecting || n->conn == SL__HY_CONNECTING;
+    }
+    st->conn = ready ? SL__HY_READY : connecting ? SL__HY_CONNECTING : SL__HY_DOWN;
+    SL__HY_SET(st, connected, ready);
+    if (ready) {
+        SL__HY_SET(st, ever_connected, true);
+        stall_edge(st, &node0(st)->addr, false, "");
+    }
+}
+
+static int node_init(struct sl__hystore *st, struct sl__hy_node *n)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
 
-    if (sl__rlink_connect(st->link, rc->host, rc->port) != SL_OK) {
-        retry_later(st);
-        return;
-    }
-    set_conn(st, SL__HY_CONNECTING);
-    /* after the link's AUTH; its reply says the connection is ready */
-    if (sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua) != SL_OK) {
-        drop(st);
-        return;
-    }
-    probe(st);
+    n->st = st;
+    uv_timer_init(st->loop, &n->timer);
+    uv_unref((uv_handle_t *)&n->timer);
+    n->timer.data = n;
+    uv_timer_init(st->loop, &n->call_timer);
+    uv_unref((uv_handle_t *)&n->call_timer);
+    n->call_timer.data = n;
+    sl__rbackoff_init(&n->backoff, rc->backoff_min_ms, rc->backoff_max_ms);
+    return SL_OK;
 }
+
+/* The seeds: the sentinels, or store.redis.host:port and .nodes. */
+static int seeds_init(struct sl__hystore *st)
+{
+    const struct sl__redis_config *rc = st->cfg.redis;
+    int n;
+
+    if (st->sentinel) {
+        n = sl__redis_parse_addrs(rc->sentinels, st->seeds, SL__HY_SEEDS);
+    } else {
+        snprintf(st->seeds[0].host, sizeof(st->seeds[0].host), "%s", rc->host);
+        st->seeds[0].port = rc->port;
+        n = sl__redis_parse_addrs(rc->nodes, st->seeds + 1, SL__HY_SEEDS - 1);
+        n = n < 0 ? 1 : n + 1; /* too many: the first ones */
+    }
+    if (n <= 0)
+        return SL_EINVAL; /* the configuration's check refused it already */
+    st->n_seeds = (unsigned)n;
+    return SL_OK;
+}
+
+static void on_call_timeout(uv_timer_t *t);
 
 int sl__hy_sync_init(struct sl__hystore *st)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
     unsigned batch = st->cfg.batch;
+    unsigned cap;
 
-    st->n_calls = (st->cfg.max_keys + batch - 1) / batch;
+    st->sentinel = rc->sentinels[0] != '\0';
+    st->cluster = rc->cluster && !st->sentinel;
+    cap = st->cluster ? SL__CLUSTER_MAX_NODES : 1;
+    st->n_calls = st->cluster ? st->cfg.max_keys : (st->cfg.max_keys + batch - 1) / batch;
     st->calls = calloc(st->n_calls, sizeof(*st->calls));
+    st->order = calloc(st->cfg.max_keys, sizeof(*st->order));
+    st->pairs = calloc(st->cfg.max_keys, sizeof(*st->pairs));
+    st->nodes = calloc(cap, sizeof(*st->nodes));
     st->argv = calloc(3 + 4 * (size_t)batch, sizeof(*st->argv));
     st->argvlen = calloc(3 + 4 * (size_t)batch, sizeof(*st->argvlen));
     st->argbuf_cap = 64 + (size_t)batch * ARG_BYTES;
     st->argbuf = malloc(st->argbuf_cap);
-    if (st->calls == NULL || st->argv == NULL || st->argvlen == NULL || st->argbuf == NULL)
+    if (st->cluster)
+        st->map = malloc(sizeof(*st->map));
+    if (st->calls == NULL || st->order == NULL || st->pairs == NULL || st->nodes == NULL ||
+        st->argv == NULL || st->argvlen == NULL || st->argbuf == NULL ||
+        (st->cluster && st->map == NULL))
         return SL_ENOMEM;
-    for (unsigned i = 0; i < st->n_calls; i++) {
-        struct sl__hy_call *c = &st->calls[i];
-        c->st = st;
-        c->idx = calloc(batch, sizeof(*c->idx));
-        if (c->idx == NULL)
-            return SL_ENOMEM;
-        uv_timer_init(st->loop, &c->timer);
-        uv_unref((uv_handle_t *)&c->timer);
-        c->timer.data = c;
-    }
-    uv_timer_init(st->loop, &st->conn_timer);
-    uv_unref((uv_handle_t *)&st->conn_timer);
-    st->conn_timer.data = st;
-    sl__rbackoff_init(&st->backoff, rc->backoff_min_ms, rc->backoff_max_ms);
+    for (unsigned i = 0; i < st->n_calls; i++)
+        st->calls[i].st = st;
+    for (unsigned i = 0; i < cap; i++)
+        node_init(st, &st->nodes[i]);
+    st->n_nodes = st->cluster ? 0 : 1;
     /* No connect timeout of the link's own: the probe (probe_ms) bounds
      * the whole of it, script load included, and says the stall. */
     st->link_conf.user = rc->user;
@@ -268,13 +567,35 @@ int sl__hy_sync_init(struct sl__hystore *st)
         (void)sl__rlink_tls_init(&st->tls, &rc->tls);
         st->link_conf.tls = &st->tls;
     }
+    st->ask_conf.tls = st->link_conf.tls; /* the sentinels: no AUTH */
     st->group = sl__rlink_group_new(st->loop);
     if (st->group == NULL)
         return SL_ENOMEM;
-    st->link = sl__rlink_new(st->group, &st->link_conf, &link_events, st);
-    if (st->link == NULL)
-        return SL_ENOMEM;
-    start(st);
+    if (!st->cluster) {
+        struct sl__hy_node *n = node0(st);
+        n->link = sl__rlink_new(st->group, &st->link_conf, &link_events, n);
+        if (n->link == NULL)
+            return SL_ENOMEM;
+        snprintf(n->addr.host, sizeof(n->addr.host), "%s", rc->host);
+        n->addr.port = st->sentinel ? 0 : rc->port; /* Sentinel: none named yet */
+    } else {
+        sl__cmap_init(st->map);
+        st->map_stale = true;
+    }
+    if (st->sentinel || st->cluster) {
+        if (seeds_init(st) != SL_OK)
+            return SL_EINVAL;
+        st->ask =
+            sl__rlink_new(st->group, st->cluster ? &st->link_conf : &st->ask_conf, &ask_events, st);
+        if (st->ask == NULL)
+            return SL_ENOMEM;
+        uv_timer_init(st->loop, &st->watch);
+        uv_unref((uv_handle_t *)&st->watch);
+        st->watch.data = st;
+        uv_timer_start(&st->watch, on_watch, st->cluster ? 0 : SL__HY_WATCH_MS, SL__HY_WATCH_MS);
+    }
+    if (!st->cluster)
+        node_start(node0(st));
     return SL_OK;
 }
 
@@ -285,34 +606,45 @@ static void on_closed(uv_handle_t *h)
 
 void sl__hy_sync_close(struct sl__hystore *st)
 {
-    if (st->calls == NULL)
+    unsigned cap;
+
+    if (st->calls == NULL || st->nodes == NULL)
         return;
-    drop(st);
-    sl__rlink_free(st->link);
-    st->link = NULL;
+    cap = st->cluster ? SL__CLUSTER_MAX_NODES : 1;
+    for (unsigned i = 0; i < cap; i++) {
+        struct sl__hy_node *n = &st->nodes[i];
+        if (n->st == NULL)
+            continue; /* out of memory before it was made */
+        node_drop(n);
+        sl__rlink_free(n->link);
+        n->link = NULL;
+        uv_close((uv_handle_t *)&n->timer, on_closed);
+        uv_close((uv_handle_t *)&n->call_timer, on_closed);
+    }
+    if (st->ask != NULL) {
+        drop_ask(st, false);
+        sl__rlink_free(st->ask);
+        st->ask = NULL;
+        uv_close((uv_handle_t *)&st->watch, on_closed);
+    }
     sl__rlink_group_free(st->group);
     st->group = NULL;
     if (st->link_conf.tls != NULL) {
         sl__rlink_tls_close(&st->tls);
         st->link_conf.tls = NULL;
     }
-    uv_close((uv_handle_t *)&st->conn_timer, on_closed);
-    for (unsigned i = 0; i < st->n_calls; i++) {
-        if (st->calls[i].idx != NULL)
-            uv_close((uv_handle_t *)&st->calls[i].timer, on_closed);
-    }
 }
 
 static void on_call_timeout(uv_timer_t *t)
 {
-    struct sl__hy_call *c = t->data;
+    struct sl__hy_node *n = t->data;
 
-    if (c->busy) {
+    if (n->calls_out > 0) {
         char why[64];
         snprintf(why, sizeof(why), "did not answer a sync within %lld ms",
-                 (long long)c->st->cfg.timeout_ms);
-        stall_edge(c->st, true, why);
-        drop(c->st); /* loses c and every other call on the connection */
+                 (long long)n->st->cfg.timeout_ms);
+        stall_edge(n->st, &n->addr, true, why);
+        node_drop(n); /* loses every call on the connection */
     }
 }
 
@@ -321,20 +653,54 @@ static bool is_noscript(const redisReply *r)
     return r->type == REDIS_REPLY_ERROR && r->str != NULL && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
+/* The Redis is no master (any more): -READONLY (a replica, from the
+ * script's write or the command itself) or -MASTERDOWN. */
+static bool is_not_master(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && r->str != NULL &&
+           (strstr(r->str, "READONLY") != NULL || strncmp(r->str, "MASTERDOWN", 10) == 0);
+}
+
+/* A cluster's: the slot is elsewhere (or nowhere now): MOVED, ASK,
+ * CLUSTERDOWN, TRYAGAIN. */
+static bool is_cluster_error(const redisReply *r)
+{
+    static const char *const pre[] = {"MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN"};
+
+    if (r->type != REDIS_REPLY_ERROR || r->str == NULL)
+        return false;
+    for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
+        if (strncmp(r->str, pre[i], strlen(pre[i])) == 0)
+            return true;
+    return false;
+}
+
 static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__hy_call *c = priv;
     struct sl__hystore *st = c->st;
+    struct sl__hy_node *n = c->node;
 
     (void)l;
     if (!c->busy)
         return; /* already lost (timeout) */
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 * (size_t)c->n) {
-        if (r != NULL && is_noscript(r) && st->link != NULL && sl__rlink_is_up(st->link)) {
-            st->sha[0] = '\0'; /* Redis restarted or flushed: load it again */
-            set_conn(st, SL__HY_CONNECTING);
-            (void)sl__rlink_command(st->link, on_loaded, st, "SCRIPT LOAD %s", sync_lua);
-            probe(st);
+        if (r != NULL && is_noscript(r) && n->link != NULL && sl__rlink_is_up(n->link)) {
+            n->conn = SL__HY_CONNECTING; /* Redis restarted or flushed: load it again */
+            n->sha[0] = '\0';
+            update(st);
+            (void)sl__rlink_command(n->link, on_loaded, n, "SCRIPT LOAD %s", sync_lua);
+            probe(n);
+        } else if (r != NULL && is_not_master(r)) {
+            /* a failover demoted it: every call out is lost (pending
+             * again) and the sentinels say where the master is now; with
+             * no sentinels, the same Redis after the backoff */
+            lose_call(c);
+            stall_edge(st, &n->addr, true, "is not a master any more");
+            node_drop(n);
+            return;
+        } else if (r != NULL && st->cluster && is_cluster_error(r)) {
+            st->map_stale = true; /* kept: they go where the new map says */
         }
         lose_call(c);
         return;
@@ -373,10 +739,11 @@ static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
 {
     size_t used = 0, argc = 3;
     char *b = st->argbuf;
+    struct sl__hy_node *n = c->node;
 
     st->argv[0] = "EVALSHA";
     st->argvlen[0] = 7;
-    st->argv[1] = st->sha;
+    st->argv[1] = n->sha;
     st->argvlen[1] = 40;
     st->argv[2] = b;
     st->argvlen[2] = (size_t)snprintf(b, 24, "%u", 2 * c->n);
@@ -385,27 +752,86 @@ static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
     argc += 2 * (size_t)c->n;
     for (unsigned i = 0; i < c->n; i++) {
         const struct sl__hy_ent *e = &st->ents[c->idx[i]];
-        int n = snprintf(b + used, 24, "%llu", (unsigned long long)e->inflight);
+        int w = snprintf(b + used, 24, "%llu", (unsigned long long)e->inflight);
         st->argv[argc] = b + used;
-        st->argvlen[argc++] = (size_t)n;
-        used += (size_t)n + 1;
-        n = snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
+        st->argvlen[argc++] = (size_t)w;
+        used += (size_t)w + 1;
+        w = snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
         st->argv[argc] = b + used;
-        st->argvlen[argc++] = (size_t)n;
-        used += (size_t)n + 1;
+        st->argvlen[argc++] = (size_t)w;
+        used += (size_t)w + 1;
     }
-    if (sl__rlink_argv(st->link, on_reply, c, (int)argc, st->argv, st->argvlen) != SL_OK)
+    if (sl__rlink_argv(n->link, on_reply, c, (int)argc, st->argv, st->argvlen) != SL_OK)
         return SL_EINVAL;
     c->busy = true;
     st->calls_out++;
     SL__HY_SET(st, in_flight, st->calls_out);
     SL__HY_CNT(st, sync_calls, 1);
     SL__HY_CNT(st, sync_keys, c->n);
-    /* the loop's cached time may be as old as the loop's last wait: a
-     * timeout counted from it would fire early */
-    uv_update_time(st->loop);
-    uv_timer_start(&c->timer, on_call_timeout, (uint64_t)st->cfg.timeout_ms, 0);
+    if (n->calls_out++ == 0) {
+        /* the loop's cached time may be as old as the loop's last wait: a
+         * timeout counted from it would fire early */
+        uv_update_time(st->loop);
+        uv_timer_start(&n->call_timer, on_call_timeout, (uint64_t)st->cfg.timeout_ms, 0);
+    }
     return SL_OK;
+}
+
+/* The slot of every Redis key of hash h: its hash tag is the 32 hex. */
+static unsigned hash_slot(const uint64_t h[2])
+{
+    char hex[33];
+
+    snprintf(hex, sizeof(hex), "%016llx%016llx", (unsigned long long)h[0],
+             (unsigned long long)h[1]);
+    return sl__redis_crc16(hex, 32) & (SL__CLUSTER_SLOTS - 1);
+}
+
+/* The node that serves hash h now, or NULL (not ready, or not known). */
+static struct sl__hy_node *node_for(struct sl__hystore *st, const uint64_t h[2])
+{
+    struct sl__hy_node *n = node0(st);
+
+    if (st->cluster) {
+        int i = sl__cmap_lookup(st->map, hash_slot(h));
+        n = i >= 0 && (unsigned)i < st->n_nodes ? &st->nodes[i] : NULL;
+    }
+    return n != NULL && n->conn == SL__HY_READY && n->link != NULL ? n : NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The entries to sync now, as st->pairs (slot << 32 | entry), by slot on
+ * a cluster (there, only those whose node is ready: the others wait).
+ * Their count. */
+static uint32_t sync_order(struct sl__hystore *st)
+{
+    uint32_t k = 0;
+
+    for (uint32_t li = 0; li < st->n_live; li++) {
+        uint32_t i = st->live[li];
+        const struct sl__hy_ent *e = &st->ents[i];
+        uint64_t slot = 0;
+        if (st->cluster) {
+            if (node_for(st, e->h) == NULL)
+                continue; /* kept: it goes once its node is back */
+            slot = hash_slot(e->h);
+        }
+        st->pairs[k++] = slot << 32 | i;
+    }
+    if (st->cluster)
+        qsort(st->pairs, k, sizeof(*st->pairs), cmp_u64);
+    return k;
+}
+
+static void give_back(struct sl__hystore *st, const struct sl__hy_call *c)
+{
+    for (unsigned k = 0; k < c->n; k++)
+        sl__hy_restore(st, &st->ents[c->idx[k]]);
 }
 
 void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
@@ -413,19 +839,35 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
     unsigned ci = 0;
     struct sl__hy_call *c = NULL;
     bool sent = false;
+    uint32_t k;
+    uint64_t slot = 0;
 
     if (st->closing || st->calls_out > 0)
         return; /* the previous sync is still out */
     st->next_sync_ns = now_ns + st->cfg.sync_interval_ms * SL_NS_PER_MS;
     sl__hy_sweep(st, now_ns);
-    if (st->conn != SL__HY_READY || st->link == NULL)
+    if (!st->cluster && node_for(st, NULL) == NULL)
         return; /* kept: they go when Redis is back */
-    for (uint32_t li = 0; li < st->n_live; li++) {
-        uint32_t i = st->live[li];
+    k = sync_order(st);
+    for (uint32_t j = 0; j <= k; j++) {
+        uint32_t i = j < k ? (uint32_t)st->pairs[j] : 0;
         struct sl__hy_ent *e = &st->ents[i];
+        bool cut = c != NULL && (j == k || c->n == st->cfg.batch || st->pairs[j] >> 32 != slot);
+        if (cut) {
+            if (send_call(st, c) != SL_OK)
+                give_back(st, c);
+            else
+                sent = true;
+            c = NULL;
+        }
+        if (j == k || (c == NULL && ci == st->n_calls))
+            break;
         if (c == NULL) {
             c = &st->calls[ci++];
             c->n = 0;
+            c->idx = &st->order[j];
+            slot = st->pairs[j] >> 32;
+            c->node = st->cluster ? node_for(st, e->h) : node0(st);
         }
         e->inflight = e->pending;
         e->pending = 0;
@@ -433,23 +875,6 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
         SL__HY_SET(st, kept,
                    atomic_load_explicit(&st->ctr.kept, memory_order_relaxed) - e->inflight);
         c->idx[c->n++] = i;
-        if (c->n == st->cfg.batch) {
-            if (send_call(st, c) != SL_OK) {
-                for (unsigned k = 0; k < c->n; k++)
-                    sl__hy_restore(st, &st->ents[c->idx[k]]);
-                return;
-            }
-            sent = true;
-            c = NULL;
-        }
-    }
-    if (c != NULL && c->n > 0) {
-        if (send_call(st, c) != SL_OK) {
-            for (unsigned k = 0; k < c->n; k++)
-                sl__hy_restore(st, &st->ents[c->idx[k]]);
-        } else {
-            sent = true;
-        }
     }
     if (sent)
         SL__HY_CNT(st, syncs, 1);
@@ -492,6 +917,103 @@ static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, cons
     return ok;
 }
 
+/* Where the last push goes: store.redis.host:port, or the master the
+ * first sentinel that answers names (each asked within ms). */
+static bool final_target(const struct sl__hystore *st, const struct sl__rlink_conf *lc, int64_t ms,
+                         struct sl__cnode *out)
+{
+    const struct sl__redis_config *rc = st->cfg.redis;
+    struct sl__rlink_conf sc = *lc;
+
+    if (!st->sentinel) {
+        snprintf(out->host, sizeof(out->host), "%s", rc->host);
+        out->port = rc->port;
+        return true;
+    }
+    sc.user = sc.password = NULL; /* the sentinels: no AUTH */
+    for (unsigned k = 0; k < st->n_seeds; k++) {
+        const struct sl__cnode *s = &st->seeds[(st->seed + k) % st->n_seeds];
+        const struct sl__rlink_master_q q = {s->host, s->port, rc->master_name, ms};
+        if (sl__rlink_sync_master(&sc, &q, out->host, sizeof(out->host), &out->port) == SL_OK)
+            return true;
+    }
+    return false;
+}
+
+/* A cluster's map for the last push: CLUSTER SLOTS of the first seed
+ * that answers. */
+static bool final_map(const struct sl__hystore *st, const struct sl__rlink_conf *lc, int64_t ms,
+                      struct sl__cmap *m)
+{
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+    const size_t lens[2] = {7, 5};
+    char err[256];
+
+    sl__cmap_init(m);
+    for (unsigned k = 0; k < st->n_seeds; k++) {
+        const struct sl__cnode *s = &st->seeds[(st->seed + k) % st->n_seeds];
+        struct sl__rlink_sync *c = sl__rlink_sync_open(lc, s->host, s->port, ms, err, sizeof(err));
+        redisReply *r = c != NULL ? sl__rlink_sync_argv(c, 2, argv, lens, err, sizeof(err)) : NULL;
+        bool ok = r != NULL && sl__cmap_load(m, r, s->host) == SL_OK;
+        freeReplyObject(r);
+        sl__rlink_sync_close(c);
+        if (ok)
+            return true;
+    }
+    return false;
+}
+
+/* The last push's links: one per node, opened when first needed. */
+struct final_links {
+    const struct sl__rlink_conf *lc;
+    int64_t ms;
+    struct sl__rlink_sync *s[SL__CLUSTER_MAX_NODES];
+    bool failed[SL__CLUSTER_MAX_NODES];
+};
+
+static struct sl__rlink_sync *final_link(struct final_links *fl, unsigned i,
+                                         const struct sl__cnode *at)
+{
+    char err[256];
+
+    if (fl->s[i] == NULL && !fl->failed[i]) {
+        fl->s[i] = sl__rlink_sync_open(fl->lc, at->host, at->port, fl->ms, err, sizeof(err));
+        fl->failed[i] = fl->s[i] == NULL;
+    }
+    return fl->s[i];
+}
+
+/* Push the pending deltas of the entries in st->pairs[0..k) (by slot),
+ * one call per batch of one slot, each on its node's link (m NULL: node
+ * 0's, at `to`). Counted in final_pushes. */
+static void final_calls(struct sl__hystore *st, uint32_t k, const struct sl__cmap *m,
+                        struct final_links *fl, const struct sl__cnode *to)
+{
+    uint32_t *idx = st->order;
+
+    for (uint32_t j = 0; j < k;) {
+        uint64_t slot = st->pairs[j] >> 32;
+        unsigned n = 0;
+        int node = m != NULL ? sl__cmap_lookup(m, (unsigned)slot) : 0;
+        struct sl__rlink_sync *s = NULL;
+        while (j < k && n < st->cfg.batch && st->pairs[j] >> 32 == slot)
+            idx[n++] = (uint32_t)st->pairs[j++];
+        if (node >= 0)
+            s = final_link(fl, (unsigned)node, m != NULL ? &m->nodes[node] : to);
+        if (s == NULL || !push_blocking(st, s, idx, n)) {
+            if (s != NULL) { /* broken now: not used again */
+                sl__rlink_sync_close(s);
+                fl->s[node] = NULL;
+                fl->failed[node] = true;
+            }
+            continue;
+        }
+        for (unsigned x = 0; x < n; x++)
+            st->ents[idx[x]].pending = 0;
+        SL__HY_CNT(st, final_pushes, n);
+    }
+}
+
 void sl__hy_final_push(struct sl__hystore *st)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
@@ -500,17 +1022,21 @@ void sl__hy_final_push(struct sl__hystore *st)
                                 .password = rc != NULL ? rc->password : NULL,
                                 .connect_timeout_ms = ms};
     struct sl__rlink_tls tls;
-    struct sl__rlink_sync *s = NULL;
-    uint32_t *idx = NULL;
-    char err[256];
-    unsigned k = 0;
+    struct final_links *fl = NULL;
+    struct sl__cmap *m = NULL;
+    struct sl__cnode to;
+    uint32_t k = 0;
 
-    if (st->ents == NULL || st->argv == NULL || st->argbuf == NULL || st->cfg.redis == NULL)
+    if (st->ents == NULL || st->argv == NULL || st->argbuf == NULL || st->cfg.redis == NULL ||
+        st->pairs == NULL || st->order == NULL)
         return;
     for (uint32_t i = 0; i < st->cfg.max_keys; i++)
-        k += st->ents[i].used && st->ents[i].pending > 0;
+        if (st->ents[i].used && st->ents[i].pending > 0)
+            st->pairs[k++] = (st->cluster ? (uint64_t)hash_slot(st->ents[i].h) << 32 : 0) | i;
     if (k == 0)
         return;
+    if (st->cluster)
+        qsort(st->pairs, k, sizeof(*st->pairs), cmp_u64);
     if (rc->tls.on) {
         if (sl__rlink_tls_init(&tls, &rc->tls) != SL_OK) {
             sl__rlink_tls_close(&tls);
@@ -518,34 +1044,20 @@ void sl__hy_final_push(struct sl__hystore *st)
         }
         lc.tls = &tls;
     }
-    idx = calloc(st->cfg.batch, sizeof(*idx));
-    if (idx == NULL)
+    fl = calloc(1, sizeof(*fl));
+    m = st->cluster ? malloc(sizeof(*m)) : NULL;
+    if (fl == NULL || (st->cluster && m == NULL))
         goto out;
+    fl->lc = &lc;
+    fl->ms = ms;
     /* AUTH refused (or any step failing) leaves the deltas unpushed */
-    s = sl__rlink_sync_open(&lc, rc->host, rc->port, ms, err, sizeof(err));
-    if (s == NULL)
-        goto out;
-    k = 0;
-    for (uint32_t i = 0; i <= st->cfg.max_keys; i++) {
-        if (i < st->cfg.max_keys) {
-            if (!st->ents[i].used || st->ents[i].pending == 0)
-                continue;
-            idx[k++] = i;
-            if (k < st->cfg.batch)
-                continue;
-        }
-        if (k == 0)
-            break;
-        if (!push_blocking(st, s, idx, k))
-            goto out;
-        for (unsigned j = 0; j < k; j++)
-            st->ents[idx[j]].pending = 0;
-        SL__HY_CNT(st, final_pushes, k);
-        k = 0;
-    }
+    if (st->cluster ? final_map(st, &lc, ms, m) : final_target(st, &lc, ms, &to))
+        final_calls(st, k, m, fl, &to);
+    for (unsigned i = 0; i < SL__CLUSTER_MAX_NODES; i++)
+        sl__rlink_sync_close(fl->s[i]);
 out:
-    free(idx);
-    sl__rlink_sync_close(s);
+    free(fl);
+    free(m);
     if (lc.tls != NULL)
         sl__rlink_tls_close(&tls);
 }
@@ -591,10 +1103,11 @@ void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struc
     const char **argv = NULL;
     size_t *argvlen = NULL;
     char *b = NULL, head[3][24];
+    struct sl__hy_node *n;
 
     if (st->closing)
         return;
-    if (st->conn != SL__HY_READY || st->link == NULL) {
+    if ((n = node_for(st, h)) == NULL) {
         unsent(st, "Redis is not connected");
         return;
     }
@@ -625,7 +1138,7 @@ void sl__hy_reset_fleet(struct sl__hystore *st, const uint64_t h[2], const struc
     argvlen[argc] =
         (size_t)snprintf(head[2], sizeof(head[2]), "%lld", (long long)sl__hy_limit_ttl_ms(st, l));
     argv[argc++] = head[2];
-    if (sl__rlink_argv(st->link, on_reset_reply, st, (int)argc, argv, argvlen) != SL_OK) {
+    if (sl__rlink_argv(n->link, on_reset_reply, st, (int)argc, argv, argvlen) != SL_OK) {
         unsent(st, "the command could not be queued");
         goto out;
     }

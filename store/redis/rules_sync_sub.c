@@ -200,20 +200,16 @@ static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
 {
     struct sl__rsync *s = priv;
     char host[256];
-    long port = 0;
+    int port = 0;
+    bool named;
 
     if (s->closing || !s->asking || l != s->ask)
         return;
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
-        r->element[0]->len < sizeof(host)) {
-        memcpy(host, r->element[0]->str, r->element[0]->len + 1);
-        port = strtol(r->element[1]->str, NULL, 10);
-    }
+    named = sl__rlink_master_addr(r, host, sizeof(host), &port);
     uv_timer_stop(&s->retry);
     drop_ask(s); /* closed once this callback returns */
-    if (port > 0 && port <= 65535)
-        subscribe_at(s, host, (int)port);
+    if (named)
+        subscribe_at(s, host, port);
     else
         schedule_retry(s);
 }
@@ -241,10 +237,8 @@ static void ask_master(struct sl__rsync *s)
 {
     const struct sl__rsync_seed *seed = &s->cfg.seeds[s->seed];
 
-    if (sl__rlink_connect(s->ask, seed->host, seed->port) != SL_OK ||
-        sl__rlink_command(s->ask, on_master, s, "SENTINEL get-master-addr-by-name %s",
-                          s->cfg.master_name) != SL_OK) {
-        sl__rlink_drop(s->ask);
+    if (sl__rlink_ask_master(s->ask, seed->host, seed->port, s->cfg.master_name, on_master, s) !=
+        SL_OK) {
         schedule_retry(s);
         return;
     }

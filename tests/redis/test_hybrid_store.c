@@ -252,7 +252,7 @@ static long long key_total(const struct one *o, int64_t now)
     for (int b = 0; b < 8; b++)
         buf[o->m.key_len + (size_t)b] = (char)(o->l.id >> (8 * b));
     sl_siphash13_128(k, buf, o->m.key_len + 8, h);
-    r = admin("GET %s:h1:%016llx%016llx:%lld", rcfg.opts.prefix, (unsigned long long)h[0],
+    r = admin("GET %s:h1:{%016llx%016llx}:%lld", rcfg.opts.prefix, (unsigned long long)h[0],
               (unsigned long long)h[1], (long long)(now / o->l.period_ns));
     assert_non_null(r);
     if (r->type == REDIS_REPLY_STRING)

@@ -19,6 +19,8 @@ workers each, rules sync on. What it shows:
   - both sluiced find the master through the sentinels over TLS and
     decide in it, together exactly the limit; a rule written through A
     reaches B;
+  - the hybrid store finds the master through the sentinels over TLS
+    and syncs there over TLS;
   - the master killed under bounded load (six clients, bounded in time
     and requests): every check is answered within a generous bound (40 x
     the timeout), by its domain's policy while no master answers; the
@@ -39,7 +41,7 @@ import redis
 from redis_tls import Pki, TlsFiles, assert_tls_only
 from test_sentinel_daemon import (BOUND_S, NAME, SYNCED_RULE, Sluiced, admitted, policy,
                                   start_deployment, synced_on)
-from sluiced_proc import wait_until
+from sluiced_proc import SluicedProc, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +63,46 @@ def test_the_harness_serves_only_tls(deployment):
         assert_tls_only(deployment["tls"], p.port)
     assert all(s.sees_everyone() for s in deployment["sentinels"])
     assert deployment["replica"].info("replication")["master_link_status"] == "up"
+
+
+HYBRID_RULES = """\
+domain: hy
+descriptors:
+  - key: fw
+    limits: [{algorithm: fixed_window, requests: 100, period: 1h}]
+"""
+
+
+def test_hybrid_store_behind_sentinel_over_tls(deployment, tmp_path):
+    """The hybrid store asks the sentinels over TLS (with the client
+    certificate) which master to sync with, and syncs there over TLS:
+    the counts two daemons admitted are on the master."""
+    tls = deployment["tls"]
+    addrs = ",".join(f"127.0.0.1:{s.port}" for s in deployment["sentinels"])
+    store = f"""  type: hybrid
+  redis:
+    sentinels: "{addrs}"
+    master_name: {NAME}
+    timeout: 100ms
+{tls.store_yaml()}  hybrid:
+    sync_interval: 50ms
+    timeout: 200ms
+"""
+    fleet = [SluicedProc(tmp_path, n, store, HYBRID_RULES, workers=1) for n in ("ha", "hb")]
+    try:
+        for n in fleet:
+            assert wait_until(lambda: n.metric("sluice_store_hybrid_workers_connected") == 1, 10)
+        admitted = sum(fleet[i % 2].check("hy", "fw", "t") != "deny" for i in range(40))
+        assert admitted == 40
+        master = deployment["master"].client
+
+        def counted():
+            return sum(int(master.get(k) or 0) for k in master.keys("sluice:h1:*")
+                       if not k.endswith(b":r"))
+        assert wait_until(lambda: counted() == 40, 10), counted()
+    finally:
+        for n in fleet:
+            n.stop()
 
 
 def test_master_killed_under_load_fails_over_over_tls(deployment, tmp_path):

@@ -20,11 +20,18 @@ it shows:
     (concurrency aside: not supported on a cluster), with the keys spread
     over the masters (so across slots, each master reached over TLS), no
     answer by a failure policy, the slot map read, and the ACL refused the
-    user nothing but the optional CONFIG GET on any node.
+    user nothing but the optional CONFIG GET on any node;
+  - two sluiced with the hybrid store on the same cluster: the slot map
+    read and every master synced with over TLS as the ACL user, the
+    counts of keys spread over the masters all in the cluster.
 """
+import random
+import time
+
 import pytest
 
 from test_cluster_daemon import ADMITTED, Cluster, Sluiced
+from sluiced_proc import SluicedProc, wait_until  # noqa: E402
 
 from redis_tls import (ADMIN_PASSWORD, ADMIN_USER, SLUICE_PASSWORD, SLUICE_USER, Pki,  # noqa: E402
                        TlsFiles, acl_args, assert_tls_only)
@@ -84,3 +91,50 @@ def test_two_sluiced_on_a_tls_cluster_never_exceed_any_limit(cluster, nodes):
         assert s.metric("sluice_store_redis_map_refreshes_total") >= 1
         assert s.metric("sluice_store_up") == 1
     assert refused(cluster) <= {"config|get"}, refused(cluster)
+
+
+HYBRID_RULES = """\
+domain: hy
+descriptors:
+  - key: free
+    limits: [{algorithm: fixed_window, requests: 1000000, period: 1h}]
+"""
+
+
+def test_hybrid_store_on_a_tls_cluster(cluster, tls, tmp_path):
+    seed, *more = [p for p, _ in cluster.nodes]
+    store = f"""  type: hybrid
+  redis:
+    port: {seed}
+    cluster: true
+    nodes: "{",".join(f"127.0.0.1:{p}" for p in more)}"
+    user: {SLUICE_USER}
+    password: {SLUICE_PASSWORD}
+{tls.store_yaml()}  hybrid:
+    sync_interval: 50ms
+    timeout: 200ms
+"""
+    fleet = [SluicedProc(tmp_path, n, store, HYBRID_RULES, workers=1) for n in ("ha", "hb")]
+    try:
+        for n in fleet:
+            assert wait_until(lambda: n.metric("sluice_store_hybrid_workers_connected") == 1, 10)
+        rnd = random.Random(3)
+        admitted = sum(rnd.choice(fleet).check("hy", "free", f"t{rnd.randrange(30)}") != "deny"
+                       for _ in range(90))
+        assert admitted == 90
+        time.sleep(0.2)
+
+        def per_node():
+            out = []
+            for p, _ in cluster.nodes:
+                c = cluster.client(p)
+                out.append(sum(int(c.get(k) or 0) for k in c.keys("sluice:h1:*")
+                               if not k.endswith(b":r")))
+            return out
+        assert wait_until(lambda: sum(per_node()) == 90, 10), per_node()
+        assert all(n > 0 for n in per_node()), per_node()  # every master, over TLS
+        assert sum(n.metric("sluice_store_hybrid_sync_failures_total") for n in fleet) == 0
+        assert refused(cluster) <= {"config|get"}, refused(cluster)
+    finally:
+        for n in fleet:
+            n.stop()

@@ -193,4 +193,27 @@ redisReply *sl__rlink_sync_argv(struct sl__rlink_sync *s, int argc, const char *
                                 const size_t *lens, char *err, size_t cap);
 void sl__rlink_sync_close(struct sl__rlink_sync *s);
 
+/* Sentinel (rlink_sentinel.c): which master a sentinel names. */
+/* SENTINEL get-master-addr-by-name's reply: true when it names a master,
+ * [host, port], with host copied (cap bytes, NUL included) and *port in
+ * 1..65535; false for a NULL reply, nil (the name is not known), an error
+ * or any other shape. Pure. */
+bool sl__rlink_master_addr(const redisReply *r, char *host, size_t cap, int *port);
+/* Connect l (down) to the sentinel at host:port and ask it which master
+ * `name` is: SL_OK, its reply then goes to fn (read it with
+ * sl__rlink_master_addr); SL_ENOENT when it cannot be sent (l dropped). */
+int sl__rlink_ask_master(struct sl__rlink *l, const char *host, int port, const char *name,
+                         sl__rlink_reply_fn fn, void *arg);
+/* The same question on a blocking link: sentinel host:port, each step
+ * within timeout_ms. SL_OK with host (cap bytes) and *port, SL_ENOENT when
+ * it cannot say. */
+struct sl__rlink_master_q {
+    const char *host; /* the sentinel */
+    int port;
+    const char *name; /* the master's name */
+    int64_t timeout_ms;
+};
+int sl__rlink_sync_master(const struct sl__rlink_conf *c, const struct sl__rlink_master_q *q,
+                          char *host, size_t cap, int *port);
+
 #endif /* SL_STORE_RLINK_H */

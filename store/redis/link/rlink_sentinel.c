@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * rlink_sentinel.c - the one question every owner of a link asks a
+ * sentinel, SENTINEL get-master-addr-by-name <name>, and the reading of
+ * its answer ([host, port]): on a link of the owner's (the rules
+ * subscriber's, the hybrid store's sync) and, for the tools and the
+ * hybrid store's last push, on a blocking link (rlink.h).
+ *
+ * It decides nothing about which sentinel to ask or when: the owner
+ * rotates and retries with its own policy.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlink.h"
+#include "sluice.h"
+
+bool sl__rlink_master_addr(const redisReply *r, char *host, size_t cap, int *port)
+{
+    long p;
+
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
+        r->element[0]->len >= cap)
+        return false;
+    p = strtol(r->element[1]->str, NULL, 10);
+    if (p <= 0 || p > 65535)
+        return false;
+    memcpy(host, r->element[0]->str, r->element[0]->len + 1);
+    *port = (int)p;
+    return true;
+}
+
+int sl__rlink_ask_master(struct sl__rlink *l, const char *host, int port, const char *name,
+                         sl__rlink_reply_fn fn, void *arg)
+{
+    if (sl__rlink_connect(l, host, port) != SL_OK ||
+        sl__rlink_command(l, fn, arg, "SENTINEL get-master-addr-by-name %s", name) != SL_OK) {
+        sl__rlink_drop(l);
+        return SL_ENOENT;
+    }
+    return SL_OK;
+}
+
+int sl__rlink_sync_master(const struct sl__rlink_conf *c, const struct sl__rlink_master_q *q,
+                          char *host, size_t cap, int *port)
+{
+    const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", q->name};
+    const size_t lens[3] = {8, 23, strlen(q->name)};
+    char err[256];
+    struct sl__rlink_sync *s =
+        sl__rlink_sync_open(c, q->host, q->port, q->timeout_ms, err, sizeof(err));
+    redisReply *r = NULL;
+    int rc;
+
+    if (s != NULL)
+        r = sl__rlink_sync_argv(s, 3, argv, lens, err, sizeof(err));
+    rc = sl__rlink_master_addr(r, host, cap, port) ? SL_OK : SL_ENOENT;
+    freeReplyObject(r);
+    sl__rlink_sync_close(s);
+    return rc;
+}
