@@ -90,6 +90,18 @@ static const char reset_lua[] = "if #KEYS > 1 then redis.call('DEL', unpack(KEYS
 static void node_start(struct sl__hy_node *n);
 static void update(struct sl__hystore *st);
 
+/* store.redis.host into a node's address (at most 63 bytes: a longer name
+ * is refused rather than cut). */
+static bool set_host(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+
+    if (n >= cap)
+        return false;
+    memcpy(dst, src, n + 1);
+    return true;
+}
+
 static struct sl__hy_node *node0(struct sl__hystore *st)
 {
     return &st->nodes[0];
@@ -515,7 +527,8 @@ static int seeds_init(struct sl__hystore *st)
     if (st->sentinel) {
         n = sl__redis_parse_addrs(rc->sentinels, st->seeds, SL__HY_SEEDS);
     } else {
-        snprintf(st->seeds[0].host, sizeof(st->seeds[0].host), "%s", rc->host);
+        if (!set_host(st->seeds[0].host, sizeof(st->seeds[0].host), rc->host))
+            return SL_EINVAL;
         st->seeds[0].port = rc->port;
         n = sl__redis_parse_addrs(rc->nodes, st->seeds + 1, SL__HY_SEEDS - 1);
         n = n < 0 ? 1 : n + 1; /* too many: the first ones */
@@ -576,7 +589,8 @@ int sl__hy_sync_init(struct sl__hystore *st)
         n->link = sl__rlink_new(st->group, &st->link_conf, &link_events, n);
         if (n->link == NULL)
             return SL_ENOMEM;
-        snprintf(n->addr.host, sizeof(n->addr.host), "%s", rc->host);
+        if (!set_host(n->addr.host, sizeof(n->addr.host), rc->host))
+            return SL_EINVAL;
         n->addr.port = st->sentinel ? 0 : rc->port; /* Sentinel: none named yet */
     } else {
         sl__cmap_init(st->map);
@@ -926,9 +940,8 @@ static bool final_target(const struct sl__hystore *st, const struct sl__rlink_co
     struct sl__rlink_conf sc = *lc;
 
     if (!st->sentinel) {
-        snprintf(out->host, sizeof(out->host), "%s", rc->host);
         out->port = rc->port;
-        return true;
+        return set_host(out->host, sizeof(out->host), rc->host);
     }
     sc.user = sc.password = NULL; /* the sentinels: no AUTH */
     for (unsigned k = 0; k < st->n_seeds; k++) {
