@@ -678,12 +678,14 @@ static void destroy(struct sl__store *s)
     if (st->rules_seen != NULL)
         sl_rules_unref(st->rules_seen);
     sl_limiter_free(st->lim);
-    for (unsigned i = 0; st->calls != NULL && i < st->n_calls; i++)
-        free(st->calls[i].idx);
-    free(st->calls);
+    free(st->calls); /* their idx point into st->order */
     free(st->argv);
     free(st->argvlen);
     free(st->argbuf);
+    free(st->order); /* the sync's (hybrid_sync.c), their handles closed above */
+    free(st->pairs);
+    free(st->nodes);
+    free(st->map);
     free(st->ents);
     free(st->index);
     free(st->free_ents);
