@@ -907,11 +907,6 @@ bool sl__rlink_is_busy(const struct sl__rlink *l)
     return l != NULL && l->state != L_DOWN;
 }
 
-bool sl__rlink_resumed(const struct sl__rlink *l)
-{
-    return l->tls != NULL && l->state >= L_AUTH && sl__tlsc_resumed(l->tls);
-}
-
 size_t sl__rlink_pending(const struct sl__rlink *l)
 {
     return l->q.len;

@@ -145,8 +145,6 @@ void sl__rlink_free(struct sl__rlink *l);
 bool sl__rlink_is_up(const struct sl__rlink *l);
 /* Connecting, up, or closing: not down. */
 bool sl__rlink_is_busy(const struct sl__rlink *l);
-/* The TLS handshake of its current connection resumed a session. */
-bool sl__rlink_resumed(const struct sl__rlink *l);
 /* Commands sent and not yet answered. */
 size_t sl__rlink_pending(const struct sl__rlink *l);
 

@@ -13,22 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "redis_int.h"
 #include "rlink.h"
 #include "sluice.h"
 
 bool sl__rlink_master_addr(const redisReply *r, char *host, size_t cap, int *port)
 {
-    long p;
+    const char *h;
+    size_t len;
 
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING ||
-        r->element[0]->len >= cap)
+    /* the reading the Redis store's Sentinel uses (redis_reply.c, fuzzed) */
+    if (!sl__redis_master_addr(r, &h, port) || *port == 0)
         return false;
-    p = strtol(r->element[1]->str, NULL, 10);
-    if (p <= 0 || p > 65535)
+    len = strlen(h);
+    if (len >= cap)
         return false;
-    memcpy(host, r->element[0]->str, r->element[0]->len + 1);
-    *port = (int)p;
+    memcpy(host, h, len + 1);
     return true;
 }
 
