@@ -13,17 +13,15 @@
 #include "hybrid.h"
 #include "redis_cluster.h"
 #include "rlink.h"
+#include "rmaster.h"
 #include "sluice_int.h"
 
 /* Longest match key kept for syncing; a longer one is decided locally and
  * not synced (counted in `untracked`). */
 #define SL__HY_KEY_MAX 240
 
-/* Behind Sentinel, while synced with a master: how often a sentinel is
- * asked whether it still names that master (a master demoted by a
- * failover may go on taking writes until Sentinel reconfigures it). On a
- * cluster: how often a stale slot map is asked again (and every 10th
- * time anyway). */
+/* On a cluster: how often a stale slot map is asked again (and every
+ * 10th time anyway). */
 #define SL__HY_WATCH_MS 1000
 
 /* One (state key, window) whose counts are synced. Windows get one entry
@@ -76,7 +74,8 @@ struct sl__hy_node {
     uv_timer_t call_timer; /* the sync out on it: store.hybrid.timeout */
     struct sl__rbackoff backoff;
     unsigned calls_out;
-    bool owns; /* a cluster's: the map gives it a slot */
+    bool owns;     /* a cluster's: the map gives it a slot */
+    bool tls_said; /* its TLS failure is in the log */
 };
 
 /* One script call of a sync: the entries it carries (all of one slot on a
@@ -136,16 +135,19 @@ struct sl__hystore {
     struct sl__cmap *map;
     bool map_stale; /* a redirection, a node lost: ask CLUSTER SLOTS at the next tick */
     unsigned ticks; /* of `watch`: the map is asked every 10 anyway */
-    /* the seeds (sentinels, or cluster nodes), asked on `ask`, one at a
-     * time, the next after a failure to answer */
+    /* Sentinel: the links' follower (link/rmaster.h) names nodes[0] */
+    struct sl__rmaster *follow;
+    struct sl__rlink_conf ask_conf; /* sentinels: no AUTH (the Redis store's choice) */
+    bool master_known;              /* nodes[0].addr is a master they named */
+    uint8_t sentinel_tls_said;      /* the sentinels whose TLS failure is in the log */
+    /* a cluster's seeds, asked CLUSTER SLOTS on `ask`, one at a time, the
+     * next after a failure to answer */
     struct sl__cnode seeds[SL__HY_SEEDS];
     unsigned n_seeds, seed;
     struct sl__rlink *ask;
-    struct sl__rlink_conf ask_conf; /* sentinels: no AUTH (the Redis store's choice) */
-    bool asking;                    /* a question is out on `ask` */
-    bool watching;                  /* Sentinel: the same, to see if the master changed */
-    uv_timer_t watch;               /* every SL__HY_WATCH_MS: those questions */
-    struct sl__hy_call *calls;      /* [ceil(max_keys / batch)], on a cluster [max_keys] */
+    bool asking;               /* a question is out on `ask` */
+    uv_timer_t watch;          /* every SL__HY_WATCH_MS: the map's questions */
+    struct sl__hy_call *calls; /* [ceil(max_keys / batch)], on a cluster [max_keys] */
     unsigned n_calls;
     unsigned calls_out;
     uint32_t *order; /* [max_keys] a sync's entries, by slot */

@@ -20,10 +20,11 @@
  * sync reads back with the counters (hybrid.c acts on it).
  *
  * Behind Sentinel the one link goes to the master the sentinels name
- * (link/rlink_sentinel.c's question, on a link of its own to one sentinel
- * at a time, the next after a failure), asked again before every
- * connection, after a -READONLY or -MASTERDOWN, and every SL__HY_WATCH_MS
- * while synced (a changed answer leaves the old master). On a cluster
+ * (the links' follower, link/rmaster.h: +switch-master and the question,
+ * one sentinel at a time), asked again whenever the connection is lost
+ * or the Redis says it is not a master (ROLE on every connection, a
+ * -READONLY or -MASTERDOWN); a master named anew leaves the old one at
+ * once, its calls out lost (their deltas pending). On a cluster
  * there is one link per master of the slot map (redis_cluster.h's pure
  * map, read from CLUSTER SLOTS on the same kind of link to one seed at a
  * time), every call carries keys of one slot (the hash tag of the key
@@ -180,26 +181,27 @@ static void set_conn(struct sl__hy_node *n, enum sl__hy_conn c)
     update(n->st);
 }
 
-/* Sentinel: give up on a question out to a sentinel (its NULL reply is no
+/* A cluster: give up on a question out to a seed (its NULL reply is no
  * answer); `next`: ask the next one the next time. */
 static void drop_ask(struct sl__hystore *st, bool next)
 {
-    if (!st->asking && !st->watching)
+    if (!st->asking)
         return;
-    st->asking = st->watching = false;
+    st->asking = false;
     if (next)
         st->seed = (st->seed + 1) % st->n_seeds;
     sl__rlink_drop(st->ask);
 }
 
 /* Close node n's connection now: every call on it comes back lost, and it
- * connects again after the backoff (behind Sentinel: asking first). */
+ * connects again after the backoff (behind Sentinel: the sentinels are
+ * asked meanwhile, and a master they name anew is connected at once). */
 static void node_drop(struct sl__hy_node *n)
 {
     struct sl__hystore *st = n->st;
 
     if (st->sentinel)
-        drop_ask(st, false);
+        sl__rmaster_ask(st->follow);
     if (n->link == NULL || !sl__rlink_is_busy(n->link))
         return;
     for (unsigned i = 0; i < st->n_calls; i++)
@@ -213,16 +215,6 @@ static void node_drop(struct sl__hy_node *n)
     set_conn(n, SL__HY_DOWN);
 }
 
-/* Sentinel: no master named in time (or at all): the next sentinel after
- * the backoff. */
-static void sentinel_fail(struct sl__hystore *st)
-{
-    drop_ask(st, true);
-    if (!st->closing)
-        retry_later(node0(st));
-    set_conn(node0(st), SL__HY_DOWN);
-}
-
 static void on_node_timer(uv_timer_t *t)
 {
     struct sl__hy_node *n = t->data;
@@ -230,10 +222,7 @@ static void on_node_timer(uv_timer_t *t)
 
     if (st->closing)
         return;
-    if (n->conn == SL__HY_CONNECTING && st->sentinel && st->asking) {
-        stall_edge(st, &n->addr, true, "has no master a sentinel names in time");
-        sentinel_fail(st);
-    } else if (n->conn == SL__HY_CONNECTING) {
+    if (n->conn == SL__HY_CONNECTING) {
         stall_edge(st, &n->addr, true, "does not answer a new connection");
         node_drop(n); /* no answer in time (a frozen Redis accepts, then says nothing) */
     } else if (n->conn == SL__HY_DOWN)
@@ -270,9 +259,18 @@ static void on_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *
     struct sl__hy_node *n = arg;
 
     (void)l;
-    (void)why;
+    if (n->st->closing)
+        return;
+    if (why->kind == SL__RLINK_TLS && !n->tls_said) { /* once per worker and node */
+        n->tls_said = true;
+        sl__store_log(SL__SLOG_ERROR, "store.tls_failed",
+                      "hybrid: redis %s:%d: %s (check store.redis.tls)", n->addr.host, n->addr.port,
+                      why->text);
+    }
     if (n->st->cluster)
         n->st->map_stale = true;
+    if (n->st->sentinel)
+        sl__rmaster_ask(n->st->follow);
     if (!n->st->closing)
         retry_later(n);
     set_conn(n, SL__HY_DOWN);
@@ -314,22 +312,53 @@ static void connect_at(struct sl__hy_node *n)
     probe(n);
 }
 
-/* A sentinel's answer: sync with the master it names, or (no answer, an
- * unknown name) ask the next one after the backoff. */
-static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
+/* Sentinel: a sentinel names host:port the master (an answer, or a
+ * +switch-master): sync with it, leaving another one synced with. */
+static void on_named(void *arg, const char *host, int port, unsigned via)
 {
-    struct sl__hystore *st = priv;
-    struct sl__cnode m;
+    struct sl__hystore *st = arg;
+    struct sl__hy_node *n = node0(st);
+    bool same = st->master_known && n->addr.port == port && strcmp(n->addr.host, host) == 0;
 
-    if (st->closing || !st->asking || l != st->ask)
+    (void)via;
+    if (st->closing)
         return;
-    if (!sl__rlink_master_addr(r, m.host, sizeof(m.host), &m.port)) {
-        sentinel_fail(st);
-        return;
+    if (same) {
+        if (n->conn == SL__HY_DOWN && !uv_is_active((uv_handle_t *)&n->timer))
+            connect_at(n);
+        return; /* else it comes back by itself, after its backoff */
     }
-    drop_ask(st, false); /* closed once this callback returns */
-    node0(st)->addr = m;
-    connect_at(node0(st));
+    if (!set_host(n->addr.host, sizeof(n->addr.host), host))
+        return;
+    if (st->master_known && n->conn != SL__HY_DOWN) {
+        stall_edge(st, &n->addr, true, "is not the master the sentinels name any more");
+        node_drop(n); /* its calls out come back lost: pending for the new one */
+    }
+    n->addr.port = port;
+    st->master_known = true;
+    uv_timer_stop(&n->timer);
+    if (n->conn == SL__HY_DOWN)
+        connect_at(n);
+}
+
+/* What the follower notes: a failure to reach the sentinels or to have a
+ * master named is the store's stall (before a master is known); a TLS
+ * failure with a sentinel is said once per worker and sentinel. */
+static void on_sentinel_note(void *arg, enum sl__rmaster_note what, unsigned at, const char *text)
+{
+    struct sl__hystore *st = arg;
+    char addr[SL__CLUSTER_HOST_MAX + 8];
+
+    if (st->closing)
+        return;
+    if (what == SL__RMASTER_TLS && at < 8 && !(st->sentinel_tls_said & (1u << at))) {
+        st->sentinel_tls_said |= (uint8_t)(1u << at);
+        sl__rmaster_addr(st->follow, at, addr, sizeof(addr));
+        sl__store_log(SL__SLOG_ERROR, "store.tls_failed",
+                      "hybrid: sentinel %s: %s (check store.redis.tls)", addr, text);
+    }
+    if (!st->master_known && (what == SL__RMASTER_NO_MASTER || what == SL__RMASTER_UNREACHABLE))
+        stall_edge(st, &node0(st)->addr, true, "has no master a sentinel names");
 }
 
 /* The map a seed's CLUSTER SLOTS describes: every master of it connected. */
@@ -375,51 +404,22 @@ static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_w
     (void)why;
     if (st->closing || l != st->ask)
         return;
-    if (st->sentinel && st->asking)
-        sentinel_fail(st);
-    else
-        drop_ask(st, true);
-}
-
-/* A sentinel's answer while synced: still the master synced with, or a
- * failover made another the master: leave this one (the calls out come
- * back lost, their deltas pending) and sync with the one it names. */
-static void on_watch_answer(struct sl__rlink *l, redisReply *r, void *priv)
-{
-    struct sl__hystore *st = priv;
-    struct sl__hy_node *n = node0(st);
-    struct sl__cnode m;
-
-    if (st->closing || !st->watching || l != st->ask)
-        return;
-    if (!sl__rlink_master_addr(r, m.host, sizeof(m.host), &m.port)) {
-        drop_ask(st, true);
-        return; /* no answer: the sync itself says whether the master is fine */
-    }
-    drop_ask(st, false); /* closed once this callback returns */
-    if (n->conn != SL__HY_READY || (strcmp(m.host, n->addr.host) == 0 && m.port == n->addr.port))
-        return;
-    stall_edge(st, &n->addr, true, "is not the master the sentinels name any more");
-    node_drop(n);
+    drop_ask(st, true);
 }
 
 static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
 
-/* Ask the seed in use: CLUSTER SLOTS (a cluster), or which master it
- * names (Sentinel: for a connection, or `watch` to see if it changed). */
+/* A cluster: ask the seed in use for CLUSTER SLOTS. */
 static int ask_seed(struct sl__hystore *st, sl__rlink_reply_fn fn)
 {
     const struct sl__cnode *s = &st->seeds[st->seed];
 
-    if (st->cluster) {
-        if (sl__rlink_connect(st->ask, s->host, s->port) != SL_OK ||
-            sl__rlink_command(st->ask, fn, st, "CLUSTER SLOTS") != SL_OK) {
-            sl__rlink_drop(st->ask);
-            return SL_ENOENT;
-        }
-        return SL_OK;
+    if (sl__rlink_connect(st->ask, s->host, s->port) != SL_OK ||
+        sl__rlink_command(st->ask, fn, st, "CLUSTER SLOTS") != SL_OK) {
+        sl__rlink_drop(st->ask);
+        return SL_ENOENT;
     }
-    return sl__rlink_ask_master(st->ask, s->host, s->port, st->cfg.redis->master_name, fn, st);
+    return SL_OK;
 }
 
 static void on_watch(uv_timer_t *t)
@@ -428,29 +428,14 @@ static void on_watch(uv_timer_t *t)
 
     if (st->closing)
         return;
-    if (st->cluster && st->asking) { /* not answered in a tick: the next seed */
+    if (st->asking) { /* not answered in a tick: the next seed */
         drop_ask(st, true);
         return;
     }
-    if (st->cluster) {
-        if (!st->map_stale && ++st->ticks % 10 != 0)
-            return;
-        if (ask_seed(st, on_slots) == SL_OK)
-            st->asking = true;
-        else
-            st->seed = (st->seed + 1) % st->n_seeds;
+    if (!st->map_stale && ++st->ticks % 10 != 0)
         return;
-    }
-    if (st->asking)
-        return;         /* a connection's question: its probe bounds it */
-    if (st->watching) { /* the last question was not answered: the next sentinel */
-        drop_ask(st, true);
-        return;
-    }
-    if (node0(st)->conn != SL__HY_READY)
-        return;
-    if (ask_seed(st, on_watch_answer) == SL_OK)
-        st->watching = true;
+    if (ask_seed(st, on_slots) == SL_OK)
+        st->asking = true;
     else
         st->seed = (st->seed + 1) % st->n_seeds;
 }
@@ -464,19 +449,11 @@ static void node_start(struct sl__hy_node *n)
             connect_at(n);
         return;
     }
-    if (!st->sentinel) {
+    if (!st->sentinel || st->master_known) {
         connect_at(n);
         return;
     }
-    n->conn = SL__HY_CONNECTING;
-    if (ask_seed(st, on_master) != SL_OK) {
-        st->seed = (st->seed + 1) % st->n_seeds;
-        retry_later(n);
-        set_conn(n, SL__HY_DOWN);
-        return;
-    }
-    st->asking = true;
-    probe(n);
+    set_conn(n, SL__HY_DOWN); /* the follower's first answer connects it (on_named) */
 }
 
 /* The worker's state, from its nodes': ready when every node it syncs
@@ -518,25 +495,39 @@ static int node_init(struct sl__hystore *st, struct sl__hy_node *n)
     return SL_OK;
 }
 
-/* The seeds: the sentinels, or store.redis.host:port and .nodes. */
+/* A cluster's seeds: store.redis.host:port and .nodes. */
 static int seeds_init(struct sl__hystore *st)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
     int n;
 
-    if (st->sentinel) {
-        n = sl__redis_parse_addrs(rc->sentinels, st->seeds, SL__HY_SEEDS);
-    } else {
-        if (!set_host(st->seeds[0].host, sizeof(st->seeds[0].host), rc->host))
-            return SL_EINVAL;
-        st->seeds[0].port = rc->port;
-        n = sl__redis_parse_addrs(rc->nodes, st->seeds + 1, SL__HY_SEEDS - 1);
-        n = n < 0 ? 1 : n + 1; /* too many: the first ones */
-    }
+    if (!set_host(st->seeds[0].host, sizeof(st->seeds[0].host), rc->host))
+        return SL_EINVAL;
+    st->seeds[0].port = rc->port;
+    n = sl__redis_parse_addrs(rc->nodes, st->seeds + 1, SL__HY_SEEDS - 1);
+    st->n_seeds = n < 0 ? 1 : (unsigned)n + 1; /* too many: the first ones */
+    return SL_OK;
+}
+
+/* Sentinel: the links' follower, on the sentinels of store.redis. */
+static int follow_init(struct sl__hystore *st)
+{
+    static const struct sl__rmaster_events ev = {.master = on_named, .note = on_sentinel_note};
+    const struct sl__redis_config *rc = st->cfg.redis;
+    struct sl__rmaster_conf c = {0};
+    int n = sl__redis_parse_addrs(rc->sentinels, c.addr, SL__RMASTER_MAX);
+
     if (n <= 0)
         return SL_EINVAL; /* the configuration's check refused it already */
-    st->n_seeds = (unsigned)n;
-    return SL_OK;
+    c.n = (unsigned)n;
+    c.name = rc->master_name;
+    c.probe_ms = probe_ms(st);
+    c.gap_ms = 100;
+    c.backoff_min_ms = rc->backoff_min_ms;
+    c.backoff_max_ms = rc->backoff_max_ms;
+    c.link = &st->ask_conf;
+    st->follow = sl__rmaster_new(st->loop, st->group, &c, &ev, st);
+    return st->follow != NULL ? SL_OK : SL_ENOMEM;
 }
 
 static void on_call_timeout(uv_timer_t *t);
@@ -596,17 +587,21 @@ int sl__hy_sync_init(struct sl__hystore *st)
         sl__cmap_init(st->map);
         st->map_stale = true;
     }
-    if (st->sentinel || st->cluster) {
+    if (st->cluster) {
         if (seeds_init(st) != SL_OK)
             return SL_EINVAL;
-        st->ask =
-            sl__rlink_new(st->group, st->cluster ? &st->link_conf : &st->ask_conf, &ask_events, st);
+        st->ask = sl__rlink_new(st->group, &st->link_conf, &ask_events, st);
         if (st->ask == NULL)
             return SL_ENOMEM;
         uv_timer_init(st->loop, &st->watch);
         uv_unref((uv_handle_t *)&st->watch);
         st->watch.data = st;
-        uv_timer_start(&st->watch, on_watch, st->cluster ? 0 : SL__HY_WATCH_MS, SL__HY_WATCH_MS);
+        uv_timer_start(&st->watch, on_watch, 0, SL__HY_WATCH_MS);
+    }
+    if (st->sentinel) {
+        int rc2 = follow_init(st);
+        if (rc2 != SL_OK)
+            return rc2;
     }
     if (!st->cluster)
         node_start(node0(st));
@@ -625,6 +620,8 @@ void sl__hy_sync_close(struct sl__hystore *st)
     if (st->calls == NULL || st->nodes == NULL)
         return;
     cap = st->cluster ? SL__CLUSTER_MAX_NODES : 1;
+    sl__rmaster_free(st->follow); /* no callback after this */
+    st->follow = NULL;
     for (unsigned i = 0; i < cap; i++) {
         struct sl__hy_node *n = &st->nodes[i];
         if (n->st == NULL)
@@ -931,22 +928,29 @@ static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, cons
     return ok;
 }
 
-/* Where the last push goes: store.redis.host:port, or the master the
- * first sentinel that answers names (each asked within ms). */
+/* Where the last push goes: store.redis.host:port; behind Sentinel the
+ * master the sentinels named last, or (none yet) the one the first
+ * sentinel that answers names (each asked within ms). */
 static bool final_target(const struct sl__hystore *st, const struct sl__rlink_conf *lc, int64_t ms,
                          struct sl__cnode *out)
 {
     const struct sl__redis_config *rc = st->cfg.redis;
     struct sl__rlink_conf sc = *lc;
+    struct sl__cnode sen[SL__RMASTER_MAX];
+    int n;
 
     if (!st->sentinel) {
         out->port = rc->port;
         return set_host(out->host, sizeof(out->host), rc->host);
     }
+    if (st->master_known) {
+        *out = st->nodes[0].addr;
+        return true;
+    }
     sc.user = sc.password = NULL; /* the sentinels: no AUTH */
-    for (unsigned k = 0; k < st->n_seeds; k++) {
-        const struct sl__cnode *s = &st->seeds[(st->seed + k) % st->n_seeds];
-        const struct sl__rlink_master_q q = {s->host, s->port, rc->master_name, ms};
+    n = sl__redis_parse_addrs(rc->sentinels, sen, SL__RMASTER_MAX);
+    for (int k = 0; k < n; k++) {
+        const struct sl__rlink_master_q q = {sen[k].host, sen[k].port, rc->master_name, ms};
         if (sl__rlink_sync_master(&sc, &q, out->host, sizeof(out->host), &out->port) == SL_OK)
             return true;
     }

@@ -500,10 +500,7 @@ static inline bool sl__rsentinel_known(const struct sl__rstore *st)
 }
 /* The master's connection failed, or it says it is not a master: ask. */
 void sl__rsentinel_lost(struct sl__rstore *st);
-/* Pure: a +switch-master message "<name> <old ip> <old port> <new ip>
- * <new port>" for `name`: SL_OK with the new address; SL_ENOENT for
- * another master's; SL_EINVAL when malformed. */
-int sl__sentinel_parse_switch(const char *msg, size_t len, const char *name, struct sl__cnode *out);
+/* sl__sentinel_parse_switch (a +switch-master message): link/rmaster.h */
 
 /* redis_olc.c */
 int sl__olc_init(struct sl__rstore *st);

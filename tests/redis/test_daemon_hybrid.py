@@ -420,8 +420,8 @@ def test_failover_under_load_keeps_the_bound(tmp_path, how):
         assert free == 3 * ROUND
         # Killed, the old master took nothing after the failover began: the
         # new one holds every admitted request. Demoted, it took the syncs
-        # sent between the promotion and its conversion to a replica (or a
-        # node's next question to a sentinel, SL__HY_WATCH_MS), lost then:
+        # sent between the promotion and its conversion to a replica (or the
+        # node hearing +switch-master from its sentinel), lost then:
         # the new one holds at least what came before and after.
         held = admitted + free if how == "kill" else 4 * ROUND + free
         assert wait_until(lambda: counters_total(new.client) >= held, 10), \

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "redis_int.h"
+#include "rmaster.h"
 
 static void set_ok(struct sl__redis_config *c, const char *k, const char *v)
 {
