@@ -10,9 +10,11 @@
  * subscription, every announcement, and every period_ms, one at a time
  * (requests during a pull are folded into one more pull after it).
  *
- * With Sentinel the seeds are sentinels: before each subscription one is
- * asked (on a link of its own, connected for the question) which master
- * it names, and the subscription goes there.
+ * With Sentinel the seeds are sentinels, followed by the links' Sentinel
+ * client (link/rmaster.h: +switch-master and the question, one sentinel
+ * at a time): the subscription goes to the master they name, moves when
+ * they name another (a failover), and a lost subscription asks them
+ * again before it is made again.
  *
  * It does not decide what a pull applies (rules_sync.c) nor reload rules
  * (the change callback does). A missed announcement costs nothing but
@@ -23,8 +25,10 @@
 
 #include <hiredis/hiredis.h>
 
+#include "rmaster.h"
 #include "rules_sync.h"
 #include "sluice.h"
+#include "store_log.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
@@ -39,11 +43,12 @@ struct sl__rsync {
 
     struct sl__rlink_group *group;
     struct sl__rlink *sub;          /* the subscription (pub/sub) */
-    struct sl__rlink *ask;          /* Sentinel: the question which master */
+    struct sl__rmaster *follow;     /* Sentinel: the master they name */
     struct sl__rlink_conf sub_conf; /* AUTH as configured */
     struct sl__rlink_conf ask_conf; /* the sentinels: no AUTH */
     struct sl__rlink_tls tls;       /* store.redis.tls, when on */
-    bool asking;                    /* a question is out on `ask` */
+    struct sl__rsync_seed master;   /* Sentinel: the one named last (port 0: none yet) */
+    bool tls_said;                  /* a TLS failure is in the log */
     size_t seed;                    /* the seed in use */
     struct sl__rbackoff backoff;    /* reconnection */
     uv_timer_t retry;               /* reconnection */
@@ -140,13 +145,6 @@ static void on_push(struct sl__rlink *l, redisReply *r, void *arg)
     }
 }
 
-/* Give up on the question to a sentinel (its NULL reply is not an answer). */
-static void drop_ask(struct sl__rsync *s)
-{
-    s->asking = false;
-    sl__rlink_drop(s->ask);
-}
-
 /* The timer: reconnect; or give up on a sentinel that did not answer, or
  * on a subscription not confirmed in time (a Redis that is gone, or
  * frozen: it may accept and never answer). */
@@ -154,11 +152,6 @@ static void on_retry(uv_timer_t *t)
 {
     struct sl__rsync *s = t->data;
 
-    if (s->asking) {
-        drop_ask(s);
-        schedule_retry(s);
-        return;
-    }
     if (sl__rlink_is_busy(s->sub) && !s->st.subscribed) {
         sl__rlink_drop(s->sub);
         schedule_retry(s);
@@ -173,6 +166,7 @@ static void schedule_retry(struct sl__rsync *s)
         return;
     s->st.subscribed = false;
     s->seed = (s->seed + 1) % (s->cfg.n_seeds ? s->cfg.n_seeds : 1);
+    sl__rmaster_ask(s->follow); /* Sentinel: has the master moved? */
     uv_timer_start(&s->retry, on_retry, (uint64_t)sl__rbackoff_next(&s->backoff), 0);
 }
 
@@ -187,72 +181,63 @@ static void on_sub_down(struct sl__rlink *l, void *arg, const struct sl__rlink_w
 {
     struct sl__rsync *s = arg;
 
-    (void)why;
-    if (!s->closing && l == s->sub)
-        schedule_retry(s);
+    if (s->closing || l != s->sub)
+        return;
+    if (why->kind == SL__RLINK_TLS && !s->tls_said) {
+        s->tls_said = true;
+        sl__store_log(SL__SLOG_ERROR, "store.tls_failed", "rules sync: %s (check store.redis.tls)",
+                      why->text);
+    }
+    schedule_retry(s);
 }
 
 static void subscribe_at(struct sl__rsync *s, const char *host, int port);
 
-/* A sentinel's answer: subscribe on the master it names, or try the next.
- * r is NULL when the link went down before the answer. */
-static void on_master(struct sl__rlink *l, redisReply *r, void *priv)
-{
-    struct sl__rsync *s = priv;
-    char host[256];
-    int port = 0;
-    bool named;
-
-    if (s->closing || !s->asking || l != s->ask)
-        return;
-    named = sl__rlink_master_addr(r, host, sizeof(host), &port);
-    uv_timer_stop(&s->retry);
-    drop_ask(s); /* closed once this callback returns */
-    if (named)
-        subscribe_at(s, host, port);
-    else
-        schedule_retry(s);
-}
-
-/* The sentinel's link went down before it answered (its NULL reply came
- * first and handled it) or could not be made. */
-static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
+/* Sentinel: a sentinel names host:port the master (an answer, or a
+ * +switch-master): the subscription goes there, leaving another. */
+static void on_named(void *arg, const char *host, int port, unsigned via)
 {
     struct sl__rsync *s = arg;
+    bool same = s->master.port == port && strcmp(s->master.host, host) == 0;
 
-    (void)why;
-    if (s->closing || !s->asking || l != s->ask)
+    (void)via;
+    if (s->closing || strlen(host) >= sizeof(s->master.host))
         return;
-    s->asking = false;
+    if (same && (sl__rlink_is_busy(s->sub) || uv_is_active((uv_handle_t *)&s->retry)))
+        return; /* subscribed there, or coming back by itself */
+    memcpy(s->master.host, host, strlen(host) + 1);
+    s->master.port = port;
     uv_timer_stop(&s->retry);
-    schedule_retry(s);
+    sl__rlink_drop(s->sub);
+    s->st.subscribed = false;
+    subscribe_at(s, host, port);
+}
+
+/* A TLS failure with a sentinel, said once. */
+static void on_sentinel_note(void *arg, enum sl__rmaster_note what, unsigned at, const char *text)
+{
+    struct sl__rsync *s = arg;
+    char addr[SL__CLUSTER_HOST_MAX + 8];
+
+    if (s->closing || what != SL__RMASTER_TLS || s->tls_said)
+        return;
+    s->tls_said = true;
+    sl__rmaster_addr(s->follow, at, addr, sizeof(addr));
+    sl__store_log(SL__SLOG_ERROR, "store.tls_failed",
+                  "rules sync: sentinel %s: %s (check store.redis.tls)", addr, text);
 }
 
 static const struct sl__rlink_events sub_events = {
     .up = on_up, .down = on_sub_down, .push = on_push};
-static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
-
-/* Sentinel: ask the seed in use which master it names. */
-static void ask_master(struct sl__rsync *s)
-{
-    const struct sl__rsync_seed *seed = &s->cfg.seeds[s->seed];
-
-    if (sl__rlink_ask_master(s->ask, seed->host, seed->port, s->cfg.master_name, on_master, s) !=
-        SL_OK) {
-        schedule_retry(s);
-        return;
-    }
-    s->asking = true;
-    uv_timer_start(&s->retry, on_retry, (uint64_t)s->cfg.timeout_ms * 2, 0); /* its answer's */
-}
 
 static void connect_next(struct sl__rsync *s)
 {
     if (s->closing || s->cfg.n_seeds == 0)
         return;
-    if (s->cfg.master_name[0] != '\0')
-        ask_master(s);
-    else
+    if (s->cfg.master_name[0] != '\0') {
+        if (s->master.port != 0) /* else the follower's first answer subscribes */
+            subscribe_at(s, s->master.host, s->master.port);
+    } else
         subscribe_at(s, s->cfg.seeds[s->seed].host, s->cfg.seeds[s->seed].port);
 }
 
@@ -266,6 +251,29 @@ static void subscribe_at(struct sl__rsync *s, const char *host, int port)
         return;
     }
     uv_timer_start(&s->retry, on_retry, (uint64_t)s->cfg.timeout_ms * 2, 0); /* confirmed by */
+}
+
+/* Sentinel: the follower, on the seeds (the sentinels). */
+static int follow_new(struct sl__rsync *s)
+{
+    static const struct sl__rmaster_events ev = {.master = on_named, .note = on_sentinel_note};
+    struct sl__rmaster_conf c = {0};
+
+    for (size_t i = 0; i < s->cfg.n_seeds && c.n < SL__RMASTER_MAX; i++) {
+        size_t len = strlen(s->cfg.seeds[i].host);
+        if (len >= sizeof(c.addr[0].host))
+            continue; /* longer than any address Redis prints */
+        memcpy(c.addr[c.n].host, s->cfg.seeds[i].host, len + 1);
+        c.addr[c.n++].port = s->cfg.seeds[i].port;
+    }
+    c.name = s->cfg.master_name;
+    c.probe_ms = s->cfg.timeout_ms * 2;
+    c.gap_ms = 100;
+    c.backoff_min_ms = BACKOFF_MIN_MS;
+    c.backoff_max_ms = BACKOFF_MAX_MS;
+    c.link = &s->ask_conf;
+    s->follow = sl__rmaster_new(s->loop, s->group, &c, &ev, s);
+    return s->follow != NULL ? SL_OK : SL_ENOMEM;
 }
 
 /* The links and their TLS; SL_OK or SL_ENOMEM. */
@@ -285,15 +293,17 @@ static int links_new(struct sl__rsync *s)
     if (s->group == NULL)
         return SL_ENOMEM;
     s->sub = sl__rlink_new(s->group, &s->sub_conf, &sub_events, s);
-    s->ask = sl__rlink_new(s->group, &s->ask_conf, &ask_events, s);
-    return s->sub != NULL && s->ask != NULL ? SL_OK : SL_ENOMEM;
+    if (s->sub == NULL)
+        return SL_ENOMEM;
+    return s->cfg.master_name[0] != '\0' ? follow_new(s) : SL_OK;
 }
 
 static void links_free(struct sl__rsync *s)
 {
+    sl__rmaster_free(s->follow); /* no callback after this */
+    s->follow = NULL;
     sl__rlink_free(s->sub); /* a subscribed connection never drains on its own */
-    sl__rlink_free(s->ask);
-    s->sub = s->ask = NULL;
+    s->sub = NULL;
     sl__rlink_group_free(s->group);
     s->group = NULL;
 }

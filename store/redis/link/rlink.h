@@ -20,9 +20,10 @@
  * command the iteration's reads decided.
  *
  * What a link does not do: decide when to reconnect (its owner does, with
- * struct sl__rbackoff below, the one policy every owner uses), route
- * (Cluster, Sentinel: redis_route.c, redis_sentinel.c) or log (its owner
- * logs what `down` tells it).
+ * struct sl__rbackoff below, the one policy every owner uses), follow
+ * Sentinel (rmaster.h, on two links of its own), route a cluster's slots
+ * (redis_route.c, the hybrid store's sync, on redis_cluster.h's map) or
+ * log (its owner logs what `down` tells it).
  *
  * Ownership and threads: everything here belongs to one loop's thread. A
  * link is made by sl__rlink_new and freed by sl__rlink_free (its handles
@@ -197,12 +198,8 @@ void sl__rlink_sync_close(struct sl__rlink_sync *s);
  * 1..65535; false for a NULL reply, nil (the name is not known), an error
  * or any other shape. Pure. */
 bool sl__rlink_master_addr(const redisReply *r, char *host, size_t cap, int *port);
-/* Connect l (down) to the sentinel at host:port and ask it which master
- * `name` is: SL_OK, its reply then goes to fn (read it with
- * sl__rlink_master_addr); SL_ENOENT when it cannot be sent (l dropped). */
-int sl__rlink_ask_master(struct sl__rlink *l, const char *host, int port, const char *name,
-                         sl__rlink_reply_fn fn, void *arg);
-/* The same question on a blocking link: sentinel host:port, each step
+/* The question on a blocking link (a worker's loop follows the sentinels
+ * with rmaster.h instead): sentinel host:port, each step
  * within timeout_ms. SL_OK with host (cap bytes) and *port, SL_ENOENT when
  * it cannot say. */
 struct sl__rlink_master_q {

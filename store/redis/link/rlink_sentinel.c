@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * rlink_sentinel.c - the one question every owner of a link asks a
- * sentinel, SENTINEL get-master-addr-by-name <name>, and the reading of
- * its answer ([host, port]): on a link of the owner's (the rules
- * subscriber's, the hybrid store's sync) and, for the tools and the
- * hybrid store's last push, on a blocking link (rlink.h).
+ * rlink_sentinel.c - the reading of a sentinel's answer to SENTINEL
+ * get-master-addr-by-name <name> ([host, port]), and that question on a
+ * blocking link (rlink.h) for the tools and the hybrid store's last push.
+ * On a worker's loop the sentinels are followed by link/rmaster.c.
  *
- * It decides nothing about which sentinel to ask or when: the owner
+ * It decides nothing about which sentinel to ask or when: the caller
  * rotates and retries with its own policy.
  */
 #include <stdlib.h>
@@ -30,17 +29,6 @@ bool sl__rlink_master_addr(const redisReply *r, char *host, size_t cap, int *por
         return false;
     memcpy(host, h, len + 1);
     return true;
-}
-
-int sl__rlink_ask_master(struct sl__rlink *l, const char *host, int port, const char *name,
-                         sl__rlink_reply_fn fn, void *arg)
-{
-    if (sl__rlink_connect(l, host, port) != SL_OK ||
-        sl__rlink_command(l, fn, arg, "SENTINEL get-master-addr-by-name %s", name) != SL_OK) {
-        sl__rlink_drop(l);
-        return SL_ENOENT;
-    }
-    return SL_OK;
 }
 
 int sl__rlink_sync_master(const struct sl__rlink_conf *c, const struct sl__rlink_master_q *q,
