@@ -186,20 +186,31 @@ static int bytes_add(struct bytes *b, const void *p, size_t n)
     return SL_OK;
 }
 
+/* Room for `more` waiters beyond f's own: SL_OK, or SL_ENOMEM (f unchanged). */
+static int fifo_reserve(struct fifo *f, size_t more)
+{
+    size_t cap = f->cap ? f->cap : 16;
+    struct waiter *w;
+
+    if (f->len + more <= f->cap)
+        return SL_OK;
+    while (cap < f->len + more)
+        cap *= 2;
+    if ((w = malloc(cap * sizeof(*w))) == NULL)
+        return SL_ENOMEM;
+    for (size_t i = 0; i < f->len; i++)
+        w[i] = f->w[(f->head + i) % f->cap];
+    free(f->w);
+    f->w = w;
+    f->cap = cap;
+    f->head = 0;
+    return SL_OK;
+}
+
 static int fifo_push(struct fifo *f, sl__rlink_reply_fn fn, void *arg, bool own)
 {
-    if (f->len == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 16;
-        struct waiter *w = malloc(cap * sizeof(*w));
-        if (w == NULL)
-            return SL_ENOMEM;
-        for (size_t i = 0; i < f->len; i++)
-            w[i] = f->w[(f->head + i) % f->cap];
-        free(f->w);
-        f->w = w;
-        f->cap = cap;
-        f->head = 0;
-    }
+    if (fifo_reserve(f, 1) != SL_OK)
+        return SL_ENOMEM;
     f->w[(f->head + f->len) % f->cap] = (struct waiter){fn, arg, own};
     f->len++;
     return SL_OK;
@@ -385,10 +396,23 @@ static void close_conn(struct sl__rlink *l)
     detach(l);
     uv_timer_stop(&l->timer);
     unmark_dirty(l);
-    while (l->q.len > 0) {
-        struct waiter w = fifo_pop(&l->q);
-        if (!w.own)
-            fifo_push(&l->orphans, w.fn, w.arg, false); /* grown before: cannot fail often */
+    if (l->orphans.len == 0) { /* the usual case: the queue becomes the orphans */
+        struct fifo t = l->orphans;
+        l->orphans = l->q;
+        l->q = t;
+    } else if (fifo_reserve(&l->orphans, l->q.len) == SL_OK) {
+        while (l->q.len > 0) {
+            struct waiter w = fifo_pop(&l->q);
+            fifo_push(&l->orphans, w.fn, w.arg, w.own); /* reserved: cannot fail */
+        }
+    } else { /* out of memory: their NULL replies now rather than never */
+        l->depth++;
+        while (l->q.len > 0) {
+            struct waiter w = fifo_pop(&l->q);
+            if (w.fn != NULL)
+                w.fn(l, NULL, w.arg);
+        }
+        l->depth--;
     }
     l->out.len = l->wire.len = 0;
     l->writing = false;
