@@ -57,6 +57,8 @@ uint64_t sl__adaptive_rand(struct sl_adaptive *a)
 
 int64_t sl__adaptive_ceil(double x)
 {
+    if (!(x < 0x1p63))
+        return INT64_MAX; /* and NaN, which no caller passes */
     int64_t i = (int64_t)x;
 
     return (double)i < x ? i + 1 : i;

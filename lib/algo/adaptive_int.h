@@ -13,7 +13,7 @@
 
 /* A uniform 64-bit draw from the state's generator (splitmix64). */
 uint64_t sl__adaptive_rand(struct sl_adaptive *a);
-/* ceil(x) for 0 <= x < 2^63, exactly (no libm). */
+/* ceil(x) for 0 <= x, exactly (no libm); INT64_MAX from 2^63 up. */
 int64_t sl__adaptive_ceil(double x);
 
 /* The gradient controller. */

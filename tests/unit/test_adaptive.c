@@ -897,6 +897,19 @@ static void extreme_latencies_and_clock(void **unused)
     assert_int_equal(a.n, 1);
     sl_adaptive_tick(&a, T0 + 101 * MS);
     assert_int_equal(a.n, 0);
+    /* The longest interval and jitter: the next measurement saturates. */
+    c.min_rtt_interval_ns = INT64_MAX;
+    c.update_interval_ns = INT64_MAX;
+    c.jitter_pct = 100;
+    start(&a, &c);
+    sl_adaptive_on_sample(&a, T0 + MS, MS, 1, false);
+    assert_int_equal(a.phase, SL_ADAPTIVE_STEADY);
+    assert_int_equal(a.next_min_rtt_ns, INT64_MAX);
+    assert_int_equal(a.window_end_ns, INT64_MAX);
+    sl_adaptive_tick(&a, INT64_MAX - 1);
+    assert_int_equal(a.phase, SL_ADAPTIVE_STEADY);
+    sl_adaptive_tick(&a, INT64_MAX);
+    assert_int_equal(a.phase, SL_ADAPTIVE_MEASURING_MIN_RTT); /* the window ended, then this */
 }
 
 /* ------------------------------------------------------------ partitions */
