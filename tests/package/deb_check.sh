@@ -43,8 +43,8 @@ expect() {
     case $1 in
     libsluice0) printf '%s\n' "usr/lib/$ma/libsluice.so.0" "usr/lib/$ma/libsluice.so.$version" ;;
     libsluice-dev)
-        printf '%s\n' usr/include/sluice.h "usr/lib/$ma/libsluice.a" "usr/lib/$ma/libsluice.so" \
-            "usr/lib/$ma/pkgconfig/sluice.pc" ;;
+        printf '%s\n' usr/include/sluice.h usr/include/sluice_adaptive.h "usr/lib/$ma/libsluice.a" \
+            "usr/lib/$ma/libsluice.so" "usr/lib/$ma/pkgconfig/sluice.pc" ;;
     sluice)
         printf '%s\n' usr/bin/sluice usr/share/man/man1/sluice.1 usr/share/man/man5/sluice-rules.5 \
             usr/share/doc/sluice/README.md usr/share/doc/sluice/docs/algorithms.md \

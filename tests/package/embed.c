@@ -9,6 +9,7 @@
  * the one the rules promise.
  */
 #include <sluice.h>
+#include <sluice_adaptive.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -80,6 +81,23 @@ int main(void)
     EXPECT(sl_table_check(t, "k", 1, &l, req.now_ns, 1, &d) == SL_OK && d.verdict == SL_ALLOW);
     EXPECT(sl_table_check(t, "k", 1, &l, req.now_ns, 1, &d) == SL_OK && d.verdict == SL_DENY);
     printf("table: %s then %s\n", sl_algo_name(l.algo), sl_verdict_name(d.verdict));
+
+    /* An adaptive limit (AIMD, defaults: 20 to 200) and a partition of it. */
+    struct sl_adaptive_config ac;
+    struct sl_adaptive ad;
+    struct sl_adaptive_ticket tk;
+    struct sl_partition_config pc;
+    struct sl_partition part;
+    sl_adaptive_config_init(&ac, SL_ADAPTIVE_AIMD);
+    EXPECT(sl_adaptive_init(&ad, &ac, req.now_ns, 1, &why) == SL_OK);
+    EXPECT(sl_adaptive_acquire(&ad, req.now_ns, &tk));
+    sl_adaptive_release(&ad, &tk, req.now_ns, SL_NS_PER_MS, SL_ADAPTIVE_SUCCESS);
+    EXPECT(sl_adaptive_limit(&ad) == 20); /* 1 in flight of 20: no growth */
+    sl_partition_config_init(&pc);
+    EXPECT(sl_partition_init(&part, &pc, &why) == SL_OK);
+    EXPECT(sl_partition_try_acquire(&part, 0, sl_adaptive_limit(&ad)));
+    EXPECT(sl_partition_release(&part, 0) == SL_OK);
+    printf("adaptive: %s limit %u\n", sl_adaptive_algo_name(ac.algo), sl_adaptive_limit(&ad));
 
     sl_limiter_free(lim);
     sl_rules_unref(rules);

@@ -5,7 +5,7 @@
 # `make install DESTDIR=<tmp> PREFIX=/usr` from BUILD_DIR (LIBDIR: the
 # configured CMAKE_INSTALL_LIBDIR), then:
 # - the staged tree holds exactly the files expected (programs, library
-#   with its soname, archive, header, sluice.pc, man pages, unit,
+#   with its soname, archive, headers, sluice.pc, man pages, unit,
 #   configuration, docs, examples and the Redis module);
 # - a program embedding libsluice is built against the staged header and
 #   library through pkg-config (PKG_CONFIG_SYSROOT_DIR and PKG_CONFIG_LIBDIR
@@ -38,7 +38,7 @@ d=$tmp/usr-stage
 stage "$d" /usr
 lib=usr/$libdir
 {
-    printf '%s\n' usr/bin/sluiced usr/bin/sluice usr/include/sluice.h \
+    printf '%s\n' usr/bin/sluiced usr/bin/sluice usr/include/sluice.h usr/include/sluice_adaptive.h \
         "$lib/libsluice.so" "$lib/libsluice.so.0" "$lib/libsluice.so.$version" "$lib/libsluice.a" \
         "$lib/pkgconfig/sluice.pc" usr/share/man/man1/sluice.1 usr/share/man/man8/sluiced.8 \
         usr/share/man/man5/sluice.yaml.5 usr/share/man/man5/sluice-rules.5 \
