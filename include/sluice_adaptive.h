@@ -99,6 +99,9 @@ enum sl_adaptive_phase {
     SL_ADAPTIVE_MEASURING_MIN_RTT, /* gradient: limit pinned to min_limit, measuring minRTT */
 };
 
+/* "steady", "measuring_min_rtt"; "?" for an unknown value. */
+SL_API const char *sl_adaptive_phase_name(enum sl_adaptive_phase phase);
+
 /* How a request ended (sl_adaptive_release). */
 enum sl_adaptive_outcome {
     SL_ADAPTIVE_SUCCESS = 0, /* answered: its latency is a sample */
