@@ -99,6 +99,9 @@ enum sl_adaptive_phase {
     SL_ADAPTIVE_MEASURING_MIN_RTT, /* gradient: limit pinned to min_limit, measuring minRTT */
 };
 
+/* "steady", "measuring_min_rtt"; "?" for an unknown value. */
+SL_API const char *sl_adaptive_phase_name(enum sl_adaptive_phase phase);
+
 /* How a request ended (sl_adaptive_release). */
 enum sl_adaptive_outcome {
     SL_ADAPTIVE_SUCCESS = 0, /* answered: its latency is a sample */
@@ -156,6 +159,8 @@ struct sl_adaptive_stats {
     double headroom;         /* gradient: sqrt term; gradient2: queue_size */
     double estimate;         /* the unrounded limit */
     int64_t next_min_rtt_ns; /* gradient: when the next minRTT measurement starts */
+    /* acquires admitted and refused, releases dropped, latencies fed (gradient
+     * drops those of requests sent before its latest minRTT measurement) */
     uint64_t admitted, rejected, dropped, samples;
 };
 
@@ -170,7 +175,7 @@ SL_API bool sl_adaptive_acquire(struct sl_adaptive *a, int64_t now_ns,
 /* The request of `t` ended at `now_ns` with `latency_ns` (e.g. from sending
  * it to the response head) and `outcome`: frees its slot and, unless
  * ignored, feeds the sample. A negative latency is no sample; 0 counts as
- * 1 ns; latencies saturate nowhere (doubles). */
+ * 1 ns; any latency up to INT64_MAX is handled. */
 SL_API void sl_adaptive_release(struct sl_adaptive *a, const struct sl_adaptive_ticket *t,
                                 int64_t now_ns, int64_t latency_ns,
                                 enum sl_adaptive_outcome outcome);

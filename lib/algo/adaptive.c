@@ -46,6 +46,17 @@ const char *sl_adaptive_algo_name(enum sl_adaptive_algo algo)
     return (unsigned)algo < N_ALGOS ? names[algo] : "?";
 }
 
+const char *sl_adaptive_phase_name(enum sl_adaptive_phase phase)
+{
+    switch (phase) {
+    case SL_ADAPTIVE_STEADY:
+        return "steady";
+    case SL_ADAPTIVE_MEASURING_MIN_RTT:
+        return "measuring_min_rtt";
+    }
+    return "?";
+}
+
 uint64_t sl__adaptive_rand(struct sl_adaptive *a)
 {
     uint64_t z = (a->rng += 0x9e3779b97f4a7c15u);

@@ -4,10 +4,11 @@
  * algo.h - the one ops table every algorithm implements (internal).
  *
  * Each lib/algo/<name>.c defines one `const struct sl__algo_ops` and nothing
- * else visible. The operations are pure: they touch only the state blob they
- * are given, never read a clock, never allocate, never fail. Integer
- * arithmetic only, saturating (lib/internal/sluice_sat.h); a `now` earlier than the last
- * time the state has seen is treated as that last time (docs/contracts.md §Time).
+ * else visible (but adaptive.c, adaptive_gradient.c and partition.c, which
+ * are no algorithm of this table: they implement include/sluice_adaptive.h). The operations are
+ * pure: they touch only the state blob they are given, never read a clock, never allocate, never
+ * fail. Integer arithmetic only, saturating (lib/internal/sluice_sat.h); a `now` earlier than the
+ * last time the state has seen is treated as that last time (docs/contracts.md §Time).
  *
  * Deciding is split in two so the limiter can be all-or-nothing across many
  * limits: check() computes the decision without changing the state, then

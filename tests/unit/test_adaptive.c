@@ -78,6 +78,9 @@ static void names_parse(void **unused)
     assert_int_equal(sl_adaptive_algo_parse("", &a), SL_EINVAL);
     assert_int_equal(sl_adaptive_algo_parse(NULL, &a), SL_EINVAL);
     assert_string_equal(sl_adaptive_algo_name((enum sl_adaptive_algo)9), "?");
+    assert_string_equal(sl_adaptive_phase_name(SL_ADAPTIVE_STEADY), "steady");
+    assert_string_equal(sl_adaptive_phase_name(SL_ADAPTIVE_MEASURING_MIN_RTT), "measuring_min_rtt");
+    assert_string_equal(sl_adaptive_phase_name((enum sl_adaptive_phase)5), "?");
 }
 
 /* The defaults are Netflix's builders' and Envoy's proto's. */
