@@ -78,6 +78,10 @@ enum sl_algo {
     SL_ALGO_SLIDING_WINDOW,
     SL_ALGO_SLIDING_LOG,
     SL_ALGO_CONCURRENCY,
+    /* A concurrency limit learned by an adaptive controller
+     * (sluice_adaptive.h): the `limit` of a struct sl_adaptive_limit, made
+     * by sl_adaptive_limit_init(). Last, so the values above keep theirs. */
+    SL_ALGO_ADAPTIVE_CONCURRENCY,
     SL_ALGO_COUNT
 };
 
@@ -99,14 +103,20 @@ SL_API int sl_algo_parse(const char *name, enum sl_algo *out);
  */
 struct sl_limit {
     enum sl_algo algo;
-    uint64_t requests;       /* quota per period; concurrency: max in flight */
+    /* adaptive_concurrency: set by sl_adaptive_limit_init(), this limit is
+     * the `limit` member of a struct sl_adaptive_limit, whose controller
+     * configuration follows it (sluice_adaptive.h). In what was padding, so
+     * the struct's size and layout are unchanged. */
+    bool adaptive;
+    uint64_t requests;       /* quota per period; concurrency: max in flight;
+                                adaptive_concurrency: max_limit (sl_limit_finish) */
     int64_t period_ns;       /* the period (window) of `requests` */
     int64_t burst;           /* -1: the algorithm's default (see contracts §Algorithms) */
     int64_t delay;           /* leaky_bucket: requests let through undelayed */
     bool nodelay;            /* leaky_bucket: never delay (nginx nodelay) */
     int64_t min_interval_ns; /* sliding_log: minimum spacing, 0 = none */
     int64_t warmup_ns;       /* token_bucket: Guava warm-up period, 0 = none */
-    int64_t lease_ns;        /* concurrency: a slot frees itself after this */
+    int64_t lease_ns;        /* concurrency, adaptive_concurrency: a slot frees itself after this */
     bool count_rejected;     /* rejected requests are counted too (contracts §Decisions) */
     /* sliding_window: sub-windows per period, 1..SL_SW_BUCKETS_MAX; 0 means
      * 1 (two counters: the current window and the weighted previous one).
@@ -149,6 +159,8 @@ struct sl_decision {
     int64_t delay_ns;       /* SL_DELAY: wait this long before acting */
     uint64_t lease;         /* concurrency: the slot taken, when admitted */
 };
+/* adaptive_concurrency reports its controller's current limit as `quota`
+ * and the slots left under it as `remaining` (docs/algorithms.md). */
 
 /* Milliseconds for the wire: rounded up, -1 kept as -1. */
 SL_API int64_t sl_ns_to_ms_ceil(int64_t ns);
@@ -166,6 +178,11 @@ SL_API void sl_algo_decide(void *state, const struct sl_limit *l, int64_t now_ns
                            struct sl_decision *d);
 /* concurrency: free the slot `lease`; SL_ENOENT if it is not held. */
 SL_API int sl_algo_release(void *state, const struct sl_limit *l, int64_t now_ns, uint64_t lease);
+/* The same with the request's observed latency (ns): adaptive_concurrency
+ * feeds it to its controller; a negative latency frees the slot without a
+ * sample. The other algorithms ignore it. */
+SL_API int sl_algo_release_latency(void *state, const struct sl_limit *l, int64_t now_ns,
+                                   uint64_t lease, int64_t latency_ns);
 
 /* ----------------------------------------------------------- state table */
 
@@ -423,6 +440,12 @@ SL_API int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items
 /* Release every slot named by a lease token from sl_result.lease.
  * SL_EINVAL for a malformed token, SL_ENOENT if nothing was held. */
 SL_API int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns);
+/* The same, reporting how long the request took (`latency_ns`, >= 0) to
+ * every adaptive_concurrency slot of the token, whose controller takes it
+ * as a sample; a negative latency is none (the slot is freed, no sample),
+ * which is what sl_limiter_release() passes. Other slots ignore it. */
+SL_API int sl_limiter_release_latency(sl_limiter *lim, const char *lease, size_t len,
+                                      int64_t now_ns, int64_t latency_ns);
 /* Forget the state of every limit of the resolved descriptors (admin reset;
  * inspecting is sl_limiter_check_matched with hits 0). SL_ENOENT if none
  * was tracked. */

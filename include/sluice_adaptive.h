@@ -193,6 +193,36 @@ SL_API uint32_t sl_adaptive_limit(const struct sl_adaptive *a);
 /* Fills `s`. */
 SL_API void sl_adaptive_stats(const struct sl_adaptive *a, struct sl_adaptive_stats *s);
 
+/* --------------------------------------------- adaptive_concurrency limits */
+
+/*
+ * A limit of algorithm SL_ALGO_ADAPTIVE_CONCURRENCY for the table and the
+ * limiter (sluice.h): per key, admitted while fewer than the controller's
+ * current limit are in flight, one slot per lease, released with the
+ * observed latency (sl_limiter_release_latency). The rules make these from
+ * `algorithm: adaptive_concurrency`; an embedder makes one with
+ * sl_adaptive_limit_init(), sets cfg and limit.lease_ns, then
+ * sl_limit_finish(&al.limit) (which sets limit.requests to cfg.max_limit
+ * and hashes cfg into the limit's id) and sl_limit_validate(&al.limit).
+ * Pass &al.limit wherever a const struct sl_limit * is taken: the library
+ * finds cfg after it, so `limit` must stay the member of its
+ * sl_adaptive_limit (a copy of the bare sl_limit is not an adaptive limit,
+ * and sl_limit_validate refuses one that was not made here).
+ */
+struct sl_adaptive_limit {
+    struct sl_limit limit;
+    struct sl_adaptive_config cfg;
+};
+
+/* sl_limit_init(&al->limit), algorithm adaptive_concurrency, and cfg the
+ * defaults of controller `algo` (sl_adaptive_config_init); lease_ns is 0
+ * (the caller must set it). */
+SL_API void sl_adaptive_limit_init(struct sl_adaptive_limit *al, enum sl_adaptive_algo algo);
+
+/* Most in flight an adaptive_concurrency limit may allow (max_limit): its
+ * state per key is about 2.4 KB plus 16 bytes per slot. */
+#define SL_ADAPTIVE_MAX_LIMIT 10000u
+
 /* ---------------------------------------------------------------- partitions */
 
 #define SL_PARTITION_MAX 8

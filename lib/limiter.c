@@ -132,7 +132,7 @@ static int validate(const struct sl_match *m, size_t n, const struct sl_request 
             const struct sl_limit *l = m[i].limits[j];
             if (l == NULL || sl__algo_ops(l->algo) == NULL)
                 return SL_EINVAL;
-            leases += l->algo == SL_ALGO_CONCURRENCY;
+            leases += l->algo == SL_ALGO_CONCURRENCY || l->algo == SL_ALGO_ADAPTIVE_CONCURRENCY;
         }
     }
     return leases > SL_MAX_LEASES ? SL_ETOOBIG : SL_OK;
@@ -305,16 +305,20 @@ static void report_descriptor(const struct batch *b, size_t first, size_t count,
     }
 }
 
+static bool leased(const struct sl_limit *l)
+{
+    return l->algo == SL_ALGO_CONCURRENCY || l->algo == SL_ALGO_ADAPTIVE_CONCURRENCY;
+}
+
 /* The token of every lease taken: one sealed lease per committed
- * concurrency limit, joined by '.' (lease.h). */
+ * concurrency or adaptive_concurrency limit, joined by '.' (lease.h). */
 static void write_leases(const sl_limiter *lim, const struct batch *b, char *out)
 {
     size_t len = 0;
 
     for (size_t i = 0; i < b->n; i++) {
         const struct item *it = &b->it[i];
-        if (it->primary != (int)i || !it->committed || it->l->algo != SL_ALGO_CONCURRENCY ||
-            it->d.verdict == SL_DENY)
+        if (it->primary != (int)i || !it->committed || !leased(it->l) || it->d.verdict == SL_DENY)
             continue;
         if (len > 0)
             out[len++] = '.';
@@ -554,7 +558,8 @@ int sl__limiter_absorb(sl_limiter *lim, const char *key, size_t key_len, const s
 
     if (lim == NULL || l == NULL || key_len > SL_KEY_MAX || sl__algo_ops(l->algo) == NULL)
         return SL_EINVAL;
-    if (l->algo == SL_ALGO_SLIDING_LOG || l->algo == SL_ALGO_CONCURRENCY)
+    if (l->algo == SL_ALGO_SLIDING_LOG || l->algo == SL_ALGO_CONCURRENCY ||
+        l->algo == SL_ALGO_ADAPTIVE_CONCURRENCY)
         return SL_EINVAL; /* their state is not an amount */
     if (amount == 0)
         return SL_OK;
@@ -582,6 +587,13 @@ int sl__limiter_absorb(sl_limiter *lim, const char *key, size_t key_len, const s
  * copy stored with the state. */
 int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns)
 {
+    return sl_limiter_release_latency(lim, lease, len, now_ns, -1);
+}
+
+/* Contract: see sluice.h. */
+int sl_limiter_release_latency(sl_limiter *lim, const char *lease, size_t len, int64_t now_ns,
+                               int64_t latency_ns)
+{
     struct sl__fp fps[SL_MAX_LEASES];
     uint64_t ids[SL_MAX_LEASES];
     size_t n;
@@ -590,6 +602,7 @@ int sl_limiter_release(sl_limiter *lim, const char *lease, size_t len, int64_t n
     if (lim == NULL || sl__lease_parse(lim->lease_key, lease, len, fps, ids, &n) != SL_OK)
         return SL_EINVAL;
     for (size_t i = 0; i < n; i++)
-        released += sl__table_release_fp(lim->table, &fps[i], now_ns, ids[i]) == SL_OK;
+        released +=
+            sl__table_release_fp(lim->table, &fps[i], now_ns, ids[i], latency_ns) == SL_OK;
     return released > 0 ? SL_OK : SL_ENOENT;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sluice.h"
+#include "sluice_adaptive.h"
 #include "algo/algo.h"
 #include "sluice_sat.h"
 
@@ -39,6 +40,7 @@ static const struct sl__algo_ops *const algos[SL_ALGO_COUNT] = {
     [SL_ALGO_SLIDING_WINDOW] = &sl__algo_sliding_window,
     [SL_ALGO_SLIDING_LOG] = &sl__algo_sliding_log,
     [SL_ALGO_CONCURRENCY] = &sl__algo_concurrency,
+    [SL_ALGO_ADAPTIVE_CONCURRENCY] = &sl__algo_adaptive_concurrency,
 };
 
 const struct sl__algo_ops *sl__algo_ops(enum sl_algo algo)
@@ -101,7 +103,8 @@ int sl_limit_validate(const struct sl_limit *l, const char **why)
         *why = "requests must be at least 1";
         return SL_EINVAL;
     }
-    if (l->algo != SL_ALGO_CONCURRENCY && l->period_ns <= 0) {
+    if (l->algo != SL_ALGO_CONCURRENCY && l->algo != SL_ALGO_ADAPTIVE_CONCURRENCY &&
+        l->period_ns <= 0) {
         *why = "period must be a positive duration";
         return SL_EINVAL;
     }
@@ -129,8 +132,53 @@ int sl_limit_validate(const struct sl_limit *l, const char **why)
  * identity, not a defence against flooding. */
 static const uint8_t identity_key[16] = "sluice-limit-id";
 
+static uint64_t bits_of(double x)
+{
+    uint64_t u;
+
+    memcpy(&u, &x, sizeof(u));
+    return u;
+}
+
+/* adaptive_concurrency: requests is max_limit, and the controller's
+ * configuration is part of the identity (another one starts afresh). */
+static void finish_adaptive(struct sl_limit *l)
+{
+    const struct sl_adaptive_config *c = &((struct sl_adaptive_limit *)(void *)l)->cfg;
+    uint64_t v[20] = {
+        (uint64_t)l->algo,
+        (uint64_t)c->algo,
+        c->initial_limit,
+        c->min_limit,
+        c->max_limit,
+        bits_of(c->backoff_ratio),
+        (uint64_t)c->timeout_ns,
+        bits_of(c->smoothing),
+        c->probe_multiplier,
+        bits_of(c->rtt_tolerance),
+        c->long_window,
+        c->queue_size,
+        bits_of(c->percentile),
+        (uint64_t)c->update_interval_ns,
+        (uint64_t)c->min_rtt_interval_ns,
+        c->min_rtt_requests,
+        bits_of(c->jitter_pct),
+        bits_of(c->buffer_pct),
+        c->consecutive_at_min,
+        (uint64_t)l->lease_ns,
+    };
+
+    l->requests = c->max_limit;
+    l->id = sl_siphash(identity_key, v, sizeof(v));
+}
+
 void sl_limit_finish(struct sl_limit *l)
 {
+    if (l->algo == SL_ALGO_ADAPTIVE_CONCURRENCY && l->adaptive) {
+        finish_adaptive(l);
+        return;
+    }
+
     int64_t v[11] = {
         (int64_t)l->algo,
         (int64_t)l->requests,
@@ -229,9 +277,24 @@ bool sl__state_refund(void *st, const struct sl_limit *l, int64_t now_ns, uint64
 
 int sl_algo_release(void *state, const struct sl_limit *l, int64_t now_ns, uint64_t lease)
 {
+    return sl_algo_release_latency(state, l, now_ns, lease, -1);
+}
+
+int sl_algo_release_latency(void *state, const struct sl_limit *l, int64_t now_ns, uint64_t lease,
+                            int64_t latency_ns)
+{
     const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
 
     if (ops->release == NULL)
         return SL_EINVAL;
-    return ops->release(state, l, now_ns, lease);
+    return ops->release(state, l, now_ns, lease, latency_ns);
+}
+
+void sl_adaptive_limit_init(struct sl_adaptive_limit *al, enum sl_adaptive_algo algo)
+{
+    sl_limit_init(&al->limit);
+    sl_adaptive_config_init(&al->cfg, algo);
+    al->limit.algo = SL_ALGO_ADAPTIVE_CONCURRENCY;
+    al->limit.adaptive = true;
+    al->limit.requests = al->cfg.max_limit;
 }

@@ -406,7 +406,11 @@ static int create(sl_table *t, struct sl__shard *s, const uint32_t fp[3], const 
     ref->state = ool ? (void *)o->state : (void *)e->st;
     ref->entry = e;
     ref->pos = pos;
-    ops->init(ref->state, l, now_ns);
+    if (ops->init_seeded != NULL) /* the key's keyed hash: reproducible under one secret */
+        ops->init_seeded(ref->state, l, now_ns,
+                         ((uint64_t)fp[1] << 32 | fp[0]) ^ ((uint64_t)fp[2] << 16));
+    else
+        ops->init(ref->state, l, now_ns);
     if (sl__debt_restore(t, e->fp, tag, l, ref->state, now_ns))
         s->debt_restores++;
     e->whole_at_s = whole_at_seconds(ops->whole_at(ref->state, l));
@@ -510,7 +514,8 @@ static int64_t lookup64(const sl_table *t, struct sl__shard *s, const uint32_t f
     return -1;
 }
 
-int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease)
+int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease,
+                         int64_t latency_ns)
 {
     unsigned si = sl__table_shard(t, fp);
     struct sl__shard *s = &t->shards[si];
@@ -523,7 +528,7 @@ int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, u
         struct sl__ool *o = (struct sl__ool *)(uintptr_t)e->st[0];
         const struct sl__algo_ops *ops = sl__algo_ops(o->lim.algo);
         if (ops->release != NULL) {
-            rc = ops->release(o->state, &o->lim, now_ns, lease);
+            rc = ops->release(o->state, &o->lim, now_ns, lease, latency_ns);
             e->whole_at_s = whole_at_seconds(ops->whole_at(o->state, &o->lim));
             mark_denying(s, (uint32_t)pos, ops->denying(o->state, &o->lim, now_ns));
         }

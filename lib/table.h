@@ -72,7 +72,8 @@ void sl__table_remove(sl_table *t, const struct sl__ref *ref);
  * with fp->w[0], fp->w[1] (w[2] is ignored: lease tokens carry 64 bits),
  * using the limit copy stored with it, unlock. SL_ENOENT when the entry or
  * the lease is gone. */
-int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease);
+int sl__table_release_fp(sl_table *t, const struct sl__fp *fp, int64_t now_ns, uint64_t lease,
+                         int64_t latency_ns);
 /* The batch path (table_batch.c): start loading fp's home index slot
  * without the lock (harmless if the index moves meanwhile), returning
  * whether the table looks larger than the caches (then prefetching entries

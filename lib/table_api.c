@@ -107,7 +107,7 @@ int sl_table_release(sl_table *t, const void *key, size_t key_len, const struct 
     sl__table_lock(t, sl__table_shard(t, &fp));
     rc = sl__table_get(t, &fp, l, now_ns, 0, &ref);
     if (rc == SL_OK) {
-        rc = ops->release(ref.state, l, now_ns, lease);
+        rc = ops->release(ref.state, l, now_ns, lease, -1);
         sl__table_put(t, &ref, l, now_ns, false);
     }
     sl__table_unlock(t, sl__table_shard(t, &fp));

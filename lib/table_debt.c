@@ -212,6 +212,8 @@ bool sl__debt_fold(sl_table *t, uint64_t slot, const struct sl__entry *e, int64_
     }
     if (!ops->fold(st, bytes, &amount))
         return false;
+    if (ops->restore == NULL)
+        return true; /* owes nothing that a summary could keep */
     cells_of(t, array_of(t, (uint16_t)(e->fp[2] >> FP2_TAG_SHIFT), true), e->fp, c);
     for (int i = 0; i < 2; i++)
         merge(c[i], e->whole_at_s, amount > AMOUNT_MAX ? AMOUNT_MAX : (uint32_t)amount, now_ns);
@@ -224,8 +226,8 @@ bool sl__debt_restore(sl_table *t, const uint32_t fp[3], uint16_t tag, const str
     _Atomic uint64_t *c[2];
     uint64_t v0, v1, until_s, amount, w = array_of(t, tag, false);
 
-    if (w == 0)
-        return false; /* nothing of this limit was ever evicted */
+    if (w == 0 || sl__algo_ops(l->algo)->restore == NULL)
+        return false; /* nothing of this limit was ever evicted, or kept */
     cells_of(t, w, fp, c);
     v0 = atomic_load_explicit(c[0], memory_order_relaxed);
     v1 = atomic_load_explicit(c[1], memory_order_relaxed);

@@ -5,7 +5,8 @@
  *
  * Each lib/algo/<name>.c defines one `const struct sl__algo_ops` and nothing
  * else visible (but adaptive.c, adaptive_gradient.c and partition.c, which
- * are no algorithm of this table: they implement include/sluice_adaptive.h). The operations are
+ * are no algorithm of this table: they implement include/sluice_adaptive.h's
+ * controllers, which adaptive_concurrency.c puts behind this table). The operations are
  * pure: they touch only the state blob they are given, never read a clock, never allocate, never
  * fail. Integer arithmetic only, saturating (lib/internal/sluice_sat.h); a `now` earlier than the
  * last time the state has seen is treated as that last time (docs/contracts.md §Time).
@@ -55,8 +56,16 @@ struct sl__algo_ops {
      * division where the algorithm can help it): the table asks it after
      * each change of the state. */
     bool (*denying)(const void *st, const struct sl_limit *l, int64_t now_ns);
-    /* concurrency only (NULL elsewhere): free slot `lease`. */
-    int (*release)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease);
+    /* concurrency and adaptive_concurrency only (NULL elsewhere): free slot
+     * `lease` of a request that took `latency_ns` (negative: unknown; only
+     * adaptive_concurrency reads it). Called with the table's copy of the
+     * limit (struct sl__ool), so it must not read beyond the sl_limit. */
+    int (*release)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease,
+                   int64_t latency_ns);
+    /* Optional (NULL: init): init() with a seed for the state's randomness,
+     * which the table draws from the key's keyed hash (adaptive_concurrency:
+     * its controller's jitter, so one key's run is reproducible). */
+    void (*init_seeded)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t seed);
     /* Give back an admitted `cost` recorded at `now` (sl__state_refund in
      * lib/internal/sluice_state.h); false when this state is not refunded. */
     bool (*refund)(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t cost);
@@ -86,6 +95,7 @@ extern const struct sl__algo_ops sl__algo_fixed_window;
 extern const struct sl__algo_ops sl__algo_sliding_window;
 extern const struct sl__algo_ops sl__algo_sliding_log;
 extern const struct sl__algo_ops sl__algo_concurrency;
+extern const struct sl__algo_ops sl__algo_adaptive_concurrency;
 
 /* The ops of `l->algo` (never NULL for a validated limit). */
 const struct sl__algo_ops *sl__algo_ops(enum sl_algo algo);

@@ -161,12 +161,14 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
 
 /* Frees lease `lease`: SL_OK, or SL_ENOENT if it is not held (never taken,
  * released already, or expired). */
-static int release(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease)
+static int release(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease,
+                   int64_t latency_ns)
 {
     struct sl__cc_state *s = st;
     struct cc_view v;
 
     (void)l;
+    (void)latency_ns; /* a fixed limit learns nothing from it */
     view(s, now_ns, &v);
     compact(s, &v);
     for (uint64_t i = 0; i < s->n; i++) {

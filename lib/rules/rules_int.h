@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "sluice.h"
+#include "sluice_adaptive.h"
 #include "sluice_int.h"
 
 /* ------------------------------------------------------------ YAML tree */
@@ -56,9 +57,14 @@ void sl__ydocs_free(struct sl__ynode **docs, size_t n);
 
 /* One limit with what the limiter's table does not need to know. `l` is
  * first so that a `const struct sl_limit *` handed out by sl_rules_match()
- * can be turned back into its rule limit (sl__rlimit_of). */
+ * can be turned back into its rule limit (sl__rlimit_of); it is also the
+ * `limit` of `al`, so that an adaptive_concurrency limit carries its
+ * controller's configuration after it (sluice_adaptive.h). */
 struct sl__rlimit {
-    struct sl_limit l;
+    union {
+        struct sl_limit l;
+        struct sl_adaptive_limit al;
+    };
     char *name;      /* owned; l.name points here */
     char **replaces; /* names of limits this one replaces */
     size_t n_replaces;

@@ -23,9 +23,13 @@
 
 #include "sluice.h"
 
+/* The algorithms a bare sl_limit can be (adaptive_concurrency is the limit
+ * of a struct sl_adaptive_limit: test_algo_adaptive_concurrency.c). */
+#define SL_ALGO_BARE_N SL_ALGO_ADAPTIVE_CONCURRENCY
+
 #define T0    (INT64_C(1700000040) * SL_NS_PER_S)
 #define MAXB  37 /* items per pipeline: not a multiple of the internal group */
-#define NALGO SL_ALGO_COUNT
+#define NALGO SL_ALGO_BARE_N
 
 static const char rules_text[] =
     "domain: d\n"

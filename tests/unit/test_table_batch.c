@@ -20,6 +20,10 @@
 
 #include "sluice.h"
 
+/* The algorithms a bare sl_limit can be (adaptive_concurrency is the limit
+ * of a struct sl_adaptive_limit: test_algo_adaptive_concurrency.c). */
+#define SL_ALGO_BARE_N SL_ALGO_ADAPTIVE_CONCURRENCY
+
 #define T0 (INT64_C(1700000000) * SL_NS_PER_S)
 #define N  53 /* items per batch: not a multiple of 16 */
 
@@ -100,12 +104,12 @@ static unsigned compare(sl_table *a, sl_table *b, const struct sl_limit *lims, i
 
 static void test_batch_equals_single_calls(void **st)
 {
-    struct sl_limit lims[SL_ALGO_COUNT];
+    struct sl_limit lims[SL_ALGO_BARE_N];
 
     (void)st;
-    for (int a = 0; a < SL_ALGO_COUNT; a++)
+    for (int a = 0; a < SL_ALGO_BARE_N; a++)
         limit_of(&lims[a], (enum sl_algo)a, 20);
-    for (int a = 0; a < SL_ALGO_COUNT; a++) {
+    for (int a = 0; a < SL_ALGO_BARE_N; a++) {
         sl_table *x = table_of(8 << 20, 8), *y = table_of(8 << 20, 8);
         /* Few keys: a key often appears several times in one batch. */
         assert_true(compare(x, y, &lims[a], 1, 40, 200, 5 * SL_NS_PER_MS, 0x1234 + (uint64_t)a) >
@@ -119,14 +123,14 @@ static void test_batch_equals_single_calls(void **st)
  * over) and many new keys per batch (the index doubles mid-batch). */
 static void test_batch_mixed_and_growing(void **st)
 {
-    struct sl_limit lims[SL_ALGO_COUNT];
+    struct sl_limit lims[SL_ALGO_BARE_N];
     sl_table *x = table_of(32 << 20, 4), *y = table_of(32 << 20, 4);
     struct sl_table_stats s;
 
     (void)st;
-    for (int a = 0; a < SL_ALGO_COUNT; a++)
+    for (int a = 0; a < SL_ALGO_BARE_N; a++)
         limit_of(&lims[a], (enum sl_algo)a, 5);
-    compare(x, y, lims, SL_ALGO_COUNT, 50, 100, 5 * SL_NS_PER_MS, 99);
+    compare(x, y, lims, SL_ALGO_BARE_N, 50, 100, 5 * SL_NS_PER_MS, 99);
     compare(x, y, lims, 2, 100000, 300, 1000, 7);
     sl_table_stats(x, &s);
     assert_true(s.entries > 10000);
