@@ -99,9 +99,9 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
 }
 
 static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   sl__store_cb cb, void *arg)
+                   int64_t latency_ns, sl__store_cb cb, void *arg)
 {
-    int r = sl_limiter_release(lim_of(s), lease, len, now_ns);
+    int r = sl_limiter_release_latency(lim_of(s), lease, len, now_ns, latency_ns);
 
     cb(arg, r, NULL, SL__BY_STATE);
     return SL_OK;

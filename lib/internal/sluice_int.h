@@ -66,6 +66,14 @@ struct sl__rules_census {
 };
 void sl__rules_census(const sl_rules *r, struct sl__rules_census *out);
 
+/* The first domain (by name) that holds an adaptive_concurrency limit and
+ * a limit for which `other` is true, and where it was defined in *origin;
+ * NULL when none does. For a store that decides adaptive limits on each
+ * node and `other` ones elsewhere: one request cannot be decided in both
+ * places all-or-nothing, so such a domain is refused at load. */
+const char *sl__rules_adaptive_mix(const sl_rules *r, bool (*other)(const struct sl_limit *l),
+                                   const char **origin);
+
 /* ------------------------------------------------------------ reporting */
 
 /* The decision `d` of limit `l` as reported: a shadow limit never denies or

@@ -286,6 +286,36 @@ void sl_rules_foreach_limit(const sl_rules *r,
             walk_node(&w, r->domains[i]->root.kids[k]);
 }
 
+/* Does the tree of `n` hold an adaptive limit (bit 1) and an `other` one (bit 2)? */
+static unsigned mix_of(const struct sl__rnode *n, bool (*other)(const struct sl_limit *l))
+{
+    unsigned bits = 0;
+
+    for (size_t i = 0; i < n->n_limits; i++) {
+        const struct sl_limit *l = &n->limits[i].l;
+        if (l->algo == SL_ALGO_ADAPTIVE_CONCURRENCY)
+            bits |= 1;
+        else if (other(l))
+            bits |= 2;
+    }
+    for (size_t i = 0; i < n->n_kids && bits != 3; i++)
+        bits |= mix_of(n->kids[i], other);
+    return bits;
+}
+
+const char *sl__rules_adaptive_mix(const sl_rules *r, bool (*other)(const struct sl_limit *l),
+                                   const char **origin)
+{
+    for (size_t i = 0; r != NULL && i < r->n_domains; i++) {
+        if (mix_of(&r->domains[i]->root, other) == 3) {
+            *origin = r->domains[i]->origin;
+            return r->domains[i]->name;
+        }
+    }
+    *origin = NULL;
+    return NULL;
+}
+
 static size_t count_nodes(const struct sl__rnode *n)
 {
     size_t c = 1;

@@ -538,11 +538,18 @@ bool sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
 bool sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
                         size_t len, sl__decide_done done, struct sl__decided *now)
 {
+    return sl__decide_release_latency(w, op, lease, len, -1, done, now);
+}
+
+bool sl__decide_release_latency(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
+                                size_t len, int64_t latency_ns, sl__decide_done done,
+                                struct sl__decided *now)
+{
     int r;
 
     begin(w, op, SL__DECIDE_RELEASE, done, now);
     (void)batch_for(w, false); /* leases taken by queued checks first */
-    r = w->store->ops->release(w->store, lease, len, op->now_ns, on_store, op);
+    r = w->store->ops->release(w->store, lease, len, op->now_ns, latency_ns, on_store, op);
     if (r != SL_OK)
         on_store(op, SL_EINVAL, NULL, SL__BY_STATE);
     return end(op);

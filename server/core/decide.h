@@ -131,6 +131,11 @@ bool sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
  * err SL_OK, SL_ENOENT (nothing held) or SL_EINVAL (malformed). */
 bool sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
                         size_t len, sl__decide_done done, struct sl__decided *now);
+/* The same with the request's observed latency (ns; negative: none), the
+ * sample an adaptive_concurrency slot feeds its controller. */
+bool sl__decide_release_latency(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
+                                size_t len, int64_t latency_ns, sl__decide_done done,
+                                struct sl__decided *now);
 
 /*
  * Batches. Between sl__decide_batch_begin() and sl__decide_batch_end() on a

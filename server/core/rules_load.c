@@ -33,6 +33,7 @@
 #include "rules_read.h"
 #include "rulesdb.h"
 #include "sluice_int.h"
+#include "store.h"
 
 static void report(const struct sl__rules_load *how, enum sl__log_level lvl, const char *event,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -143,6 +144,43 @@ static int check_census(const struct sl__config *cfg, const struct sl__rules_loa
     return SL_EPARSE;
 }
 
+/* The Redis store decides every limit in Redis but adaptive_concurrency,
+ * decided on each node; the hybrid store sends to Redis what it cannot
+ * sync (sliding_log, concurrency, token_bucket with warmup). */
+static bool redis_decided(const struct sl_limit *l)
+{
+    return l->algo != SL_ALGO_ADAPTIVE_CONCURRENCY;
+}
+
+static bool hybrid_redis_decided(const struct sl_limit *l)
+{
+    return l->algo == SL_ALGO_SLIDING_LOG || l->algo == SL_ALGO_CONCURRENCY ||
+           (l->algo == SL_ALGO_TOKEN_BUCKET && l->warmup_ns != 0);
+}
+
+/* A domain that mixes adaptive_concurrency (per node) with limits decided
+ * in Redis is refused with such a store (docs/distributed.md). */
+static int check_adaptive_mix(const struct sl__config *cfg, const struct sl__rules_load *how,
+                              const sl_rules *r)
+{
+    const char *type = cfg->store != NULL ? sl__store_config_type(cfg->store) : "memory";
+    bool hybrid = type != NULL && strcmp(type, "hybrid") == 0;
+    const char *origin, *dom;
+
+    if (type == NULL || (strcmp(type, "redis") != 0 && !hybrid))
+        return SL_OK;
+    dom = sl__rules_adaptive_mix(r, hybrid ? hybrid_redis_decided : redis_decided, &origin);
+    if (dom == NULL)
+        return SL_OK;
+    report(how, SL__LOG_ERROR, "rules.adaptive_mixed",
+           "%s: domain '%.200s' mixes adaptive_concurrency limits, decided on each node, with "
+           "limits the %s store decides in Redis (%s); one request cannot be decided in both "
+           "places at once: put the adaptive_concurrency limits in a domain of their own",
+           origin, dom, type,
+           hybrid ? "sliding_log, concurrency, token_bucket with warmup" : "every other algorithm");
+    return SL_EPARSE;
+}
+
 static int load(const struct sl__config *cfg, const struct sl__rules_load *how, sl_rules **out,
                 struct sl__rules_census *cs)
 {
@@ -175,6 +213,8 @@ static int load(const struct sl__config *cfg, const struct sl__rules_load *how, 
     sl_rules_builder_free(b);
     if (r == SL_OK)
         r = check_census(cfg, how, *out, cs);
+    if (r == SL_OK)
+        r = check_adaptive_mix(cfg, how, *out);
     if (r != SL_OK) {
         sl_rules_unref(*out);
         *out = NULL;

@@ -461,16 +461,40 @@ static cJSON *admin_body(struct sl__conn *c, const struct sl__h1_req *r, const c
     return v;
 }
 
+/* "latency_us": absent (-1), or a whole number of microseconds from 0 to
+ * 10^10 (exact in a double): SL_OK, else SL_EINVAL. */
+static int latency_us_of(const cJSON *doc, int64_t *us)
+{
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(doc, "latency_us");
+    double d;
+
+    *us = -1;
+    if (l == NULL)
+        return SL_OK;
+    if (!cJSON_IsNumber(l))
+        return SL_EINVAL;
+    d = l->valuedouble;
+    if (!(d >= 0 && d <= 1e10) || (double)(int64_t)d != d)
+        return SL_EINVAL;
+    *us = (int64_t)d;
+    return SL_OK;
+}
+
 static void h_release(struct sl__conn *c, const struct sl__h1_req *r)
 {
     cJSON *doc, *v = admin_body(c, r, "lease", &doc);
     struct sl__decided now;
     struct op *op;
+    int64_t us = -1;
 
     if (v != NULL && !cJSON_IsString(v)) {
         respond_error(c, -1, r->keep_alive, 400, "lease must be a string");
+    } else if (v != NULL && latency_us_of(doc, &us) != SL_OK) {
+        respond_error(c, -1, r->keep_alive, 400,
+                      "latency_us must be a whole number of microseconds from 0 to 10000000000");
     } else if (v != NULL && (op = op_new(c, r, OP_RELEASE)) != NULL) {
-        if (sl__decide_release(c->w, &op->d, v->valuestring, strlen(v->valuestring), on_done, &now))
+        if (sl__decide_release_latency(c->w, &op->d, v->valuestring, strlen(v->valuestring),
+                                       us < 0 ? -1 : us * 1000, on_done, &now))
             on_done(&op->d, now.err, now.res);
     }
     cJSON_Delete(doc);

@@ -32,7 +32,7 @@ const struct sl__resp_command sl__resp_commands[] = {
     {"SL.CHECK", -5, sl__resp_check, "write fast", false},
     {"SL.CHECKM", -6, sl__resp_checkm, "write fast", false},
     {"SL.ACQUIRE", -4, sl__resp_acquire, "write fast", false},
-    {"SL.RELEASE", 2, sl__resp_release, "write fast", false},
+    {"SL.RELEASE", -2, sl__resp_release, "write fast", false},
     {"SL.PEEK", -4, sl__resp_peek, "readonly fast", false},
     {"SL.RESET", -4, sl__resp_reset, "write", true},
     {"SL.DEBUG", -2, sl__resp_debug, "admin", true},

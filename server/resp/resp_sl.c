@@ -428,14 +428,32 @@ int sl__resp_reset(struct sl__conn *c, struct sl__resp_state *st, const struct s
     return run_rules(c, cmd, out, false, false, SL__RESP_OP_DECIDE, SL__DECIDE_RESET);
 }
 
+/* Most latency SL.RELEASE takes: 10^10 us (about 2.8 hours). */
+#define LATENCY_US_MAX INT64_C(10000000000)
+
+/* SL.RELEASE lease [latency_us]: the latency, whole microseconds, is the
+ * sample of the token's adaptive_concurrency slots; a bad one releases
+ * nothing. */
 int sl__resp_release(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
                      struct sl__buf *out)
 {
-    struct sl__resp_op *op = op_new(c, SL__RESP_OP_RELEASE, out);
+    struct sl__resp_op *op;
     struct sl__decided now;
+    int64_t us = -1;
 
-    if (op != NULL &&
-        sl__decide_release(c->w, &op->d, cmd->argv[1].p, cmd->argv[1].len, on_done, &now))
+    if (cmd->argc > 3) {
+        sl__resp_w_error(out, "ERR wrong number of arguments for 'sl.release' command");
+        return 0;
+    }
+    if (cmd->argc == 3 &&
+        (parse_i64(cmd->argv[2], &us) != 0 || us < 0 || us > LATENCY_US_MAX)) {
+        sl__resp_w_error(out, "ERR latency_us must be a whole number of microseconds from 0 to "
+                              "10000000000");
+        return 0;
+    }
+    op = op_new(c, SL__RESP_OP_RELEASE, out);
+    if (op != NULL && sl__decide_release_latency(c->w, &op->d, cmd->argv[1].p, cmd->argv[1].len,
+                                                 us < 0 ? -1 : us * 1000, on_done, &now))
         on_done(&op->d, now.err, now.res);
     return 0;
 }

@@ -47,17 +47,25 @@ static struct sl__hystore *of(const struct sl__store *s)
 static const uint8_t key_hash_key[16] = {'s', 'l', 'u', 'i', 'c', 'e', '-', 'h',
                                          'y', 'b', 'r', 'i', 'd', '-', 'v', '1'};
 
+/* Decided in the local table and pushed to the fleet. */
 static bool syncable(const struct sl_limit *l)
 {
     switch (l->algo) {
     case SL_ALGO_SLIDING_LOG:
     case SL_ALGO_CONCURRENCY:
+    case SL_ALGO_ADAPTIVE_CONCURRENCY: /* per node: nothing pushed */
         return false;
     case SL_ALGO_TOKEN_BUCKET:
         return l->warmup_ns == 0;
     default:
         return true;
     }
+}
+
+/* Decided by the inner Redis store: what is neither synced nor per node. */
+static bool in_redis(const struct sl_limit *l)
+{
+    return !syncable(l) && l->algo != SL_ALGO_ADAPTIVE_CONCURRENCY;
 }
 
 static bool windowed(const struct sl_limit *l)
@@ -421,7 +429,7 @@ static void note_limit(void *arg, const char *path, const struct sl_limit *l, bo
     (void)path;
     (void)quota_mode;
     (void)unlimited;
-    if (l != NULL && !syncable(l))
+    if (l != NULL && in_redis(l))
         *plain = false;
 }
 
@@ -430,12 +438,12 @@ static bool needs_redis(struct sl__hystore *st, const struct sl__store_req *q)
     const struct sl_request *req = q->req;
 
     for (size_t i = 0; req->descriptors != NULL && i < req->n_descriptors; i++)
-        if (req->descriptors[i].limit != NULL && !syncable(req->descriptors[i].limit))
+        if (req->descriptors[i].limit != NULL && in_redis(req->descriptors[i].limit))
             return true;
     if (q->rules == NULL) {
         for (size_t i = 0; i < q->n; i++)
             for (size_t k = 0; k < q->m[i].n_limits; k++)
-                if (!syncable(q->m[i].limits[k]))
+                if (in_redis(q->m[i].limits[k]))
                     return true;
         return false;
     }
@@ -456,7 +464,7 @@ static bool needs_redis(struct sl__hystore *st, const struct sl__store_req *q)
         return false; /* the local check reports the error */
     for (size_t i = 0; i < req->n_descriptors; i++)
         for (size_t k = 0; k < m[i].n_limits; k++)
-            if (!syncable(m[i].limits[k]))
+            if (in_redis(m[i].limits[k]))
                 return true;
     return false;
 }
@@ -612,14 +620,19 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     return peek(s, q, cb, arg);
 }
 
-/* Leases are only ever taken on the Redis path. */
+/* Concurrency leases are only ever taken on the Redis path; those of
+ * adaptive_concurrency, decided on this node, in the local table. */
 static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   sl__store_cb cb, void *arg)
+                   int64_t latency_ns, sl__store_cb cb, void *arg)
 {
     struct sl__hystore *st = of(s);
 
+    if (sl_limiter_release_latency(st->lim, lease, len, now_ns, latency_ns) == SL_OK) {
+        cb(arg, SL_OK, NULL, SL__BY_STATE);
+        return SL_OK;
+    }
     SL__HY_CNT(st, redis_path, 1);
-    return st->inner->ops->release(st->inner, lease, len, now_ns, cb, arg);
+    return st->inner->ops->release(st->inner, lease, len, now_ns, latency_ns, cb, arg);
 }
 
 /* Local decisions never wait for Redis: up while the syncs go through,

@@ -101,9 +101,12 @@ struct sl__store_ops {
      * statuses are those of the fresh state. */
     int (*reset)(struct sl__store *s, const struct sl__store_req *q, sl__store_cb cb, void *arg);
     /* Release every concurrency slot named by a lease token; `res` is NULL,
-     * err SL_ENOENT if nothing was held, SL_EINVAL for a malformed token. */
+     * err SL_ENOENT if nothing was held, SL_EINVAL for a malformed token.
+     * `latency_ns` (negative: none) is the request's observed latency, a
+     * sample for the adaptive_concurrency slots (decided in this process
+     * whatever the store: docs/distributed.md); other slots ignore it. */
     int (*release)(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   sl__store_cb cb, void *arg);
+                   int64_t latency_ns, sl__store_cb cb, void *arg);
     /* Optional, for a store that answers at once (NULL: the decision path
      * starts each check alone): decide q[0..n) (n <= SL__STORE_BATCH_MAX)
      * in order, each exactly as check() would, and call cb(args[i], ...)

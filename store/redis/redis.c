@@ -51,6 +51,63 @@ static int start(struct sl__rstore *st, const struct sl__rstart *call)
     return rc == SL__RSTART_SPANS ? sl__rfan_start(st, call) : rc;
 }
 
+/* ---------------------------------------------- adaptive_concurrency */
+
+/* adaptive_concurrency is decided on this node, in the local table
+ * (docs/distributed.md): 1 when every limit of the matches is adaptive (at
+ * least one), -1 when adaptive limits come with limits decided in Redis
+ * (refused: one answer cannot be decided in two places all-or-nothing; the
+ * rules load refuses a domain that mixes them), 0 when none is adaptive. */
+static int adaptive_only(const struct sl_match *m, size_t n)
+{
+    size_t adaptive = 0, other = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; !m[i].unlimited && k < m[i].n_limits; k++) {
+            if (m[i].limits[k]->algo == SL_ALGO_ADAPTIVE_CONCURRENCY)
+                adaptive++;
+            else
+                other++;
+        }
+    }
+    return adaptive == 0 ? 0 : other > 0 ? -1 : 1;
+}
+
+/* The request decided in the local table, as the memory store does: a
+ * check, a peek (cost 0), or a reset of the matches then a peek. */
+static int local_run(struct sl__rstore *st, const struct sl__store_req *q, enum sl__rreq_kind kind,
+                     const struct sl_match *m, size_t n, sl__store_cb cb, void *arg)
+{
+    const struct sl_request *req = q->req;
+    struct sl_request zero = *req;
+    struct sl_descriptor d[SL_MAX_DESCRIPTORS];
+    struct sl_result res;
+    int r = SL_OK;
+
+    if (req->n_descriptors > SL_MAX_DESCRIPTORS)
+        return SL_ETOOBIG;
+    if (kind == SL__RQ_RESET) {
+        r = sl_limiter_reset(st->local, m, n);
+        if (r != SL_OK && r != SL_ENOENT)
+            return r;
+    }
+    if (kind != SL__RQ_CHECK) {
+        for (size_t i = 0; i < req->n_descriptors; i++) {
+            d[i] = req->descriptors[i];
+            d[i].hits = 0;
+        }
+        zero.descriptors = d;
+        zero.hits = 0;
+        req = &zero;
+    }
+    if (q->rules != NULL)
+        r = sl_limiter_check(st->local, q->rules, req, &res);
+    else
+        r = sl_limiter_check_matched(st->local, q->m, q->n, req, &res);
+    cb(arg, r, r == SL_OK ? &res : NULL, SL__BY_STATE);
+    return SL_OK;
+}
+
 /* With a rules snapshot, resolve as sl_limiter_check does (matching,
  * Envoy `replaces`, requests_per_unit: 0); Envoy quota_mode's second
  * decision is not made (see redis.h). The call is described once, here,
@@ -69,6 +126,9 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
     call.pol = policy_for(of(s), req->domain);
     memset(&fin, 0, sizeof(fin));
     if (q->rules == NULL) {
+        rc = adaptive_only(q->m, q->n);
+        if (rc != 0)
+            return rc > 0 ? local_run(of(s), q, kind, q->m, q->n, cb, arg) : SL_EINVAL;
         call.m = q->m;
         call.n = q->n;
         return start(of(s), &call);
@@ -76,6 +136,9 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
     rc = sl__rules_resolve(q->rules, req, m, &fin.rv);
     if (rc != SL_OK)
         return rc;
+    rc = adaptive_only(m, req->n_descriptors);
+    if (rc != 0)
+        return rc > 0 ? local_run(of(s), q, kind, m, req->n_descriptors, cb, arg) : SL_EINVAL;
     fin.now_ns = req->now_ns;
     fin.rv.deny_all = fin.rv.deny_all && kind != SL__RQ_RESET;
     for (size_t i = 0; kind == SL__RQ_CHECK && !fin.rv.deny_all && i < req->n_descriptors; i++) {
@@ -104,11 +167,19 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     return run(s, q, SL__RQ_RESET, cb, arg);
 }
 
+/* A token of adaptive_concurrency slots names entries of this node's table
+ * (decided here: docs/distributed.md); any other goes to Redis. */
 static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   sl__store_cb cb, void *arg)
+                   int64_t latency_ns, sl__store_cb cb, void *arg)
 {
     struct sl__rstore *st = of(s);
-    int rc = st->cfg.cluster ? sl__rfan_release(st, lease, len, now_ns, cb, arg) : SL_ENOENT;
+    int rc;
+
+    if (sl_limiter_release_latency(st->local, lease, len, now_ns, latency_ns) == SL_OK) {
+        cb(arg, SL_OK, NULL, SL__BY_STATE);
+        return SL_OK;
+    }
+    rc = st->cfg.cluster ? sl__rfan_release(st, lease, len, now_ns, cb, arg) : SL_ENOENT;
 
     return rc == SL_ENOENT ? sl__rstore_release(st, lease, len, now_ns, cb, arg) : rc;
 }

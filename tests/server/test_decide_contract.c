@@ -56,9 +56,9 @@ static int f_check(struct sl__store *s, const struct sl__store_req *q, sl__store
 }
 
 static int f_release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                     sl__store_cb cb, void *arg)
+                     int64_t latency_ns, sl__store_cb cb, void *arg)
 {
-    (void)lease, (void)len, (void)now_ns;
+    (void)lease, (void)len, (void)now_ns, (void)latency_ns;
     return answer((struct fake *)s, cb, arg);
 }
 

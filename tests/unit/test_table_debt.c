@@ -182,7 +182,7 @@ static void trace(const struct variant *v, uint64_t seed)
         if (v->algo == SL_ALGO_CONCURRENCY && rank(&dt, rc) > 0 && xorshift(&seed) % 2) {
             char key[48];
             int n = snprintf(key, sizeof(key), "tracked-%u", k);
-            ops->release(ref[k].st, &l, now, dr.lease);
+            ops->release(ref[k].st, &l, now, dr.lease, -1);
             sl_table_release(t, key, (size_t)n, &l, now, dt.lease);
         }
         for (uint64_t f = xorshift(&seed) % 200; f > 0; f--) {
