@@ -442,7 +442,7 @@ int sl__resp_release(struct sl__conn *c, struct sl__resp_state *st, const struct
     int64_t us = -1;
 
     if (cmd->argc > 3) {
-        sl__resp_w_error(out, "ERR wrong number of arguments for 'sl.release' command");
+        sl__resp_w_error(out, "ERR wrong number of arguments for 'SL.RELEASE' command");
         return 0;
     }
     if (cmd->argc == 3 &&
