@@ -626,9 +626,10 @@ static int release(struct sl__store *s, const char *lease, size_t len, int64_t n
                    int64_t latency_ns, sl__store_cb cb, void *arg)
 {
     struct sl__hystore *st = of(s);
+    int rc = sl_limiter_release_latency(st->lim, lease, len, now_ns, latency_ns);
 
-    if (sl_limiter_release_latency(st->lim, lease, len, now_ns, latency_ns) == SL_OK) {
-        cb(arg, SL_OK, NULL, SL__BY_STATE);
+    if (rc != SL_EINVAL) { /* a token of the local table (redis.c's release says why) */
+        cb(arg, rc, NULL, SL__BY_STATE);
         return SL_OK;
     }
     SL__HY_CNT(st, redis_path, 1);

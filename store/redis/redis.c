@@ -167,16 +167,18 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     return run(s, q, SL__RQ_RESET, cb, arg);
 }
 
-/* A token of adaptive_concurrency slots names entries of this node's table
- * (decided here: docs/distributed.md); any other goes to Redis. */
+/* A token of the local table (adaptive_concurrency slots, decided on this
+ * node: docs/distributed.md; or slots a local failure policy took) is
+ * released there: its form (hex only) is not that of a Redis token ("<h>-<id>"),
+ * which goes to Redis. */
 static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
                    int64_t latency_ns, sl__store_cb cb, void *arg)
 {
     struct sl__rstore *st = of(s);
-    int rc;
+    int rc = sl_limiter_release_latency(st->local, lease, len, now_ns, latency_ns);
 
-    if (sl_limiter_release_latency(st->local, lease, len, now_ns, latency_ns) == SL_OK) {
-        cb(arg, SL_OK, NULL, SL__BY_STATE);
+    if (rc != SL_EINVAL) {
+        cb(arg, rc, NULL, SL__BY_STATE);
         return SL_OK;
     }
     rc = st->cfg.cluster ? sl__rfan_release(st, lease, len, now_ns, cb, arg) : SL_ENOENT;
