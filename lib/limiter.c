@@ -602,7 +602,6 @@ int sl_limiter_release_latency(sl_limiter *lim, const char *lease, size_t len, i
     if (lim == NULL || sl__lease_parse(lim->lease_key, lease, len, fps, ids, &n) != SL_OK)
         return SL_EINVAL;
     for (size_t i = 0; i < n; i++)
-        released +=
-            sl__table_release_fp(lim->table, &fps[i], now_ns, ids[i], latency_ns) == SL_OK;
+        released += sl__table_release_fp(lim->table, &fps[i], now_ns, ids[i], latency_ns) == SL_OK;
     return released > 0 ? SL_OK : SL_ENOENT;
 }

@@ -66,9 +66,9 @@ static void config_of(const struct sl_limit *l, struct sl_adaptive_config *c)
         return;
     }
     sl_adaptive_config_init(c, SL_ADAPTIVE_GRADIENT2);
-    max = l->requests == 0                       ? 1
+    max = l->requests == 0                      ? 1
           : l->requests > SL_ADAPTIVE_MAX_LIMIT ? SL_ADAPTIVE_MAX_LIMIT
-                                                 : (uint32_t)l->requests;
+                                                : (uint32_t)l->requests;
     c->max_limit = max;
     c->min_limit = c->min_limit > max ? max : c->min_limit;
     c->initial_limit = c->initial_limit > max ? max : c->initial_limit;

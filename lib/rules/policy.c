@@ -185,9 +185,8 @@ enum {
 };
 #define AD_FIRST LI_CONTROLLER
 static const char *const li_names[LI_N] = {
-    "name",           "algorithm",   "requests",     "period", "burst",
-    "delay",          "nodelay",     "min_interval", "warmup", "lease",
-    "count_rejected", "shadow_mode", "replaces",     "buckets",
+    "name", "algorithm", "requests", "period", "burst", "delay", "nodelay", "min_interval",
+    "warmup", "lease", "count_rejected", "shadow_mode", "replaces", "buckets",
     /* adaptive_concurrency: the controller and its parameters, named as
      * the reverse proxy names them */
     "controller", "initial_limit", "min_limit", "max_limit", "backoff_ratio", "timeout",
@@ -405,8 +404,8 @@ static bool item_adaptive(struct sl__cctx *c, const struct sl__ynode *item,
         ok = false;
     }
     if (ok && rl->al.cfg.max_limit > SL_ADAPTIVE_MAX_LIMIT) {
-        SL__ERR(c, v[LI_MAX_LIMIT] != NULL ? v[LI_MAX_LIMIT] : item,
-                "max_limit must be at most %u", SL_ADAPTIVE_MAX_LIMIT);
+        SL__ERR(c, v[LI_MAX_LIMIT] != NULL ? v[LI_MAX_LIMIT] : item, "max_limit must be at most %u",
+                SL_ADAPTIVE_MAX_LIMIT);
         ok = false;
     }
     rl->l.adaptive = true;

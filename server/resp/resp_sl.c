@@ -445,8 +445,7 @@ int sl__resp_release(struct sl__conn *c, struct sl__resp_state *st, const struct
         sl__resp_w_error(out, "ERR wrong number of arguments for 'SL.RELEASE' command");
         return 0;
     }
-    if (cmd->argc == 3 &&
-        (parse_i64(cmd->argv[2], &us) != 0 || us < 0 || us > LATENCY_US_MAX)) {
+    if (cmd->argc == 3 && (parse_i64(cmd->argv[2], &us) != 0 || us < 0 || us > LATENCY_US_MAX)) {
         sl__resp_w_error(out, "ERR latency_us must be a whole number of microseconds from 0 to "
                               "10000000000");
         return 0;

@@ -366,7 +366,8 @@ static void test_concurrency_release(void **state)
                      SL_OK);
     sw_spin(&loop, &r.done, 2000);
     assert_int_equal(r.err, SL_ENOENT); /* released already */
-    assert_int_equal(store->ops->release(store, "nonsense", 8, T0_NS, -1, sw_on_answer, &r), SL_EINVAL);
+    assert_int_equal(store->ops->release(store, "nonsense", 8, T0_NS, -1, sw_on_answer, &r),
+                     SL_EINVAL);
 }
 
 /* The code gone from Redis: the script cache or the functions flushed
@@ -769,8 +770,8 @@ static void test_acl_per_engine(void **state)
         assert_int_equal(a.res.verdict, SL_ALLOW);
         memcpy(lease, a.res.lease, sizeof(lease));
         memset(&a, 0, sizeof(a));
-        assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, -1, sw_on_answer, &a),
-                         SL_OK);
+        assert_int_equal(
+            store->ops->release(store, lease, strlen(lease), T0_NS, -1, sw_on_answer, &a), SL_OK);
         sw_spin(&loop, &a.done, 2000);
         assert_int_equal(a.err, SL_OK);
         assert_int_equal(stats().engine, acls[i].engine);

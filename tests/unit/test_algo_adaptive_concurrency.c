@@ -175,8 +175,9 @@ static void acquire(struct fx *f, const char *v, int64_t t, uint64_t hits, struc
     assert_int_equal(sl_limiter_check(f->lim, f->r, &req, res), SL_OK);
 }
 
-#define AIMD "algorithm: adaptive_concurrency, controller: aimd, initial_limit: 4, min_limit: 2, " \
-             "max_limit: 8, backoff_ratio: 0.5, timeout: 100ms, lease: 10s"
+#define AIMD                                                                                       \
+    "algorithm: adaptive_concurrency, controller: aimd, initial_limit: 4, min_limit: 2, "          \
+    "max_limit: 8, backoff_ratio: 0.5, timeout: 100ms, lease: 10s"
 
 static void admits_up_to_the_limit(void **st)
 {
@@ -211,9 +212,9 @@ static void admits_up_to_the_limit(void **st)
     /* released twice, or never taken: SL_ENOENT; malformed: SL_EINVAL */
     assert_int_equal(sl_limiter_release(f.lim, tokens[0], strlen(tokens[0]), T0 + 4 * MS),
                      SL_ENOENT);
-    assert_int_equal(sl_limiter_release_latency(f.lim, tokens[0], strlen(tokens[0]), T0 + 4 * MS,
-                                                5 * MS),
-                     SL_ENOENT);
+    assert_int_equal(
+        sl_limiter_release_latency(f.lim, tokens[0], strlen(tokens[0]), T0 + 4 * MS, 5 * MS),
+        SL_ENOENT);
     assert_int_equal(sl_limiter_release_latency(f.lim, "zz", 2, T0, 5 * MS), SL_EINVAL);
     fx_close(&f);
 }
@@ -305,9 +306,9 @@ static void an_expired_lease_is_a_drop(void **st)
     assert_int_equal(res.statuses[0].d.quota, 2);
     assert_int_equal(res.statuses[0].d.remaining, 1);
     /* its token finds nothing any more */
-    assert_int_equal(sl_limiter_release_latency(f.lim, token, strlen(token),
-                                                T0 + 11 * SL_NS_PER_S, 5 * MS),
-                     SL_ENOENT);
+    assert_int_equal(
+        sl_limiter_release_latency(f.lim, token, strlen(token), T0 + 11 * SL_NS_PER_S, 5 * MS),
+        SL_ENOENT);
     fx_close(&f);
 }
 
