@@ -27,7 +27,7 @@
  * was due in: offered, admitted (2xx), shed (429 or 503), errors (any other
  * status, a timeout, a reset, a request the generator could not send),
  * goodput (2xx within --slo-ms, per second), p50/p99 of the admitted
- * requests' latency. "useful" is the most goodput the upstream allows, the
+ * requests' latency (-1: none admitted). "useful" is the most goodput the upstream allows, the
  * mean over the phase's seconds of min(offered, capacity); goodput_ratio is
  * goodput / useful. For a phase whose capacity differs from the previous
  * one's: reconverge, the first second (from the phase's start) after which
@@ -183,7 +183,7 @@ static double hist_pct(const struct hist *h, double p)
     uint64_t want = (uint64_t)(p * (double)h->n), seen = 0;
 
     if (h->n == 0)
-        return 0;
+        return -1; /* nothing to take a percentile of */
     for (unsigned i = 0; i < HIST_N; i++) {
         seen += h->b[i];
         if (seen > want)
