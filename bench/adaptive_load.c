@@ -27,13 +27,12 @@
  * was due in: offered, admitted (2xx), shed (429 or 503), errors (any other
  * status, a timeout, a reset, a request the generator could not send),
  * goodput (2xx within --slo-ms, per second), p50/p99 of the admitted
- * requests' latency (-1: none admitted). "useful" is the most goodput the upstream allows, the
- * mean over the phase's seconds of min(offered, capacity); goodput_ratio is
- * goodput / useful. For a phase whose capacity differs from the previous
- * one's: reconverge, the first second (from the phase's start) after which
- * every second has goodput >= --good-frac of useful and p99 <= the SLO (-1:
- * never within the phase), and settled_goodput_ratio / settled_p99 over the
- * phase from --settle seconds on.
+ * requests' latency (-1: none admitted). "useful" is the most goodput the
+ * upstream allows, the mean over the phase's seconds of min(offered,
+ * capacity); goodput_ratio is goodput / useful. For a phase whose capacity differs from the
+ * previous one's: reconverge, the first second (from the phase's start) after which every second
+ * has goodput >= --good-frac of useful and p99 <= the SLO (-1: never within the phase), and
+ * settled_goodput_ratio / settled_p99 over the phase from --settle seconds on.
  *
  * Output: `name value unit` lines (bench/lib.sh's format) on stdout; with
  * --series FILE, one row a second (by due time): t offered admitted goodput

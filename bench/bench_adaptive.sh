@@ -54,9 +54,10 @@
 # answers within the SLO per second; goodput_ratio is goodput over what the
 # upstream allows in that phase (per second min(offered, capacity), so 1.0
 # is perfect even while the ramp is below capacity). p99 is of the admitted
-# (2xx) requests (-1: none was admitted). For halved and restored, reconverge is the second of the
-# phase from which every second has goodput >= 90% of capacity and p99 <=
-# the SLO (-1: never), and settled_* are over the phase from 10 s on. The
+# (2xx) requests (-1: none was admitted). For halved and restored,
+# reconverge is the second of the phase from which every second has
+# goodput >= 90% of capacity and p99 <= the SLO (-1: never), and settled_*
+# are over the phase from 10 s on. The
 # targets (MET/MISSED, adaptive concurrency with its default algorithm
 # gradient): goodput_ratio >= 0.9 and p99 <= SLO in every phase (ramp and
 # overload whole, halved and restored settled), reconverge <= 10 s; with
@@ -95,9 +96,9 @@ bench_init bench_adaptive taskset curl gnuplot awk
 mkdir -p "$plots"
 
 # Phase lengths: scaled from 42 s, whole seconds, at least 2 each.
-len() { awk -v t="$total" -v s="$1" 'BEGIN { v = int(t * s / 42 + 0.5); print v < 2 ? 2 : v }'; }
+len() { awk -v t="$total" -v s="$1" 'BEGIN { v = int(t * s / 42 + 0.5); print (v < 2 ? 2 : v) }'; }
 ramp_s=$(len 8) over_s=$(len 6) half_s=$(len 14)
-settle=$(awk -v h="$half_s" 'BEGIN { s = int(h * 2 / 3); print s > 10 ? 10 : s }')
+settle=$(awk -v h="$half_s" 'BEGIN { s = int(h * 2 / 3); print (s > 10 ? 10 : s) }')
 cap=$(awk -v c="$slots" -v w="$work_ms" 'BEGIN { print c * 1000 / w }')
 half_slots=$(awk -v c="$slots" 'BEGIN { print c / 2 }')
 rate() { awk -v c="$cap" -v x="$1" 'BEGIN { print c * x }'; }
@@ -177,7 +178,7 @@ echo "adaptive_capacity $cap req/s"
 # slot busy at the unloaded latency, capacity x unloaded latency, rounded
 # up (N = C would leave slots idle while an answer travels back through the
 # proxy and the next admitted request comes in: ~5-10% of the capacity).
-fixed_n=${SL_ADAPTIVE_FIXED_N:-$(awk -v c="$cap" -v u="$unloaded" 'BEGIN { n = c * u / 1000; print (n == int(n)) ? n : int(n) + 1 }')}
+fixed_n=${SL_ADAPTIVE_FIXED_N:-$(awk -v c="$cap" -v u="$unloaded" 'BEGIN { n = c * u / 1000; print ((n == int(n)) ? n : int(n) + 1) }')}
 echo "adaptive_fixed_limit $fixed_n requests"
 cat >"$tmp/rules.yaml" <<YAML
 domain: adaptive
@@ -204,9 +205,15 @@ verdicts() {
     { print }
     END {
         if (mode != "observe") exit
-        s = ""
-        for (i = 1; i <= nm; i++) s = s " " missed[i]
-        printf "# observation: %d of the judged figures miss the adaptive targets:%s\n", nm, s
+        s = ""; ps = ""
+        for (i = 1; i <= nm; i++) {
+            s = s " " missed[i]
+            if (match(missed[i], /_(ramp|overload|halved|restored)_/)) {
+                ph = substr(missed[i], RSTART + 1, RLENGTH - 2)
+                if (!(ph in seen)) { seen[ph] = 1; np++; ps = ps " " ph }
+            }
+        }
+        printf "# observation: misses the adaptive targets in %d phase(s):%s (%s)\n", np + 0, ps, (nm ? s : " none")
     }' "$2"
 }
 
@@ -296,7 +303,8 @@ set yrange [0:$(rate 3.3)]
 plot "$plots/$1.dat" using 1:8 with steps lw 2 lc "black" title "capacity", \
      "" using 1:2 with lines lc "gray" title "offered", \
      "" using 1:4 with lines lw 2 lc "blue" title "goodput", \
-     "" using 1:5 with lines lc "red" title "shed"
+     "" using 1:5 with lines lc "red" title "shed", \
+     "" using 1:6 with lines lc "orange" title "errors"
 set ylabel "ms"
 set yrange [*:*]
 set logscale y
