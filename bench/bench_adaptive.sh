@@ -57,11 +57,11 @@
 # (2xx) requests (-1: none was admitted). For halved and restored,
 # reconverge is the second of the phase from which every second has
 # goodput >= 90% of capacity and p99 <= the SLO (-1: never), and settled_*
-# are over the phase from 10 s on. The
-# targets (MET/MISSED, adaptive concurrency with its default algorithm
-# gradient): goodput_ratio >= 0.9 and p99 <= SLO in every phase (ramp and
-# overload whole, halved and restored settled), reconverge <= 10 s; with
-# classes at 3x overload, critical admitted fraction >= 0.99. The other
+# are over the phase from 10 s on (less in shortened runs). The targets
+# (MET/MISSED, adaptive concurrency with its default algorithm gradient):
+# goodput_ratio >= 0.9 and p99 <= SLO in every phase (ramp and overload
+# whole, halved and restored settled), reconverge <= 10 s; with classes at
+# 3x overload, critical admitted fraction >= 0.99. The other
 # algorithms get the same verdicts in lower case (informational). For none
 # and fixed the script prints observations (lines starting with #): no
 # limit collapses at overload (every request slows past the SLO), and a
