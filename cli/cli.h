@@ -30,6 +30,9 @@ extern const struct sl__cli_cmd sl__cmd_top;
 /* A usage error of `cmd`: "sluice CMD: WHAT" on stderr, saying what is
  * wrong, then a blank line and the command's help. Returns 2, the usage
  * exit status. */
+/* A Unix time in ms as ISO 8601 in UTC, to the millisecond
+ * ("2026-12-02T06:45:29.000Z"); "?" for a time before 1970. */
+void sl__cli_iso_ms(int64_t ms, char *out, size_t cap);
 int sl__cli_usage(const struct sl__cli_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -176,7 +176,10 @@ static int print_row(void *arg, const struct sl_rulesdb_row *row)
 {
     const struct opts *o = arg;
 
-    printf("%s\t%s\t%lld\n", row->id, row->domain, (long long)row->updated_ms);
+    char when[32];
+
+    sl__cli_iso_ms(row->updated_ms, when, sizeof(when));
+    printf("%s\t%s\t%s\n", row->id, row->domain, when);
     if (o->full)
         printf("%s%s---\n", row->yaml,
                row->yaml[0] && row->yaml[strlen(row->yaml) - 1] == '\n' ? "" : "\n");

@@ -5,13 +5,17 @@
  * with the library's own limiter and table, the clock taken from the input
  * only, so the same input always gives the same output.
  *
- * Input: JSON lines (docs/contracts.md §Interfaces) or, with --log-format combined, nginx's
- * combined access log, where each line is one request with three
+ * Input: JSON lines (docs/contracts.md §Interfaces) or nginx's combined
+ * access log (--log-format combined, or detected from the first line when
+ * --log-format is not given), where each line is one request with three
  * descriptors, [{remote_address: ADDR}], [{path: PATH}] and
  * [{remote_address: ADDR, path: PATH}] (so rules per IP, per path and per
- * IP on a path all apply), in domain --domain (default "nginx"). A bad line is reported on stderr
- * with its number and skipped; the exit status is then 1. Concurrency limits are not simulated (a
- * trace has no release events): their slots are never given back.
+ * IP on a path all apply), in domain --domain (default "nginx"). A bad
+ * line is reported on stderr with its number and skipped; the exit status
+ * is then 1. When the first WRONG_FORMAT_LINES lines are all bad, the input
+ * is in another format: one error naming --log-format, and the run stops.
+ * Concurrency limits are not simulated (a trace has no release events):
+ * their slots are never given back.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -30,6 +34,7 @@ struct opts {
     const char *domain;
     bool summary;
     bool combined;
+    bool format_set; /* --log-format given: no detection */
 };
 
 static void help(FILE *out)
@@ -49,11 +54,14 @@ static void help(FILE *out)
             "      --db FILE        also load the rules database (its rules win)\n"
             "      --summary        print per limit how many were allowed, delayed, denied\n"
             "                       instead of one line per request\n"
-            "      --log-format F   json (default) or combined: nginx's access log, giving\n"
+            "      --log-format F   json or combined: nginx's access log, giving\n"
             "                       descriptors [{remote_address}] and [{path}]\n"
+            "                       (default: combined if the first line is one, else json)\n"
             "      --domain D       domain of combined-log requests (default nginx)\n\n"
             "A bad input line is reported on stderr with its number and skipped; the exit\n"
-            "status is then 1. Concurrency limits never release (no release events).\n");
+            "status is then 1. If the first 5 lines are all bad, the input is taken to be\n"
+            "in another format: one error, and nothing more is read.\n"
+            "Concurrency limits never release (no release events).\n");
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -84,9 +92,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             o->summary = true;
         else if (c == 'D')
             o->domain = optarg;
-        else if (c == 'f' && (strcmp(optarg, "combined") == 0 || strcmp(optarg, "json") == 0))
+        else if (c == 'f' && (strcmp(optarg, "combined") == 0 || strcmp(optarg, "json") == 0)) {
             o->combined = strcmp(optarg, "combined") == 0;
-        else if (c == 'f')
+            o->format_set = true;
+        } else if (c == 'f')
             return sl__cli_usage(&sl__cmd_simulate, "--log-format is json or combined (got '%s')",
                                  optarg);
         else if (c == 'h')
@@ -148,12 +157,22 @@ static sl_limiter *new_limiter(void)
     return lim;
 }
 
+/* Lines that do not parse, at the start of the input, after which the
+ * input is taken to be in another format: one error, and the run stops. */
+#define WRONG_FORMAT_LINES 5
+
 struct run {
-    const struct opts *o;
+    struct opts *o;
     sl_limiter *lim;
     const sl_rules *rules;
     struct sl__sim_summary sum;
     FILE *out;
+    char why[320]; /* why the last line did not parse */
+    long good;     /* lines that parsed */
+    /* the first lines' parse errors, held until a line parses (then said)
+     * or WRONG_FORMAT_LINES of them (then one error instead) */
+    char held[WRONG_FORMAT_LINES][340];
+    int n_held;
 };
 
 static int decide(struct run *r, const struct sl_request *req, int64_t t_ms, long line_no)
@@ -179,8 +198,8 @@ static int one_json(struct run *r, const char *line, size_t len, long line_no)
     int rc = sl__sim_line_parse(&s, line, len, err, sizeof(err)), bad = 0;
 
     if (rc != SL_OK) {
-        fprintf(stderr, "sluice: line %ld: %s\n", line_no, err);
-        bad = 1;
+        snprintf(r->why, sizeof(r->why), "line %ld: %s", line_no, err);
+        bad = 2;
     } else {
         bad = decide(r, &s.req, s.t_ms, line_no);
     }
@@ -196,8 +215,8 @@ static int one_combined(struct run *r, const char *line, size_t len, long line_n
     struct sl_request req;
 
     if (sl__clf_parse(line, len, &c) < 0) {
-        fprintf(stderr, "sluice: line %ld: not an nginx combined log line\n", line_no);
-        return 1;
+        snprintf(r->why, sizeof(r->why), "line %ld: not an nginx combined log line", line_no);
+        return 2;
     }
     e[0] = (struct sl_entry){{"remote_address", 14}, c.remote_address};
     e[1] = (struct sl_entry){{"path", 4}, c.path};
@@ -214,13 +233,58 @@ static int one_combined(struct run *r, const char *line, size_t len, long line_n
     return decide(r, &req, c.t_ms, line_no);
 }
 
+/* Without --log-format: the format of the first line (nginx's combined
+ * log when it reads as one, and it is said; JSON lines otherwise). */
+static void detect(struct run *r, const char *line, size_t len)
+{
+    struct sl__clf c;
+    size_t i = 0;
+
+    r->o->format_set = true;
+    while (i < len && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    if (i < len && line[i] == '{')
+        return;
+    if (sl__clf_parse(line, len, &c) >= 0) {
+        r->o->combined = true;
+        fprintf(stderr, "sluice simulate: the input is nginx's combined log format (detected; "
+                        "--log-format chooses)\n");
+    }
+}
+
+/* A line that did not parse: said, or held while no line has parsed yet.
+ * Returns false when the input is taken to be in another format. */
+static bool parse_error(struct run *r)
+{
+    if (r->good > 0) {
+        fprintf(stderr, "sluice: %s\n", r->why);
+        return true;
+    }
+    snprintf(r->held[r->n_held++], sizeof(r->held[0]), "%s", r->why);
+    if (r->n_held < WRONG_FORMAT_LINES)
+        return true;
+    fprintf(stderr,
+            "sluice simulate: the first %d lines are not %s (%s); is the input in another "
+            "format? --log-format json|combined says which\n",
+            WRONG_FORMAT_LINES, r->o->combined ? "nginx combined log lines" : "JSON request lines",
+            r->held[0]);
+    return false;
+}
+
+static void said_held(struct run *r)
+{
+    for (int i = 0; i < r->n_held; i++)
+        fprintf(stderr, "sluice: %s\n", r->held[i]);
+    r->n_held = 0;
+}
+
 static int replay(struct run *r, FILE *in)
 {
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
     long line_no = 0;
-    int bad = 0;
+    int bad = 0, rc;
 
     while ((n = getline(&line, &cap, in)) >= 0) {
         line_no++;
@@ -228,9 +292,22 @@ static int replay(struct run *r, FILE *in)
             line[--n] = '\0';
         if (n == 0)
             continue;
-        bad |= r->o->combined ? one_combined(r, line, (size_t)n, line_no)
-                              : one_json(r, line, (size_t)n, line_no);
+        if (!r->o->format_set)
+            detect(r, line, (size_t)n);
+        rc = r->o->combined ? one_combined(r, line, (size_t)n, line_no)
+                            : one_json(r, line, (size_t)n, line_no);
+        if (rc == 2) {
+            bad = 1;
+            if (!parse_error(r))
+                break;
+            continue;
+        }
+        if (r->good++ == 0)
+            said_held(r); /* the input is of this format after all */
+        bad |= rc;
     }
+    if (r->n_held < WRONG_FORMAT_LINES)
+        said_held(r); /* a short input that never parsed: every line said */
     free(line);
     return bad;
 }

@@ -12,8 +12,10 @@
  */
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -171,49 +173,132 @@ static void fmt_ns(char *buf, size_t n, double ns)
         snprintf(buf, n, "%.1f us", ns / 1e3);
 }
 
-static void draw(FILE *out, const cJSON *v, bool clear)
+/* The terminal's size: stdout's when it is one, else $COLUMNS and $LINES,
+ * else 80 x 24; at least 40 x 12. */
+struct term {
+    int cols, rows;
+};
+
+static int env_int(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    long n = v != NULL ? strtol(v, NULL, 10) : 0;
+
+    return n > 0 && n < 10000 ? (int)n : dflt;
+}
+
+static struct term term_size(void)
+{
+    struct term t = {env_int("COLUMNS", 80), env_int("LINES", 24)};
+    struct winsize ws;
+
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 &&
+        ws.ws_row > 0) {
+        t.cols = ws.ws_col;
+        t.rows = ws.ws_row;
+    }
+    t.cols = t.cols < 40 ? 40 : t.cols;
+    t.rows = t.rows < 12 ? 12 : t.rows;
+    return t;
+}
+
+/* One line, cut to the width (a line one column short of it: a terminal
+ * that wraps at the last column would scroll). */
+static void line(FILE *out, const struct term *t, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void line(FILE *out, const struct term *t, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    int max = t->cols - 1 < (int)sizeof(buf) - 1 ? t->cols - 1 : (int)sizeof(buf) - 1;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    fprintf(out, "%.*s\n", max, buf);
+}
+
+/* The view in t's size: the heading (3 lines), the limits (one each), the
+ * top limited keys, the kill switches (1): rows beyond the height are left
+ * out and counted ("... and 4 more"), the limits given at most half of
+ * what is left when keys are waiting; names cut to the width. */
+static void draw(FILE *out, const cJSON *v, bool clear, struct term t)
 {
     const cJSON *st = item(v, "store"), *l, *k, *sw;
-    char p50[32], p99[32], when[32];
+    char p50[32], p99[32], when[32], sws[512];
     time_t now = (time_t)num(v, "now");
     struct tm tm;
+    int name_w = t.cols - 1 - 4 * 9, n_limits = 0, n_keys = 0, room, lim_room, key_room, shown;
+    size_t at = 0;
+
+    name_w = name_w < 16 ? 16 : name_w > 60 ? 60 : name_w;
+    cJSON_ArrayForEach(l, item(v, "limits"))
+    {
+        n_limits++;
+        n_keys += cJSON_GetArraySize(item(l, "top"));
+    }
+    /* 3 heading, 1 limits' heading, blank + 2 keys' heading, blank + switches */
+    room = t.rows - 1 - 3 - 1 - 3 - 2;
+    room = room < 2 ? 2 : room;
+    lim_room = n_keys > 0 && n_limits > room / 2 ? room / 2 : room;
+    lim_room = lim_room > n_limits ? n_limits : lim_room;
+    key_room = room - lim_room;
 
     fmt_ns(p50, sizeof(p50), num(st, "p50_ns"));
     fmt_ns(p99, sizeof(p99), num(st, "p99_ns"));
     strftime(when, sizeof(when), "%H:%M:%S", gmtime_r(&now, &tm));
     if (clear)
         fputs("\x1b[H\x1b[2J", out);
-    fprintf(out, "sluice top - %s - %s UTC\n", str(v, "server"), when);
-    fprintf(out, "store %s %s: round trip p50 %s p99 %s, %.1f calls/s, %.1f failures/s\n\n",
-            str(st, "type"), cJSON_IsTrue(item(st, "ready")) ? "ready" : "NOT READY", p50, p99,
-            num(st, "calls_per_s"), num(st, "failures_per_s"));
-    fprintf(out, "%-40s %10s %10s %10s %10s\n", "DOMAIN / LIMIT", "ALLOW/s", "DELAY/s", "DENY/s",
-            "SHADOW/s");
+    line(out, &t, "sluice top - %s - %s UTC", str(v, "server"), when);
+    line(out, &t, "store %s %s: round trip p50 %s p99 %s, %.1f calls/s, %.1f failures/s",
+         str(st, "type"), cJSON_IsTrue(item(st, "ready")) ? "ready" : "NOT READY", p50, p99,
+         num(st, "calls_per_s"), num(st, "failures_per_s"));
+    line(out, &t, "%s", "");
+    line(out, &t, "%-*s %8s %8s %8s %8s", name_w, "DOMAIN / LIMIT", "ALLOW/s", "DELAY/s", "DENY/s",
+         "SHADOW/s");
+    shown = 0;
     cJSON_ArrayForEach(l, item(v, "limits"))
     {
         char name[256];
         const cJSON *r = item(l, "rate");
+        if (shown == lim_room - (n_limits > lim_room))
+            break;
         snprintf(name, sizeof(name), "%s / %s", str(l, "domain"), str(l, "limit"));
-        fprintf(out, "%-40.40s", name);
-        for (int o = 0; o < 4; o++)
-            fprintf(out, " %10.1f", num(r, outcomes[o]));
-        fputc('\n', out);
+        line(out, &t, "%-*.*s %8.1f %8.1f %8.1f %8.1f", name_w, name_w, name, num(r, outcomes[0]),
+             num(r, outcomes[1]), num(r, outcomes[2]), num(r, outcomes[3]));
+        shown++;
     }
-    fprintf(out, "\nTOP LIMITED KEYS (the last %.0f-%.0f s)\n%10s %8s  %-32s %s\n",
-            num(v, "top_window_ms") / 1000, 2 * num(v, "top_window_ms") / 1000, "LIMITED", "+-",
-            "DOMAIN / LIMIT", "KEY");
+    if (shown < n_limits)
+        line(out, &t, "... and %d more limits (a taller terminal, or --json)", n_limits - shown);
+    line(out, &t, "%s", "");
+    line(out, &t, "TOP LIMITED KEYS (the last %.0f-%.0f s)", num(v, "top_window_ms") / 1000,
+         2 * num(v, "top_window_ms") / 1000);
+    line(out, &t, "%8s %6s  %-*s %s", "LIMITED", "+-", name_w / 2, "DOMAIN / LIMIT", "KEY");
+    shown = 0;
     cJSON_ArrayForEach(l, item(v, "limits"))
     {
         char name[256];
         snprintf(name, sizeof(name), "%s / %s", str(l, "domain"), str(l, "limit"));
         cJSON_ArrayForEach(k, item(l, "top"))
-            fprintf(out, "%10.0f %8.0f  %-32.32s %s\n", num(k, "count"), num(k, "error"), name,
-                    str(k, "key"));
+        {
+            if (shown < key_room - (n_keys > key_room))
+                line(out, &t, "%8.0f %6.0f  %-*.*s %s", num(k, "count"), num(k, "error"),
+                     name_w / 2, name_w / 2, name, str(k, "key"));
+            shown++;
+        }
     }
-    fprintf(out, "\nkill switches:");
+    if (n_keys > key_room)
+        line(out, &t, "... and %d more keys", n_keys - (key_room - 1));
+    line(out, &t, "%s", "");
+    sws[0] = '\0';
     cJSON_ArrayForEach(sw, item(v, "killswitches"))
-        fprintf(out, " %s=%s", str(sw, "domain"), str(sw, "mode"));
-    fprintf(out, cJSON_GetArraySize(item(v, "killswitches")) ? "\n" : " none\n");
+    {
+        int n = snprintf(sws + at, sizeof(sws) - at, " %s=%s", str(sw, "domain"), str(sw, "mode"));
+        if (n < 0 || (size_t)n >= sizeof(sws) - at)
+            break;
+        at += (size_t)n;
+    }
+    line(out, &t, "kill switches:%s", at > 0 ? sws : " none");
     fflush(out);
 }
 
@@ -267,7 +352,7 @@ static int show(const struct top_client *h, const struct opts *o)
                 puts(text);
             cJSON_free(text);
         } else if (rc == 0) {
-            draw(stdout, view, !o->once);
+            draw(stdout, view, !o->once, term_size());
         }
         cJSON_Delete(view);
         if (o->once || (rc != 0 && o->json))

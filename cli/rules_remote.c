@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "http_client.h"
+#include "cli.h"
 #include "rules_remote.h"
 
 int sl__remote_token(const char *path, char *token, size_t cap)
@@ -189,7 +190,9 @@ int sl__remote_ls(const struct sl__remote *r, bool full)
         if (!cJSON_IsString(id) || !cJSON_IsString(dom) || !cJSON_IsString(yaml) ||
             !cJSON_IsNumber(ms))
             continue;
-        printf("%s\t%s\t%lld\n", id->valuestring, dom->valuestring, (long long)ms->valuedouble);
+        char when[32];
+        sl__cli_iso_ms((int64_t)ms->valuedouble, when, sizeof(when));
+        printf("%s\t%s\t%s\n", id->valuestring, dom->valuestring, when);
         if (full) {
             size_t n = strlen(yaml->valuestring);
             printf("%s%s---\n", yaml->valuestring,

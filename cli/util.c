@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -102,4 +103,17 @@ void sl__cli_print_diags(const sl_rules_builder *b)
 {
     for (size_t i = 0; i < sl_rules_builder_ndiags(b); i++)
         fprintf(stderr, "%s\n", sl_rules_builder_diag(b, i));
+}
+
+void sl__cli_iso_ms(int64_t ms, char *out, size_t cap)
+{
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    size_t n;
+
+    snprintf(out, cap, "?");
+    if (ms < 0 || gmtime_r(&secs, &tm) == NULL ||
+        (n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm)) == 0)
+        return;
+    snprintf(out + n, cap - n, ".%03dZ", (int)(ms % 1000));
 }

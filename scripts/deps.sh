@@ -14,7 +14,7 @@ build_pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config
 test_pkgs=(redis-server redis-sentinel redis-tools nginx-light curl sqlite3 clang-format git
     python3 python3-pytest python3-redis python3-grpcio python3-protobuf python3-seccomp
     protobuf-compiler nghttp2-client python3-h2 groff-base systemd chromium tmux openssl)
-bench_pkgs=(redis-server redis-tools nginx-light wrk util-linux nghttp2-client valgrind)
+bench_pkgs=(redis-server redis-tools nginx-light wrk util-linux nghttp2-client valgrind gnuplot-nox)
 # Building the Debian packages (make deb) and checking them (make test).
 deb_pkgs=(dpkg-dev debhelper fakeroot lintian)
 

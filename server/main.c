@@ -82,7 +82,7 @@ int main(int argc, char **argv)
             done = 0;
         } else {
             fprintf(stderr, "sluiced: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
+            fprintf(stderr, "Try 'sluiced --help' for the options.\n");
             done = 2;
         }
     }

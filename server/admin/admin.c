@@ -15,18 +15,18 @@
 #include "http_json.h"
 
 const struct sl__http_route sl__admin_routes[] = {
-    {HTTP_GET, "/v1/config", sl__admin_config, false, true},
-    {HTTP_GET, "/rlconfig", sl__admin_rlconfig, false, true},
-    {HTTP_GET, "/v1/killswitch", sl__admin_ks_list, false, true},
-    {HTTP_PUT, "/v1/killswitch", sl__admin_ks_set, false, true},
-    {HTTP_GET, "/v1/rules", sl__admin_rules_list, false, true},
-    {HTTP_POST, "/v1/rules", sl__admin_rules_add, false, true},
-    {HTTP_PUT, "/v1/rules/", sl__admin_rules_put, true, true},
-    {HTTP_DELETE, "/v1/rules/", sl__admin_rules_delete, true, true},
-    {HTTP_GET, "/v1/stats", sl__admin_stats, false, true},
+    {HTTP_GET, "/v1/config", sl__admin_config, false, true, false},
+    {HTTP_GET, "/rlconfig", sl__admin_rlconfig, false, true, false},
+    {HTTP_GET, "/v1/killswitch", sl__admin_ks_list, false, true, false},
+    {HTTP_PUT, "/v1/killswitch", sl__admin_ks_set, false, true, false},
+    {HTTP_GET, "/v1/rules", sl__admin_rules_list, false, true, false},
+    {HTTP_POST, "/v1/rules", sl__admin_rules_add, false, true, false},
+    {HTTP_PUT, "/v1/rules/", sl__admin_rules_put, true, true, false},
+    {HTTP_DELETE, "/v1/rules/", sl__admin_rules_delete, true, true, false},
+    {HTTP_GET, "/v1/stats", sl__admin_stats, false, true, false},
     /* the page itself carries no data: the admin listener, no token (admin_ui.c) */
-    {HTTP_GET, "/ui", sl__admin_ui, true, false},
-    {0, NULL, NULL, false, false},
+    {HTTP_GET, "/ui", sl__admin_ui, true, false, true},
+    {0, NULL, NULL, false, false, false},
 };
 
 void sl__admin_send_json(struct sl__conn *c, int64_t slot, bool keep_alive, int status, cJSON *doc)

@@ -14,7 +14,11 @@
  */
 #include <string.h>
 
+#include <http_parser.h>
+
 #include "admin.h"
+#include "buf.h"
+#include "conn.h"
 #include "http_gate.h"
 
 extern const char sl__ui_index_html[], sl__ui_app_js[], sl__ui_style_css[];
@@ -52,11 +56,14 @@ void sl__admin_ui(struct sl__conn *c, const struct sl__h1_req *r)
         for (size_t i = 0; i < sizeof(assets) / sizeof(assets[0]); i++) {
             const struct asset *a = &assets[i];
             if (r->path.len == strlen(a->path) && memcmp(r->path.p, a->path, r->path.len) == 0) {
-                sl__h1_respond(c, -1, r->keep_alive, 200, a->headers, strlen(a->headers), a->body,
-                               *a->len);
+                const struct sl__buf *b = sl__h1_build(r->keep_alive, 200, a->headers,
+                                                       strlen(a->headers), a->body, *a->len);
+                /* HEAD: the same head (its Content-Length too), no body */
+                sl__conn_write(c, b->p, r->method == HTTP_HEAD ? b->len - *a->len : b->len);
                 return;
             }
         }
     }
-    sl__h1_respond(c, -1, r->keep_alive, 404, NULL, 0, nothere, sizeof(nothere) - 1);
+    sl__h1_respond(c, -1, r->keep_alive, 404, NULL, 0, nothere,
+                   r->method == HTTP_HEAD ? 0 : sizeof(nothere) - 1);
 }

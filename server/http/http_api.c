@@ -611,19 +611,19 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
 /* ------------------------------------------------------------ routing */
 
 const struct sl__http_route sl__http_api_routes[] = {
-    {HTTP_POST, "/json", h_json, false, false},
-    {HTTP_POST, "/v1/check", h_check, false, false},
-    {HTTP_GET, "/v1/auth", h_auth, false, false},
-    {HTTP_POST, "/v1/acquire", h_acquire, false, false},
-    {HTTP_POST, "/v1/release", h_release, false, false},
-    {HTTP_GET, "/metrics", h_metrics, false, false},
-    {HTTP_GET, "/healthz", h_healthz, false, false},
-    {HTTP_GET, "/readyz", h_readyz, false, false},
-    {HTTP_GET, "/healthcheck", h_readyz, false, false}, /* envoyproxy/ratelimit's name */
-    {HTTP_GET, "/v1/keys", h_keys_get, false, true},
-    {HTTP_DELETE, "/v1/keys", h_keys_delete, false, true},
-    {HTTP_POST, "/v1/debug/clock", h_clock, false, true},
-    {0, NULL, NULL, false, false},
+    {HTTP_POST, "/json", h_json, false, false, false},
+    {HTTP_POST, "/v1/check", h_check, false, false, false},
+    {HTTP_GET, "/v1/auth", h_auth, false, false, false},
+    {HTTP_POST, "/v1/acquire", h_acquire, false, false, false},
+    {HTTP_POST, "/v1/release", h_release, false, false, false},
+    {HTTP_GET, "/metrics", h_metrics, false, false, false},
+    {HTTP_GET, "/healthz", h_healthz, false, false, false},
+    {HTTP_GET, "/readyz", h_readyz, false, false, false},
+    {HTTP_GET, "/healthcheck", h_readyz, false, false, false}, /* envoyproxy/ratelimit's name */
+    {HTTP_GET, "/v1/keys", h_keys_get, false, true, false},
+    {HTTP_DELETE, "/v1/keys", h_keys_delete, false, true, false},
+    {HTTP_POST, "/v1/debug/clock", h_clock, false, true, false},
+    {0, NULL, NULL, false, false, false},
 };
 
 static bool path_matches(const struct sl__http_route *rt, struct sl_str path)
@@ -639,10 +639,6 @@ void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
 {
     bool path_known = false;
 
-    if (r->method == HTTP_HEAD) { /* an answer to HEAD has no body */
-        sl__h1_respond(c, -1, r->keep_alive, 405, NULL, 0, NULL, 0);
-        return;
-    }
     for (size_t t = 0; sl__http_route_tables[t] != NULL; t++) {
         for (const struct sl__http_route *rt = sl__http_route_tables[t]; rt->path != NULL; rt++) {
             if (!path_matches(rt, r->path))
@@ -650,7 +646,8 @@ void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
             if (rt->admin && !sl__gate_listener(c))
                 goto unknown; /* not served here: as unknown as any other path */
             path_known = true;
-            if (rt->method == r->method) {
+            if (rt->method == r->method ||
+                (r->method == HTTP_HEAD && rt->method == HTTP_GET && rt->head)) {
                 /* Checks join the read's batch (decide.h); anything else
                  * (an admin change, a held /v1/auth) lets the queued
                  * checks be decided first. */
@@ -663,7 +660,9 @@ void sl__http_api_dispatch(struct sl__conn *c, const struct sl__h1_req *r)
         }
     }
 unknown:
-    if (path_known)
+    if (r->method == HTTP_HEAD) /* an answer to HEAD has no body */
+        sl__h1_respond(c, -1, r->keep_alive, path_known ? 405 : 404, NULL, 0, NULL, 0);
+    else if (path_known)
         respond_error(c, -1, r->keep_alive, 405, "method not allowed on this path");
     else
         respond_error(c, -1, r->keep_alive, 404, "no such endpoint");

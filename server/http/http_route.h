@@ -22,6 +22,9 @@ struct sl__http_route {
     sl__http_handler fn;
     bool prefix; /* path is a prefix: /v1/rules/{id} */
     bool admin;  /* behind the gate: admin listener and bearer token */
+    /* A GET that also answers HEAD: the handler sees the HEAD request and
+     * sends the same head without the body (a static page). */
+    bool head;
 };
 
 /* The HTTP room's own endpoints (checks, keys, metrics, health), ended by

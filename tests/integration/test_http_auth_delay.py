@@ -50,7 +50,7 @@ def test_delay_is_held_then_over_max_is_a_denial(http_sluiced):
         assert s.request("GET", "/healthz")[0] == 200
     r = held.getresponse()
     assert r.status == 200
-    assert r.getheader("RateLimit-Policy") == '"shaped";q=6;w=1'
+    assert r.getheader("RateLimit-Policy") == '"shaped";q=10;w=1'  # the rate, not burst + 1
     doc = json.loads(r.read())
     assert doc["decision"] == "delay" and doc["delay_ms"] == 100, doc
     held.close()

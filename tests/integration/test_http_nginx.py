@@ -26,67 +26,44 @@ from conftest_http import http_sluiced  # noqa: F401 (fixture)
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
-# The snippet of docs/integrations.md, with ports and paths filled in.
+# The snippet of docs/integrations.md itself (its first nginx block), with
+# ports and the upstream filled in, so that the documentation cannot drift
+# from what is tested.
+DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                    "integrations.md")
+
+
+def snippet():
+    with open(DOCS) as f:
+        text = f.read()
+    block = text.split("```nginx\n", 1)[1].split("```", 1)[0]
+    for old in ("server 127.0.0.1:8080;", "listen 80;", "proxy_pass http://app;"):
+        assert old in block, f"docs/integrations.md's snippet no longer has {old!r}"
+    return (block.replace("server 127.0.0.1:8080;", "server 127.0.0.1:@SLUICE@;")
+            .replace("listen 80;", "listen 127.0.0.1:@PORT@;")
+            .replace("proxy_pass http://app;", "proxy_pass http://127.0.0.1:@UPSTREAM@;"))
+
+
 CONF = """
 worker_processes 1;
 daemon off;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log info;
-events {{ worker_connections 64; }}
-http {{
+pid @DIR@/nginx.pid;
+error_log @DIR@/error.log info;
+events { worker_connections 64; }
+http {
     access_log off;
-    client_body_temp_path {dir}/body;
-    proxy_temp_path {dir}/proxy;
-    fastcgi_temp_path {dir}/fastcgi;
-    uwsgi_temp_path {dir}/uwsgi;
-    scgi_temp_path {dir}/scgi;
+    client_body_temp_path @DIR@/body;
+    proxy_temp_path @DIR@/proxy;
+    fastcgi_temp_path @DIR@/fastcgi;
+    uwsgi_temp_path @DIR@/uwsgi;
+    scgi_temp_path @DIR@/scgi;
 
-    upstream sluice {{
-        server 127.0.0.1:{sluice};
-        keepalive 8;
-    }}
-
-    server {{                      # the tiny upstream
-        listen 127.0.0.1:{upstream};
-        location / {{ return 200 "upstream says hi\\n"; }}
-    }}
-
-    server {{
-        listen 127.0.0.1:{port};
-
-        location / {{
-            auth_request /_sluice;
-            auth_request_set $rl_policy $upstream_http_ratelimit_policy;
-            auth_request_set $rl $upstream_http_ratelimit;
-            auth_request_set $rl_retry $upstream_http_retry_after;
-            auth_request_set $rl_reset $upstream_http_x_ratelimit_reset;
-            add_header RateLimit-Policy $rl_policy always;
-            add_header RateLimit $rl always;
-            add_header X-RateLimit-Reset $rl_reset always;
-            error_page 403 = @limited;
-            proxy_pass http://127.0.0.1:{upstream};
-        }}
-
-        location = /_sluice {{
-            internal;
-            proxy_pass http://sluice/v1/auth?domain=api&entries=user;
-            proxy_pass_request_body off;
-            proxy_pass_request_headers off;
-            proxy_set_header Content-Length "";
-            proxy_set_header X-Sluice-Entry-user $http_x_user;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }}
-
-        location @limited {{
-            add_header RateLimit-Policy $rl_policy always;
-            add_header RateLimit $rl always;
-            add_header Retry-After $rl_retry always;
-            default_type application/json;
-            return 429 '{{"error": "rate limited", "retry_after": "$rl_retry"}}\\n';
-        }}
-    }}
-}}
+    server {                      # the tiny upstream
+        listen 127.0.0.1:@UPSTREAM@;
+        location / { return 200 "upstream says hi\\n"; }
+    }
+@SNIPPET@
+}
 """
 
 
@@ -99,7 +76,11 @@ def nginx(tmp_path):
         d.mkdir()
         port, upstream = free_port(), free_port()
         conf = d / "nginx.conf"
-        conf.write_text(CONF.format(dir=d, sluice=sluice_port, upstream=upstream, port=port))
+        text = CONF.replace("@SNIPPET@", snippet())
+        for k, v in (("@DIR@", d), ("@SLUICE@", sluice_port), ("@UPSTREAM@", upstream),
+                     ("@PORT@", port)):
+            text = text.replace(k, str(v))
+        conf.write_text(text)
         log = open(d / "stdout.log", "wb")
         p = subprocess.Popen([NGINX, "-p", str(d), "-c", str(conf)], stdout=log,
                              stderr=subprocess.STDOUT)
@@ -149,11 +130,14 @@ def test_nginx_auth_request(http_sluiced, nginx):
         assert h["ratelimit-policy"] == '"api.user";q=3;w=60'
         assert h["ratelimit"].startswith(f'"api.user";r={remaining};t=')
         assert "retry-after" not in h
+        reset = h["x-ratelimit-reset"]
     status, h, body = get(port, "alice")
     assert status == 429
     t = int(h["ratelimit"].rsplit("t=", 1)[1])
     assert h["ratelimit"] == f'"api.user";r=0;t={t}'
     assert h["retry-after"] == str(t)
+    # on the 429 as on the 200s: the Unix time of the reset (the test clock)
+    assert h["x-ratelimit-reset"] == reset and int(reset) > 1_600_000_000
     assert b'"rate limited"' in body
     # Another user is not affected.
     assert get(port, "bob")[0] == 200

@@ -138,6 +138,16 @@ def test_ui_on_the_admin_listener_only(http_sluiced):
         status, h, body = s.request("GET", path, headers={}, port=s.admin_port)
         assert status == 200 and h["content-type"].startswith(kind) and len(body) > 1000
         assert h["x-content-type-options"] == "nosniff"
+    # HEAD: the same head as GET (its length too), no body
+    _, gh, gbody = s.request("GET", "/ui", headers={}, port=s.admin_port)
+    status, h, body = s.request("HEAD", "/ui", headers={}, port=s.admin_port)
+    assert status == 200 and body == b"" and h["content-type"] == gh["content-type"]
+    assert h["content-length"] == str(len(gbody)) == gh["content-length"]
+    status, h, body = s.request("HEAD", "/ui/app.js", headers={}, port=s.admin_port)
+    assert status == 200 and body == b"" and int(h["content-length"]) > 1000
+    assert s.request("HEAD", "/ui/nothing", headers={}, port=s.admin_port)[0] == 404
+    assert s.request("HEAD", "/v1/stats", headers=AUTH, port=s.admin_port)[0] == 405
+    assert s.request("HEAD", "/nothing", headers={}, port=s.admin_port)[0] == 404
     assert s.request("GET", "/ui/nothing", headers={}, port=s.admin_port)[0] == 404
     assert s.request("GET", "/ui", headers={})[0] == 404  # not on the public listener
     assert s.request("GET", "/v1/stats", headers={}, port=s.admin_port)[0] == 401

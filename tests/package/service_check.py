@@ -101,6 +101,24 @@ print("ExecStartPre: token made once, mode 0600")
 # The shipped configuration, with the state directory moved and port 0.
 with open(config) as f:
     cfg = f.read()
+
+# Its comment names the protocols a listener without `protocols:` serves:
+# every protocol of the build (sluiced names them for an unknown one) but
+# the reverse proxy, which is only served where it is listed.
+said = re.search(r"#\s*protocols: \[([a-z0-9, ]+)\]\s*\(default:", cfg)
+if not said:
+    fail("the configuration's listener no longer says its default protocols")
+probe = os.path.join(tmp, "probe.yaml")
+with open(probe, "w") as f:
+    f.write("listeners:\n  - {address: 127.0.0.1, port: 0, protocols: [nope]}\n")
+r = subprocess.run([sluiced, "-t", "-c", probe], capture_output=True, text=True)
+speaks = re.search(r"this build speaks ([a-z0-9, ]+)", r.stderr)
+if not speaks:
+    fail(f"sluiced no longer names the protocols it speaks: {r.stderr}")
+default = {p.strip() for p in speaks.group(1).split(",")} - {"proxy"}
+if {p.strip() for p in said.group(1).split(",")} != default:
+    fail(f"the configuration says the default protocols are [{said.group(1)}], "
+         f"but a listener without protocols: serves {sorted(default)}")
 if "/var/lib/sluice/" not in cfg:
     fail("the configuration no longer keeps its state in /var/lib/sluice")
 cfg = cfg.replace("/var/lib/sluice/", state + "/")

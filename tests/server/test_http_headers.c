@@ -180,6 +180,39 @@ static void test_name_escaping_and_default(void **st)
     (void)st;
 }
 
+/* A bucket announces its sustained rate, not its capacity: a leaky bucket
+ * of 2/s with burst 4 (quota 5 in the decision) is q=2;w=1, a token bucket
+ * refilling 1/s with burst 5 is q=1;w=1, and X-RateLimit-Limit says the
+ * same; the burst shows in the remaining. */
+static void test_buckets_announce_their_rate(void **st)
+{
+    struct sl_result r = {.verdict = SL_ALLOW, .n_statuses = 2};
+    char buf[1024];
+
+    sl_limit_init(&lim_a);
+    lim_a.algo = SL_ALGO_LEAKY_BUCKET;
+    lim_a.requests = 2;
+    lim_a.period_ns = SL_NS_PER_S;
+    lim_a.burst = 4;
+    lim_a.name = "per_ip";
+    sl_limit_init(&lim_b);
+    lim_b.algo = SL_ALGO_TOKEN_BUCKET;
+    lim_b.requests = 1;
+    lim_b.period_ns = SL_NS_PER_S;
+    lim_b.burst = 5;
+    lim_b.name = "path";
+    set_status(&r.statuses[0], &lim_a, SL_ALLOW, 4, SL_NS_PER_S, 0);
+    r.statuses[0].d.quota = sl_limit_quota(&lim_a);
+    set_status(&r.statuses[1], &lim_b, SL_ALLOW, 5, SL_NS_PER_S, 0);
+    r.statuses[1].d.quota = sl_limit_quota(&lim_b);
+    assert_int_equal(r.statuses[0].d.quota, 5);
+    assert_int_equal(write_all(&r, SL__HDR_IETF | SL__HDR_X, buf, sizeof(buf)), SL_OK);
+    assert_non_null(strstr(buf, "RateLimit-Policy: \"per_ip\";q=2;w=1, \"path\";q=1;w=1\r\n"));
+    assert_non_null(strstr(buf, "RateLimit: \"per_ip\";r=4;t=1, \"path\";r=5;t=1\r\n"));
+    assert_non_null(strstr(buf, "X-RateLimit-Limit: 2\r\n"));
+    (void)st;
+}
+
 static void test_concurrency_has_no_window(void **st)
 {
     struct sl_result r = {.verdict = SL_ALLOW, .n_statuses = 1};
@@ -254,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_primary_lowest_remaining_tie_longer_period),
         cmocka_unit_test(test_ietf_lists_each_limit_once),
         cmocka_unit_test(test_name_escaping_and_default),
+        cmocka_unit_test(test_buckets_announce_their_rate),
         cmocka_unit_test(test_concurrency_has_no_window),
         cmocka_unit_test(test_no_limit_no_headers_and_huge_values_clamped),
         cmocka_unit_test(test_small_buffer_is_toobig),
