@@ -88,8 +88,12 @@ static const char *limit_name(const struct sl_limit *l)
  * (burst, the decision's `quota`) is not announced as the quota: a client
  * pacing itself by q per w would then exceed the sustained rate. The
  * burst shows in the remaining (`r`, X-RateLimit-Remaining) instead. */
-static int64_t policy_quota(const struct sl_limit *l)
+/* adaptive_concurrency: the limit its controller has now (the decision's
+ * quota), not the most it may ever allow. */
+static int64_t policy_quota(const struct sl_limit *l, const struct sl_decision *d)
 {
+    if (l->algo == SL_ALGO_ADAPTIVE_CONCURRENCY)
+        return d->quota;
     return l->requests > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)l->requests;
 }
 
@@ -118,7 +122,7 @@ static void put_ietf(struct sl__wr *b, const struct sl_result *res, bool policy)
         put_sf_string(b, limit_name(s->limit));
         if (policy) {
             sl__wr_put(b, ";q=", 3);
-            sl__wr_i64(b, sf_int(policy_quota(s->limit)));
+            sl__wr_i64(b, sf_int(policy_quota(s->limit, &s->d)));
             if (s->limit->period_ns > 0) {
                 sl__wr_put(b, ";w=", 3);
                 sl__wr_i64(b, sf_int(ceil_s(s->limit->period_ns)));
@@ -154,7 +158,7 @@ int sl__hdr_write(const struct sl_result *res, int64_t now_ns, unsigned fams, ch
     }
     if (p != NULL && (fams & SL__HDR_X)) {
         int64_t reset_at = sl__sat_add(now_ns, p->d.reset_ns > 0 ? p->d.reset_ns : 0);
-        put_header_i64(&b, "X-RateLimit-Limit", sf_int(policy_quota(p->limit)));
+        put_header_i64(&b, "X-RateLimit-Limit", sf_int(policy_quota(p->limit, &p->d)));
         put_header_i64(&b, "X-RateLimit-Remaining", sf_int(p->d.remaining));
         put_header_i64(&b, "X-RateLimit-Reset", sf_int(ceil_s(reset_at)));
     }
