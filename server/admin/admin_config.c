@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "proto.h"
 #include "server-t.h"
+#include "sluice_adaptive.h"
 #include "stores.h"
 #include "worker-t.h"
 #include "worker.h"
@@ -168,6 +169,10 @@ static void dump_limit(void *arg, const char *path, const struct sl_limit *l, bo
         dump_put(d, ", burst: %lld", (long long)l->burst);
     if (l->buckets > 1)
         dump_put(d, ", buckets: %u", (unsigned)l->buckets);
+    if (l->algo == SL_ALGO_ADAPTIVE_CONCURRENCY && l->adaptive) /* a rule's: cfg follows */
+        dump_put(
+            d, ", controller: %s",
+            sl_adaptive_algo_name(((const struct sl_adaptive_limit *)(const void *)l)->cfg.algo));
     dump_put(d, "\n");
 }
 
