@@ -52,6 +52,7 @@
 #define S_OOL        (UINT64_C(1) << 26)
 #define S_ALGO_SHIFT 27
 #define S_ALGO       (UINT64_C(7) << S_ALGO_SHIFT)
+_Static_assert(SL_ALGO_COUNT <= 8, "the slot keeps the algorithm in 3 bits (S_ALGO)");
 #define S_DENY       (UINT64_C(1) << 30) /* out of quota at its last decision */
 #define S_HASH_SHIFT 31                  /* 33 hash bits: fp.w[0] and 1 bit of fp.w[2] */
 
