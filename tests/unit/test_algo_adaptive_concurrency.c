@@ -8,8 +8,9 @@
  * limiter, one slot per lease up to the controller's limit, a release with
  * a latency feeds the controller (aimd: above the timeout shrinks, below
  * grows), one without frees the slot only, an expired lease is a drop, an
- * unknown lease is SL_ENOENT, a cost above 1 is never admitted; the bare
- * sl_adaptive_limit API validates and finishes.
+ * unknown lease is SL_ENOENT, a cost above 1 is never admitted; the same
+ * secret and trace give the same limits; the bare sl_adaptive_limit API
+ * validates and finishes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -346,6 +347,55 @@ static void changed_controller_starts_fresh(void **st)
     assert_int_equal(algo, SL_ALGO_ADAPTIVE_CONCURRENCY);
 }
 
+/* The quotas of a fixed trace of vegas acquires and releases (its probe
+ * point is drawn from the seed) on key "a" of a limiter with secret byte
+ * `secret`. */
+static void vegas_trace(uint8_t secret, int64_t *quotas, size_t n)
+{
+    struct fx f;
+    struct sl_limiter_config c;
+    struct sl_result res;
+    int64_t t = T0;
+
+    if (build("algorithm: adaptive_concurrency, controller: vegas, initial_limit: 8, "
+              "max_limit: 64, lease: 10s",
+              &f.b, &f.r) != SL_OK)
+        fail();
+    sl_limiter_config_init(&c);
+    c.table.max_bytes = (size_t)4 << 20;
+    memset(c.table.secret, secret, sizeof(c.table.secret));
+    assert_int_equal(sl_limiter_new(&c, &f.lim), SL_OK);
+    for (size_t i = 0; i < n; i++) {
+        char tokens[4][SL_LEASE_MAX];
+        for (int k = 0; k < 4; k++) {
+            acquire(&f, "a", t, 1, &res);
+            strcpy(tokens[k], res.lease);
+        }
+        for (int k = 0; k < 4; k++)
+            sl_limiter_release_latency(f.lim, tokens[k], strlen(tokens[k]), t + MS,
+                                       (int64_t)(1 + (i * 7 + (size_t)k) % 13) * MS);
+        t += 2 * MS;
+        quotas[i] = quota_at(&f, t);
+    }
+    fx_close(&f);
+}
+
+/* Seeded from the key's hash under the table's secret: the same secret and
+ * trace give the same limits, run after run. */
+static void same_secret_same_limits(void **st)
+{
+    int64_t a[300], b[300];
+    bool moved = false;
+
+    (void)st;
+    vegas_trace(9, a, 300);
+    vegas_trace(9, b, 300);
+    assert_memory_equal(a, b, sizeof(a));
+    for (size_t i = 1; i < 300; i++)
+        moved = moved || a[i] != a[0];
+    assert_true(moved); /* the trace exercises the controller */
+}
+
 /* The bare algorithm over the caller's state, as an embedder uses it. */
 static void bare_state_round_trip(void **st)
 {
@@ -385,6 +435,7 @@ int main(void)
         cmocka_unit_test(an_expired_lease_is_a_drop),
         cmocka_unit_test(changed_controller_starts_fresh),
         cmocka_unit_test(bare_state_round_trip),
+        cmocka_unit_test(same_secret_same_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
