@@ -64,6 +64,20 @@ void sl__json_deny_message(const struct sl_result *res, char *buf, size_t cap)
     if (p == NULL)
         return;
     l = p->limit;
+    if (l->algo == SL_ALGO_ADAPTIVE_CONCURRENCY) {
+        if (p->d.retry_after_ns < 0)
+            snprintf(buf, cap,
+                     "adaptive limit '%s': a request takes one slot, its cost must be 1; this "
+                     "request can never pass",
+                     l->name != NULL ? l->name : "default");
+        else
+            snprintf(buf, cap,
+                     "adaptive limit '%s' exceeded: %" PRId64 " in flight (its current limit); "
+                     "retry in %" PRId64 " s at the latest",
+                     l->name != NULL ? l->name : "default", p->d.quota,
+                     p->d.retry_after_ns / SL_NS_PER_S + (p->d.retry_after_ns % SL_NS_PER_S != 0));
+        return;
+    }
     if (p->d.retry_after_ns < 0)
         snprintf(retry, sizeof(retry), "this request can never pass (its cost is above the limit)");
     else

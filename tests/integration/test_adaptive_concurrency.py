@@ -85,7 +85,9 @@ def test_http_release_takes_latency_us(http_sluiced):
         assert status == 200 and body["lease"]
         assert body["statuses"][0]["quota"] == 10
         leases.append(body["lease"])
-    assert s.json("POST", "/v1/acquire", req)[0] == 429
+    status, _, body = s.json("POST", "/v1/acquire", req)
+    assert status == 429
+    assert "adaptive limit 'jobs.svc' exceeded: 10 in flight" in body["message"]
     for bad in (-1, 1.5, "1500", 1e11, None):
         status, _, body = s.json("POST", "/v1/release", {"lease": leases[0], "latency_us": bad})
         assert status == 400 and "latency_us" in body["error"]
