@@ -99,6 +99,22 @@ int main(void)
     EXPECT(sl_partition_release(&part, 0) == SL_OK);
     printf("adaptive: %s limit %u\n", sl_adaptive_algo_name(ac.algo), sl_adaptive_limit(&ad));
 
+    /* An adaptive_concurrency limit in the table: one slot per lease. */
+    struct sl_adaptive_limit al;
+    sl_adaptive_limit_init(&al, SL_ADAPTIVE_AIMD);
+    al.cfg.initial_limit = al.cfg.min_limit = 1;
+    al.limit.lease_ns = SL_NS_PER_S;
+    sl_limit_finish(&al.limit);
+    EXPECT(sl_limit_validate(&al.limit, &why) == SL_OK);
+    EXPECT(sl_table_check(t, "ac", 2, &al.limit, req.now_ns, 1, &d) == SL_OK &&
+           d.verdict == SL_ALLOW && d.lease != 0);
+    uint64_t lease = d.lease;
+    EXPECT(sl_table_check(t, "ac", 2, &al.limit, req.now_ns, 1, &d) == SL_OK &&
+           d.verdict == SL_DENY);
+    EXPECT(sl_table_release(t, "ac", 2, &al.limit, req.now_ns, lease) == SL_OK);
+    EXPECT(sl_limiter_release_latency(lim, "x", 1, req.now_ns, SL_NS_PER_MS) == SL_EINVAL);
+    printf("table: %s, one in flight\n", sl_algo_name(al.limit.algo));
+
     sl_limiter_free(lim);
     sl_rules_unref(rules);
     printf("embed: ok (libsluice %s)\n", SLUICE_VERSION);
