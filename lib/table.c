@@ -380,7 +380,8 @@ static int create(sl_table *t, struct sl__shard *s, const uint32_t fp[3], const 
         if (o == NULL)
             return SL_ENOMEM;
         o->lim = *l;
-        o->lim.name = NULL; /* borrowed from a snapshot that may go away */
+        o->lim.name = NULL;      /* borrowed from a snapshot that may go away */
+        o->lim.adaptive = false; /* its configuration did not come along (in the state) */
         o->bytes = extra;
         s->bytes += extra;
     }
