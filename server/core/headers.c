@@ -87,8 +87,8 @@ static const char *limit_name(const struct sl_limit *l)
  * per window (`period`), for every algorithm. A bucket's capacity
  * (burst, the decision's `quota`) is not announced as the quota: a client
  * pacing itself by q per w would then exceed the sustained rate. The
- * burst shows in the remaining (`r`, X-RateLimit-Remaining) instead. */
-/* adaptive_concurrency: the limit its controller has now (the decision's
+ * burst shows in the remaining (`r`, X-RateLimit-Remaining) instead.
+ * adaptive_concurrency: the limit its controller has now (the decision's
  * quota), not the most it may ever allow. */
 static int64_t policy_quota(const struct sl_limit *l, const struct sl_decision *d)
 {
