@@ -261,9 +261,52 @@ backoff_ratio: 0.5
         assert get(p, "/slow?ms=600")[0] == 200
     m = metrics(admin)
     shrunk = series(m, "sluice_proxy_adaptive_limit", route="api")
+    print(f"aimd: limit up to {grown}, then down to {shrunk}")
     assert shrunk < grown
     assert series(m, "sluice_proxy_adaptive_sample_rtt_seconds", route="api") >= 0.6
     assert stats(p, admin)["adaptive"][0]["limit"] == shrunk
+
+
+def test_the_gradient_limit_follows_the_latency(proxy_sluiced, upstream):
+    """Envoy's gradient: the minimum latency measured on the first five
+    (fast) answers; fast windows then grow the limit (the gradient is at
+    least 1 near the minimum, and the square-root headroom adds to it),
+    slow ones (far above the minimum: the gradient's floor, 0.5) shrink it.
+    Directions only; each phase bounded."""
+    u = upstream()
+    p, admin = start(proxy_sluiced, u, """
+algorithm: gradient
+initial_limit: 2
+min_limit: 2
+max_limit: 500
+interval: 20ms
+min_rtt_requests: 5
+min_rtt_interval: 10m
+jitter: 0
+""")
+
+    def limit():
+        return series(metrics(admin), "sluice_proxy_adaptive_limit", route="api")
+
+    end = time.monotonic() + 10
+    while time.monotonic() < end and (limit() or 0) <= 10:
+        for _ in range(10):
+            assert get(p, "/echo")[0] == 200
+    grown = limit()
+    assert grown > 2
+    m = metrics(admin)
+    min_rtt = series(m, "sluice_proxy_adaptive_min_rtt_seconds", route="api")
+    assert 0 < min_rtt < 0.2
+    for _ in range(6):
+        assert get(p, "/slow?ms=200")[0] == 200
+    time.sleep(0.1)  # the last window closes on the worker's tick
+    m = metrics(admin)
+    shrunk = series(m, "sluice_proxy_adaptive_limit", route="api")
+    print(f"gradient: minRTT {min_rtt * 1e3:.3f} ms, limit up to {grown}, then down to {shrunk}")
+    assert shrunk < grown
+    assert series(m, "sluice_proxy_adaptive_sample_rtt_seconds", route="api") >= 0.2
+    a = stats(p, admin)["adaptive"][0]
+    assert a["algorithm"] == "gradient" and 0 < a["min_rtt_ms"] < 200
 
 
 # ------------------------------------------------------------ configuration errors
