@@ -459,11 +459,10 @@ static void help(FILE *out)
     sl__keytab_help_line(out, "", "",
                          "connect_timeout, read_timeout, send_timeout, max_body_bytes,");
     sl__keytab_help_line(out, "", "", "domain, rate_limits, max_delay, max_queue, deny_status,");
-    sl__keytab_help_line(out, "", "",
-                         "deny_body, deny_text, headers, adaptive_concurrency}, matched in");
-    sl__keytab_help_line(out, "", "", "order; upstream:");
-    sl__keytab_help_line(out, "", "", "{servers: [host:port], max_fails, fail_timeout, keepalive,");
-    sl__keytab_help_line(out, "", "", "tls: {ca_file, server_name, verify, cert_file, key_file}};");
+    sl__keytab_help_line(out, "", "", "deny_body, deny_text, headers, adaptive_concurrency},");
+    sl__keytab_help_line(out, "", "", "matched in order; upstream: {servers: [host:port],");
+    sl__keytab_help_line(out, "", "", "max_fails, fail_timeout, keepalive, tls: {ca_file,");
+    sl__keytab_help_line(out, "", "", "server_name, verify, cert_file, key_file}};");
     sl__keytab_help_line(out, "", "", "rate_limits: [{actions: [...]}] (docs/proxy.md);");
     sl__keytab_help_line(out, "", "",
                          "adaptive_concurrency: {algorithm: gradient|gradient2|vegas|aimd,");
