@@ -28,14 +28,14 @@ from conftest_proxy import proxy_sluiced, route, upstream  # noqa: F401 (fixture
 # ------------------------------------------------------------ helpers
 
 
-def start(proxy_sluiced, up, adaptive, extra=""):
+def start(proxy_sluiced, up, adaptive, extra="", workers=1):
     """sluiced with one adaptive route `api` to `up` and an http1 listener
     for /metrics and /v1/stats; (proxy, admin port)."""
     admin = free_port()
     routes = route("api", [f"127.0.0.1:{up.port}"],
                    extra="adaptive_concurrency:\n" +
                    "".join(f"  {ln}\n" for ln in adaptive.strip().splitlines()))
-    p = proxy_sluiced(routes, extra=extra,
+    p = proxy_sluiced(routes, extra=extra, workers=workers,
                       listeners=f"  - {{address: 127.0.0.1, port: {admin}, protocols: [http1]}}\n")
     return p, admin
 
@@ -101,7 +101,12 @@ def wait_inflight(admin, n, seconds=10):
     raise AssertionError(f"never {n} in flight:\n" + metrics(admin))
 
 
-PINNED2 = "{algorithm: aimd, initial_limit: 2, min_limit: 2, max_limit: 2}"
+PINNED2_BLOCK = """
+algorithm: aimd
+initial_limit: 2
+min_limit: 2
+max_limit: 2
+"""
 
 # ------------------------------------------------------------ shedding
 
@@ -173,6 +178,21 @@ status: 429
     assert series(m, "sluice_proxy_adaptive_admitted_total", route="api", **{"class": "default"}) == 3
     # gradient has a minimum RTT series (0 until its first measurement ends)
     assert series(m, "sluice_proxy_adaptive_min_rtt_seconds", route="api") is not None
+
+
+def test_each_worker_has_its_own_limit_and_metrics_sum_them(proxy_sluiced, upstream):
+    """Two workers, each pinned at 2: once both have proxied (connections
+    spread by the kernel; 40 of them all on one worker would be a 1 in
+    2^39 event), the route's limit reads 4."""
+    u = upstream()
+    p, admin = start(proxy_sluiced, u, PINNED2_BLOCK, workers=2)
+    for _ in range(40):
+        assert get(p, "/echo")[0] == 200
+    m = metrics(admin)
+    assert series(m, "sluice_proxy_adaptive_limit", route="api") == 4
+    assert series(m, "sluice_proxy_adaptive_admitted_total", route="api", **{"class": "default"}) == 40
+    a = stats(p, admin)["adaptive"][0]
+    assert (a["workers"], a["limit"], a["classes"][0]["admitted"]) == (2, 4, 40)
 
 
 # ------------------------------------------------------------ classes and trust
