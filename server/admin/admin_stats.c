@@ -5,7 +5,8 @@
  * for the dashboard (GET /ui) and `sluice top`: per (domain, limit) the
  * per-second series of the last seconds, its totals and recent rates and
  * its top limited keys; the store's round trips, readiness and its own
- * state; the kill switches; the loaded rules. docs/operations.md says what
+ * state; the kill switches; the loaded rules; what the rooms add (the
+ * proxy's adaptive concurrency limits, "adaptive"). docs/operations.md says what
  * each number means.
  *
  *   GET /v1/stats?seconds=S&top=K   S in 1..900 (60), K in 1..100 (10)
@@ -25,6 +26,7 @@
 #include "conn.h"
 #include "http_query.h"
 #include "killswitch.h"
+#include "proto.h"
 #include "server-t.h"
 #include "stats.h"
 #include "stores.h"
@@ -234,6 +236,28 @@ static void add_rule(void *arg, const char *path, const struct sl_limit *l, bool
     cJSON_AddItemToArray(rw->list, o);
 }
 
+/* The rooms' own members (the proxy's "adaptive"), rendered by them
+ * (proto.h) as the text of an object's members. */
+static void add_rooms(const struct sl__server *srv, cJSON *doc)
+{
+    struct sl__buf text = {0};
+    cJSON *rooms, *item;
+
+    sl__buf_append(&text, "{\"\":0", 5);
+    sl__protos_render_stats(srv, &text);
+    sl__buf_append(&text, "}", 2); /* and the NUL */
+    rooms = cJSON_Parse(text.p);
+    sl__buf_free(&text);
+    if (rooms == NULL)
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(rooms, "");
+    while ((item = rooms->child) != NULL) {
+        cJSON_DetachItemViaPointer(rooms, item);
+        cJSON_AddItemToObject(doc, item->string, item);
+    }
+    cJSON_Delete(rooms);
+}
+
 static cJSON *view_json(struct sl__conn *c, const struct sl__stats_view *v, unsigned seconds)
 {
     struct sl__server *srv = c->w->srv;
@@ -254,6 +278,7 @@ static cJSON *view_json(struct sl__conn *c, const struct sl__stats_view *v, unsi
     sl__ks_list(&srv->ks, add_switch, cJSON_AddArrayToObject(doc, "killswitches"));
     rw.list = cJSON_AddArrayToObject(doc, "rules");
     sl_rules_foreach_limit(rw.rules, add_rule, &rw);
+    add_rooms(srv, doc);
     return doc;
 }
 

@@ -47,6 +47,9 @@
  *    output has been written (sl__conn_want_sent, then on_sent()); see
  *    conn.h. A room with state per worker (pools of its own connections)
  *    closes it in worker_stop().
+ *  - A room whose state operators should see (the proxy's adaptive
+ *    limits) adds its lines to /metrics and its members to /v1/stats
+ *    (render_metrics, render_stats; sl__protos_render_*() in proto.h).
  *
  * Ownership: the core owns connections and their buffers; a protocol owns
  * only what it hangs on c->proto_state. Threads: every call for one
@@ -59,7 +62,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+struct sl__buf;
 struct sl__conn;
+struct sl__server;
 struct sl__worker;
 
 struct sl__proto {
@@ -97,6 +102,14 @@ struct sl__proto {
     /* The worker's thread is about to end (its loop has stopped): free the
      * protocol's per-thread scratch. May be NULL. */
     void (*thread_exit)(void);
+    /* A room's own state for operators, appended to `out` (grown): its
+     * lines of /metrics in the Prometheus text format (HELP and TYPE
+     * included), and its members of GET /v1/stats' JSON object
+     * ("name":value, comma-separated, no braces). Read from what the
+     * workers publish for other threads; any thread, any time (a scrape
+     * may allocate). May be NULL. */
+    void (*render_metrics)(const struct sl__server *srv, struct sl__buf *out);
+    void (*render_stats)(const struct sl__server *srv, struct sl__buf *out);
 };
 
 #endif /* SL_SERVER_PROTO_T_H */

@@ -3,12 +3,15 @@
 /*
  * proto.c - the sniffing of a connection's first bytes (as memcached's
  * try_read_command_negotiate does) over the registered protocols, and the
- * protocols' bits (the masks by name are proto_name.c's). It does not parse
- * any protocol: each protocol's sniff() judges its own bytes.
+ * protocols' bits (the masks by name are proto_name.c's), and the rooms'
+ * own lines of /metrics and members of /v1/stats gathered for the HTTP
+ * and admin rooms, which name no other room. It does not parse any
+ * protocol: each protocol's sniff() judges its own bytes.
  */
 #include <stdbool.h>
 #include <string.h>
 
+#include "conn.h"
 #include "proto.h"
 
 unsigned sl__proto_bit(const struct sl__proto *p)
@@ -51,4 +54,24 @@ int sl__proto_sniff(unsigned enabled, const char *buf, size_t len, const struct 
             undecided = true; /* a more specific protocol may still claim it */
     }
     return undecided ? -2 : -1;
+}
+
+void sl__protos_render_metrics(const struct sl__server *srv, struct sl__buf *out)
+{
+    for (unsigned i = 0; sl__protos[i] != NULL; i++)
+        if (sl__protos[i]->render_metrics != NULL)
+            sl__protos[i]->render_metrics(srv, out);
+}
+
+void sl__protos_render_stats(const struct sl__server *srv, struct sl__buf *out)
+{
+    for (unsigned i = 0; sl__protos[i] != NULL; i++) {
+        size_t before = out->len;
+        if (sl__protos[i]->render_stats == NULL)
+            continue;
+        sl__buf_append(out, ",", 1);
+        sl__protos[i]->render_stats(srv, out);
+        if (out->len == before + 1)
+            out->len = before; /* nothing to say */
+    }
 }

@@ -36,4 +36,10 @@ bool sl__proto_registered(void);
  */
 int sl__proto_sniff(unsigned enabled, const char *buf, size_t len, const struct sl__proto **out);
 
+/* Every registered protocol's render_metrics (render_stats) output, in
+ * table order, appended to `out`; the stats members each preceded by a
+ * comma, to follow the caller's own. Any thread. */
+void sl__protos_render_metrics(const struct sl__server *srv, struct sl__buf *out);
+void sl__protos_render_stats(const struct sl__server *srv, struct sl__buf *out);
+
 #endif /* SL_SERVER_PROTO_H */

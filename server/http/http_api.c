@@ -46,6 +46,7 @@
 #include "http_query.h"
 #include "http_route.h"
 #include "metrics.h"
+#include "proto.h"
 #include "server.h"
 #include "stores.h"
 #include "verdict_edit.h"
@@ -601,8 +602,12 @@ static void h_metrics(struct sl__conn *c, const struct sl__h1_req *r)
     cap = sl__metrics_render_bound(m) + SL__METRICS_STORE_MAX;
     buf = sl__xrealloc(NULL, cap); /* a scrape, not the hot path */
     if (sl__metrics_render(m, &g, buf, cap, &len) == SL_OK) {
+        struct sl__buf out = {0};
         sl__metrics_render_store(c->w->srv, buf, cap, &len);
-        respond(c, -1, r->keep_alive, 200, buf, len);
+        sl__buf_append(&out, buf, len);
+        sl__protos_render_metrics(c->w->srv, &out); /* the rooms' own lines */
+        respond(c, -1, r->keep_alive, 200, out.p, out.len);
+        sl__buf_free(&out);
     } else
         respond_error(c, -1, r->keep_alive, 500, "metrics did not fit");
     free(buf);

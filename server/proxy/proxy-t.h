@@ -15,6 +15,7 @@
 #ifndef SL_PROXY_T_H
 #define SL_PROXY_T_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 #include "proxy_chunk.h"
 #include "proxy_limit-t.h"
 #include "proxy_parse.h"
+#include "sluice_adaptive.h"
 #include "tls_client.h"
 
 #define SL__PROXY_MAX_SERVERS 32 /* per upstream: a bitmask of those tried */
@@ -54,6 +56,49 @@ struct sl__proxy_upstream {
     struct sl__tls_client *tls; /* `tls:`: its connections are TLS; NULL clear */
 };
 
+/* Workers the server may run (server.c caps `workers` there): the slots
+ * of an adaptive route's board. */
+#define SL__PROXY_MAX_WORKERS 256
+
+/* Where a request's class comes from (adaptive_concurrency.class_from). */
+enum sl__proxy_class_from {
+    SL__PCF_NONE = 0, /* one class, or every request the least critical */
+    SL__PCF_HEADER,   /* a header, believed from trusted_proxies only */
+    SL__PCF_ROUTE,    /* the route's `class` */
+};
+
+/* What one worker shows of one adaptive route, for scrapes from other
+ * threads: written by that worker alone (relaxed load and store), read by
+ * /metrics and /v1/stats. RTTs are ns, 0 unknown. */
+struct sl__proxy_apub {
+    _Atomic uint32_t limit, inflight;
+    _Atomic int64_t min_rtt_ns, sample_rtt_ns, sample_at_ns;
+    _Atomic uint64_t admitted[SL_PARTITION_MAX], shed[SL_PARTITION_MAX];
+    _Atomic uint32_t cls_inflight[SL_PARTITION_MAX];
+};
+
+/* The workers' blocks of one adaptive route: a worker publishes its own
+ * (release) when its proxy state is made; the blocks live as long as the
+ * configuration (freed with it, after the workers have ended). */
+struct sl__proxy_aboard {
+    _Atomic(struct sl__proxy_apub *) w[SL__PROXY_MAX_WORKERS];
+};
+
+/* A route's `adaptive_concurrency:` (proxy_adaptive_config.c): the
+ * controller, its classes, and how a shed request is answered. */
+struct sl__proxy_adaptive {
+    struct sl_adaptive_config ac;    /* validated */
+    struct sl_partition_config pc;   /* validated; one class without `classes` */
+    char *classes[SL_PARTITION_MAX]; /* their names, most critical first */
+    enum sl__proxy_class_from class_from;
+    char *class_header;             /* SL__PCF_HEADER: lower-case */
+    uint32_t route_class;           /* SL__PCF_ROUTE: the class of every request */
+    unsigned status;                /* of a shed request; 503 */
+    int64_t retry_after_ms;         /* its Retry-After (whole seconds, at least 1); 1 s */
+    unsigned index;                 /* among the configuration's adaptive routes */
+    struct sl__proxy_aboard *board; /* what workers publish */
+};
+
 /* Unset per-route values take the section's (proxy.*) in the check. */
 #define SL__PROXY_UNSET_MS   (-1)
 #define SL__PROXY_UNSET_SIZE SIZE_MAX
@@ -72,12 +117,13 @@ struct sl__proxy_route {
     size_t n_upgrades;
     bool upgrades_set; /* `upgrades:` was given (maybe []) */
     struct sl__proxy_upstream up;
-    int64_t connect_timeout_ms;  /* to open a connection to a server */
-    int64_t read_timeout_ms;     /* between two reads of the response */
-    int64_t send_timeout_ms;     /* between two writes that make progress */
-    size_t max_body_bytes;       /* request body; 0 unlimited */
-    struct sl__proxy_limits lim; /* what limits its requests (proxy_limit_config.c) */
-    size_t line, col;            /* where it was configured, for messages */
+    int64_t connect_timeout_ms;    /* to open a connection to a server */
+    int64_t read_timeout_ms;       /* between two reads of the response */
+    int64_t send_timeout_ms;       /* between two writes that make progress */
+    size_t max_body_bytes;         /* request body; 0 unlimited */
+    struct sl__proxy_limits lim;   /* what limits its requests (proxy_limit_config.c) */
+    struct sl__proxy_adaptive *ad; /* adaptive_concurrency; NULL none */
+    size_t line, col;              /* where it was configured, for messages */
 };
 
 /* The `proxy:` section (proxy_config.c). */
@@ -100,6 +146,7 @@ struct sl__proxy_config {
     size_t n_trusted;
     struct sl__proxy_route *routes;
     size_t n_routes;
+    size_t n_adaptive; /* routes with adaptive_concurrency (their ad->index) */
 };
 
 /* ------------------------------------------------------------ per worker */
@@ -146,6 +193,8 @@ struct sl__proxy_events {
     void (*store_answered)(struct sl__proxy_worker *pw);
 };
 struct sl__proxy_greq;     /* the gate's state of one request (proxy_gate.c) */
+struct sl__proxy_aw;       /* a worker's controller of one route (proxy_adaptive.c) */
+struct sl__proxy_ascratch; /* a worker's shed answer (proxy_adaptive.c) */
 struct sl__proxy_gscratch; /* the gate's per-worker scratch (proxy_gate.c) */
 
 /* Requests of one route held for their delay, in the order they leave. */
@@ -194,7 +243,9 @@ struct sl__proxy_worker {
     bool log_wanted;        /* log.access is on: keep referer and user agent */
     struct sl__buf scratch; /* heads written to a client (copied at once), reused */
     struct sl__proxy_gate_w gate;
-    unsigned closing; /* handles being closed before the state is freed */
+    struct sl__proxy_aw *ad;          /* per adaptive route (route->ad->index) */
+    struct sl__proxy_ascratch *ad_sc; /* the answer to a shed request */
+    unsigned closing;                 /* handles being closed before the state is freed */
 };
 
 /* ------------------------------------------------------------ upstream connection */
@@ -305,8 +356,16 @@ struct sl__proxy_x {
 
     struct sl__proxy_acc acc;
     struct sl__proxy_greq *gate; /* the gate's own state for this request (proxy_gate.h) */
-    struct sl_str resp_hdrs;     /* header lines the gate adds to the response */
-    struct sl__proxy_head h;     /* scratch: the head being parsed */
+    /* adaptive concurrency (proxy_adaptive.c): the class the gate chose,
+     * a slot held, and the times (uv_hrtime) of admission, of the request
+     * handed to the upstream (the last try's) and of the response head */
+    uint32_t ad_cls;
+    bool ad_held;
+    int ad_status;        /* the response head's status; 0 none */
+    uint32_t ad_inflight; /* in flight on the route's limit when admitted */
+    int64_t ad_admit_ns, ad_sent_ns, ad_head_ns;
+    struct sl_str resp_hdrs; /* header lines the gate adds to the response */
+    struct sl__proxy_head h; /* scratch: the head being parsed */
 
     struct sl__proxy_x *prev, *next; /* the worker's active list */
     bool in_active;

@@ -35,6 +35,7 @@
 #include "log.h"
 #include "proto.h"
 #include "proxy.h"
+#include "proxy_adaptive.h"
 #include "proxy_gate.h"
 #include "proxy_int.h"
 #include "server-t.h"
@@ -215,6 +216,7 @@ static void attach(struct sl__proxy_x *x, struct sl__proxy_up *up, bool connecte
     x->phase_ms = x->up_io_ms = now_ms(x);
     sl__proxy_up_queue(up, x->head.p, x->head.len);
     if (connected) {
+        sl__proxy_gate_sent(x); /* the head handed to a ready connection */
         sl__proxy_up_read(up, true);
         sl__proxy_up_flush(up);
         send_continue(x);
@@ -284,9 +286,21 @@ static void retry(struct sl__proxy_x *x, bool count_failure, bool timed_out)
            timed_out ? "upstream timed out" : "upstream connection failed");
 }
 
-/* Forward the request now (the gate let it through). */
+/* Forward the request now (the gate let it through), unless the route's
+ * adaptive concurrency limit sheds it. Admission is here because this is
+ * the one place every forwarded request passes exactly once: at once
+ * after the gate, or after a hold (a shaping delay, a remote store's
+ * answer) through resume(); a retry goes to connect_next() and is not
+ * admitted again. Earlier, a request still waiting for its delay would
+ * hold a slot without loading the upstream. */
 static void forward(struct sl__proxy_x *x)
 {
+    struct sl__proxy_local *local = NULL;
+
+    if (!sl__proxy_gate_admit(x, &local)) {
+        answer_local(x, local);
+        return;
+    }
     x->acc.up_start_ms = now_ms(x);
     connect_next(x);
 }
@@ -356,6 +370,7 @@ static void on_up_connected(struct sl__proxy_x *x, int status)
     }
     enter(x, SL__PX_FORWARD);
     x->phase_ms = x->up_io_ms = now_ms(x);
+    sl__proxy_gate_sent(x); /* the head goes out now: the upstream's latency starts */
     sl__proxy_up_read(x->up, true);
     sl__proxy_up_flush(x->up);
     /* The body held while connecting may have gone out in that one write
@@ -823,9 +838,8 @@ static int on_open(struct sl__conn *c)
     struct sl__proxy_x *x = sl__xzalloc(sizeof(*x));
 
     x->c = c;
-    x->pw = sl__proxy_worker_get(c->tcp.loop, &c->w->srv->cfg, &events);
+    x->pw = sl__proxy_worker_get(c->tcp.loop, c->w->id, &c->w->srv->cfg, &events);
     x->pw->metrics = c->w->srv->metrics; /* for what its upstream connections count */
-    x->pw->wid = c->w->id;
     x->pw->n_xs++;
     x->pw->log_wanted = c->w->srv->cfg.log_access != SL__ACCESS_OFF;
     peer_address(c, x->acc.client, sizeof(x->acc.client));
@@ -893,4 +907,6 @@ const struct sl__proto sl__proto_proxy = {
     .on_close = on_close,
     .on_sent = on_sent,
     .worker_stop = sl__proxy_worker_stop,
+    .render_metrics = sl__proxy_adaptive_metrics,
+    .render_stats = sl__proxy_adaptive_stats,
 };

@@ -19,12 +19,15 @@
  *   proxy_resp.c    a response (or a tunnel) back to the client
  *   proxy_gate.c    limiting in the traffic path (proxy_gate.h): decisions,
  *                   shaping queues, concurrency leases
+ *   proxy_adaptive.c  adaptive concurrency limits per route and worker
+ *                   (proxy_adaptive.h), behind the gate
  *   proxy_addr.c    client addresses: trusted proxies, forwarding headers
  *   proxy_descr.c   a request's descriptors from its route's actions
  *   proxy_deny.c    the answer to a denied request
  *   proxy_log.c     the access log
  *   proxy_config.c  the `proxy:` section
  *   proxy_limit_config.c  its limiting keys (routes' rate_limits, ...)
+ *   proxy_adaptive_config.c  a route's adaptive_concurrency
  */
 #ifndef SL_PROXY_H
 #define SL_PROXY_H

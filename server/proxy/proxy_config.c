@@ -305,13 +305,16 @@ static int load_route(struct sl__config_ctx *x, struct sl__proxy_route *r, yaml_
             rc = load_methods(x, r, v);
         } else if (ks != NULL && strcmp(ks, "upgrades") == 0) {
             rc = load_upgrades(x, r, v);
+        } else if (ks != NULL && strcmp(ks, "adaptive_concurrency") == 0) {
+            rc = sl__proxy_adaptive_load(x, r, v);
         } else if ((rc = set_key(x, route_keys, NROUTE_KEYS, r, k, v)) == 1 &&
                    (ks == NULL || (rc = sl__proxy_limit_key(x, &r->lim, ks, v)) == 1)) {
             rc = sl__config_fail(x, k,
                                  "unknown route key '%s' (name, host, path_prefix, methods, "
                                  "upgrades, upstream, connect_timeout, read_timeout, send_timeout, "
                                  "max_body_bytes, domain, rate_limits, max_delay, max_queue, "
-                                 "deny_status, deny_body, deny_text, headers)",
+                                 "deny_status, deny_body, deny_text, headers, "
+                                 "adaptive_concurrency)",
                                  ks ? ks : "?");
         }
         if (rc != 0)
@@ -332,6 +335,8 @@ static void route_free(struct sl__proxy_route *r)
     for (size_t i = 0; i < r->n_upgrades; i++)
         free(r->upgrades[i]);
     sl__proxy_limit_free(&r->lim);
+    sl__proxy_adaptive_free(r->ad);
+    r->ad = NULL;
     sl__tls_client_free(r->up.tls);
     r->up.tls = NULL;
 }
@@ -413,6 +418,7 @@ static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x
         if (sl__proxy_limit_complete(pc, c->http_headers, &rt->lim, &why) != SL_OK)
             r = sl__config_fail_at(x, rt->line, rt->col, "route '%s': %s", rt->name, why);
     }
+    sl__proxy_adaptive_complete(pc);
     for (size_t i = 0; i < c->n_listeners; i++) {
         const struct sl__listener *l = &c->listeners[i];
         if (!(l->protos & proxy))
@@ -453,11 +459,16 @@ static void help(FILE *out)
     sl__keytab_help_line(out, "", "",
                          "connect_timeout, read_timeout, send_timeout, max_body_bytes,");
     sl__keytab_help_line(out, "", "", "domain, rate_limits, max_delay, max_queue, deny_status,");
+    sl__keytab_help_line(out, "", "", "deny_body, deny_text, headers, adaptive_concurrency},");
+    sl__keytab_help_line(out, "", "", "matched in order; upstream: {servers: [host:port],");
+    sl__keytab_help_line(out, "", "", "max_fails, fail_timeout, keepalive, tls: {ca_file,");
+    sl__keytab_help_line(out, "", "", "server_name, verify, cert_file, key_file}};");
+    sl__keytab_help_line(out, "", "", "rate_limits: [{actions: [...]}] (docs/proxy.md);");
     sl__keytab_help_line(out, "", "",
-                         "deny_body, deny_text, headers}, matched in order; upstream:");
-    sl__keytab_help_line(out, "", "", "{servers: [host:port], max_fails, fail_timeout, keepalive,");
-    sl__keytab_help_line(out, "", "", "tls: {ca_file, server_name, verify, cert_file, key_file}};");
-    sl__keytab_help_line(out, "", "", "rate_limits: [{actions: [...]}] (docs/proxy.md)");
+                         "adaptive_concurrency: {algorithm: gradient|gradient2|vegas|aimd,");
+    sl__keytab_help_line(out, "", "", "its parameters, classes: {NAME: SHARE%, ...}, class_from:");
+    sl__keytab_help_line(out, "", "",
+                         "{header: NAME} | route, class, status, retry_after} (per worker)");
     sl__proxy_limit_help(out);
 }
 

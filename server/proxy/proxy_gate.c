@@ -30,6 +30,11 @@
  * no exchange: a verdict reached later (the store's answer, a queue's
  * departure) and a store call answered are reported to the state machine
  * (pw->ev, proxy-t.h), which forwards, answers or ends the exchange.
+ *
+ * A route's adaptive concurrency limit (proxy_adaptive.c) is the gate's
+ * too: the class is read with the head, the request admitted or shed
+ * when the state machine is about to forward it, and its slot given back
+ * with the exchange's end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +43,7 @@
 #include "decide.h"
 #include "headers.h"
 #include "log.h"
+#include "proxy_adaptive.h"
 #include "proxy_deny.h"
 #include "proxy_descr.h"
 #include "proxy_gate.h"
@@ -361,6 +367,7 @@ enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x, struct sl__proxy_lo
     struct sl__proxy_greq *g;
     enum sl__proxy_verdict v;
 
+    sl__proxy_adaptive_classify(x); /* while the head is at hand; admitted at forwarding */
     if (lim->n_rls == 0)
         return SL__PROXY_FORWARD;
     if (pw->gate.scratch == NULL)
@@ -392,10 +399,26 @@ enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x, struct sl__proxy_lo
     return v;
 }
 
+bool sl__proxy_gate_admit(struct sl__proxy_x *x, struct sl__proxy_local **answer)
+{
+    return sl__proxy_adaptive_admit(x, answer);
+}
+
+void sl__proxy_gate_sent(struct sl__proxy_x *x)
+{
+    sl__proxy_adaptive_sent(x);
+}
+
+void sl__proxy_gate_head(struct sl__proxy_x *x, int status)
+{
+    sl__proxy_adaptive_head(x, status);
+}
+
 void sl__proxy_gate_done(struct sl__proxy_x *x)
 {
     struct sl__proxy_greq *g = x->gate;
 
+    sl__proxy_adaptive_done(x); /* its slot, with the outcome and latency */
     if (g == NULL)
         return;
     x->gate = NULL;
@@ -415,6 +438,7 @@ void sl__proxy_gate_worker_init(struct sl__proxy_worker *pw)
     pw->gate.queues = sl__xzalloc((pw->cfg->n_routes + 1) * sizeof(*pw->gate.queues));
     uv_timer_init(pw->loop, &pw->gate.timer);
     pw->gate.timer.data = pw;
+    sl__proxy_adaptive_worker_init(pw);
 }
 
 bool sl__proxy_gate_worker_busy(const struct sl__proxy_worker *pw)
@@ -440,4 +464,5 @@ void sl__proxy_gate_worker_free(struct sl__proxy_worker *pw)
         sl__buf_free(&pw->gate.scratch->answer);
     free(pw->gate.scratch);
     free(pw->gate.queues);
+    sl__proxy_adaptive_worker_free(pw);
 }

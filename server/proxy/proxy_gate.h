@@ -6,7 +6,8 @@
  * are decided on the one decision path, and the request is forwarded,
  * denied (429), held for its delay (shaping) or, with a remote store,
  * held until the store answers; a concurrency lease taken on admission
- * is given back when the exchange ends.
+ * is given back when the exchange ends. A route's adaptive concurrency
+ * limit admits or sheds the request right before it is forwarded.
  *
  * sl__proxy_gate() is called once per request, after its head is parsed
  * and its route chosen, before anything is sent upstream and before any
@@ -41,6 +42,21 @@
 /* (enum sl__proxy_verdict is in proxy-t.h, for the events) */
 enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x, struct sl__proxy_local **answer);
 void sl__proxy_gate_done(struct sl__proxy_x *x);
+
+/*
+ * sl__proxy_gate_admit() is called once per request the gate let through,
+ * right before it is forwarded (after its rate limits and any shaping
+ * delay): the route's adaptive concurrency limit (proxy_adaptive.h), by
+ * the class sl__proxy_gate() read from the head. true: forward it (a slot
+ * is held until sl__proxy_gate_done()); false: answer it with *answer (the
+ * gate's, valid until its next call), counted as shed. The upstream's
+ * latency is measured from sl__proxy_gate_sent() (the request head handed
+ * to a ready upstream connection, each try) to sl__proxy_gate_head() (the
+ * final response head parsed, with its status).
+ */
+bool sl__proxy_gate_admit(struct sl__proxy_x *x, struct sl__proxy_local **answer);
+void sl__proxy_gate_sent(struct sl__proxy_x *x);
+void sl__proxy_gate_head(struct sl__proxy_x *x, int status);
 
 /* The gate's part of a worker's proxy state (pw->gate): made with it;
  * `busy` while a store call (a decision, a release) is unanswered, when

@@ -42,6 +42,17 @@ int sl__proxy_trusted_load(struct sl__config_ctx *x, struct sl__proxy_config *pc
 /* --help lines for what the key table cannot print. */
 void sl__proxy_limit_help(FILE *out);
 
+/* ------------------------------------------------------------ proxy_adaptive_config.c */
+
+/* A route's `adaptive_concurrency:` mapping `m` into r->ad: 0, or -1
+ * after sl__config_fail(). */
+int sl__proxy_adaptive_load(struct sl__config_ctx *x, struct sl__proxy_route *r, yaml_node_t *m);
+/* Once the file is read: the adaptive routes numbered (ad->index,
+ * pc->n_adaptive) and their boards made. */
+void sl__proxy_adaptive_complete(struct sl__proxy_config *pc);
+/* Free ad (NULL: nothing), its board and the workers' blocks on it. */
+void sl__proxy_adaptive_free(struct sl__proxy_adaptive *ad);
+
 /* ------------------------------------------------------------ proxy_route.c */
 
 /* The index of the first route of `pc` that `h` matches, or -1. */
@@ -104,9 +115,11 @@ const char *sl__proxy_reason(int status);
 
 /* ------------------------------------------------------------ proxy_pool.c */
 
-/* This worker's proxy state, made on first use (loop thread of `loop`),
- * whose helpers report to the state machine through `ev` (static). */
-struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__config *cfg,
+/* This worker's proxy state, made on first use (loop thread of `loop`,
+ * worker `wid`), whose helpers report to the state machine through `ev`
+ * (static). */
+struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, unsigned wid,
+                                              const struct sl__config *cfg,
                                               const struct sl__proxy_events *ev);
 
 /* The next server of route `ri` to try: round robin over those not in

@@ -5,7 +5,8 @@
  * this worker sees them (round robin, passive health as nginx's max_fails
  * and fail_timeout), their idle keep-alive connections, the exchanges in
  * flight, and one timer (the tick) that applies the exchanges' timeouts
- * and closes upstream connections idle past proxy.keepalive_timeout.
+ * and closes upstream connections idle past proxy.keepalive_timeout (and
+ * ticks the adaptive concurrency controllers, proxy_adaptive.h).
  *
  * The state is made on the worker's first proxied request and kept in a
  * thread-local pointer (a worker is a thread); the room's worker_stop
@@ -20,6 +21,7 @@
 #include "config.h"
 #include "conn.h"
 #include "proxy.h"
+#include "proxy_adaptive.h"
 #include "proxy_gate.h"
 #include "proxy_int.h"
 #include "worker-t.h"
@@ -31,7 +33,8 @@ static _Thread_local struct sl__proxy_worker *tls_pw;
 
 static void on_tick(uv_timer_t *t);
 
-struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__config *cfg,
+struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, unsigned wid,
+                                              const struct sl__config *cfg,
                                               const struct sl__proxy_events *ev)
 {
     struct sl__proxy_worker *pw = tls_pw;
@@ -41,6 +44,7 @@ struct sl__proxy_worker *sl__proxy_worker_get(uv_loop_t *loop, const struct sl__
         return pw;
     pw = sl__xzalloc(sizeof(*pw));
     pw->loop = loop;
+    pw->wid = wid;
     pw->ev = ev;
     pw->cfg = sl__config_room(cfg, &sl__proxy_config_section);
     pw->peer_base = sl__xzalloc((pw->cfg->n_routes + 1) * sizeof(*pw->peer_base));
@@ -243,6 +247,7 @@ static void on_tick(uv_timer_t *t)
         pw->ev->tick(x, now);
     }
     close_idle(pw, now - pw->cfg->keepalive_timeout_ms);
+    sl__proxy_adaptive_tick(pw);
 }
 
 /* ------------------------------------------------------------ stopping */

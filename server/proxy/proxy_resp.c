@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "proxy_gate.h"
 #include "proxy_int.h"
 
 static int64_t now_ms(const struct sl__proxy_x *x)
@@ -49,6 +50,7 @@ static void start_tunnel(struct sl__proxy_x *x, size_t head_len)
 {
     x->acc.status = 101;
     x->resp_started = x->resp_head_done = true;
+    sl__proxy_gate_head(x, 101);
     consume(x->up, head_len);
     x->up_reusable = false;
 }
@@ -90,6 +92,7 @@ static void final_head(struct sl__proxy_x *x, size_t head_len)
     sl__proxy_resp_head(&x->pw->scratch, h, &f);
     out(x, x->pw->scratch.p, x->pw->scratch.len);
     x->resp_started = x->resp_head_done = true;
+    sl__proxy_gate_head(x, h->status); /* the upstream's latency ends here */
     consume(x->up, head_len);
     if (x->resp_framing == SL__PF_NONE || (x->resp_framing == SL__PF_LENGTH && x->resp_left == 0))
         x->resp_done = true;

@@ -251,6 +251,34 @@ def test_proxy_allocates_nothing_per_request(counted):
         up.stop()
 
 
+def test_proxy_adaptive_concurrency_allocates_nothing_per_request(counted):
+    """A route with an adaptive limit and classes (a class header from a
+    trusted peer): admission, latency and release are per-worker state."""
+    up = Upstream()
+    try:
+        port = free_port()
+        s = counted(port, listener(port, "proxy"), extra=f"""proxy:
+  trusted_proxies: [127.0.0.1/32]
+  routes:
+    - name: api
+      path_prefix: /
+      upstream:
+        servers: ["127.0.0.1:{up.port}"]
+      adaptive_concurrency:
+        algorithm: gradient
+        interval: 10ms
+        min_rtt_requests: 5
+        classes: {{critical: 50%, sheddable: 10%}}
+        class_from: {{header: X-Priority}}
+""")
+        n = measured(s, get_200s(port))
+        print(f"allocations per {N} proxied requests (adaptive): {n}")
+        assert n <= SLACK
+        s.stop()
+    finally:
+        up.stop()
+
+
 def test_proxy_tls_upstream_allocates_nothing_per_request(counted, pki):
     """The same over a pooled TLS connection to the upstream (upstream.tls):
     the connection's buffers are reused and no request makes a handshake

@@ -6,7 +6,10 @@
  * GET /v1/stats every second, keeps 15 minutes of per-second series in the
  * page, and draws them as SVG; lists the top limited keys with a reset
  * (DELETE /v1/keys), the rules with their current rates and a shadow
- * switch per domain (PUT /v1/killswitch), the kill switches and the store.
+ * switch per domain (PUT /v1/killswitch), the kill switches, the store,
+ * and each proxy route's adaptive concurrency limit against its requests
+ * in flight (the server keeps no history of those: the page keeps what it
+ * polled, one point a poll, for as long as the decisions' history).
  *
  * Same-origin requests only; writes send Content-Type: application/json.
  * Every text that comes from the server (keys are what clients sent) is
@@ -24,6 +27,7 @@ const state = {
   token: sessionStorage.getItem("sluice-token"),
   series: new Map(), /* "domain\u0000limit" -> {domain, limit, byTime: Map(second -> [4])} */
   store: new Map(), /* second -> {calls, failures, p50, p99} */
+  adaptive: new Map(), /* route -> [{t, limit, inflight}], oldest first */
   now: 0,
   last: null, /* the last answer */
   timer: null,
@@ -93,6 +97,20 @@ function merge(doc) {
     for (const t of m.byTime.keys()) if (t < oldest) m.byTime.delete(t);
   for (const t of state.store.keys()) if (t < oldest) state.store.delete(t);
   state.last = doc;
+}
+
+/* One point per route and poll: the server reports only the present. */
+function mergeAdaptive(doc) {
+  const seen = new Set();
+  for (const a of doc.adaptive || []) {
+    seen.add(a.route);
+    let pts = state.adaptive.get(a.route);
+    if (!pts) state.adaptive.set(a.route, (pts = []));
+    if (!pts.length || pts[pts.length - 1].t !== doc.now)
+      pts.push({ t: doc.now, limit: a.limit, inflight: a.inflight });
+    while (pts.length && pts[0].t <= doc.now - HISTORY) pts.shift();
+  }
+  for (const r of [...state.adaptive.keys()]) if (!seen.has(r)) state.adaptive.delete(r);
 }
 
 /* ------------------------------------------------------------ charts */
@@ -336,6 +354,52 @@ function drawSwitches(doc) {
   })), "every domain enforced", 3);
 }
 
+function fmtMs(ms) {
+  return ms === null || ms === undefined ? "-" : fmtNs(Math.round(ms * 1e6));
+}
+
+/* Per adaptive route: its limit and requests in flight over the span kept
+ * (a second without a point repeats the one before it), and its classes. */
+function drawAdaptive(doc) {
+  const routes = doc.adaptive || [];
+  const box = $("adaptive");
+  $("adaptive-panel").hidden = routes.length === 0;
+  const keep = new Set();
+  for (const a of routes) {
+    keep.add(a.route);
+    let div = [...box.children].find((d) => d.dataset.route === a.route);
+    if (!div) {
+      div = el("div", { class: "adaptive-route", "data-route": a.route },
+        el("h3", {}), el("div", { class: "chart small" }),
+        el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "class"), el("th", { class: "num" }, "share"),
+          el("th", { class: "num" }, "in flight"), el("th", { class: "num" }, "admitted"),
+          el("th", { class: "num" }, "shed"), el("th", {}))), el("tbody", {})));
+      box.append(div);
+    }
+    div.children[0].textContent = `${a.route} (${a.algorithm}): limit ${a.limit}, in flight ${a.inflight}, ` +
+      `latest sample ${fmtMs(a.sample_rtt_ms)}` + (a.min_rtt_ms !== undefined && a.min_rtt_ms !== null
+        ? `, min RTT ${fmtMs(a.min_rtt_ms)}` : "") + `, ${a.workers} worker${a.workers === 1 ? "" : "s"}`;
+    const pts = state.adaptive.get(a.route) || [];
+    const first = Math.max(state.now - span() + 1, pts.length ? pts[0].t : state.now);
+    const lines = { limit: [], inflight: [] };
+    let k = 0, cur = pts[0] || { limit: a.limit, inflight: a.inflight };
+    for (let t = first; t <= state.now; t++) {
+      while (k < pts.length && pts[k].t <= t) cur = pts[k++];
+      lines.limit.push(cur.limit);
+      lines.inflight.push(cur.inflight);
+    }
+    if (lines.limit.length < 2) { lines.limit.unshift(lines.limit[0]); lines.inflight.unshift(lines.inflight[0]); }
+    chart(div.children[1], lines, fmt);
+    syncRows(div.children[2].tBodies[0], a.classes.map((c) => ({
+      id: c.name,
+      attrs: { "data-class": c.name },
+      cells: [c.name, { text: c.share_pct + " %", class: "num" }, { text: c.inflight, class: "num" },
+        { text: c.admitted, class: "num" }, { text: c.shed, class: "num" }],
+    })), "no class", 6);
+  }
+  for (const d of [...box.children]) if (!keep.has(d.dataset.route)) d.remove();
+}
+
 function flat(prefix, v, out) {
   if (Array.isArray(v)) v.forEach((x, i) => flat(`${prefix}[${i}]`, x, out));
   else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) flat(prefix ? prefix + "." + k : k, x, out);
@@ -380,6 +444,7 @@ function draw() {
   drawRules(doc);
   drawSwitches(doc);
   drawStoreTable(doc);
+  drawAdaptive(doc);
 }
 
 /* ------------------------------------------------------------ the loop */
@@ -389,7 +454,10 @@ async function poll() {
   const seconds = state.now ? 30 : HISTORY;
   try {
     const doc = await api("GET", `/v1/stats?seconds=${seconds}&top=10`);
+    mergeAdaptive(doc); /* the proxy's limits are shown whatever stats.enabled says */
     if (!doc.enabled) {
+      state.now = doc.now;
+      drawAdaptive(doc);
       setStatus("statistics are off (stats.enabled: false)", true);
       return;
     }
