@@ -86,6 +86,11 @@ struct sl_adaptive_config {
     double jitter_pct;           /* min_rtt_calc_params.jitter, [0, 100]; 15 */
     double buffer_pct;           /* min_rtt_calc_params.buffer, [0, 100]; 25 */
     uint32_t consecutive_at_min; /* windows at min_limit that re-measure; 5 */
+    /* gradient: a window raises the limit to at most twice the most in
+     * flight its requests started with (one that used less than half of
+     * it does not raise it); true. false: Envoy's formula exactly, which
+     * also grows a limit nobody uses. */
+    bool app_limited;
 };
 
 /* Fills `c` with the defaults of `algo` (above). */
@@ -145,6 +150,7 @@ struct sl_adaptive {
     double headroom;         /* latest sqrt(gradient x limit) */
     uint64_t window_seen;    /* samples offered to the window (reservoir) */
     uint32_t n;              /* samples held */
+    uint32_t window_peak;    /* the most in flight a window's requests started with */
     int64_t window[SL_ADAPTIVE_SAMPLES];
 };
 

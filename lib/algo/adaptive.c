@@ -96,6 +96,7 @@ void sl_adaptive_config_init(struct sl_adaptive_config *c, enum sl_adaptive_algo
     c->jitter_pct = 15;
     c->buffer_pct = 25;
     c->consecutive_at_min = 5;
+    c->app_limited = true;
     if (algo == SL_ADAPTIVE_VEGAS) {
         c->min_limit = 1;
         c->max_limit = 1000;
@@ -352,7 +353,7 @@ static void sample(struct sl_adaptive *a, int64_t t, int64_t start_ns, int64_t r
         gradient2(a, rtt_ns, inflight);
         break;
     case SL_ADAPTIVE_GRADIENT:
-        sl__adaptive_gradient_sample(a, t, start_ns, rtt_ns);
+        sl__adaptive_gradient_sample(a, t, start_ns, rtt_ns, inflight);
         break;
     }
 }

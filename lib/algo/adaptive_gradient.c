@@ -9,6 +9,14 @@
  *     gradient = clamp((minRTT + minRTT x buffer) / sampleRTT, 0.5, 2)
  *     limit'   = floor(gradient x limit + sqrt(gradient x limit)), in [min, max]
  *
+ * except that, with app_limited (the default), a window raises the limit
+ * to at most twice the most in flight its requests started with (so one
+ * whose requests all started with fewer than half the limit does not
+ * raise it):
+ * Envoy's controller grows a limit nobody uses (gradient 1.25 and the
+ * headroom every window while the load is light), and the first burst
+ * beyond the upstream's capacity then meets a limit far above it.
+ *
  * The minRTT is measured with the limit pinned to min_limit, as the
  * percentile of the first min_rtt_requests samples of requests started
  * since the measurement began: at start, every min_rtt_interval plus a
@@ -32,6 +40,7 @@ static void clear_window(struct sl_adaptive *a)
 {
     a->n = 0;
     a->window_seen = 0;
+    a->window_peak = 0;
 }
 
 /* Keeps `rtt` in the window: appended while there is room, then each new
@@ -153,8 +162,16 @@ static void end_window(struct sl_adaptive *a, int64_t end_ns)
 {
     if (a->n == 0)
         return;
+    uint32_t l, peak = a->window_peak; /* aggregate() clears the window */
+
     a->last_rtt_ns = aggregate(a);
-    set_limit(a, new_limit(a, a->last_rtt_ns), false);
+    l = new_limit(a, a->last_rtt_ns);
+    /* app-limited: a limit is raised to at most twice the most in flight
+     * the window saw (its latency says nothing of more than that), so one
+     * not used to half is not raised at all */
+    if (a->cfg.app_limited && l > a->limit && (uint64_t)l > 2 * (uint64_t)peak)
+        l = (uint64_t)a->limit > 2 * (uint64_t)peak ? a->limit : 2 * peak;
+    set_limit(a, l, false);
     if (a->at_min >= a->cfg.consecutive_at_min)
         a->next_min_rtt_ns = end_ns; /* the limit sits at its floor: measure again now */
 }
@@ -182,11 +199,13 @@ void sl__adaptive_gradient_tick(struct sl_adaptive *a, int64_t now_ns)
 }
 
 void sl__adaptive_gradient_sample(struct sl_adaptive *a, int64_t now_ns, int64_t start_ns,
-                                  int64_t rtt_ns)
+                                  int64_t rtt_ns, uint32_t inflight)
 {
     if (start_ns < a->epoch_ns)
         return; /* started before this minRTT measurement began */
     keep(a, rtt_ns);
+    if (inflight > a->window_peak)
+        a->window_peak = inflight;
     if (a->phase == SL_ADAPTIVE_MEASURING_MIN_RTT && a->window_seen >= a->cfg.min_rtt_requests)
         end_min_rtt(a, now_ns);
 }

@@ -20,6 +20,6 @@ int64_t sl__adaptive_ceil(double x);
 void sl__adaptive_gradient_init(struct sl_adaptive *a, int64_t now_ns);
 void sl__adaptive_gradient_tick(struct sl_adaptive *a, int64_t now_ns);
 void sl__adaptive_gradient_sample(struct sl_adaptive *a, int64_t now_ns, int64_t start_ns,
-                                  int64_t rtt_ns);
+                                  int64_t rtt_ns, uint32_t inflight);
 
 #endif /* SL_ADAPTIVE_INT_H */

@@ -2,18 +2,23 @@
 /* Copyright (c) The Sluice authors */
 /*
  * partition.c - a concurrency limit divided among priority classes
- * (include/sluice_adaptive.h, docs/algorithms.md §Partitions), as Netflix's
- * partitioned limiter: class k is guaranteed floor(limit x share_k / 100)
- * slots and may borrow whatever else is free. A request of class k is
- * admitted iff
+ * (include/sluice_adaptive.h, docs/algorithms.md §Partitions), after
+ * Netflix's partitioned limiter: class k is guaranteed
+ * floor(limit x share_k / 100) slots and may borrow whatever else is free.
+ * A request of class k is admitted iff
  *
  *     inflight_k < guaranteed_k   or   inflight_total < limit
+ *     or  above_k < below_k
  *
- * so a class within its share is never shed, whatever the others do, and
- * once the limit is reached only the classes above their shares are shed.
- * The price: admissions within a share may take the total above the limit
- * (by at most the sum of the shares, the slots others borrowed meanwhile),
- * and nothing is borrowed again until the total is back under it.
+ * where above_k is what classes 0..k hold beyond their shares and below_k
+ * what the classes less critical than k hold beyond theirs. So a class
+ * within its share is never shed, whatever the others do; once the limit
+ * is reached a class may still take back, slot for slot, what less
+ * critical classes borrowed (each borrowed slot once), so the least
+ * critical are shed first. The price: the total may go above the limit
+ * while borrowed slots drain (the shares, plus at most twice what was
+ * borrowed: under 3 x the limit, transiently), and nothing is borrowed
+ * again until the total is back under it.
  *
  * Deliberately does not: know where the limit comes from (any number, e.g.
  * sl_adaptive_limit()), queue, allocate, lock, or use floating point.
@@ -71,14 +76,37 @@ uint32_t sl_partition_guaranteed(const struct sl_partition *p, uint32_t cls, uin
     return (uint32_t)((uint64_t)limit * p->cfg.share_pct[cls] / 100);
 }
 
+/* May class `cls`, at or beyond its share, take back a slot a less
+ * critical class borrowed? While the classes less critical than it hold
+ * more beyond their shares than it and the more critical ones hold beyond
+ * theirs (a slot borrowed is taken back once, not once per class above). */
+static bool may_take_back(const struct sl_partition *p, uint32_t cls, uint32_t limit)
+{
+    uint64_t above = 0, below = 0;
+
+    for (uint32_t j = 0; j < p->cfg.n; j++) {
+        uint32_t g = sl_partition_guaranteed(p, j, limit);
+        uint64_t e = p->cls[j].inflight > g ? p->cls[j].inflight - g : 0;
+        if (j <= cls)
+            above += e;
+        else
+            below += e;
+    }
+    return above < below;
+}
+
 bool sl_partition_try_acquire(struct sl_partition *p, uint32_t cls, uint32_t limit)
 {
     struct sl_partition_class *c;
+    uint32_t g;
 
     if (cls >= p->cfg.n)
         return false;
     c = &p->cls[cls];
-    if (c->inflight < sl_partition_guaranteed(p, cls, limit) || p->inflight < limit) {
+    g = sl_partition_guaranteed(p, cls, limit);
+    /* within its share; or a free slot; or one a less critical class
+     * borrowed, taken back (as many as they hold beyond their shares) */
+    if (c->inflight < g || p->inflight < limit || may_take_back(p, cls, limit)) {
         c->inflight++;
         c->admitted++;
         p->inflight++;
