@@ -98,10 +98,10 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
     return peek(s, q, cb, arg);
 }
 
-static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   int64_t latency_ns, sl__store_cb cb, void *arg)
+static int release(struct sl__store *s, const struct sl__store_lease *rl, sl__store_cb cb,
+                   void *arg)
 {
-    int r = sl_limiter_release_latency(lim_of(s), lease, len, now_ns, latency_ns);
+    int r = sl_limiter_release_latency(lim_of(s), rl->lease, rl->len, rl->now_ns, rl->latency_ns);
 
     cb(arg, r, NULL, SL__BY_STATE);
     return SL_OK;

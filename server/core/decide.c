@@ -549,7 +549,8 @@ bool sl__decide_release_latency(struct sl__worker *w, struct sl__decide_op *op, 
 
     begin(w, op, SL__DECIDE_RELEASE, done, now);
     (void)batch_for(w, false); /* leases taken by queued checks first */
-    r = w->store->ops->release(w->store, lease, len, op->now_ns, latency_ns, on_store, op);
+    r = w->store->ops->release(
+        w->store, &(struct sl__store_lease){lease, len, op->now_ns, latency_ns}, on_store, op);
     if (r != SL_OK)
         on_store(op, SL_EINVAL, NULL, SL__BY_STATE);
     return end(op);

@@ -622,18 +622,18 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
 
 /* Concurrency leases are only ever taken on the Redis path; those of
  * adaptive_concurrency, decided on this node, in the local table. */
-static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   int64_t latency_ns, sl__store_cb cb, void *arg)
+static int release(struct sl__store *s, const struct sl__store_lease *rl, sl__store_cb cb,
+                   void *arg)
 {
     struct sl__hystore *st = of(s);
-    int rc = sl_limiter_release_latency(st->lim, lease, len, now_ns, latency_ns);
+    int rc = sl_limiter_release_latency(st->lim, rl->lease, rl->len, rl->now_ns, rl->latency_ns);
 
     if (rc != SL_EINVAL) { /* a token of the local table (redis.c's release says why) */
         cb(arg, rc, NULL, SL__BY_STATE);
         return SL_OK;
     }
     SL__HY_CNT(st, redis_path, 1);
-    return st->inner->ops->release(st->inner, lease, len, now_ns, latency_ns, cb, arg);
+    return st->inner->ops->release(st->inner, rl, cb, arg);
 }
 
 /* Local decisions never wait for Redis: up while the syncs go through,

@@ -90,6 +90,15 @@ struct sl__store_req {
     size_t n;
 };
 
+/* A release: the lease token (len bytes), the time, and the request's
+ * observed latency (negative: none). */
+struct sl__store_lease {
+    const char *lease;
+    size_t len;
+    int64_t now_ns;
+    int64_t latency_ns;
+};
+
 struct sl__store_ops {
     const char *name;
     /* Decide req->hits (0 peeks) on every limit of every descriptor,
@@ -105,8 +114,8 @@ struct sl__store_ops {
      * `latency_ns` (negative: none) is the request's observed latency, a
      * sample for the adaptive_concurrency slots (decided in this process
      * whatever the store: docs/distributed.md); other slots ignore it. */
-    int (*release)(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   int64_t latency_ns, sl__store_cb cb, void *arg);
+    int (*release)(struct sl__store *s, const struct sl__store_lease *l, sl__store_cb cb,
+                   void *arg);
     /* Optional, for a store that answers at once (NULL: the decision path
      * starts each check alone): decide q[0..n) (n <= SL__STORE_BATCH_MAX)
      * in order, each exactly as check() would, and call cb(args[i], ...)

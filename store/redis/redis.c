@@ -76,8 +76,9 @@ static int adaptive_only(const struct sl_match *m, size_t n)
 /* The request decided in the local table, as the memory store does: a
  * check, a peek (cost 0), or a reset of the matches then a peek. */
 static int local_run(struct sl__rstore *st, const struct sl__store_req *q, enum sl__rreq_kind kind,
-                     const struct sl_match *m, size_t n, sl__store_cb cb, void *arg)
+                     const struct sl_match *m, sl__store_cb cb, void *arg)
 {
+    size_t n = q->rules != NULL ? q->req->n_descriptors : q->n; /* m's */
     const struct sl_request *req = q->req;
     struct sl_request zero = *req;
     struct sl_descriptor d[SL_MAX_DESCRIPTORS];
@@ -128,7 +129,7 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
     if (q->rules == NULL) {
         rc = adaptive_only(q->m, q->n);
         if (rc != 0)
-            return rc > 0 ? local_run(of(s), q, kind, q->m, q->n, cb, arg) : SL_EINVAL;
+            return rc > 0 ? local_run(of(s), q, kind, q->m, cb, arg) : SL_EINVAL;
         call.m = q->m;
         call.n = q->n;
         return start(of(s), &call);
@@ -138,7 +139,7 @@ static int run(struct sl__store *s, const struct sl__store_req *q, enum sl__rreq
         return rc;
     rc = adaptive_only(m, req->n_descriptors);
     if (rc != 0)
-        return rc > 0 ? local_run(of(s), q, kind, m, req->n_descriptors, cb, arg) : SL_EINVAL;
+        return rc > 0 ? local_run(of(s), q, kind, m, cb, arg) : SL_EINVAL;
     fin.now_ns = req->now_ns;
     fin.rv.deny_all = fin.rv.deny_all && kind != SL__RQ_RESET;
     for (size_t i = 0; kind == SL__RQ_CHECK && !fin.rv.deny_all && i < req->n_descriptors; i++) {
@@ -171,11 +172,14 @@ static int reset(struct sl__store *s, const struct sl__store_req *q, sl__store_c
  * node: docs/distributed.md; or slots a local failure policy took) is
  * released there: its form (hex only) is not that of a Redis token ("<h>-<id>"),
  * which goes to Redis. */
-static int release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                   int64_t latency_ns, sl__store_cb cb, void *arg)
+static int release(struct sl__store *s, const struct sl__store_lease *rl, sl__store_cb cb,
+                   void *arg)
 {
     struct sl__rstore *st = of(s);
-    int rc = sl_limiter_release_latency(st->local, lease, len, now_ns, latency_ns);
+    const char *lease = rl->lease;
+    size_t len = rl->len;
+    int64_t now_ns = rl->now_ns;
+    int rc = sl_limiter_release_latency(st->local, lease, len, now_ns, rl->latency_ns);
 
     if (rc != SL_EINVAL) {
         cb(arg, rc, NULL, SL__BY_STATE);

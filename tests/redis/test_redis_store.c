@@ -355,18 +355,23 @@ static void test_concurrency_release(void **state)
     assert_int_equal(check_now(&o).res.verdict, SL_DENY);
 
     memset(&r, 0, sizeof(r));
-    assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, -1, sw_on_answer, &r),
+    assert_int_equal(store->ops->release(store,
+                                         &(struct sl__store_lease){lease, strlen(lease), T0_NS, -1},
+                                         sw_on_answer, &r),
                      SL_OK);
     sw_spin(&loop, &r.done, 2000);
     assert_int_equal(r.err, SL_OK);
     assert_int_equal(check_now(&o).res.verdict, SL_ALLOW);
 
     memset(&r, 0, sizeof(r));
-    assert_int_equal(store->ops->release(store, lease, strlen(lease), T0_NS, -1, sw_on_answer, &r),
+    assert_int_equal(store->ops->release(store,
+                                         &(struct sl__store_lease){lease, strlen(lease), T0_NS, -1},
+                                         sw_on_answer, &r),
                      SL_OK);
     sw_spin(&loop, &r.done, 2000);
     assert_int_equal(r.err, SL_ENOENT); /* released already */
-    assert_int_equal(store->ops->release(store, "nonsense", 8, T0_NS, -1, sw_on_answer, &r),
+    assert_int_equal(store->ops->release(store, &(struct sl__store_lease){"nonsense", 8, T0_NS, -1},
+                                         sw_on_answer, &r),
                      SL_EINVAL);
 }
 
@@ -771,7 +776,9 @@ static void test_acl_per_engine(void **state)
         memcpy(lease, a.res.lease, sizeof(lease));
         memset(&a, 0, sizeof(a));
         assert_int_equal(
-            store->ops->release(store, lease, strlen(lease), T0_NS, -1, sw_on_answer, &a), SL_OK);
+            store->ops->release(store, &(struct sl__store_lease){lease, strlen(lease), T0_NS, -1},
+                                sw_on_answer, &a),
+            SL_OK);
         sw_spin(&loop, &a.done, 2000);
         assert_int_equal(a.err, SL_OK);
         assert_int_equal(stats().engine, acls[i].engine);

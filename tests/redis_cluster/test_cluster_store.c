@@ -438,7 +438,9 @@ static void test_release_spanning_slots(void **state)
     assert_non_null(strchr(x.res.lease, '.')); /* two pieces */
     memset(&rel, 0, sizeof(rel));
     assert_int_equal(
-        store->ops->release(store, x.res.lease, strlen(x.res.lease), T0_NS, -1, on_release, &rel),
+        store->ops->release(store,
+                            &(struct sl__store_lease){x.res.lease, strlen(x.res.lease), T0_NS, -1},
+                            on_release, &rel),
         SL_OK);
     sw_spin(&loop, &rel.done, 5000);
     assert_true(rel.done);
@@ -572,14 +574,18 @@ static void test_concurrency_leases_on_the_cluster(void **state)
         snprintf(lease, sizeof(lease), "%s", x[0].res.lease);
         memset(&rel, 0, sizeof(rel));
         assert_int_equal(
-            store->ops->release(store, lease, strlen(lease), T0_NS, -1, on_release, &rel), SL_OK);
+            store->ops->release(store, &(struct sl__store_lease){lease, strlen(lease), T0_NS, -1},
+                                on_release, &rel),
+            SL_OK);
         sw_spin(&loop, &rel.done, 5000);
         assert_true(rel.done);
         assert_int_equal(rel.err, SL_OK);
         assert_int_equal(run_op(&r, false).res.verdict, SL_ALLOW); /* the slot freed */
         memset(&rel, 0, sizeof(rel));
         assert_int_equal(
-            store->ops->release(store, lease, strlen(lease), T0_NS, -1, on_release, &rel), SL_OK);
+            store->ops->release(store, &(struct sl__store_lease){lease, strlen(lease), T0_NS, -1},
+                                on_release, &rel),
+            SL_OK);
         sw_spin(&loop, &rel.done, 5000);
         assert_int_equal(rel.err, SL_ENOENT); /* already released */
     }

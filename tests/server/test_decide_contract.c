@@ -55,10 +55,10 @@ static int f_check(struct sl__store *s, const struct sl__store_req *q, sl__store
     return answer((struct fake *)s, cb, arg);
 }
 
-static int f_release(struct sl__store *s, const char *lease, size_t len, int64_t now_ns,
-                     int64_t latency_ns, sl__store_cb cb, void *arg)
+static int f_release(struct sl__store *s, const struct sl__store_lease *l, sl__store_cb cb,
+                     void *arg)
 {
-    (void)lease, (void)len, (void)now_ns, (void)latency_ns;
+    (void)l;
     return answer((struct fake *)s, cb, arg);
 }
 
