@@ -74,6 +74,9 @@ def test_the_readme_runs(tmp_path):
         body = body.replace('"$PWD/build/', '"' + BUILD + "/")
         body = re.sub(r"(?<![\w/.-])build/", BUILD + "/", body)
         body = re.sub(r"^cc ", CC + " ", body, flags=re.M)
+        if os.environ.get("SL_REDIS_PRELOAD"):  # the sanitizer build's module
+            body = re.sub(r"^redis-server ", f"LD_PRELOAD={os.environ['SL_REDIS_PRELOAD']} redis-server ",
+                          body, flags=re.M)
         for old, new in ports.items():
             body = re.sub(rf"\b{old}\b", str(new), body)
         return body
