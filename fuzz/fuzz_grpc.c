@@ -4,7 +4,9 @@
  * fuzz_grpc.c - libFuzzer driver for gRPC over HTTP/2 and its messages:
  * the input is what a client sends after the preface, fed to one session
  * (h2.c) as the connection would, under small caps; every call completed
- * is decoded as a RateLimitRequest and answered (or refused). The input
+ * is decoded as a RateLimitRequest and answered (or refused); a call whose
+ * path starts "/s" is a stream whose messages are echoed (an empty one
+ * ends it, as the half-close does) and may be left open. The input
  * is also decoded as a RateLimitRequest by itself. Memory errors are the
  * sanitizers' to find; the session must never consume more than it was
  * given.
@@ -28,6 +30,8 @@ static void on_send(void *owner, const uint8_t *buf, size_t len)
 
 static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *call)
 {
+    if (call->stream)
+        return; /* its messages follow */
     struct sl__envoy_answer a = {.overall = SL__ENVOY_OK};
     uint8_t out[256];
     size_t len = 0;
@@ -42,7 +46,29 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     sl__h2_release(session, s);
 }
 
-static const struct sl__h2_ops ops = {on_send, on_call, NULL};
+static bool streaming(void *owner, struct sl_str path)
+{
+    return path.len >= 2 && memcmp(path.p, "/s", 2) == 0;
+}
+
+static void on_message(void *owner, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
+{
+    if (msg != NULL && len > 0 && sl__h2_send(session, s, msg, len))
+        return;
+    sl__h2_fail(session, s, msg == NULL ? SL__GRPC_OK : SL__GRPC_INTERNAL, "");
+    sl__h2_release(session, s);
+}
+
+static void on_gone(void *owner, struct sl__h2_stream *s)
+{
+    sl__h2_release(session, s);
+}
+
+static const struct sl__h2_ops ops = {.send = on_send,
+                                      .call = on_call,
+                                      .streaming = streaming,
+                                      .message = on_message,
+                                      .gone = on_gone};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

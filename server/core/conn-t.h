@@ -95,6 +95,7 @@ struct sl__conn {
     void *ops;              /* the protocol's operations, one per slot (sl__conn_op_reserve) */
     size_t op_size;         /* bytes per operation in `ops` */
     unsigned pins;          /* answers owed outside the ordered stream (sl__conn_pin) */
+    unsigned streams;       /* long-lived calls open (sl__conn_streams): not idle */
 
     uv_write_t wreq;
     uv_shutdown_t sreq;      /* the lingering close's shutdown(SHUT_WR) */

@@ -421,6 +421,14 @@ void sl__conn_unpin(struct sl__conn *c)
         sl__conn_flush(c);
 }
 
+void sl__conn_streams(struct sl__conn *c, int delta)
+{
+    assert(delta >= 0 || c->streams >= (unsigned)-delta);
+    c->streams = (unsigned)((int)c->streams + delta);
+    if (c->streams == 0)
+        c->last_read_ms = now_ms(c); /* idle from the end of the last one */
+}
+
 void sl__conn_partial(struct sl__conn *c, bool partial)
 {
     if (partial)
@@ -847,7 +855,7 @@ void sl__conn_sweep(struct sl__conn *c, int64_t now)
         count(c, SL__CONN_EV_CLOSED_READ, 1);
         sl__conn_abort(c);
     } else if (cfg->idle_timeout_ms > 0 && now - c->last_read_ms > cfg->idle_timeout_ms &&
-               c->slot_n == 0 && c->pins == 0 &&
+               c->slot_n == 0 && c->pins == 0 && c->streams == 0 &&
                !(c->flags & (SL__CONN_BUSY | SL__CONN_DRAINING))) {
         sl__dbg("conn.idle_timeout", "conn: idle for %lld ms; closing",
                 (long long)(now - c->last_read_ms));

@@ -61,6 +61,14 @@ void sl__conn_scanned(struct sl__conn *c, uint64_t bytes);
 void sl__conn_pin(struct sl__conn *c);
 void sl__conn_unpin(struct sl__conn *c);
 
+/* A long-lived call (a gRPC stream that answers as things change: a
+ * health watch, a reflection conversation) opened (+1) or ended (-1):
+ * while any is open the connection is not closed for idleness, although
+ * the peer may send nothing for hours. Unlike a pin it holds back neither
+ * a close nor the connection's memory: the protocol ends its streams on
+ * drain and forgets them on close. */
+void sl__conn_streams(struct sl__conn *c, int delta);
+
 /* Memory the protocol holds for c beyond the connection's own buffers
  * (gRPC's per-call messages) changes by `delta` bytes: counted in the
  * server's buffer budget (server.max_buffer_bytes, the gauge

@@ -22,7 +22,18 @@
  * without a byte leaving ends the connection (GOAWAY ENHANCE_YOUR_CALM),
  * counted as a write timeout.
  *
- * It does not decode messages or decide (grpc_rls.c, grpc_health.c).
+ * Streams (the table's methods with a streamer: a health watch, a
+ * reflection conversation) are handed to their service at their headers
+ * and then message by message. They pin nothing - the connection can
+ * close under them, which forgets them - but keep the connection from
+ * counting as idle (sl__conn_streams). A service that follows a state
+ * asks for ticks (sl__grpc_tick): the same timer looks every
+ * SL__GRPC_TICK_MS while any stream ticks. On drain every stream is
+ * ended by its service (a watch says NOT_SERVING first), so GOAWAY can
+ * finish the session.
+ *
+ * It does not decode messages or decide (grpc_rls.c, grpc_health.c,
+ * grpc_reflect.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +54,49 @@ _Static_assert(sizeof(struct sl__grpc_op) <= SL__H2_OWNER_BYTES, "an op fits its
 
 static const struct {
     const char *path;
-    void (*fn)(struct sl__grpc_op *op, const struct sl__h2_call *call);
+    void (*fn)(struct sl__grpc_op *op, const struct sl__h2_call *call); /* unary */
+    const struct sl__grpc_streamer *st;                                 /* streams */
 } methods[] = {
-    {"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", sl__grpc_rls},
-    {"/grpc.health.v1.Health/Check", sl__grpc_health_check},
+    {"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", sl__grpc_rls, NULL},
+    {"/grpc.health.v1.Health/Check", sl__grpc_health_check, NULL},
+    {"/grpc.health.v1.Health/Watch", NULL, &sl__grpc_health_watch},
+    {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", NULL, &sl__grpc_reflect},
+    {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", NULL, &sl__grpc_reflect},
 };
+
+#define N_METHODS (sizeof(methods) / sizeof(methods[0]))
+
+static int method_of(struct sl_str path)
+{
+    for (size_t i = 0; i < N_METHODS; i++)
+        if (strlen(methods[i].path) == path.len && memcmp(methods[i].path, path.p, path.len) == 0)
+            return (int)i;
+    return -1;
+}
+
+size_t sl__grpc_service(size_t i, char *out, size_t cap)
+{
+    size_t n = 0;
+
+    for (size_t m = 0; m < N_METHODS; m++) {
+        const char *svc = methods[m].path + 1, *slash = strchr(svc, '/');
+        size_t len = (size_t)(slash - svc);
+        bool seen = false;
+
+        for (size_t k = 0; k < m && !seen; k++)
+            seen = strncmp(methods[k].path + 1, svc, len + 1) == 0;
+        if (seen)
+            continue;
+        if (n++ == i) {
+            if (len >= cap)
+                return 0;
+            memcpy(out, svc, len);
+            out[len] = '\0';
+            return len;
+        }
+    }
+    return 0;
+}
 
 const struct sl__grpc_config *sl__grpc_config(const struct sl__conn *c)
 {
@@ -66,13 +115,14 @@ static void on_send(void *owner, const uint8_t *buf, size_t len)
 static void watch_stalls(struct sl__grpc_conn *g);
 
 /* Outside on_read: send what the session has to say, and close when it is
- * over. */
+ * over. (Inside, on_read flushes once nghttp2 has taken the input: its
+ * callbacks are where answers made at once are submitted.) */
 static void pump(struct sl__grpc_conn *g)
 {
+    if (g->c->flags & SL__CONN_IN_READ)
+        return; /* on_read flushes, and says when to close */
     sl__h2_flush(g->h2);
     watch_stalls(g);
-    if (g->c->flags & SL__CONN_IN_READ)
-        return; /* on_read's caller flushes, and on_read says when to close */
     if (sl__h2_done(g->h2) && !(g->c->flags & SL__CONN_CLOSING))
         sl__conn_close(g->c);
     else
@@ -81,12 +131,28 @@ static void pump(struct sl__grpc_conn *g)
 
 /* ------------------------------------------------------------ deadlines */
 
+static struct sl__grpc_op **list_of(struct sl__grpc_op *op)
+{
+    return op->st != NULL ? &op->g->streams : &op->g->waiting;
+}
+
+static void link_op(struct sl__grpc_op *op)
+{
+    struct sl__grpc_op **head = list_of(op);
+
+    op->prev = NULL;
+    op->next = *head;
+    if (*head != NULL)
+        (*head)->prev = op;
+    *head = op;
+}
+
 static void unlink_op(struct sl__grpc_op *op)
 {
     if (op->prev != NULL)
         op->prev->next = op->next;
-    else
-        op->g->waiting = op->next;
+    else if (*list_of(op) == op)
+        *list_of(op) = op->next;
     if (op->next != NULL)
         op->next->prev = op->prev;
     op->prev = op->next = NULL;
@@ -100,8 +166,13 @@ static void rearm(struct sl__grpc_conn *g)
 {
     int64_t first = g->stall_ms;
 
+    if (g->tick_ms >= 0 && (first < 0 || g->tick_ms < first))
+        first = g->tick_ms;
     for (struct sl__grpc_op *op = g->waiting; op != NULL; op = op->next)
         if (!op->late && op->deadline_ms >= 0 && (first < 0 || op->deadline_ms < first))
+            first = op->deadline_ms;
+    for (struct sl__grpc_op *op = g->streams; op != NULL; op = op->next)
+        if (op->deadline_ms >= 0 && (first < 0 || op->deadline_ms < first))
             first = op->deadline_ms;
     if (first < 0) {
         uv_timer_stop(&g->deadline);
@@ -131,6 +202,26 @@ static void watch_stalls(struct sl__grpc_conn *g)
         rearm(g);
 }
 
+/* The streams past their deadline end; those that tick look again. */
+static void stream_timers(struct sl__grpc_conn *g, int64_t now)
+{
+    struct sl__grpc_op *op, *next;
+    bool tick = g->tick_ms >= 0 && g->tick_ms <= now, ticking = false;
+
+    for (op = g->streams; op != NULL; op = next) {
+        next = op->next; /* (op may end here) */
+        if (op->deadline_ms >= 0 && op->deadline_ms <= now)
+            sl__grpc_fail(op, SL__GRPC_DEADLINE_EXCEEDED, "the stream's grpc-timeout passed");
+        else if (tick && op->ticking)
+            op->st->tick(op);
+    }
+    if (!tick)
+        return;
+    for (op = g->streams; op != NULL && !ticking; op = op->next)
+        ticking = op->ticking;
+    g->tick_ms = ticking ? now + SL__GRPC_TICK_MS : -1;
+}
+
 static void on_deadline(uv_timer_t *t)
 {
     struct sl__grpc_conn *g = t->data;
@@ -142,8 +233,20 @@ static void on_deadline(uv_timer_t *t)
         op->late = true; /* the decision, when it comes, is dropped */
         sl__h2_fail(g->h2, op->s, SL__GRPC_DEADLINE_EXCEEDED, "no decision within grpc-timeout");
     }
+    stream_timers(g, now);
     rearm(g);
     pump(g);
+}
+
+void sl__grpc_tick(struct sl__grpc_op *op, bool on)
+{
+    struct sl__grpc_conn *g = op->g;
+
+    op->ticking = on;
+    if (on && g->tick_ms < 0) {
+        g->tick_ms = (int64_t)uv_now(g->deadline.loop) + SL__GRPC_TICK_MS;
+        rearm(g);
+    }
 }
 
 void sl__grpc_deciding(struct sl__grpc_op *op)
@@ -158,6 +261,15 @@ void sl__grpc_deciding(struct sl__grpc_op *op)
     sl__conn_pin(g->c);
 }
 
+/* A stream is over: forgotten by the connection. */
+static void stream_gone(struct sl__grpc_op *op)
+{
+    unlink_op(op);
+    op->st = NULL;
+    op->ticking = false;
+    sl__conn_streams(op->g->c, -1);
+}
+
 /* The op is over: its stream goes back to the session, the answer out. */
 static void finish(struct sl__grpc_op *op)
 {
@@ -165,6 +277,8 @@ static void finish(struct sl__grpc_op *op)
     struct sl__conn *c = g->c;
     bool pinned = op->pinned;
 
+    if (op->st != NULL)
+        stream_gone(op);
     sl__h2_release(g->h2, op->s); /* the op's memory may be reused from here */
     pump(g);
     if (pinned)
@@ -193,6 +307,14 @@ void sl__grpc_fail(struct sl__grpc_op *op, enum sl__grpc_status code, const char
     finish(op);
 }
 
+bool sl__grpc_send(struct sl__grpc_op *op, const uint8_t *msg, size_t len)
+{
+    if (!sl__h2_send(op->g->h2, op->s, msg, len))
+        return false;
+    pump(op->g);
+    return true;
+}
+
 /* ------------------------------------------------------------ calls */
 
 static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *call)
@@ -200,6 +322,7 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     struct sl__grpc_conn *g = owner;
     struct sl__grpc_op *op = sl__h2_owner_area(s);
     int64_t now = (int64_t)uv_now(g->deadline.loop);
+    int m;
 
     memset(op, 0, sizeof(*op));
     op->g = g;
@@ -209,20 +332,45 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
         sl__grpc_fail(op, SL__GRPC_DEADLINE_EXCEEDED, "grpc-timeout of 0");
         return;
     }
-    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-        if (strlen(methods[i].path) == call->path.len &&
-            memcmp(methods[i].path, call->path.p, call->path.len) == 0) {
-            methods[i].fn(op, call);
-            if (g->waiting != NULL)
-                rearm(g);
-            return;
-        }
+    if ((m = method_of(call->path)) < 0) {
+        sl__grpc_fail(op, SL__GRPC_UNIMPLEMENTED, "unknown method");
+        return;
     }
-    sl__grpc_fail(op, SL__GRPC_UNIMPLEMENTED,
-                  call->path.len == 28 &&
-                          memcmp(call->path.p, "/grpc.health.v1.Health/Watch", 28) == 0
-                      ? "Watch is not implemented: poll Check"
-                      : "unknown method");
+    if (call->stream) { /* its messages follow (on_message) */
+        op->st = methods[m].st;
+        link_op(op);
+        sl__conn_streams(g->c, 1);
+        if (op->deadline_ms >= 0)
+            rearm(g);
+        return;
+    }
+    methods[m].fn(op, call);
+    if (g->waiting != NULL)
+        rearm(g);
+}
+
+static bool is_stream(void *owner, struct sl_str path)
+{
+    int m = method_of(path);
+
+    return m >= 0 && methods[m].st != NULL;
+}
+
+static void on_message(void *owner, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
+{
+    struct sl__grpc_op *op = sl__h2_owner_area(s);
+
+    op->st->message(op, msg, len);
+}
+
+/* The peer reset a stream (or the session ended it): forget it. Inside
+ * nghttp2's callbacks: the caller flushes. */
+static void on_gone(void *owner, struct sl__h2_stream *s)
+{
+    struct sl__grpc_op *op = sl__h2_owner_area(s);
+
+    stream_gone(op);
+    sl__h2_release(op->g->h2, s);
 }
 
 /* The calls' message buffers draw on the budget every connection's
@@ -243,7 +391,8 @@ static bool on_budget(void *owner, int64_t delta, bool refusable)
     return false;
 }
 
-static const struct sl__h2_ops h2_ops = {on_send, on_call, on_budget};
+static const struct sl__h2_ops h2_ops = {on_send,   on_call,    on_budget,
+                                         is_stream, on_message, on_gone};
 
 /* ------------------------------------------------------------ protocol */
 
@@ -273,6 +422,7 @@ static int on_open(struct sl__conn *c)
     uv_timer_init(c->tcp.loop, &g->deadline);
     g->deadline.data = g;
     g->stall_ms = -1;
+    g->tick_ms = -1;
     c->proto_state = g;
     return 0;
 }
@@ -297,7 +447,15 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
 static void on_drain(struct sl__conn *c)
 {
     struct sl__grpc_conn *g = c->proto_state;
+    struct sl__grpc_op *op, *next;
 
+    for (op = g->streams; op != NULL; op = next) {
+        next = op->next; /* (op ends here) */
+        if (op->st->drain != NULL)
+            op->st->drain(op);
+        else
+            sl__grpc_fail(op, SL__GRPC_UNAVAILABLE, "the server is stopping");
+    }
     sl__h2_goaway(g->h2);
     pump(g);
 }
@@ -311,7 +469,8 @@ static void on_close(struct sl__conn *c)
 {
     struct sl__grpc_conn *g = c->proto_state;
 
-    sl__h2_free(g->h2); /* no op is waiting: each would pin the connection */
+    g->streams = NULL;  /* forgotten: they go with the session */
+    sl__h2_free(g->h2); /* no decision is waiting: each would pin the connection */
     g->h2 = NULL;
     g->c = NULL;
     uv_close((uv_handle_t *)&g->deadline, free_state);

@@ -53,7 +53,11 @@ void sl__grpc_rls_release(struct sl__grpc_rls_req *r);
 int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t cap, size_t *len);
 
 /* HealthCheckResponse.ServingStatus, by number. */
-enum sl__grpc_serving { SL__GRPC_SERVING = 1, SL__GRPC_NOT_SERVING = 2 };
+enum sl__grpc_serving {
+    SL__GRPC_SERVING = 1,
+    SL__GRPC_NOT_SERVING = 2,
+    SL__GRPC_SERVICE_UNKNOWN = 3
+};
 
 /* The `service` of a HealthCheckRequest, copied NUL-terminated into
  * out[0..cap) (truncated). SL_OK or SL_EPARSE. */

@@ -42,13 +42,15 @@ struct sl__h2_limits {
  * owner's budget (ops->budget): an ordinary call always gets its room. */
 #define SL__H2_SMALL_MESSAGE (16u << 10)
 
-/* One unary call, handed to the owner when its request is complete. Borrowed
- * for the duration of the ops->call() only. */
+/* One call, handed to the owner: a unary call when its request is
+ * complete, a stream (ops->streaming says which paths are) as soon as its
+ * headers are. Borrowed for the duration of the ops->call() only. */
 struct sl__h2_call {
     struct sl_str path; /* ":path", e.g. "/grpc.health.v1.Health/Check" */
-    const uint8_t *msg; /* the request message, without its prefix */
+    const uint8_t *msg; /* the request message, without its prefix (NULL: a stream) */
     size_t len;         /* its bytes (may be 0: an all-default message) */
     int64_t timeout_ns; /* grpc-timeout, -1 when absent */
+    bool stream;        /* a stream: its messages come through ops->message */
 };
 
 struct sl__h2;
@@ -69,6 +71,20 @@ struct sl__h2_ops {
      * call is answered RESOURCE_EXHAUSTED). Replies, small requests and
      * giving back are counted and never refused. NULL: nothing counted. */
     bool (*budget)(void *owner, int64_t delta, bool refusable);
+    /* Whether calls to `path` are streams (client, server or both ways):
+     * handed over at their headers, then each request message on its own.
+     * NULL: every call is unary. */
+    bool (*streaming)(void *owner, struct sl_str path);
+    /* One whole request message of the stream `s` (borrowed for the
+     * callback); msg NULL: the peer has sent its last (half-close). The
+     * owner may send (sl__h2_send) and end the call (sl__h2_fail) from
+     * here. */
+    void (*message)(void *owner, struct sl__h2_stream *s, const uint8_t *msg, size_t len);
+    /* The stream `s` is over without the owner ending it (the peer reset
+     * it, or the session refused its input or is ending): the owner
+     * forgets it and gives it back (sl__h2_release), here. Not called when
+     * the session is freed: the owner forgets its streams itself then. */
+    void (*gone)(void *owner, struct sl__h2_stream *s);
 };
 
 #endif /* SL_SERVER_H2_T_H */

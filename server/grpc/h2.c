@@ -141,6 +141,8 @@ void sl__h2_calm(struct sl__h2 *h)
         return;
     h->calm = h->goaway = true;
     last = last_taken(h);
+    /* Streams would wait for their owners for ever: they end here. */
+    sl__h2_streams_end(h, SL__GRPC_UNAVAILABLE, "the connection is closing");
     /* Streams above `last` are closed by the GOAWAY itself (nghttp2 closes
      * them as it sends it); those below that nothing was taken from are
      * refused, so the session ends once the calls taken are answered. */

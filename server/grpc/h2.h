@@ -44,7 +44,8 @@
 /* A session that has received nothing yet; NULL when out of memory. */
 struct sl__h2 *sl__h2_new(const struct sl__h2_limits *lim, const struct sl__h2_ops *ops,
                           void *owner);
-/* Free the session. No stream may be waiting for its owner's answer. */
+/* Free the session. No unary call may be waiting for its owner's answer;
+ * streams still the owner's are freed with it (ops->gone is not called). */
 void sl__h2_free(struct sl__h2 *h);
 
 /*
@@ -89,11 +90,22 @@ int64_t sl__h2_stalled_until(struct sl__h2 *h, int64_t now_ms, int64_t timeout_m
 void sl__h2_goaway(struct sl__h2 *h);
 
 /* Answer the call on `s` with a serialized message (copied) and grpc-status
- * 0; or with a gRPC error and a message (Trailers-Only). Nothing is sent
- * if the peer has reset the stream or it was answered already. */
+ * 0; or with a gRPC error and a message (Trailers-Only, or trailers after
+ * the messages a stream sent). Nothing is sent if the peer has reset the
+ * stream or it was answered already. */
 void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len);
 void sl__h2_fail(struct sl__h2 *h, struct sl__h2_stream *s, enum sl__grpc_status code,
                  const char *message);
+/*
+ * Streams: send one message on `s` (copied; the response headers go first),
+ * to follow as the peer's flow-control window allows. The stream's queued
+ * bytes draw on the owner's budget (ops->budget): false when it refuses,
+ * out of memory, or the call is over - the owner then ends it or forgets
+ * it. sl__h2_fail() ends a stream with any status, OK included, after the
+ * messages queued; sl__h2_reply() is for unary calls.
+ */
+bool sl__h2_send(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len);
+
 /* The owner is done with `s` (its owner area is no longer used): the
  * stream is the session's again. Every call handed over ends with this. */
 void sl__h2_release(struct sl__h2 *h, struct sl__h2_stream *s);

@@ -32,16 +32,24 @@ struct sl__h2_stream {
     bool post;     /* :method POST */
     bool grpc;     /* content-type application/grpc[+proto|;...] */
     bool path_long;
-    bool sending;       /* counted in h->n_sending: reply bytes wait for the peer's window */
+    bool sending;     /* counted in h->n_sending: reply bytes wait for the peer's window */
+    bool streaming;   /* a stream (ops->streaming): messages handed over one by one */
+    bool responded;   /* the response headers were submitted (with a data source) */
+    bool deferred;    /* the data source waits for sl__h2_send or the end (streams) */
+    bool finishing;   /* a stream's end was asked for: trailers after its messages */
+    uint8_t fin_code; /* its grpc-status */
+    uint16_t fin_len; /* and its grpc-message, percent-encoded */
+    char fin_msg[256];
     int64_t timeout_ns; /* grpc-timeout, -1 none */
     int64_t since_ms;   /* the owner's clock: last seen sending progress (-1 not yet looked) */
-    size_t seen_sent;   /* out_sent when since_ms was stamped */
+    size_t seen_sent;   /* sent_total when since_ms was stamped */
     uint16_t path_len;
     char path[SL__H2_PATH_MAX];
     uint8_t *in; /* the request message with its 5-byte prefix */
     size_t in_len, in_cap;
     uint8_t *out; /* the reply message with its prefix */
     size_t out_len, out_cap, out_sent;
+    size_t sent_total; /* reply bytes handed to nghttp2, all told */
 };
 
 struct sl__h2 {
@@ -96,6 +104,9 @@ int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void
 int sl__h2_on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud);
 /* A HEADERS or DATA frame of a request was received in full. */
 void sl__h2_stream_frame(struct sl__h2 *h, const nghttp2_frame *f);
+
+/* End every stream that is its owner's with `code` (ops->gone). */
+void sl__h2_streams_end(struct sl__h2 *h, enum sl__grpc_status code, const char *message);
 
 /* Free every stream object (the session is being freed). */
 void sl__h2_streams_free(struct sl__h2 *h);

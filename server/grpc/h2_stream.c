@@ -7,6 +7,12 @@
  * refusals the session makes without its owner, and the answers: a
  * message with grpc-status 0 in the trailers, or Trailers-Only.
  *
+ * A stream (ops->streaming) is handed over at its headers; its request
+ * messages go up one by one as each is whole (the input buffer holds one
+ * message at most), and its replies queue in the output buffer, which the
+ * data source drains as the peer's window allows, deferring when it is
+ * empty, until the owner's end puts the trailers behind the last one.
+ *
  * Stream objects are recycled with their buffers, so a warm session
  * allocates none per call. It keeps track of the replies that wait for
  * the peer's flow-control window, for the owner's write timeout
@@ -197,20 +203,42 @@ static void http_refuse(struct sl__h2_stream *s, int status)
     nghttp2_submit_response(s->h->ng, s->id, status == 405 ? nv405 : nv415, 1, NULL);
 }
 
+/* The trailers of a stream the owner ended: its status and message. */
+static int stream_trailers(nghttp2_session *ng, struct sl__h2_stream *s)
+{
+    char status[12];
+    int sn = snprintf(status, sizeof(status), "%d", (int)s->fin_code);
+    nghttp2_nv nv[] = {
+        {(uint8_t *)"grpc-status", (uint8_t *)status, 11, (size_t)sn, NGHTTP2_NV_FLAG_NO_COPY_NAME},
+        {(uint8_t *)"grpc-message", (uint8_t *)s->fin_msg, 12, s->fin_len,
+         NGHTTP2_NV_FLAG_NO_COPY_NAME},
+    };
+
+    return nghttp2_submit_trailer(ng, s->id, nv, s->fin_len > 0 ? 2 : 1);
+}
+
 static ssize_t read_reply(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
                           uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
     struct sl__h2_stream *s = src->ptr;
     size_t n = s->out_len - s->out_sent;
 
+    if (n == 0 && s->streaming && !s->finishing) {
+        s->deferred = true; /* sl__h2_send or the end resumes it */
+        return NGHTTP2_ERR_DEFERRED;
+    }
     if (n > length)
         n = length;
     memcpy(buf, s->out + s->out_sent, n);
     s->out_sent += n;
+    s->sent_total += n;
     if (s->out_sent == s->out_len) {
         set_sending(s, false); /* the trailers left are not flow-controlled */
+        if (s->streaming && !s->finishing)
+            return (ssize_t)n; /* more may come */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        if (nghttp2_submit_trailer(ng, id, ok_trailers, 1) != 0)
+        if ((s->streaming ? stream_trailers(ng, s)
+                          : nghttp2_submit_trailer(ng, id, ok_trailers, 1)) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     return (ssize_t)n;
@@ -249,14 +277,85 @@ void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg,
     s->out_sent = 0;
     answered(s);
     set_sending(s, true);
+    s->responded = true;
     nghttp2_submit_response(h->ng, s->id, reply_headers, 2, &prd);
+}
+
+/* Frame msg[0..len) at the end of the stream's queued output. */
+static bool queue_message(struct sl__h2_stream *s, const uint8_t *msg, size_t len)
+{
+    size_t left = s->out_len - s->out_sent;
+
+    if (s->out_sent > 0) { /* what left is dropped from the front */
+        memmove(s->out, s->out + s->out_sent, left);
+        s->out_len = left;
+        s->out_sent = 0;
+    }
+    if (len > UINT32_MAX || !reserve(s->h, &s->out, &s->out_cap, left + PREFIX + len, true))
+        return false;
+    s->out[left] = 0;
+    s->out[left + 1] = (uint8_t)(len >> 24);
+    s->out[left + 2] = (uint8_t)(len >> 16);
+    s->out[left + 3] = (uint8_t)(len >> 8);
+    s->out[left + 4] = (uint8_t)len;
+    memcpy(s->out + left + PREFIX, msg, len);
+    s->out_len = left + PREFIX + len;
+    return true;
+}
+
+/* The stream's data source has something again: wake it. */
+static void resume(struct sl__h2_stream *s)
+{
+    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_reply};
+
+    if (!s->responded) {
+        s->responded = true;
+        nghttp2_submit_response(s->h->ng, s->id, reply_headers, 2, &prd);
+    } else if (s->deferred) {
+        s->deferred = false;
+        nghttp2_session_resume_data(s->h->ng, s->id);
+    }
+}
+
+bool sl__h2_send(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
+{
+    if (!still_open(s) || !s->streaming || !queue_message(s, msg, len))
+        return false;
+    set_sending(s, true);
+    resume(s);
+    return true;
 }
 
 void sl__h2_fail(struct sl__h2 *h, struct sl__h2_stream *s, enum sl__grpc_status code,
                  const char *message)
 {
-    if (still_open(s))
+    if (!still_open(s))
+        return;
+    if (!s->responded) {
         trailers_only(s, code, message);
+        return;
+    }
+    s->fin_code = (uint8_t)code;
+    s->fin_len = (uint16_t)pct_encode(message, s->fin_msg, sizeof(s->fin_msg));
+    s->finishing = true;
+    answered(s);
+    resume(s);
+}
+
+/* The session ends a stream that is its owner's: with `code`, and the
+ * owner is told (ops->gone), which gives it back. */
+static void stream_refuse(struct sl__h2_stream *s, enum sl__grpc_status code, const char *message)
+{
+    sl__h2_fail(s->h, s, code, message);
+    if (s->busy && s->h->ops->gone != NULL)
+        s->h->ops->gone(s->h->owner, s);
+}
+
+void sl__h2_streams_end(struct sl__h2 *h, enum sl__grpc_status code, const char *message)
+{
+    for (struct sl__h2_stream *s = h->all_streams; s != NULL; s = s->next_all)
+        if (s->open && s->busy && s->streaming && !s->answered)
+            stream_refuse(s, code, message);
 }
 
 bool sl__h2_waiting(const struct sl__h2 *h)
@@ -273,9 +372,9 @@ int64_t sl__h2_stalled_until(struct sl__h2 *h, int64_t now_ms, int64_t timeout_m
     for (struct sl__h2_stream *s = h->all_streams; s != NULL; s = s->next_all) {
         if (!s->sending)
             continue;
-        if (s->since_ms < 0 || s->out_sent != s->seen_sent) {
+        if (s->since_ms < 0 || s->sent_total != s->seen_sent) {
             s->since_ms = now_ms; /* first looked at, or some of it left since */
-            s->seen_sent = s->out_sent;
+            s->seen_sent = s->sent_total;
         }
         if (until < 0 || s->since_ms + timeout_ms < until)
             until = s->since_ms + timeout_ms;
@@ -317,9 +416,10 @@ int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
     s->id = f->hd.stream_id;
     s->open = true;
     s->busy = s->answered = s->ended = s->partial = s->post = s->grpc = s->path_long = false;
+    s->streaming = s->responded = s->deferred = s->finishing = false;
     s->timeout_ns = -1;
     s->path_len = 0;
-    s->in_len = s->out_len = s->out_sent = 0;
+    s->in_len = s->out_len = s->out_sent = s->sent_total = 0;
     set_partial(s, true);
     nghttp2_session_set_stream_user_data(ng, s->id, s);
     return 0;
@@ -396,25 +496,46 @@ int sl__h2_on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const 
     return sl__h2_count_header(ud, namelen, valuelen);
 }
 
-/* The request's headers are complete: refuse what is not a gRPC call. */
-static void end_of_headers(struct sl__h2_stream *s)
+static struct sl_str path_of(const struct sl__h2_stream *s)
 {
-    if (!s->post) {
-        http_refuse(s, 405);
-    } else if (!s->grpc) {
-        http_refuse(s, 415);
-    }
+    return (struct sl_str){s->path_long ? "" : s->path, s->path_len};
 }
 
-/* What is wrong with the bytes of the message received so far, or NULL. */
-static const char *check_message(struct sl__h2_stream *s, char *why, size_t cap,
-                                 enum sl__grpc_status *code)
+/* The request's headers are complete: refuse what is not a gRPC call, and
+ * hand a stream over. */
+static void end_of_headers(struct sl__h2_stream *s)
 {
-    size_t len;
+    const struct sl__h2_ops *ops = s->h->ops;
+    struct sl__h2_call call;
 
-    if (s->in_len < PREFIX)
-        return NULL;
-    len = (size_t)s->in[1] << 24 | (size_t)s->in[2] << 16 | (size_t)s->in[3] << 8 | s->in[4];
+    if (!s->post) {
+        http_refuse(s, 405);
+        return;
+    }
+    if (!s->grpc) {
+        http_refuse(s, 415);
+        return;
+    }
+    if (ops->streaming == NULL || ops->message == NULL || !ops->streaming(s->h->owner, path_of(s)))
+        return;
+    s->streaming = true;
+    set_partial(s, false); /* from now on, only while a message is half there */
+    call = (struct sl__h2_call){path_of(s), NULL, 0, s->timeout_ns, true};
+    s->busy = true;
+    ops->call(s->h->owner, s, &call);
+}
+
+static size_t message_len(const struct sl__h2_stream *s)
+{
+    return (size_t)s->in[1] << 24 | (size_t)s->in[2] << 16 | (size_t)s->in[3] << 8 | s->in[4];
+}
+
+/* What is wrong with the message whose prefix is in s->in, or NULL. */
+static const char *check_prefix(struct sl__h2_stream *s, char *why, size_t cap,
+                                enum sl__grpc_status *code)
+{
+    size_t len = message_len(s);
+
     *code = SL__GRPC_INTERNAL;
     if (s->in[0] == 1) {
         *code = SL__GRPC_UNIMPLEMENTED;
@@ -428,9 +549,56 @@ static const char *check_message(struct sl__h2_stream *s, char *why, size_t cap,
                  s->h->lim.max_message_bytes);
         return why;
     }
-    if (s->in_len > PREFIX + len)
+    return NULL;
+}
+
+/* What is wrong with the bytes of the message received so far, or NULL. */
+static const char *check_message(struct sl__h2_stream *s, char *why, size_t cap,
+                                 enum sl__grpc_status *code)
+{
+    const char *bad;
+
+    if (s->in_len < PREFIX)
+        return NULL;
+    if ((bad = check_prefix(s, why, cap, code)) != NULL)
+        return bad;
+    if (s->in_len > PREFIX + message_len(s))
         return "more than one request message in a unary call";
     return NULL;
+}
+
+/* A stream's bytes: each message whole goes up on its own; the buffer
+ * never holds more than the one being received. */
+static void stream_data(struct sl__h2_stream *s, const uint8_t *data, size_t len)
+{
+    enum sl__grpc_status code;
+    const char *bad;
+    char why[128];
+
+    while (len > 0 && still_open(s) && s->busy) {
+        size_t need = s->in_len < PREFIX ? PREFIX - s->in_len : PREFIX + message_len(s) - s->in_len;
+        size_t take = need < len ? need : len;
+
+        if (!reserve(s->h, &s->in, &s->in_cap, s->in_len + take, true)) {
+            stream_refuse(s, SL__GRPC_RESOURCE_EXHAUSTED,
+                          "no memory for the message (server.max_buffer_bytes)");
+            return;
+        }
+        memcpy(s->in + s->in_len, data, take);
+        s->in_len += take;
+        data += take;
+        len -= take;
+        if (s->in_len == PREFIX && (bad = check_prefix(s, why, sizeof(why), &code)) != NULL) {
+            stream_refuse(s, code, bad);
+            return;
+        }
+        if (s->in_len >= PREFIX && s->in_len == PREFIX + message_len(s)) {
+            s->in_len = 0; /* (the bytes stay valid through the callback) */
+            set_partial(s, false);
+            s->h->ops->message(s->h->owner, s, s->in + PREFIX, message_len(s));
+        }
+    }
+    set_partial(s, s->in_len > 0 && still_open(s));
 }
 
 int sl__h2_on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
@@ -444,6 +612,10 @@ int sl__h2_on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
 
     if (s == NULL || s->answered)
         return 0;
+    if (s->streaming) {
+        stream_data(s, data, len);
+        return 0;
+    }
     /* Never buffer more than one message's prefix and bytes plus one. */
     take = len;
     if (s->in_len + take > PREFIX + s->h->lim.max_message_bytes + 1)
@@ -474,10 +646,11 @@ static void complete(struct sl__h2_stream *s)
                       s->in_len == 0 ? "no request message" : "incomplete request message");
         return;
     }
-    call.path = (struct sl_str){s->path_long ? "" : s->path, s->path_len};
+    call.path = path_of(s);
     call.msg = s->in + PREFIX;
     call.len = len;
     call.timeout_ns = s->timeout_ns;
+    call.stream = false;
     set_partial(s, false);
     s->busy = true;
     s->h->ops->call(s->h->owner, s, &call);
@@ -494,8 +667,14 @@ void sl__h2_stream_frame(struct sl__h2 *h, const nghttp2_frame *f)
     if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return;
     s->ended = true;
-    if (!s->answered)
+    if (s->answered)
+        return;
+    if (!s->streaming)
         complete(s);
+    else if (s->in_len > 0)
+        stream_refuse(s, SL__GRPC_INTERNAL, "incomplete request message");
+    else if (s->busy)
+        s->h->ops->message(s->h->owner, s, NULL, 0); /* half-closed */
 }
 
 int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void *ud)
@@ -507,6 +686,10 @@ int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void
     s->open = false;
     set_partial(s, false);
     set_sending(s, false);
+    if (s->busy && s->streaming && s->h->ops->gone != NULL) {
+        s->h->ops->gone(s->h->owner, s); /* gives it back (sl__h2_release puts it) */
+        return 0;
+    }
     if (!s->busy)
         stream_put(s);
     return 0;

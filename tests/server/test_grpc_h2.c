@@ -206,7 +206,7 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     sl__h2_release(p->server, s);
 }
 
-static const struct sl__h2_ops ops = {on_send, on_call, NULL};
+static const struct sl__h2_ops ops = {.send = on_send, .call = on_call};
 
 /* An owner that refuses every call it is handed, and keeps the message
  * buffers' budget as a connection does: growth past `limit` refused. */
@@ -233,7 +233,8 @@ static bool on_budget(void *owner, int64_t delta, bool refusable)
     return true;
 }
 
-static const struct sl__h2_ops budget_ops = {on_send, on_call_refuse, on_budget};
+static const struct sl__h2_ops budget_ops = {
+    .send = on_send, .call = on_call_refuse, .budget = on_budget};
 
 static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nl,
                      const uint8_t *value, size_t vl, uint8_t flags, void *ud)
