@@ -9,7 +9,7 @@ set -euo pipefail
 build_pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config
     libuv1-dev libyaml-dev libsqlite3-dev libcmocka-dev libcjson-dev
     libhttp-parser-dev libhiredis-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-    protobuf-compiler     libprotobuf-dev libsystemd-dev libcurl4-openssl-dev liburing-dev libssl-dev scdoc)
+    protobuf-compiler libprotobuf-dev libsystemd-dev libcurl4-openssl-dev liburing-dev libssl-dev scdoc)
 # Real peers and clients the tests talk to (well-kept Debian packages, as docs/architecture.md explains).
 test_pkgs=(redis-server redis-sentinel redis-tools nginx-light curl sqlite3 clang-format git
     python3 python3-pytest python3-redis python3-grpcio python3-protobuf python3-seccomp
