@@ -7,15 +7,18 @@ Health/Check (channel.unary_unary, as python3-grpc-tools is too old); the
 conversion of a RateLimitResponse into the proto3 JSON POST /json writes;
 and a raw HTTP/2 client over hyperframe and hpack (python3-h2's pieces)
 for what grpcio will not send: bad frames, floods, a client that stops
-reading. It asserts nothing itself.
+reading; callables for the streams (Health/Watch, server reflection).
+It asserts nothing itself.
 """
 import importlib.util
 import os
 import pathlib
+import queue
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import grpc
@@ -27,6 +30,8 @@ PROTO_DIR = SOURCE / "server" / "grpc" / "proto"
 RLS = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 CHECK = "/grpc.health.v1.Health/Check"
 WATCH = "/grpc.health.v1.Health/Watch"
+REFLECT = "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+REFLECT_ALPHA = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
@@ -50,6 +55,10 @@ from envoy.service.ratelimit.v3 import rls_pb2  # noqa: E402
 
 # The generated package "grpc.health.v1" would shadow grpcio's "grpc".
 health_pb2 = _load(_out / "grpc" / "health" / "v1" / "health_pb2.py", "sluice_health_pb2")
+reflection_pb2 = _load(_out / "grpc" / "reflection" / "v1" / "reflection_pb2.py",
+                       "sluice_reflection_pb2")
+reflection_alpha_pb2 = _load(_out / "grpc" / "reflection" / "v1alpha" / "reflection_pb2.py",
+                             "sluice_reflection_alpha_pb2")
 
 
 def request(domain, *descriptors, hits=0):
@@ -84,6 +93,51 @@ def health_stub(channel, path=CHECK):
     return channel.unary_unary(path,
                                request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
                                response_deserializer=health_pb2.HealthCheckResponse.FromString)
+
+
+def watch_stub(channel):
+    return channel.unary_stream(WATCH,
+                                request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                                response_deserializer=health_pb2.HealthCheckResponse.FromString)
+
+
+def reflect_stub(channel, alpha=False):
+    pb = reflection_alpha_pb2 if alpha else reflection_pb2
+    return channel.stream_stream(
+        REFLECT_ALPHA if alpha else REFLECT,
+        request_serializer=pb.ServerReflectionRequest.SerializeToString,
+        response_deserializer=pb.ServerReflectionResponse.FromString)
+
+
+class Watch:
+    """One Health/Watch stream read by a thread into a queue: statuses,
+    then the RpcError (or None) that ended it."""
+
+    def __init__(self, ch, service="", timeout=60):
+        self.q = queue.Queue()
+        self.call = watch_stub(ch)(health_pb2.HealthCheckRequest(service=service),
+                                   timeout=timeout)
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        try:
+            for r in self.call:
+                self.q.put(r.status)
+            self.q.put(None)
+        except grpc.RpcError as e:
+            self.q.put(e)
+
+    def next(self, timeout=10):
+        return self.q.get(timeout=timeout)
+
+    def quiet(self, seconds):
+        """Nothing arrives (no status, no end) for `seconds`."""
+        try:
+            got = self.q.get(timeout=seconds)
+        except queue.Empty:
+            return True
+        raise AssertionError(f"unexpected {got!r}")
 
 
 def channel(port):

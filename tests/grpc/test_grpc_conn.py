@@ -21,7 +21,7 @@ import hyperframe.frame as hf
 import pytest
 import redis
 
-from grpc_client import (CHECK, RawH2, WATCH, channel, frame_message, health_pb2, health_stub,
+from grpc_client import (CHECK, RawH2, channel, frame_message, health_pb2, health_stub,
                          request, rls_stub)
 from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
 from conftest import wait_for  # tests/integration's (on the path through grpc_fixtures)
@@ -46,9 +46,6 @@ def test_health_check(grpc_sluiced):
         with pytest.raises(grpc.RpcError) as e:
             check(health_pb2.HealthCheckRequest(service="other"), timeout=5)
         assert e.value.code() == grpc.StatusCode.NOT_FOUND
-        with pytest.raises(grpc.RpcError) as e:
-            health_stub(ch, WATCH)(health_pb2.HealthCheckRequest(), timeout=5)
-        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
 
 
 def test_one_port_three_protocols(grpc_sluiced):

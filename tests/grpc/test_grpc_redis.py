@@ -5,9 +5,12 @@ answering (a redis-server started here and frozen with SIGSTOP, killed by
 PID at the end): every call is answered by its domain's failure policy
 within a generous bound of the store timeout, the health check says
 NOT_SERVING exactly while /readyz says 503; a decision not made within
-grpc-timeout is answered DEADLINE_EXCEEDED by the server itself; and on
+grpc-timeout is answered DEADLINE_EXCEEDED by the server itself; on
 SIGTERM the server sends GOAWAY with the last stream id, then completes the
-streams in flight before it closes.
+streams in flight before it closes; and a Health/Watch follows readiness
+from a start before Redis is up (NOT_SERVING, then SERVING), through an
+outage and back, to the stop (NOT_SERVING, then UNAVAILABLE), sending each
+change once.
 """
 import signal
 import time
@@ -15,7 +18,9 @@ import time
 import hyperframe.frame as hf
 import pytest
 
-from grpc_client import RawH2, channel, health_pb2, health_stub, request, rls_stub
+import grpc
+
+from grpc_client import RawH2, Watch, channel, health_pb2, health_stub, request, rls_stub
 from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
 
 RULES = """\
@@ -126,3 +131,44 @@ def test_goaway_on_sigterm_completes_streams_in_flight(grpc_sluiced, rds):
         assert trailers["grpc-status"] == "0" and data
     assert h.closed()
     assert s.proc.wait(10) == 0
+
+
+def test_watch_follows_readiness_across_start_outage_and_stop(grpc_sluiced):
+    from conftest import RedisServer, free_port
+    ST = health_pb2.HealthCheckResponse
+    port = free_port()
+    # started before its Redis: not ready (http.readyz: store)
+    s = grpc_sluiced(rules=RULES, extra=f"""store:
+  type: redis
+  redis:
+    port: {port}
+    timeout: 100ms
+    failure_policy: local
+    policies: {{open: allow, closed: deny}}
+http:
+  readyz: store
+""")
+    rds = None
+    try:
+        with channel(s.port) as ch:
+            w = Watch(ch, "envoy.service.ratelimit.v3.RateLimitService")
+            assert w.next() == ST.NOT_SERVING
+            rds = RedisServer(port=port)
+            assert w.next(timeout=30) == ST.SERVING
+            assert s.request("GET", "/readyz")[0] == 200
+            rds.proc.send_signal(signal.SIGSTOP)
+            # decisions notice the outage
+            for i in range(5):
+                rls_stub(ch)(request("open", [("k", f"o{i}")]), timeout=5)
+            assert w.next(timeout=30) == ST.NOT_SERVING
+            rds.proc.send_signal(signal.SIGCONT)
+            assert w.next(timeout=30) == ST.SERVING
+            s.proc.send_signal(signal.SIGTERM)
+            assert w.next() == ST.NOT_SERVING
+            end = w.next()
+            assert isinstance(end, grpc.RpcError) and end.code() == grpc.StatusCode.UNAVAILABLE
+        assert s.proc.wait(10) == 0
+    finally:
+        if rds is not None:
+            rds.proc.send_signal(signal.SIGCONT)
+            rds.stop()

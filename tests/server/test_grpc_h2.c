@@ -10,7 +10,10 @@
  * ending the session, replies waiting for a window that never opens timed
  * out on the owner's clock, and a warm session whose calls take nothing
  * from the general heap (malloc, calloc and realloc counted through the
- * linker's --wrap while the server side runs).
+ * linker's --wrap while the server side runs). Streams: messages handed
+ * over one by one (several in a frame, one across frames), replies queued
+ * and ended with trailers, a peer's reset and an oversized message told
+ * to the owner (ops->gone), a stream left open freed with its session.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -517,6 +520,196 @@ static void test_reply_waiting_for_window(void **state)
     pair_free(p);
 }
 
+/* ------------------------------------------------------------ streams */
+
+#define ECHO "/t.Echo/Chat"
+
+static struct {
+    unsigned calls, messages, half_closes, gones;
+    size_t bytes;
+    struct sl__h2_stream *open;
+} echo;
+
+static bool echo_streaming(void *owner, struct sl_str path)
+{
+    return path.len == strlen(ECHO) && memcmp(path.p, ECHO, path.len) == 0;
+}
+
+static void echo_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *c)
+{
+    assert_true(c->stream);
+    assert_null(c->msg);
+    echo.calls++;
+    echo.open = s;
+}
+
+/* Every message is sent back; the half-close ends the stream OK. */
+static void echo_message(void *owner, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
+{
+    struct pair *p = owner;
+
+    if (msg == NULL) {
+        echo.half_closes++;
+        sl__h2_fail(p->server, s, SL__GRPC_OK, "");
+        sl__h2_release(p->server, s);
+        echo.open = NULL;
+        return;
+    }
+    echo.messages++;
+    echo.bytes += len;
+    assert_true(sl__h2_send(p->server, s, msg, len));
+}
+
+static void echo_gone(void *owner, struct sl__h2_stream *s)
+{
+    struct pair *p = owner;
+
+    echo.gones++;
+    echo.open = NULL;
+    sl__h2_release(p->server, s);
+}
+
+static const struct sl__h2_ops echo_ops = {.send = on_send,
+                                           .call = echo_call,
+                                           .streaming = echo_streaming,
+                                           .message = echo_message,
+                                           .gone = echo_gone};
+
+/* A client's request body that stays open (DEFERRED) until `end`. */
+struct client_body {
+    uint8_t buf[65536];
+    size_t len, off;
+    bool end;
+};
+
+static ssize_t read_client(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *fl,
+                           nghttp2_data_source *src, void *ud)
+{
+    struct client_body *b = src->ptr;
+    size_t n = b->len - b->off < len ? b->len - b->off : len;
+
+    if (n == 0 && !b->end)
+        return NGHTTP2_ERR_DEFERRED;
+    memcpy(buf, b->buf + b->off, n);
+    b->off += n;
+    if (b->off == b->len && b->end)
+        *fl |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static void add_message(struct client_body *b, size_t len, uint8_t fill)
+{
+    b->buf[b->len] = 0;
+    b->buf[b->len + 1] = (uint8_t)(len >> 24);
+    b->buf[b->len + 2] = (uint8_t)(len >> 16);
+    b->buf[b->len + 3] = (uint8_t)(len >> 8);
+    b->buf[b->len + 4] = (uint8_t)len;
+    memset(b->buf + b->len + 5, fill, len);
+    b->len += 5 + len;
+}
+
+static int32_t open_stream(struct pair *p, struct client_body *b)
+{
+    nghttp2_nv nv[] = {NV(":method", "POST"), NV(":scheme", "http"), NV(":path", ECHO),
+                       NV(":authority", "t"), NV("content-type", "application/grpc")};
+    nghttp2_data_provider prd = {.source.ptr = b, .read_callback = read_client};
+    int32_t id = nghttp2_submit_request(p->client, NULL, nv, 5, &prd, NULL);
+
+    assert_true(id > 0);
+    return id;
+}
+
+static void test_stream_messages_one_by_one(void **state)
+{
+    struct pair *p = pair_new_ops(65536, &echo_ops);
+    static struct client_body b;
+    int32_t id;
+
+    memset(&echo, 0, sizeof(echo));
+    b = (struct client_body){.len = 0};
+    id = open_stream(p, &b);
+    exchange(p);
+    assert_int_equal(echo.calls, 1); /* handed over at its headers */
+    assert_int_equal(echo.messages, 0);
+    add_message(&b, 3, 'a');
+    add_message(&b, 0, 0);       /* an all-default message is a message */
+    add_message(&b, 20000, 'b'); /* across DATA frames (16 KiB each) */
+    nghttp2_session_resume_data(p->client, id);
+    exchange(p);
+    assert_int_equal(echo.messages, 3);
+    assert_int_equal(echo.bytes, 20003);
+    assert_int_equal(p->data_bytes, 15 + 20003);  /* echoed, each framed */
+    assert_int_equal(p->grpc_status[id / 2], -1); /* not over yet */
+    b.end = true;
+    nghttp2_session_resume_data(p->client, id);
+    exchange(p);
+    assert_int_equal(echo.half_closes, 1);
+    assert_int_equal(p->grpc_status[id / 2], 0);
+    assert_int_equal(p->answers, 1);
+    assert_int_equal(echo.gones, 0);
+    pair_free(p);
+}
+
+static void test_stream_reset_by_peer(void **state)
+{
+    struct pair *p = pair_new_ops(65536, &echo_ops);
+    static struct client_body b;
+    int32_t id;
+
+    memset(&echo, 0, sizeof(echo));
+    b = (struct client_body){.len = 0};
+    id = open_stream(p, &b);
+    exchange(p);
+    assert_non_null(echo.open);
+    nghttp2_submit_rst_stream(p->client, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    exchange(p);
+    assert_int_equal(echo.gones, 1);
+    assert_null(echo.open);
+    /* the session goes on: another stream works */
+    b = (struct client_body){.len = 0, .end = true};
+    add_message(&b, 5, 'c');
+    id = open_stream(p, &b);
+    exchange(p);
+    assert_int_equal(echo.messages, 1);
+    assert_int_equal(p->grpc_status[id / 2], 0);
+    pair_free(p);
+}
+
+static void test_stream_message_above_cap(void **state)
+{
+    struct pair *p = pair_new_ops(16, &echo_ops);
+    static struct client_body b;
+    int32_t id;
+
+    memset(&echo, 0, sizeof(echo));
+    b = (struct client_body){.len = 0};
+    add_message(&b, 4, 'a');
+    add_message(&b, 100, 'b');
+    id = open_stream(p, &b);
+    exchange(p);
+    assert_int_equal(echo.messages, 1);
+    assert_int_equal(p->grpc_status[id / 2], 8); /* RESOURCE_EXHAUSTED, after the echo */
+    assert_int_equal(p->data_bytes, 9);
+    assert_int_equal(echo.gones, 1);
+    pair_free(p);
+}
+
+static void test_stream_left_open(void **state)
+{
+    struct pair *p = pair_new_ops(65536, &echo_ops);
+    static struct client_body b;
+
+    memset(&echo, 0, sizeof(echo));
+    b = (struct client_body){.len = 0};
+    add_message(&b, 7, 'a');
+    open_stream(p, &b);
+    exchange(p);
+    assert_int_equal(echo.messages, 1);
+    assert_non_null(echo.open);
+    pair_free(p); /* the stream goes with the session (the sanitizers see no leak) */
+    assert_int_equal(echo.gones, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -528,6 +721,10 @@ int main(void)
         cmocka_unit_test(test_message_buffers_within_budget),
         cmocka_unit_test(test_header_list_above_cap),
         cmocka_unit_test(test_reply_waiting_for_window),
+        cmocka_unit_test(test_stream_messages_one_by_one),
+        cmocka_unit_test(test_stream_reset_by_peer),
+        cmocka_unit_test(test_stream_message_above_cap),
+        cmocka_unit_test(test_stream_left_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
