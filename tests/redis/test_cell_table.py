@@ -326,3 +326,28 @@ def test_sluiced_del_forgets_every_parameter_set_admin_only(sluiced):
     assert c.execute_command("CL.THROTTLE", "d", 0, 1, 60) == [0, 1, 0, -1, 60]
     assert c.execute_command("CL.THROTTLE", "d", 1, 1, 60) == [0, 2, 1, -1, 60]
     assert c.ping()
+
+
+@pytest.mark.parametrize("engine", ["module", "script"])
+def test_sluiced_del_with_the_redis_store(mod, tmp_path, engine):
+    """DEL reaches states kept in Redis too (both engines of the store)."""
+    from sluiced_proc import SluicedProc
+
+    store = f"""  type: redis
+  redis:
+    port: {mod.port}
+    engine: {engine}
+"""
+    s = SluicedProc(tmp_path, "n", store, DEFAULT_RULES)
+    try:
+        c = s.client
+        token = (tmp_path / "n.token").read_text().split()[0]
+        a = redis.Redis(port=s.port, password=token, socket_timeout=5)
+        assert c.execute_command("CL.THROTTLE", "r", 0, 1, 60) == [0, 1, 0, -1, 60]
+        assert c.execute_command("CL.THROTTLE", "r", 2, 1, 60) == [0, 3, 2, -1, 60]
+        assert c.execute_command("CL.THROTTLE", "r", 0, 1, 60)[0] == 1
+        assert a.execute_command("DEL", "r") == 1
+        assert c.execute_command("CL.THROTTLE", "r", 0, 1, 60) == [0, 1, 0, -1, 60]
+        assert c.execute_command("CL.THROTTLE", "r", 2, 1, 60) == [0, 3, 2, -1, 60]
+    finally:
+        s.stop()
