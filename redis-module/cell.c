@@ -10,10 +10,14 @@
  * The state is redis-cell's: one per key, whatever the parameters, a
  * plain string holding the theoretical arrival time (TAT) in Unix
  * nanoseconds as a decimal integer, expiring when the limit is whole again
- * (at the TAT). So DEL resets a key, TTL shows when it is whole, and a
+ * (at the TAT), the format redis-cell writes (a Redis that switches
+ * keeps its states). So DEL resets a key, TTL shows when it is whole, and a
  * call with other parameters than the last goes on from the same TAT, as
  * with redis-cell. (sluiced keeps one state per key and parameter set:
- * docs/distributed.md says so.)
+ * docs/distributed.md says so.) A TAT past INT64_MAX ns (the year 2262:
+ * periods of centuries) is stored as INT64_MAX, so the calls after one
+ * that reached it report less time left than sluiced, which keeps the
+ * exact backlog.
  *
  * Time and replication: the time is Redis's (the wall clock, as
  * redis-cell's), so the command is not replicated as itself; a call that
