@@ -287,8 +287,9 @@ def test_module_other_types_are_refused_and_kept(mod):
     assert c.command_getkeys("CL.THROTTLE", "kk", 1, 1, 1) in ([b"kk"], ["kk"])
 
 
-def test_module_replicates_the_effect_to_a_replica_without_it(mod):
-    replica = RedisServer(args=["--replicaof", "127.0.0.1", str(mod.port)])
+def test_module_replicates_the_effect_to_a_replica_without_it(mod, tmp_path):
+    # the replica loads the master's data through a file in its own --dir
+    replica = RedisServer(args=["--replicaof", "127.0.0.1", str(mod.port), "--dir", str(tmp_path)])
     try:
         rc = replica.client
         assert wait_for(lambda: rc.info("replication").get("master_link_status") == "up",
