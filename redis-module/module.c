@@ -14,6 +14,8 @@
  *   SLUICE.RELEASE  free concurrency leases by their index keys
  *   SLUICE.VERSION  ["sluice-redis", version, protocol]: what the store
  *                   detects on connect (store/redis/redis_conn.c)
+ *   CL.THROTTLE     redis-cell's command, replies and stored state (cell.c),
+ *                   unless another module (redis-cell) has the name
  * A check that takes a concurrency slot is the acquire: its lease comes
  * back in the reply and SLUICE.RELEASE gives it back.
  *
@@ -221,6 +223,13 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (sl__rm.create_command(ctx, "SLUICE.VERSION", version_cmd, "readonly fast", 0, 0, 0) !=
         SL__RM_OK)
         return SL__RM_ERR;
+    /* The key is argument 1 (a range Redis knows without asking). When the
+     * name is taken (redis-cell is loaded too) the module loads without it:
+     * the SLUICE.* commands do not need it. */
+    if (sl__rm.create_command(ctx, "CL.THROTTLE", sl__mcmd_throttle, "write deny-oom", 1, 1, 1) !=
+        SL__RM_OK)
+        sl__rm.log(ctx, "warning",
+                   "sluice-redis: CL.THROTTLE is taken (redis-cell loaded?); loaded without it");
     return SL__RM_OK;
 }
 

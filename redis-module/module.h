@@ -105,6 +105,9 @@ int sl__mcmd_reset(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int sl__mcmd_refund(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int sl__mcmd_release(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 
+/* cell.c: CL.THROTTLE, redis-cell's command */
+int sl__mcmd_throttle(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+
 /* keys.c: open every item's key (WRITE or READ) and decode its state into
  * the arena; SL_OK, or an error reply sent and the keys closed. */
 int sl__mkeys_load(struct sl__mcall *c, int mode);

@@ -535,6 +535,22 @@ bool sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
     return end(op);
 }
 
+bool sl__decide_matched_reset(struct sl__worker *w, struct sl__decide_op *op,
+                              struct sl_request *req, const struct sl_match *m, size_t n,
+                              sl__decide_done done, struct sl__decided *now)
+{
+    struct sl__store_req q = {req, NULL, m, n};
+    int r;
+
+    begin(w, op, SL__DECIDE_RESET, done, now);
+    req->now_ns = op->now_ns;
+    (void)batch_for(w, false); /* the checks queued before it go first */
+    r = w->store->ops->reset(w->store, &q, on_store, op);
+    if (r != SL_OK)
+        on_store(op, r, NULL, SL__BY_STATE);
+    return end(op);
+}
+
 bool sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,
                         size_t len, sl__decide_done done, struct sl__decided *now)
 {

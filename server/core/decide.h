@@ -127,6 +127,13 @@ bool sl__decide_matched(struct sl__worker *w, struct sl__decide_op *op, struct s
                         const struct sl_match *m, size_t n, sl__decide_done done,
                         struct sl__decided *now);
 
+/* Forget the states of limits the protocol resolved itself (m[0..n);
+ * DEL of a CL.THROTTLE key), then report the fresh ones: a reset with no
+ * domain. */
+bool sl__decide_matched_reset(struct sl__worker *w, struct sl__decide_op *op,
+                              struct sl_request *req, const struct sl_match *m, size_t n,
+                              sl__decide_done done, struct sl__decided *now);
+
 /* Free every concurrency slot named by `lease` (borrowed for the call).
  * err SL_OK, SL_ENOENT (nothing held) or SL_EINVAL (malformed). */
 bool sl__decide_release(struct sl__worker *w, struct sl__decide_op *op, const char *lease,

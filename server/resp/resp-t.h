@@ -23,6 +23,7 @@ enum sl__resp_op_kind {
     SL__RESP_OP_DECIDE,   /* SL.CHECK/CHECKM/PEEK/RESET: decision and statuses */
     SL__RESP_OP_ACQUIRE,  /* SL.ACQUIRE: as DECIDE plus the lease */
     SL__RESP_OP_RELEASE,  /* SL.RELEASE: 1 released, 0 nothing held */
+    SL__RESP_OP_DEL,      /* DEL of a CL.THROTTLE key: 1 */
 };
 
 /* One decision in flight; lives in the connection's op ring at the index

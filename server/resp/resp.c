@@ -36,6 +36,7 @@ const struct sl__resp_command sl__resp_commands[] = {
     {"SL.PEEK", -4, sl__resp_peek, "readonly fast", false},
     {"SL.RESET", -4, sl__resp_reset, "write", true},
     {"SL.DEBUG", -2, sl__resp_debug, "admin", true},
+    {"DEL", -2, sl__resp_del, "write", true},
     {"PING", -1, sl__resp_ping, "fast", false},
     {"ECHO", 2, sl__resp_echo, "fast", false},
     {"HELLO", -1, sl__resp_hello, "fast", false},

@@ -58,6 +58,9 @@ int sl__resp_peek(struct sl__conn *, struct sl__resp_state *, const struct sl__r
                   struct sl__buf *);
 int sl__resp_reset(struct sl__conn *, struct sl__resp_state *, const struct sl__resp_cmd *,
                    struct sl__buf *);
+/* DEL key: forget a CL.THROTTLE key's states (every parameter set). */
+int sl__resp_del(struct sl__conn *, struct sl__resp_state *, const struct sl__resp_cmd *,
+                 struct sl__buf *);
 int sl__resp_debug(struct sl__conn *, struct sl__resp_state *, const struct sl__resp_cmd *,
                    struct sl__buf *);
 

@@ -191,8 +191,8 @@ static void command_info(struct sl__buf *out, const struct sl__resp_command *k)
         sl__buf_append(out, "\r\n", 2);
         f += len + (e != NULL);
     }
-    /* first key, last key, step: CL.THROTTLE's key is argument 1 */
-    bool keyed = strcmp(k->name, "CL.THROTTLE") == 0;
+    /* first key, last key, step: CL.THROTTLE's and DEL's key is argument 1 */
+    bool keyed = strcmp(k->name, "CL.THROTTLE") == 0 || strcmp(k->name, "DEL") == 0;
     sl__resp_w_int(out, keyed);
     sl__resp_w_int(out, keyed);
     sl__resp_w_int(out, keyed);

@@ -3,7 +3,8 @@
 /*
  * resp_sl.c - the decision commands over RESP: CL.THROTTLE (redis-cell's
  * command and exact reply), SL.CHECK / SL.CHECKM / SL.ACQUIRE / SL.PEEK /
- * SL.RESET against the rules, SL.RELEASE, and SL.DEBUG CLOCK for tests.
+ * SL.RESET against the rules, SL.RELEASE, DEL of a CL.THROTTLE key, and
+ * SL.DEBUG CLOCK for tests.
  *
  * Every decision goes through the one decision path (core/decide.h): the
  * command parses its arguments, reserves a reply slot with its operation
@@ -13,6 +14,8 @@
  * thread-local scratch. It does not decide, apply kill switches or count
  * metrics itself.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -140,7 +143,9 @@ static void on_done(struct sl__decide_op *d, int err, const struct sl_result *re
         b = &op->c->w->areply;
         b->len = 0;
     }
-    if (op->kind == SL__RESP_OP_RELEASE) {
+    if (op->kind == SL__RESP_OP_DEL && err == SL_OK) {
+        sl__resp_w_int(b, 1);
+    } else if (op->kind == SL__RESP_OP_RELEASE) {
         if (err == SL_OK || err == SL_ENOENT)
             sl__resp_w_int(b, err == SL_OK);
         else
@@ -184,8 +189,49 @@ static const char cell_prefix[] = "\xff"
                                   "cl.throttle\xff";
 static const struct sl_match zero_match;
 
+/* The parameter sets CL.THROTTLE has served since the start, process-wide,
+ * for DEL: a key has one state per parameter set (the state's layout
+ * follows the parameters), and DEL forgets the key under each of them.
+ * Entries are written once, under the lock, before the count that
+ * publishes them; they never move (the store may hold a pointer to one
+ * while a reset is out). Beyond CELL_SETS sets, later ones are not
+ * remembered and DEL does not reach their states (docs/protocol.md). */
+#define CELL_SETS (SL_MAX_DESCRIPTORS * SL_MAX_LIMITS)
+static struct sl_limit cell_sets[CELL_SETS];
+static atomic_size_t cell_n;
+static pthread_mutex_t cell_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool same_set(const struct sl_limit *a, const struct sl_limit *b)
+{
+    return a->id == b->id && a->burst == b->burst && a->requests == b->requests &&
+           a->period_ns == b->period_ns;
+}
+
+static void cell_remember(const struct sl_limit *l)
+{
+    size_t n = atomic_load_explicit(&cell_n, memory_order_acquire);
+
+    for (size_t i = 0; i < n; i++)
+        if (same_set(&cell_sets[i], l))
+            return;
+    pthread_mutex_lock(&cell_lock);
+    n = atomic_load_explicit(&cell_n, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++) {
+        if (same_set(&cell_sets[i], l)) {
+            pthread_mutex_unlock(&cell_lock);
+            return;
+        }
+    }
+    if (n < CELL_SETS) {
+        cell_sets[n] = *l;
+        atomic_store_explicit(&cell_n, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&cell_lock);
+}
+
 /* sl_limit_finish() hashes every parameter; clients repeat the same
- * parameters call after call, so the last identity is kept per thread. */
+ * parameters call after call, so the last identity is kept per thread
+ * (and a new one remembered for DEL). */
 static void finish_cached(struct sl_limit *l)
 {
     static _Thread_local struct sl_limit last;
@@ -197,8 +243,20 @@ static void finish_cached(struct sl_limit *l)
         return;
     }
     sl_limit_finish(l);
+    cell_remember(l);
     last = *l;
     have = true;
+}
+
+/* The match of a CL.THROTTLE key: the prefixed key, no limits yet. */
+static void cell_match(struct sl_match *m, struct sl_str key)
+{
+    /* everything after the key bytes is zero (fields may be added there) */
+    memcpy(&m->key_len, &zero_match.key_len, sizeof(*m) - offsetof(struct sl_match, key_len));
+    m->n_limits = 0;
+    memcpy(m->key, cell_prefix, sizeof(cell_prefix) - 1);
+    memcpy(m->key + sizeof(cell_prefix) - 1, key.p, key.len);
+    m->key_len = sizeof(cell_prefix) - 1 + key.len;
 }
 
 int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
@@ -253,18 +311,57 @@ int sl__resp_throttle(struct sl__conn *c, struct sl__resp_state *st, const struc
     op->limit.name = "cl.throttle";
     op->limit.ad_hoc = true;
     finish_cached(&op->limit);
-    /* everything after the key bytes is zero (fields may be added there) */
-    memcpy(&m->key_len, &zero_match.key_len, sizeof(*m) - offsetof(struct sl_match, key_len));
+    cell_match(m, key);
     m->limits[0] = &op->limit;
     m->n_limits = 1;
-    memcpy(m->key, cell_prefix, sizeof(cell_prefix) - 1);
-    memcpy(m->key + sizeof(cell_prefix) - 1, key.p, key.len);
-    m->key_len = sizeof(cell_prefix) - 1 + key.len;
     memset(&req, 0, sizeof(req));
     req.descriptors = &d;
     req.n_descriptors = 1;
     req.hits = (uint64_t)v[3];
     if (sl__decide_matched(c->w, &op->d, &req, m, 1, on_done, &now))
+        on_done(&op->d, now.err, now.res);
+    return 0;
+}
+
+/* DEL key: the CL.THROTTLE key's state under every parameter set served
+ * so far is forgotten, as DEL forgets a redis-cell key (admin only, as
+ * SL.RESET: resp.c checks). One key, as the reply cannot say which of
+ * several held a state: 1, whether or not one did. */
+int sl__resp_del(struct sl__conn *c, struct sl__resp_state *st, const struct sl__resp_cmd *cmd,
+                 struct sl__buf *out)
+{
+    static _Thread_local struct sl_match dm[SL_MAX_DESCRIPTORS];
+    static _Thread_local struct sl_descriptor dd[SL_MAX_DESCRIPTORS];
+    size_t n = atomic_load_explicit(&cell_n, memory_order_acquire), nm = 0;
+    struct sl_str key = cmd->argv[1];
+    struct sl_request req;
+    struct sl__resp_op *op;
+    struct sl__decided now;
+
+    if (cmd->argc != 2) {
+        sl__resp_w_error(out, "ERR DEL takes one key here (a CL.THROTTLE key)");
+        return 0;
+    }
+    if (key.len + sizeof(cell_prefix) - 1 > SL_KEY_MAX) {
+        sl__resp_w_error(out, "ERR key longer than %d bytes", (int)(SL_KEY_MAX - 16));
+        return 0;
+    }
+    if (n == 0) { /* no CL.THROTTLE yet: no state to forget */
+        sl__resp_w_int(out, 0);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i % SL_MAX_LIMITS == 0)
+            cell_match(&dm[nm++], key);
+        dm[nm - 1].limits[dm[nm - 1].n_limits++] = &cell_sets[i];
+    }
+    for (size_t i = 0; i < nm; i++)
+        dd[i] = (struct sl_descriptor){NULL, 0, -1, NULL};
+    memset(&req, 0, sizeof(req));
+    req.descriptors = dd;
+    req.n_descriptors = nm;
+    op = op_new(c, SL__RESP_OP_DEL, out);
+    if (op != NULL && sl__decide_matched_reset(c->w, &op->d, &req, dm, nm, on_done, &now))
         on_done(&op->d, now.err, now.res);
     return 0;
 }

@@ -197,7 +197,8 @@ static bool copy_put(struct sl__rcopy *c, size_t *at, const char *p, size_t len,
 {
     if (*at + len > c->cap)
         return false;
-    memcpy(c->buf + *at, p, len);
+    if (len > 0) /* an empty domain (CL.THROTTLE's) may be NULL, as the buffer may be */
+        memcpy(c->buf + *at, p, len);
     *off = (uint32_t)*at;
     *at += len;
     return true;

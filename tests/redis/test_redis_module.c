@@ -9,7 +9,8 @@
  *    ACLs see the keys);
  *  - bad arguments, values of another type and corrupt states get an error
  *    reply, never a crash (PING after each, and a few thousand random
- *    mutations of valid calls);
+ *    mutations of valid calls, CL.THROTTLE's among them: extreme numbers
+ *    too);
  *  - the module writes the very bytes the Functions library writes for the
  *    same calls, for every algorithm (one stored format), and the scripts
  *    go on from a state the module wrote;
@@ -341,14 +342,20 @@ static void test_random_mutations(void **state)
         {"SLUICE.REFUND", "1", "mut:d", "1700000000000000", "10,sl", "4,1,0,0,0,60000000,10,0,0"},
         {"SLUICE.RESET", "1", "mut:e", "1700000000000000", "10,sl", "2,1,0,0,0,1000000,1,6,3"},
         {"SLUICE.RELEASE", "1", "mut:f", "1700000000000000", "10,sl", "1700000000000001"},
+        {"CL.THROTTLE", "mut:g", "4", "1", "60", "1"},
+        {"CL.THROTTLE", "mut:h", "9223372036854775806", "1000000000", "9223372036",
+         "9223372036854775807"},
     };
+    static const char *const extremes[] = {
+        "-1", "0", "1", "9223372036854775807", "-9223372036854775808", "18446744073709551616", ""};
+    const size_t n_argvs = sizeof(argvs) / sizeof(argvs[0]);
     char buf[6][64];
     const char *argv[6];
     size_t len[6];
 
     (void)state;
     for (int i = 0; i < 3000; i++) {
-        const char *const *base = argvs[rnd() % 6];
+        const char *const *base = argvs[rnd() % n_argvs];
         int argc = 6;
         for (int k = 0; k < 6; k++) {
             snprintf(buf[k], sizeof(buf[k]), "%s", base[k]);
@@ -357,6 +364,10 @@ static void test_random_mutations(void **state)
         }
         if (rnd() % 4 == 0) {
             argc = 1 + (int)(rnd() % 5); /* arguments missing */
+        } else if (rnd() % 3 == 0) {     /* an extreme number in place of one */
+            int k = 1 + (int)(rnd() % 5);
+            snprintf(buf[k], sizeof(buf[k]), "%s", extremes[rnd() % 7]);
+            len[k] = strlen(buf[k]);
         } else {
             int k = 1 + (int)(rnd() % 5);
             if (len[k] > 0)
@@ -686,6 +697,7 @@ static void test_unload_is_clean(void **state)
     freeReplyObject(r);
     expect_error("unknown command", "SLUICE.CHECK 1 un:fw 1700000000000000 1000,un "
                                     "3,1,0,0,0,60000000,3,0,0");
+    expect_error("unknown command", "CL.THROTTLE un:cell 1 1 1");
     r = function_call(rc, "check", "un:fw", "1700000000000000,1000,un", "3,1,0,0,0,60000000,3,0,0");
     assert_int_equal(r->element[2]->integer, 1); /* the module's count, then this one */
     freeReplyObject(r);
@@ -694,6 +706,11 @@ static void test_unload_is_clean(void **state)
     freeReplyObject(r);
     r = module_call(rc, "check", "un:fw", "1700000000000000,1000,un", "3,1,0,0,0,60000000,3,0,0");
     assert_int_equal(r->element[2]->integer, 0);
+    freeReplyObject(r);
+    r = cmd(rc, "CL.THROTTLE un:cell 1 1 60");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 5);
+    assert_int_equal(r->element[1]->integer, 2);
     freeReplyObject(r);
 }
 
