@@ -38,6 +38,10 @@ struct sl__h2_limits {
  * operation lives there, so starting a call allocates nothing). */
 #define SL__H2_OWNER_BYTES 512
 
+/* A stream queues at most this many reply bytes for a peer that does not
+ * read them (sl__h2_send refuses more), whatever the owner's budget. */
+#define SL__H2_STREAM_QUEUE (1u << 20)
+
 /* A request message buffer up to this size is never refused by the
  * owner's budget (ops->budget): an ordinary call always gets its room. */
 #define SL__H2_SMALL_MESSAGE (16u << 10)

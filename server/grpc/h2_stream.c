@@ -291,7 +291,8 @@ static bool queue_message(struct sl__h2_stream *s, const uint8_t *msg, size_t le
         s->out_len = left;
         s->out_sent = 0;
     }
-    if (len > UINT32_MAX || !reserve(s->h, &s->out, &s->out_cap, left + PREFIX + len, true))
+    if (len > UINT32_MAX || left + PREFIX + len > SL__H2_STREAM_QUEUE ||
+        !reserve(s->h, &s->out, &s->out_cap, left + PREFIX + len, true))
         return false;
     s->out[left] = 0;
     s->out[left + 1] = (uint8_t)(len >> 24);

@@ -694,6 +694,32 @@ static void test_stream_message_above_cap(void **state)
     pair_free(p);
 }
 
+/* A peer that grants no window: the stream's queue stops at its bound. */
+static void test_stream_queue_bounded(void **state)
+{
+    struct pair *p = pair_new_ops(65536, &echo_ops);
+    static struct client_body b;
+    static uint8_t big[60000];
+    nghttp2_settings_entry zero = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0};
+    size_t queued = 0;
+
+    memset(&echo, 0, sizeof(echo));
+    nghttp2_submit_settings(p->client, NGHTTP2_FLAG_NONE, &zero, 1);
+    exchange(p);
+    b = (struct client_body){.len = 0};
+    open_stream(p, &b);
+    exchange(p);
+    assert_non_null(echo.open);
+    while (sl__h2_send(p->server, echo.open, big, sizeof(big)))
+        queued += 5 + sizeof(big);
+    assert_true(queued <= SL__H2_STREAM_QUEUE);
+    assert_true(queued + 5 + sizeof(big) > SL__H2_STREAM_QUEUE);
+    assert_true(sl__h2_waiting(p->server));
+    sl__h2_fail(p->server, echo.open, SL__GRPC_RESOURCE_EXHAUSTED, "not read");
+    sl__h2_release(p->server, echo.open);
+    pair_free(p);
+}
+
 static void test_stream_left_open(void **state)
 {
     struct pair *p = pair_new_ops(65536, &echo_ops);
@@ -724,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_stream_messages_one_by_one),
         cmocka_unit_test(test_stream_reset_by_peer),
         cmocka_unit_test(test_stream_message_above_cap),
+        cmocka_unit_test(test_stream_queue_bounded),
         cmocka_unit_test(test_stream_left_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
