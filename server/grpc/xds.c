@@ -53,6 +53,7 @@ struct attempt {
     char *version, *nonce;
     struct sl__xds_text *texts;
     size_t n;
+    size_t count; /* resources in the response */
     char *error;  /* set by the work: NULL applied */
     unsigned gen; /* the connection it came on */
 };
@@ -61,6 +62,15 @@ struct xds {
     struct sl__server *srv;
     const struct sl__xds_config *cfg;
     uv_timer_t timer;
+    /* A NACK of the version NACKed last waits (the server sends the same
+     * version again at once): between half and all of rules.xds.backoff,
+     * doubled each time, up to rules.xds.max_backoff. */
+    uv_timer_t nack_timer;
+    bool nack_timer_closed;
+    char *nack_version; /* the response version NACKed last */
+    unsigned nack_streak;
+    char *held_nonce, *held_error; /* the NACK waiting */
+    unsigned held_gen;
     uv_getaddrinfo_t gai;
     bool gai_busy, timer_closed, stopping;
     uv_tcp_t *tcp; /* NULL: not connected */
@@ -257,6 +267,69 @@ static void send_request(struct xds *x, const char *version, const char *nonce, 
     flush(x);
 }
 
+/* ---- answering ---- */
+
+static void send_answer(struct xds *x, const char *nonce, const char *error)
+{
+    char *applied;
+
+    uv_mutex_lock(&x->mu);
+    applied = x->version != NULL ? dup_s(x->version) : NULL;
+    uv_mutex_unlock(&x->mu);
+    send_request(x, applied, nonce, error);
+    free(applied);
+}
+
+static void on_nack_timer(uv_timer_t *t)
+{
+    struct xds *x = t->data;
+
+    if (x->held_nonce != NULL && x->held_gen == x->gen && x->h2 != NULL)
+        send_answer(x, x->held_nonce, x->held_error);
+    free(x->held_nonce);
+    free(x->held_error);
+    x->held_nonce = x->held_error = NULL;
+}
+
+/* ACK (error NULL) or NACK the response `version` of `nonce`. */
+static void answer(struct xds *x, const char *version, const char *nonce, const char *error)
+{
+    uint64_t d;
+
+    if (error == NULL) {
+        uv_timer_stop(&x->nack_timer); /* a NACK held is of an older response */
+        free(x->held_nonce);
+        free(x->held_error);
+        x->held_nonce = x->held_error = NULL;
+        x->nack_streak = 0;
+        free(x->nack_version);
+        x->nack_version = NULL;
+        send_answer(x, nonce, NULL);
+        return;
+    }
+    if (x->nack_version != NULL && strcmp(x->nack_version, version) == 0) {
+        x->nack_streak++;
+    } else {
+        x->nack_streak = 0;
+        free(x->nack_version);
+        x->nack_version = dup_s(version);
+    }
+    if (x->nack_streak == 0) {
+        send_answer(x, nonce, error);
+        return;
+    }
+    d = (uint64_t)x->cfg->backoff_ms << (x->nack_streak < 16 ? x->nack_streak : 16);
+    if (d > (uint64_t)x->cfg->max_backoff_ms)
+        d = (uint64_t)x->cfg->max_backoff_ms;
+    free(x->held_nonce);
+    free(x->held_error);
+    x->held_nonce = dup_s(nonce);
+    x->held_error = dup_s(error);
+    x->held_gen = x->gen;
+    sl__dbg("xds.nack_held", "xds: version %s rejected again: NACK in %" PRIu64 "ms", version, d);
+    uv_timer_start(&x->nack_timer, on_nack_timer, d / 2 + 1, 0);
+}
+
 /* ---- applying ---- */
 
 static void start_attempt(struct xds *x);
@@ -331,9 +404,9 @@ static void apply_done(uv_work_t *w, int status)
     if (status == 0 && !x->stopping) {
         if (a->error == NULL) {
             struct sl__log_field f[] = {SL__LOG_STR("version", a->version),
-                                        SL__LOG_INT("resources", (int64_t)a->n)};
+                                        SL__LOG_INT("resources", (int64_t)a->count)};
             sl__log_fields(SL__LOG_INFO, "xds.applied", f, 2,
-                           "xds: version %s applied (%zu resources); ACK", a->version, a->n);
+                           "xds: version %s applied (%zu resources); ACK", a->version, a->count);
         } else {
             uv_mutex_lock(&x->mu);
             free(x->last_error);
@@ -345,14 +418,8 @@ static void apply_done(uv_work_t *w, int status)
                            "xds: version %s rejected (NACK); the previous rules keep serving: %s",
                            a->version, a->error);
         }
-        if (a->gen == x->gen && x->h2 != NULL) {
-            char *applied;
-            uv_mutex_lock(&x->mu);
-            applied = dup_s(x->version);
-            uv_mutex_unlock(&x->mu);
-            send_request(x, applied, a->nonce, a->error);
-            free(applied);
-        }
+        if (a->gen == x->gen && x->h2 != NULL)
+            answer(x, a->version, a->nonce, a->error);
     }
     attempt_free(a);
     if (x->stopping) {
@@ -402,22 +469,19 @@ static void on_response(struct xds *x, const uint8_t *p, size_t n)
     a->version = dup_s(rs->version_info);
     a->nonce = dup_s(rs->nonce);
     a->gen = x->gen;
+    a->count = rs->n_resources;
     sl__dbg("xds.response", "xds: version %s, %zu resources", a->version, rs->n_resources);
     if (sl__xds_render(rs->resources, rs->n_resources, &a->texts, &a->n, err, sizeof(err)) !=
         SL_OK) {
-        char *applied;
         uv_mutex_lock(&x->mu);
         x->nacks++;
         free(x->last_error);
         x->last_error = dup_s(err);
-        applied = dup_s(x->version);
         uv_mutex_unlock(&x->mu);
         sl__err("xds.rejected",
-                "xds: version %s rejected (NACK); the previous rules keep "
-                "serving: %s",
-                a->version, err);
-        send_request(x, applied, a->nonce, err);
-        free(applied);
+                "xds: version %s rejected (NACK); the previous rules keep serving: %s", a->version,
+                err);
+        answer(x, a->version, a->nonce, err);
         attempt_free(a);
     } else {
         attempt_free(x->next); /* state of the world: only the latest matters */
@@ -822,6 +886,8 @@ int sl__xds_start(struct sl__server *srv)
     uv_mutex_init(&x->mu);
     uv_timer_init(srv->loop, &x->timer);
     x->timer.data = x;
+    uv_timer_init(srv->loop, &x->nack_timer);
+    x->nack_timer.data = x;
     the = x;
     sl__rules_set_extra(add_rules, x);
     sl__info("xds.starting", "xds: rules from %s (node %s, %s)", cfg->server, cfg->node_id,
@@ -834,7 +900,10 @@ static void on_timer_closed(uv_handle_t *h)
 {
     struct xds *x = h->data;
 
-    x->timer_closed = true;
+    if (h == (uv_handle_t *)&x->timer)
+        x->timer_closed = true;
+    else
+        x->nack_timer_closed = true;
     maybe_free(x);
 }
 
@@ -843,7 +912,7 @@ static void on_timer_closed(uv_handle_t *h)
  * would no longer see them. */
 static void maybe_free(struct xds *x)
 {
-    if (!x->stopping || !x->timer_closed || x->work_busy || x->gai_busy)
+    if (!x->stopping || !x->timer_closed || !x->nack_timer_closed || x->work_busy || x->gai_busy)
         return;
     sl__rules_set_extra(NULL, NULL);
     the = NULL;
@@ -852,6 +921,9 @@ static void maybe_free(struct xds *x)
     sl__xds_texts_free(x->cur, x->n_cur);
     free(x->version);
     free(x->last_error);
+    free(x->nack_version);
+    free(x->held_nonce);
+    free(x->held_error);
     uv_mutex_destroy(&x->mu);
     free(x);
 }
@@ -871,6 +943,7 @@ void sl__xds_stop(struct sl__server *srv)
     if (x->work_busy)
         uv_cancel((uv_req_t *)&x->work);
     uv_close((uv_handle_t *)&x->timer, on_timer_closed);
+    uv_close((uv_handle_t *)&x->nack_timer, on_timer_closed);
 }
 
 /* ---- for operators ---- */
