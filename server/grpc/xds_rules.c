@@ -74,7 +74,7 @@ static const char *unit_name(Ratelimit__Config__Ratelimit__V3__RateLimitUnit u)
     case RATELIMIT__CONFIG__RATELIMIT__V3__RATE_LIMIT_UNIT__YEAR:
         return "year";
     default:
-        return "unknown"; /* the loader refuses it, naming the units */
+        return "unknown"; /* an enum value of a later version: the loader refuses it */
     }
 }
 
@@ -89,9 +89,9 @@ static void policy(struct sl__buf *b, const Ratelimit__Config__Ratelimit__V3__Ra
         indent(b, depth + 1);
         put(b, "unlimited: true\n");
     }
-    /* an unlimited limit with a unit is refused by the loader, as by
-     * envoyproxy/ratelimit; UNKNOWN is "no unit" there */
-    if (!p->unlimited || p->unit != RATELIMIT__CONFIG__RATELIMIT__V3__RATE_LIMIT_UNIT__UNKNOWN) {
+    /* UNKNOWN is no unit: the loader asks for one (or unlimited), and
+     * refuses an unlimited limit with a unit, as envoyproxy/ratelimit does */
+    if (p->unit != RATELIMIT__CONFIG__RATELIMIT__V3__RATE_LIMIT_UNIT__UNKNOWN) {
         indent(b, depth + 1);
         put(b, "unit: ");
         put(b, unit_name(p->unit));
