@@ -810,7 +810,7 @@ static void on_connect(uv_connect_t *req, int status)
     if (x->cfg->tls != NULL) {
         enum sl__tlsc_fail why;
         x->tls = sl__tlsc_new(x->cfg->tls->cc, x->cfg->host, NULL);
-        if (x->tls == NULL) {
+        if (x->tls == NULL || sl__tlsc_alpn(x->tls, "h2") != 0) {
             lose(x, "cannot set up TLS");
             return;
         }

@@ -23,6 +23,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "integration"))
 from conftest import free_port  # noqa: E402
+from conftest_tls import pki  # noqa: E402,F401
 
 SLUICED = os.environ.get("SLUICED", "sluiced")
 HERE = pathlib.Path(__file__).resolve().parent
@@ -57,9 +58,11 @@ def server_bin(tmp_path_factory):
 
 
 class XdsServer:
-    def __init__(self, binary, tmp, ads_port=None):
+    def __init__(self, binary, tmp, ads_port=None, tls=None):
         self.log = open(tmp / "xds-server.log", "a")
         args = [str(binary)] + (["-ads-port", str(ads_port)] if ads_port else [])
+        if tls:
+            args += ["-tls-cert", tls[0], "-tls-key", tls[1]]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True)
         ports = {}
         for _ in range(2):
@@ -88,11 +91,11 @@ class XdsServer:
 
 
 class Sluiced:
-    def __init__(self, tmp, name, ads_port, node, files=None):
+    def __init__(self, tmp, name, ads_port, node, files=None, tls=""):
         self.tmp, self.name = tmp, name
         self.http = free_port()
         rules = f"  xds: {{server: '127.0.0.1:{ads_port}', node_id: {node}, backoff: 50ms, " \
-                f"max_backoff: 400ms}}\n"
+                f"max_backoff: 400ms{tls}}}\n"
         if files:
             names = []
             for fname, text in files.items():
@@ -279,3 +282,21 @@ def test_config_errors(tmp_path):
     assert r.returncode != 0
     assert "rules.xds.server is host:port" in r.stderr + r.stdout
     assert "rules.xds.node_id is needed" in r.stderr + r.stdout
+
+
+def test_tls_to_the_server(server_bin, tmp_path, servers, pki):
+    xs = XdsServer(server_bin, tmp_path, tls=(pki.path("server.pem"), pki.path("server.key")))
+    servers.append(xs)
+    xs.set("v1", ["n1", "n2"], [config("web", "user", 2)])
+    good = Sluiced(tmp_path, "good", xs.ads, "n1",
+                   tls=f", tls: {{ca_file: {pki.path('ca.pem')}}}")
+    servers.append(good)
+    good.wait_version("v1")
+    assert good.allowed("web", "user", "x", 4) == 2
+    # a server whose certificate does not chain to ca_file is refused
+    bad = Sluiced(tmp_path, "bad", xs.ads, "n2",
+                  tls=f", tls: {{ca_file: {pki.path('other_ca.pem')}}}")
+    servers.append(bad)
+    assert wait_until(lambda: "certificate not trusted" in bad.log_text())
+    assert bad.xds()["connected"] is False and bad.xds()["version"] is None
+    assert all(r["node"] != "n2" for r in xs.requests())

@@ -9,6 +9,7 @@
 //	POST /snapshot?version=V&nodes=a,b   body: a JSON list of RateLimitConfig
 //	GET  /requests                       every DiscoveryRequest seen, as JSON
 //
+// With -tls-cert and -tls-key the discovery service speaks TLS.
 // It prints "ads PORT" and "control PORT" on stdout once both listen.
 package main
 
@@ -33,6 +34,7 @@ import (
 	"github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -63,13 +65,23 @@ func record(_ int64, req *discovery.DiscoveryRequest) error {
 
 func main() {
 	adsPort := flag.Int("ads-port", 0, "port of the discovery service (0: any free)")
+	certFile := flag.String("tls-cert", "", "serve the discovery service over TLS with this certificate")
+	keyFile := flag.String("tls-key", "", "and this key")
 	flag.Parse()
 	ctx := context.Background()
 	snaps := cache.NewSnapshotCache(true, cache.IDHash{}, nil)
 	cb := server.CallbackFuncs{StreamRequestFunc: record}
 	srv := server.NewServer(ctx, snaps, cb)
 
-	gs := grpc.NewServer()
+	var opts []grpc.ServerOption
+	if *certFile != "" {
+		creds, err := credentials.NewServerTLSFromFile(*certFile, *keyFile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		opts = append(opts, grpc.Creds(creds))
+	}
+	gs := grpc.NewServer(opts...)
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(gs, srv)
 	ads, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *adsPort))
 	if err != nil {
