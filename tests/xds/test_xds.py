@@ -91,7 +91,7 @@ class XdsServer:
 
 
 class Sluiced:
-    def __init__(self, tmp, name, ads_port, node, files=None, tls=""):
+    def __init__(self, tmp, name, ads_port, node, files=None, tls="", db=None):
         self.tmp, self.name = tmp, name
         self.http = free_port()
         rules = f"  xds: {{server: '127.0.0.1:{ads_port}', node_id: {node}, backoff: 50ms, " \
@@ -102,6 +102,8 @@ class Sluiced:
                 (tmp / fname).write_text(text)
                 names.append(fname)
             rules += f"  files: [{', '.join(names)}]\n"
+        if db:
+            rules += f"  database: {db}\n"
         self.cfg = tmp / f"{name}.yaml"
         self.cfg.write_text(f"""listeners:
   - {{address: 127.0.0.1, port: {self.http}, protocols: [http1]}}
@@ -272,6 +274,38 @@ descriptors:
     # the file's rules keep serving; nothing of the refused version does
     assert sl.allowed("web", "user", "x", 3) == 1
     assert sl.allowed("api", "path", "/x", 3) == 3
+
+    # without the clash it applies, and a reload of the files keeps it
+    xs.set("v2", ["n1"], [config("api", "path", 2)])
+    sl.wait_version("v2")
+    assert sl.allowed("api", "path", "/y", 1) == 1
+    sl.proc.send_signal(signal.SIGHUP)
+    assert wait_until(lambda: sl.metric("sluice_reloads_total") >= 2)
+    assert sl.allowed("api", "path", "/y", 3) == 1  # same limit, its count kept
+    assert sl.allowed("web", "user", "y", 3) == 1
+
+
+def test_database_wins_over_xds(server_bin, tmp_path, servers):
+    db = tmp_path / "rules.db"
+    (tmp_path / "row.yaml").write_text("""domain: api
+descriptors:
+  - key: path
+    rate_limit: {unit: minute, requests_per_unit: 4}
+""")
+    r = subprocess.run([os.environ.get("SLUICE_CLI", "sluice"), "rules", "add", "--db", str(db),
+                        "--id", "api-path", str(tmp_path / "row.yaml")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    xs = XdsServer(server_bin, tmp_path)
+    servers.append(xs)
+    xs.set("v1", ["n1"], [{"name": "api", "domain": "api", "descriptors": [
+        {"key": "path", "rate_limit": {"unit": "MINUTE", "requests_per_unit": 1}},
+        {"key": "user", "rate_limit": {"unit": "MINUTE", "requests_per_unit": 2}}]}])
+    sl = Sluiced(tmp_path, "a", xs.ads, "n1", db=db)
+    servers.append(sl)
+    sl.wait_version("v1")
+    assert sl.allowed("api", "path", "/x", 6) == 4  # the database's limit
+    assert sl.allowed("api", "user", "u", 4) == 2  # xDS's, where the database says nothing
 
 
 def test_config_errors(tmp_path):
