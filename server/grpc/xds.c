@@ -23,6 +23,7 @@
  * keep serving. It does not parse rules (the library does).
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,7 +104,10 @@ struct xds {
     uint64_t acks, nacks, connects, losses;
 };
 
-static struct xds *the; /* one per daemon */
+/* One per daemon; `the_mu` keeps it from going while a scrape (on a
+ * worker) reads it. */
+static struct xds *the;
+static pthread_mutex_t the_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static char *dup_s(const char *s)
 {
@@ -671,14 +675,13 @@ static int start_h2(struct xds *x)
 {
     nghttp2_session_callbacks *cb;
     nghttp2_data_provider dp = {.read_callback = data_read};
-    char authority[300];
     const char *scheme = x->tls != NULL ? "https" : "http";
     nghttp2_nv nv[] = {
 #define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE}
         NV(":method", "POST"),
         NV(":scheme", scheme),
         NV(":path", ADS_PATH),
-        NV(":authority", authority),
+        NV(":authority", x->cfg->server),
         NV("content-type", "application/grpc"),
         NV("te", "trailers"),
         NV("user-agent", "sluiced"),
@@ -686,8 +689,6 @@ static int start_h2(struct xds *x)
     };
     int r;
 
-    snprintf(authority, sizeof(authority), "%s", x->cfg->server);
-    nv[3].valuelen = strlen(authority);
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
@@ -888,7 +889,9 @@ int sl__xds_start(struct sl__server *srv)
     x->timer.data = x;
     uv_timer_init(srv->loop, &x->nack_timer);
     x->nack_timer.data = x;
+    pthread_mutex_lock(&the_mu);
     the = x;
+    pthread_mutex_unlock(&the_mu);
     sl__rules_set_extra(add_rules, x);
     sl__info("xds.starting", "xds: rules from %s (node %s, %s)", cfg->server, cfg->node_id,
              cfg->tls != NULL ? "TLS" : "plaintext HTTP/2");
@@ -915,7 +918,9 @@ static void maybe_free(struct xds *x)
     if (!x->stopping || !x->timer_closed || !x->nack_timer_closed || x->work_busy || x->gai_busy)
         return;
     sl__rules_set_extra(NULL, NULL);
+    pthread_mutex_lock(&the_mu);
     the = NULL;
+    pthread_mutex_unlock(&the_mu);
     sl__buf_free(&x->in);
     sl__buf_free(&x->out);
     sl__xds_texts_free(x->cur, x->n_cur);
@@ -987,11 +992,15 @@ static void json_str(struct sl__buf *out, const char *s)
 
 void sl__xds_render_metrics(const struct sl__server *srv, struct sl__buf *out)
 {
-    struct xds *x = the;
+    struct xds *x;
 
     (void)srv;
-    if (x == NULL)
+    pthread_mutex_lock(&the_mu);
+    x = the;
+    if (x == NULL) {
+        pthread_mutex_unlock(&the_mu);
         return;
+    }
     uv_mutex_lock(&x->mu);
     appendf(out,
             "# HELP sluice_xds_connected Whether the xDS rules source is subscribed to its "
@@ -1010,15 +1019,20 @@ void sl__xds_render_metrics(const struct sl__server *srv, struct sl__buf *out)
             "sluice_xds_disconnects_total %" PRIu64 "\n",
             x->losses);
     uv_mutex_unlock(&x->mu);
+    pthread_mutex_unlock(&the_mu);
 }
 
 void sl__xds_render_stats(const struct sl__server *srv, struct sl__buf *out)
 {
-    struct xds *x = the;
+    struct xds *x;
 
     (void)srv;
-    if (x == NULL)
+    pthread_mutex_lock(&the_mu);
+    x = the;
+    if (x == NULL) {
+        pthread_mutex_unlock(&the_mu);
         return;
+    }
     uv_mutex_lock(&x->mu);
     sl__buf_append(out, "\"xds\":{\"server\":", 16);
     json_str(out, x->cfg->server);
@@ -1033,4 +1047,5 @@ void sl__xds_render_stats(const struct sl__server *srv, struct sl__buf *out)
     json_str(out, x->last_error);
     sl__buf_append(out, "}", 1);
     uv_mutex_unlock(&x->mu);
+    pthread_mutex_unlock(&the_mu);
 }
