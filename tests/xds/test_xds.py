@@ -334,3 +334,15 @@ def test_tls_to_the_server(server_bin, tmp_path, servers, pki):
     assert wait_until(lambda: "certificate not trusted" in bad.log_text())
     assert bad.xds()["connected"] is False and bad.xds()["version"] is None
     assert all(r["node"] != "n2" for r in xs.requests())
+
+
+def test_config_unknown_key_and_bad_tls_file(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("rules:\n  xds: {server: '127.0.0.1:1', node_id: a, bogus: 1,\n"
+                   "        tls: {ca_file: missing-ca.pem}}\n")
+    r = subprocess.run([SLUICED, "-t", "-c", str(cfg)], capture_output=True, text=True,
+                       timeout=30)
+    out = r.stderr + r.stdout
+    assert r.returncode != 0
+    assert "unknown key 'rules.xds.bogus'" in out
+    assert "rules.xds.tls.ca_file: cannot read" in out
