@@ -205,6 +205,18 @@ static bool is_address(const char *s)
     return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
 }
 
+int sl__tlsc_alpn(struct sl__tlsc *tc, const char *proto)
+{
+    unsigned char wire[256];
+    size_t n = strlen(proto);
+
+    if (n == 0 || n > 255)
+        return -1;
+    wire[0] = (unsigned char)n;
+    memcpy(wire + 1, proto, n);
+    return SSL_set_alpn_protos(tc->ssl, wire, (unsigned)n + 1) == 0 ? 0 : -1;
+}
+
 struct sl__tlsc *sl__tlsc_new(const struct sl__tlsc_ctx *t, const char *host,
                               struct sl__tlsc_slot *slot)
 {

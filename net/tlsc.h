@@ -76,6 +76,9 @@ struct sl__tlsc;
  * there (slot may be NULL). NULL when OpenSSL cannot make one. */
 struct sl__tlsc *sl__tlsc_new(const struct sl__tlsc_ctx *x, const char *host,
                               struct sl__tlsc_slot *slot);
+/* Offer one ALPN protocol id (e.g. "h2": gRPC servers refuse TLS without
+ * it), before the first handshake step. 0, or -1 when OpenSSL refuses it. */
+int sl__tlsc_alpn(struct sl__tlsc *tc, const char *proto);
 /* Queue close_notify (taken with sl__tlsc_take) once the handshake is done. */
 void sl__tlsc_close(struct sl__tlsc *tc);
 /* Free it; its session stays good to offer again (SSL_free alone would

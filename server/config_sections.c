@@ -18,6 +18,7 @@
 #include "proto_name.h"
 #include "proxy.h"
 #include "stats.h"
+#include "xds.h"
 
 const struct sl__proto_name sl__proto_names_reg[] = {
     {"grpc", false, "h2"}, {"http1", false, "http/1.1"}, {"proxy", true, "http/1.1"},
@@ -29,5 +30,6 @@ const struct sl__config_section *const sl__config_sections[] = {
     &sl__proxy_config_section,
     &sl__grpc_config_section,
     &sl__stats_config_section,
+    &sl__xds_config_section,
     NULL,
 };

@@ -110,6 +110,12 @@ struct sl__proto {
      * may allocate). May be NULL. */
     void (*render_metrics)(const struct sl__server *srv, struct sl__buf *out);
     void (*render_stats)(const struct sl__server *srv, struct sl__buf *out);
+    /* What the room runs on the main thread's loop (the xDS client):
+     * started once the first rules serve (0, or -1: the server does not
+     * start), stopped when the server starts stopping (close its handles
+     * so the loop can end). On the main loop; may be NULL. */
+    int (*main_start)(struct sl__server *srv);
+    void (*main_stop)(struct sl__server *srv);
 };
 
 #endif /* SL_SERVER_PROTO_T_H */

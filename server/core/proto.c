@@ -75,3 +75,18 @@ void sl__protos_render_stats(const struct sl__server *srv, struct sl__buf *out)
             out->len = before; /* nothing to say */
     }
 }
+
+int sl__protos_main_start(struct sl__server *srv)
+{
+    for (unsigned i = 0; sl__protos[i] != NULL; i++)
+        if (sl__protos[i]->main_start != NULL && sl__protos[i]->main_start(srv) != 0)
+            return -1;
+    return 0;
+}
+
+void sl__protos_main_stop(struct sl__server *srv)
+{
+    for (unsigned i = 0; sl__protos[i] != NULL; i++)
+        if (sl__protos[i]->main_stop != NULL)
+            sl__protos[i]->main_stop(srv);
+}

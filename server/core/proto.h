@@ -41,5 +41,9 @@ int sl__proto_sniff(unsigned enabled, const char *buf, size_t len, const struct 
  * comma, to follow the caller's own. Any thread. */
 void sl__protos_render_metrics(const struct sl__server *srv, struct sl__buf *out);
 void sl__protos_render_stats(const struct sl__server *srv, struct sl__buf *out);
+/* Every protocol's main_start (0, or -1 at the first that fails) and
+ * main_stop (proto-t.h). */
+int sl__protos_main_start(struct sl__server *srv);
+void sl__protos_main_stop(struct sl__server *srv);
 
 #endif /* SL_SERVER_PROTO_H */

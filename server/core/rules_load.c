@@ -181,6 +181,15 @@ static int check_adaptive_mix(const struct sl__config *cfg, const struct sl__rul
     return SL_EPARSE;
 }
 
+static sl__rules_extra_fn extra_add;
+static void *extra_arg;
+
+void sl__rules_set_extra(sl__rules_extra_fn add, void *arg)
+{
+    extra_add = add;
+    extra_arg = arg;
+}
+
 static int load(const struct sl__config *cfg, const struct sl__rules_load *how, sl_rules **out,
                 struct sl__rules_census *cs)
 {
@@ -195,6 +204,10 @@ static int load(const struct sl__config *cfg, const struct sl__rules_load *how, 
     for (size_t i = 0; i < cfg->n_rules_files && r != SL__RULES_STOPPED; i++) {
         int rf = load_file(cfg, how, cfg->rules_files[i], b);
         r = r == SL_OK ? rf : rf == SL__RULES_STOPPED ? rf : r;
+    }
+    if (r != SL__RULES_STOPPED && extra_add != NULL) {
+        int rx = extra_add(extra_arg, b);
+        r = r == SL_OK ? rx : r;
     }
     if (r != SL__RULES_STOPPED && cfg->rules_db != NULL) {
         int rd = load_db(how, cfg->rules_db, b);

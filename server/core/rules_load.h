@@ -57,6 +57,15 @@ int sl__rules_check(const struct sl__config *cfg, FILE *out);
 int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const char *why,
                      const atomic_bool *stop);
 
+/* A source of rules besides the files and the database (the xDS client,
+ * server/grpc/xds.c): on every load, after the files and before the
+ * database, `add` puts its rules into the builder as a file's (so a domain
+ * it defines that a file defines too is refused, and the database wins
+ * over it). SL_OK, or an error (its problems in the builder's
+ * diagnostics). Set once, before any reload can run; NULL: none. */
+typedef int (*sl__rules_extra_fn)(void *arg, sl_rules_builder *b);
+void sl__rules_set_extra(sl__rules_extra_fn add, void *arg);
+
 /* How many descriptor rules, at every level, one rules text holds (what
  * the admin API caps per rule) into *n, and into *empty the first domain
  * that, served from this text alone, would have no descriptors (as the

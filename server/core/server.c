@@ -290,6 +290,7 @@ static void on_stop_signal(uv_signal_t *s, int signum)
     sl__tls_watch_stop(srv);
     sl__store_rules_unsubscribe(srv->rsync);
     srv->rsync = NULL;
+    sl__protos_main_stop(srv);
 }
 
 static void on_hup(uv_signal_t *s, int signum)
@@ -390,6 +391,8 @@ static int start(struct sl__server *srv)
     sl__watch_start(srv, sl__server_request_reload);
     sl__tls_watch_start(srv);
     if (start_rules_sync(srv) != SL_OK)
+        return 1;
+    if (sl__protos_main_start(srv) != 0)
         return 1;
     for (unsigned i = 0; i < srv->n_workers; i++)
         if (sl__worker_start(&srv->workers[i]) != SL_OK)

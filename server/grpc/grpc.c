@@ -41,6 +41,7 @@
 #include "conn.h"
 #include "decide.h"
 #include "grpc.h"
+#include "xds.h"
 #include "log.h"
 #include "metrics.h"
 #include "server-t.h"
@@ -485,4 +486,8 @@ const struct sl__proto sl__proto_grpc = {
     .on_read = on_read,
     .on_drain = on_drain,
     .on_close = on_close,
+    .render_metrics = sl__xds_render_metrics,
+    .render_stats = sl__xds_render_stats,
+    .main_start = sl__xds_start,
+    .main_stop = sl__xds_stop,
 };
