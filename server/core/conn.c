@@ -25,6 +25,8 @@
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdatomic.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,19 @@ void sl__buf_grow(struct sl__buf *b, size_t len)
         cap *= 2;
     b->p = sl__xrealloc(b->p, cap);
     b->cap = cap;
+}
+
+void sl__buf_appendf(struct sl__buf *b, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        sl__buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
 void sl__buf_free(struct sl__buf *b)

@@ -953,22 +953,6 @@ void sl__xds_stop(struct sl__server *srv)
 
 /* ---- for operators ---- */
 
-static void appendf(struct sl__buf *out, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void appendf(struct sl__buf *out, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sl__buf_append(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
-
 static void json_str(struct sl__buf *out, const char *s)
 {
     if (s == NULL) {
@@ -982,7 +966,7 @@ static void json_str(struct sl__buf *out, const char *s)
             char e[2] = {'\\', (char)c};
             sl__buf_append(out, e, 2);
         } else if (c < 0x20) {
-            appendf(out, "\\u%04x", c);
+            sl__buf_appendf(out, "\\u%04x", c);
         } else {
             sl__buf_append(out, s, 1);
         }
@@ -1002,22 +986,22 @@ void sl__xds_render_metrics(const struct sl__server *srv, struct sl__buf *out)
         return;
     }
     uv_mutex_lock(&x->mu);
-    appendf(out,
-            "# HELP sluice_xds_connected Whether the xDS rules source is subscribed to its "
-            "management server (1) or not (0).\n# TYPE sluice_xds_connected gauge\n"
-            "sluice_xds_connected %d\n",
-            x->connected ? 1 : 0);
-    appendf(out,
-            "# HELP sluice_xds_updates_total xDS responses applied (ack) and rejected "
-            "(nack).\n# TYPE sluice_xds_updates_total counter\n"
-            "sluice_xds_updates_total{result=\"ack\"} %" PRIu64 "\n"
-            "sluice_xds_updates_total{result=\"nack\"} %" PRIu64 "\n",
-            x->acks, x->nacks);
-    appendf(out,
-            "# HELP sluice_xds_disconnects_total Times the subscription to the management "
-            "server was lost.\n# TYPE sluice_xds_disconnects_total counter\n"
-            "sluice_xds_disconnects_total %" PRIu64 "\n",
-            x->losses);
+    sl__buf_appendf(out,
+                    "# HELP sluice_xds_connected Whether the xDS rules source is subscribed to its "
+                    "management server (1) or not (0).\n# TYPE sluice_xds_connected gauge\n"
+                    "sluice_xds_connected %d\n",
+                    x->connected ? 1 : 0);
+    sl__buf_appendf(out,
+                    "# HELP sluice_xds_updates_total xDS responses applied (ack) and rejected "
+                    "(nack).\n# TYPE sluice_xds_updates_total counter\n"
+                    "sluice_xds_updates_total{result=\"ack\"} %" PRIu64 "\n"
+                    "sluice_xds_updates_total{result=\"nack\"} %" PRIu64 "\n",
+                    x->acks, x->nacks);
+    sl__buf_appendf(out,
+                    "# HELP sluice_xds_disconnects_total Times the subscription to the management "
+                    "server was lost.\n# TYPE sluice_xds_disconnects_total counter\n"
+                    "sluice_xds_disconnects_total %" PRIu64 "\n",
+                    x->losses);
     uv_mutex_unlock(&x->mu);
     pthread_mutex_unlock(&the_mu);
 }
@@ -1038,12 +1022,12 @@ void sl__xds_render_stats(const struct sl__server *srv, struct sl__buf *out)
     json_str(out, x->cfg->server);
     sl__buf_append(out, ",\"node_id\":", 11);
     json_str(out, x->cfg->node_id);
-    appendf(out, ",\"connected\":%s,\"version\":", x->connected ? "true" : "false");
+    sl__buf_appendf(out, ",\"connected\":%s,\"version\":", x->connected ? "true" : "false");
     json_str(out, x->version);
-    appendf(out,
-            ",\"resources\":%zu,\"acks\":%" PRIu64 ",\"nacks\":%" PRIu64 ",\"connects\":%" PRIu64
-            ",\"last_error\":",
-            x->n_cur, x->acks, x->nacks, x->connects);
+    sl__buf_appendf(out,
+                    ",\"resources\":%zu,\"acks\":%" PRIu64 ",\"nacks\":%" PRIu64
+                    ",\"connects\":%" PRIu64 ",\"last_error\":",
+                    x->n_cur, x->acks, x->nacks, x->connects);
     json_str(out, x->last_error);
     sl__buf_append(out, "}", 1);
     uv_mutex_unlock(&x->mu);

@@ -305,22 +305,6 @@ void sl__proxy_adaptive_done(struct sl__proxy_x *x)
 
 /* ------------------------------------------------------------ scrapes */
 
-static void appendf(struct sl__buf *out, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void appendf(struct sl__buf *out, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sl__buf_append(out, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
-
 /* s as a Prometheus label value (quotes added) or a JSON string. */
 static void quoted(struct sl__buf *out, const char *s, bool json)
 {
@@ -334,7 +318,7 @@ static void quoted(struct sl__buf *out, const char *s, bool json)
             sl__buf_append(out, "\\n", 2);
         } else if (c < 0x20) {
             if (json)
-                appendf(out, "\\u%04x", c);
+                sl__buf_appendf(out, "\\u%04x", c);
         } else {
             sl__buf_append(out, s, 1);
         }
@@ -392,7 +376,7 @@ static const struct sl__proxy_config *config_of(const struct sl__server *srv)
 
 static void head(struct sl__buf *out, const char *name, const char *type, const char *help)
 {
-    appendf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    sl__buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static void gauge_lines(struct sl__buf *out, const struct sl__proxy_config *pc,
@@ -406,14 +390,15 @@ static void gauge_lines(struct sl__buf *out, const struct sl__proxy_config *pc,
         s = &sums[i++];
         if (which == 2 && !has_min_rtt(ad))
             continue;
-        appendf(out, "%s{route=", name);
+        sl__buf_appendf(out, "%s{route=", name);
         quoted(out, pc->routes[r].name, false);
         if (which == 0)
-            appendf(out, "} %" PRIu64 "\n", s->limit);
+            sl__buf_appendf(out, "} %" PRIu64 "\n", s->limit);
         else if (which == 1)
-            appendf(out, "} %" PRIu64 "\n", s->inflight);
+            sl__buf_appendf(out, "} %" PRIu64 "\n", s->inflight);
         else
-            appendf(out, "} %.9f\n", (double)(which == 2 ? s->min_rtt_ns : s->sample_rtt_ns) / 1e9);
+            sl__buf_appendf(out, "} %.9f\n",
+                            (double)(which == 2 ? s->min_rtt_ns : s->sample_rtt_ns) / 1e9);
     }
 }
 
@@ -427,11 +412,11 @@ static void class_lines(struct sl__buf *out, const struct sl__proxy_config *pc,
             continue;
         s = &sums[i++];
         for (uint32_t k = 0; k < ad->pc.n; k++) {
-            appendf(out, "%s{route=", name);
+            sl__buf_appendf(out, "%s{route=", name);
             quoted(out, pc->routes[r].name, false);
             sl__buf_append(out, ",class=", 7);
             quoted(out, ad->classes[k], false);
-            appendf(out, "} %" PRIu64 "\n", shed ? s->shed[k] : s->admitted[k]);
+            sl__buf_appendf(out, "} %" PRIu64 "\n", shed ? s->shed[k] : s->admitted[k]);
         }
     }
 }
@@ -474,9 +459,9 @@ void sl__proxy_adaptive_metrics(const struct sl__server *srv, struct sl__buf *ou
 static void ms_or_null(struct sl__buf *out, const char *key, int64_t ns)
 {
     if (ns > 0)
-        appendf(out, ",\"%s\":%.6f", key, (double)ns / 1e6);
+        sl__buf_appendf(out, ",\"%s\":%.6f", key, (double)ns / 1e6);
     else
-        appendf(out, ",\"%s\":null", key);
+        sl__buf_appendf(out, ",\"%s\":null", key);
 }
 
 void sl__proxy_adaptive_stats(const struct sl__server *srv, struct sl__buf *out)
@@ -494,19 +479,19 @@ void sl__proxy_adaptive_stats(const struct sl__server *srv, struct sl__buf *out)
         sl__buf_append(out, first ? "{\"route\":" : ",{\"route\":", first ? 9 : 10);
         first = false;
         quoted(out, pc->routes[r].name, true);
-        appendf(out,
-                ",\"algorithm\":\"%s\",\"workers\":%u,\"limit\":%" PRIu64 ",\"inflight\":%" PRIu64,
-                sl_adaptive_algo_name(ad->ac.algo), s.workers, s.limit, s.inflight);
+        sl__buf_appendf(
+            out, ",\"algorithm\":\"%s\",\"workers\":%u,\"limit\":%" PRIu64 ",\"inflight\":%" PRIu64,
+            sl_adaptive_algo_name(ad->ac.algo), s.workers, s.limit, s.inflight);
         ms_or_null(out, "min_rtt_ms", has_min_rtt(ad) ? s.min_rtt_ns : 0);
         ms_or_null(out, "sample_rtt_ms", s.sample_rtt_ns);
         sl__buf_append(out, ",\"classes\":[", 12);
         for (uint32_t k = 0; k < ad->pc.n; k++) {
             sl__buf_append(out, k ? ",{\"name\":" : "{\"name\":", k ? 9 : 8);
             quoted(out, ad->classes[k], true);
-            appendf(out,
-                    ",\"share_pct\":%u,\"admitted\":%" PRIu64 ",\"shed\":%" PRIu64
-                    ",\"inflight\":%" PRIu64 "}",
-                    ad->pc.share_pct[k], s.admitted[k], s.shed[k], s.cls_inflight[k]);
+            sl__buf_appendf(out,
+                            ",\"share_pct\":%u,\"admitted\":%" PRIu64 ",\"shed\":%" PRIu64
+                            ",\"inflight\":%" PRIu64 "}",
+                            ad->pc.share_pct[k], s.admitted[k], s.shed[k], s.cls_inflight[k]);
         }
         sl__buf_append(out, "]}", 2);
     }
