@@ -13,26 +13,33 @@
 #include <stdio.h>
 
 #include "config-t.h"
+#include "rules_dir.h"
 #include "sluice.h"
 
 /* sl__rules_load()'s result when `stop` ended it (nothing built). */
 #define SL__RULES_STOPPED 1
 
-/* How a load goes: at start (every listed file must be there) or on a
- * reload (a listed file deleted, and still absent after rules.debounce,
- * no longer contributes: its domains go). `stop`, when set, ends any wait
- * for a file to hold still (the server is stopping); may be NULL. `out`,
- * when set, makes it a check (sluiced -t, sluice check -c): each problem a
- * plain line on `out` instead of a logged event, and nothing created (a
- * rules database that does not exist yet is taken as empty). */
+/* How a load goes: at start (every listed file and directory must be
+ * there) or on a reload (a listed file or directory deleted, and still
+ * absent after rules.debounce, no longer contributes: its domains go). `stop`, when set, ends any
+ * wait for a file to hold still (the server is stopping); may be NULL. `out`, when set, makes it a
+ * check (sluiced -t, sluice check -c): each problem a plain line on `out` instead of a logged
+ * event, and nothing created (a rules database that does not exist yet is taken as empty). */
 struct sl__rules_load {
     bool reload;
     const atomic_bool *stop;
     FILE *out;
+    /* when set: an array of cfg->n_rules_dirs that a load which succeeds
+     * fills with the listing of each rules directory as it was read (the
+     * caller frees each with sl__rules_dir_free); untouched otherwise */
+    struct sl__rules_dir *dirs;
 };
 
 /*
- * Build a snapshot from every rules file of `cfg` and its database. 0 with
+ * Build a snapshot from every rules file of `cfg`, every rules file of its
+ * rules directories (each directory's files read as one generation: listed
+ * before and after they are read, and read again while the listings
+ * differ) and its database. 0 with
  * *out set (a new reference); or SL_EPARSE/SL_EINVAL with every problem
  * logged as "file:line:col: message" and nothing built - also when a file
  * that exists holds no rules (empty or truncated) or a domain would have no
@@ -51,11 +58,11 @@ int sl__rules_check(const struct sl__config *cfg, FILE *out);
 /*
  * Reload into `slot`: on success the new snapshot is published and serves
  * the next request; on failure the old one keeps serving. `why` names the
- * trigger for the log ("SIGHUP", "file change"). Returns what
- * sl__rules_load() returned.
+ * trigger for the log ("SIGHUP", "file change"). `dirs`, when set, as in
+ * struct sl__rules_load. Returns what sl__rules_load() returned.
  */
 int sl__rules_reload(const struct sl__config *cfg, sl_rules_slot *slot, const char *why,
-                     const atomic_bool *stop);
+                     const atomic_bool *stop, struct sl__rules_dir *dirs);
 
 /* How many descriptor rules, at every level, one rules text holds (what
  * the admin API caps per rule) into *n, and into *empty the first domain

@@ -3,55 +3,129 @@
 /*
  * watch.c - reloading the rules when a rules file changes: a uv_fs_event on
  * every rules file and on its directory (editors and config managers
- * replace files by renaming, which a watch on the old inode misses), and a
- * short debounce so one save triggers one reload.
+ * replace files by renaming, which a watch on the old inode misses), on
+ * every rules directory (and the directory that holds it), and a short
+ * debounce so one save triggers one reload.
+ *
+ * In a rules directory, a change to a rules file's name (*.yaml, *.yml,
+ * not hidden) counts, and so does "..data": a Kubernetes ConfigMap update
+ * writes a new hidden timestamped directory, then renames a new "..data"
+ * link over the old one, then removes the old directory - only the rename
+ * changes what the directory's files say, so one update is one reload.
+ * The watch of a rules directory is set again at each reload, so a
+ * directory removed and created anew is watched again.
  *
  * It does not compare contents: any event asks for a reload (coalesced with
  * one already running), and a reload that builds the same rules is
  * harmless (unchanged limits keep their state). Nor does it read the files
- * (the reload does, once they hold still: rules_read.c).
+ * (the reload does, once they hold still: rules_read.c, rules_load.c).
  */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "rules_dir.h"
 #include "rules_load.h"
 #include "server.h"
 #include "xalloc.h"
+
+static void on_event(uv_fs_event_t *h, const char *filename, int events, int status);
+
+/* Is `path` one of the rules directories? */
+static bool is_rules_dir(const struct sl__server *srv, const char *path)
+{
+    for (size_t i = 0; i < srv->cfg.n_rules_dirs; i++)
+        if (strcmp(srv->cfg.rules_dirs[i], path) == 0)
+            return true;
+    return false;
+}
+
+/* Watch the rules directories again: one removed and created anew is a
+ * new inode, which the old watch no longer sees. */
+static void rewatch_dirs(struct sl__server *srv)
+{
+    for (size_t i = 0; i < srv->n_watch; i++) {
+        uv_fs_event_t *h = &srv->watch[i];
+        const char *dir = NULL;
+        char path[4096];
+        size_t len = sizeof(path);
+
+        if (uv_fs_event_getpath(h, path, &len) != 0)
+            continue;
+        for (size_t k = 0; k < srv->cfg.n_rules_dirs && dir == NULL; k++)
+            if (strcmp(srv->cfg.rules_dirs[k], path) == 0)
+                dir = srv->cfg.rules_dirs[k];
+        if (dir == NULL)
+            continue;
+        uv_fs_event_stop(h);
+        if (uv_fs_event_start(h, on_event, dir, 0) != 0)
+            sl__warn("rules.watch_failed", "watch: cannot watch %s; reload it with SIGHUP", dir);
+    }
+}
 
 static void on_debounce(uv_timer_t *t)
 {
     struct sl__server *srv = t->data;
 
+    rewatch_dirs(srv);
     srv->rules_changed(srv, "file change");
 }
 
-/* Is `name` (a basename from inotify) one of the rules files? Directory
- * watches see every file of the directory, the log file included. */
-static bool is_rules_file(const struct sl__server *srv, const char *name)
+/* Does `name` end the path `f` (as a whole component)? */
+static bool names(const char *f, const char *name)
 {
-    size_t n = strlen(name);
+    size_t n = strlen(name), len = strlen(f);
 
-    for (size_t i = 0; i < srv->cfg.n_rules_files; i++) {
-        const char *f = srv->cfg.rules_files[i];
-        size_t len = strlen(f);
-        if (len >= n && strcmp(f + len - n, name) == 0 && (len == n || f[len - n - 1] == '/'))
+    while (len > 1 && f[len - 1] == '/') /* a directory written "dir/" */
+        len--;
+    return len >= n && strncmp(f + len - n, name, n) == 0 && (len == n || f[len - n - 1] == '/');
+}
+
+/* Is `name` (a basename from inotify, seen by the watch of `dir`) about
+ * the rules? Directory watches see every file of the directory, the log
+ * file included. */
+static bool is_about_rules(const struct sl__server *srv, const char *dir, const char *name)
+{
+    if (is_rules_dir(srv, dir) && (sl__rules_dir_wanted(name) || strcmp(name, "..data") == 0))
+        return true;
+    for (size_t i = 0; i < srv->cfg.n_rules_files; i++)
+        if (names(srv->cfg.rules_files[i], name))
             return true;
-    }
+    for (size_t i = 0; i < srv->cfg.n_rules_dirs; i++)
+        if (names(srv->cfg.rules_dirs[i], name))
+            return true;
     return false;
 }
 
 static void on_event(uv_fs_event_t *h, const char *filename, int events, int status)
 {
     struct sl__server *srv = h->data;
+    char dir[4096];
+    size_t len = sizeof(dir);
 
-    if (status < 0 || filename == NULL || !is_rules_file(srv, filename))
+    (void)events;
+    if (status < 0 || filename == NULL || uv_fs_event_getpath(h, dir, &len) != 0 ||
+        !is_about_rules(srv, dir, filename))
         return;
     sl__dbg("rules.file_changed", "watch: %s changed", filename);
     /* the first event of a burst arms the timer; later ones ride along */
     if (!uv_is_active((uv_handle_t *)&srv->debounce))
         uv_timer_start(&srv->debounce, on_debounce, (uint64_t)srv->cfg.rules_debounce_ms, 0);
+}
+
+/* The directory that holds `f` (malloc'd). */
+static char *parent_of(const char *f)
+{
+    size_t len = strlen(f);
+    const char *slash = NULL;
+
+    while (len > 1 && f[len - 1] == '/')
+        len--;
+    for (size_t i = 0; i < len; i++)
+        if (f[i] == '/')
+            slash = f + i;
+    return slash ? sl__xstrndup(f, (size_t)(slash - f) + (slash == f)) : sl__xstrndup(".", 1);
 }
 
 static void watch_path(struct sl__server *srv, const char *path)
@@ -83,11 +157,14 @@ void sl__watch_start(struct sl__server *srv,
     if (!srv->cfg.rules_watch)
         return;
     for (size_t i = 0; i < srv->cfg.n_rules_files; i++) {
-        const char *f = srv->cfg.rules_files[i];
-        const char *slash = strrchr(f, '/');
-        char *dir =
-            slash ? sl__xstrndup(f, (size_t)(slash - f) + (slash == f)) : sl__xstrndup(".", 1);
-        watch_path(srv, f);
+        char *dir = parent_of(srv->cfg.rules_files[i]);
+        watch_path(srv, srv->cfg.rules_files[i]);
+        watch_path(srv, dir);
+        free(dir);
+    }
+    for (size_t i = 0; i < srv->cfg.n_rules_dirs; i++) {
+        char *dir = parent_of(srv->cfg.rules_dirs[i]);
+        watch_path(srv, srv->cfg.rules_dirs[i]);
         watch_path(srv, dir);
         free(dir);
     }
