@@ -43,6 +43,7 @@ struct sl__server {
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_fs_event_t watch[SL__MAX_RULE_FILES * 2 + SL__MAX_RULE_DIRS * 2];
     size_t n_watch;
+    int dir_watch[SL__MAX_RULE_DIRS][2]; /* watch[] of each rules directory and its parent, or -1 */
     void (*rules_changed)(struct sl__server *srv, const char *why); /* watch.c's call */
     uv_timer_t debounce;
     struct sl__tls_watch *tls_watch; /* certificate files' watches (tls_watch.c), or NULL */

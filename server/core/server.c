@@ -194,6 +194,8 @@ static void reload_done(uv_work_t *w, int status)
     struct sl__server *srv = w->data;
 
     srv->reload_running = false;
+    if (!atomic_load(&srv->stopping))
+        sl__watch_refresh(srv);
     if (srv->reload_pending && !atomic_load(&srv->stopping)) {
         srv->reload_pending = false;
         start_reload(srv, srv->pending_why);

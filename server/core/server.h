@@ -51,6 +51,9 @@ void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g);
 void sl__watch_start(struct sl__server *srv,
                      void (*changed)(struct sl__server *srv, const char *why));
 void sl__watch_stop(struct sl__server *srv);
+/* Watch the rules directories (and their parents) again, after a reload:
+ * one that is a new directory now is watched from then on. Main thread. */
+void sl__watch_refresh(struct sl__server *srv);
 
 /* The listeners' certificates (tls_watch.c): rotate every TLS listener's
  * now (SIGHUP), and watch their files to rotate on a change. Main thread. */

@@ -12,8 +12,9 @@
  * writes a new hidden timestamped directory, then renames a new "..data"
  * link over the old one, then removes the old directory - only the rename
  * changes what the directory's files say, so one update is one reload.
- * The watch of a rules directory is set again at each reload, so a
- * directory removed and created anew is watched again.
+ * The watches of a rules directory and its parent are set again after
+ * each reload, so a directory removed and created anew (or reached through
+ * a swapped link) is watched again.
  *
  * It does not compare contents: any event asks for a reload (coalesced with
  * one already running), and a reload that builds the same rules is
@@ -41,34 +42,10 @@ static bool is_rules_dir(const struct sl__server *srv, const char *path)
     return false;
 }
 
-/* Watch the rules directories again: one removed and created anew is a
- * new inode, which the old watch no longer sees. */
-static void rewatch_dirs(struct sl__server *srv)
-{
-    for (size_t i = 0; i < srv->n_watch; i++) {
-        uv_fs_event_t *h = &srv->watch[i];
-        const char *dir = NULL;
-        char path[4096];
-        size_t len = sizeof(path);
-
-        if (uv_fs_event_getpath(h, path, &len) != 0)
-            continue;
-        for (size_t k = 0; k < srv->cfg.n_rules_dirs && dir == NULL; k++)
-            if (strcmp(srv->cfg.rules_dirs[k], path) == 0)
-                dir = srv->cfg.rules_dirs[k];
-        if (dir == NULL)
-            continue;
-        uv_fs_event_stop(h);
-        if (uv_fs_event_start(h, on_event, dir, 0) != 0)
-            sl__warn("rules.watch_failed", "watch: cannot watch %s; reload it with SIGHUP", dir);
-    }
-}
-
 static void on_debounce(uv_timer_t *t)
 {
     struct sl__server *srv = t->data;
 
-    rewatch_dirs(srv);
     srv->rules_changed(srv, "file change");
 }
 
@@ -128,24 +105,50 @@ static char *parent_of(const char *f)
     return slash ? sl__xstrndup(f, (size_t)(slash - f) + (slash == f)) : sl__xstrndup(".", 1);
 }
 
-static void watch_path(struct sl__server *srv, const char *path)
+/* Watch `path` (once: several files share a directory). The index of its
+ * handle in srv->watch, or -1. */
+static int watch_path(struct sl__server *srv, const char *path)
 {
     uv_fs_event_t *h;
 
     for (size_t i = 0; i < srv->n_watch; i++)
         if (strcmp(srv->watch[i].path ? srv->watch[i].path : "", path) == 0)
-            return; /* several files in one directory */
+            return (int)i;
     if (srv->n_watch == sizeof(srv->watch) / sizeof(srv->watch[0]))
-        return;
+        return -1;
     h = &srv->watch[srv->n_watch];
     uv_fs_event_init(srv->loop, h);
     h->data = srv;
     if (uv_fs_event_start(h, on_event, path, 0) != 0) {
         sl__warn("rules.watch_failed", "watch: cannot watch %s; reload it with SIGHUP", path);
         uv_close((uv_handle_t *)h, NULL);
-        return;
+        return -1;
     }
-    srv->n_watch++;
+    return (int)srv->n_watch++;
+}
+
+/* Set the watch of handle `i` on `path` again (a directory removed and
+ * created anew, or reached through a swapped link, is a new inode the old
+ * watch no longer sees). */
+static void rewatch(struct sl__server *srv, int i, const char *path)
+{
+    uv_fs_event_t *h = &srv->watch[i];
+
+    uv_fs_event_stop(h);
+    if (uv_fs_event_start(h, on_event, path, 0) != 0)
+        sl__warn("rules.watch_failed", "watch: cannot watch %s; reload it with SIGHUP", path);
+}
+
+void sl__watch_refresh(struct sl__server *srv)
+{
+    for (size_t i = 0; i < srv->cfg.n_rules_dirs && srv->n_watch > 0; i++) {
+        char *parent = parent_of(srv->cfg.rules_dirs[i]);
+        if (srv->dir_watch[i][0] >= 0)
+            rewatch(srv, srv->dir_watch[i][0], srv->cfg.rules_dirs[i]);
+        if (srv->dir_watch[i][1] >= 0)
+            rewatch(srv, srv->dir_watch[i][1], parent);
+        free(parent);
+    }
 }
 
 void sl__watch_start(struct sl__server *srv,
@@ -164,8 +167,8 @@ void sl__watch_start(struct sl__server *srv,
     }
     for (size_t i = 0; i < srv->cfg.n_rules_dirs; i++) {
         char *dir = parent_of(srv->cfg.rules_dirs[i]);
-        watch_path(srv, srv->cfg.rules_dirs[i]);
-        watch_path(srv, dir);
+        srv->dir_watch[i][0] = watch_path(srv, srv->cfg.rules_dirs[i]);
+        srv->dir_watch[i][1] = watch_path(srv, dir);
         free(dir);
     }
 }

@@ -310,3 +310,17 @@ def test_envoy_ratelimit_example_directory(http_sluiced, tmp_path):
     assert check(s, "rl", ("foo", "y")) == (200, 2)
     assert check(s, "rl", ("foo", "y")) == (200, 2)
     assert check(s, "rl", ("foo", "y"))[0] == 429
+
+
+def test_directory_replaced_is_watched_anew(http_sluiced, tmp_path):
+    s, cm = start(http_sluiced, tmp_path)
+    # the directory removed and made again (a new inode): seen through its
+    # parent's watch, and watched itself again after the reload
+    shutil.rmtree(cm.path)
+    cm.path.mkdir()
+    for name, text in gen_files(5).items():
+        (cm.path / name).write_text(text)
+    assert wait_for(lambda: generation_of(rlconfig(s)) == 5, timeout=30), s.log_text()[-3000:]
+    (cm.path / "d.yml").write_text(GAMMA.replace("gamma", "delta"))
+    assert wait_for(lambda: rlconfig(s).get("delta") == 7, timeout=30), s.log_text()[-3000:]
+    assert metrics(s)["sluice_reload_failures_total"] == 0
