@@ -274,10 +274,15 @@ static int load_dir(const struct sl__config *cfg, const struct sl__rules_load *h
         }
         if (r != SL_OK)
             return r;
-        if (got->n_dangling > 0)
-            report(how, how->reload ? SL__LOG_WARN : SL__LOG_ERROR, "rules.file_dangling",
-                   "%s:1:1: a symbolic link to nothing (%zu in %s); %s", got->dangling,
-                   got->n_dangling, dir, how->reload ? "skipped" : "remove it or give it its file");
+        if (got->n_dangling > 0 && how->reload)
+            report(how, SL__LOG_WARN, "rules.file_dangling",
+                   "%s:1:1: a symbolic link to nothing (%zu in %s); skipped", got->dangling,
+                   got->n_dangling, dir);
+        else if (got->n_dangling > 0)
+            report(how, SL__LOG_ERROR, "rules.file_dangling",
+                   "%s:1:1: a symbolic link to nothing (%zu in %s); remove it or give it its "
+                   "file",
+                   got->dangling, got->n_dangling, dir);
         for (size_t i = 0; i < got->n; i++)
             add_text(cfg, how, got->files[i].path, texts[i], lens[i], b,
                      "remove it from its directory");

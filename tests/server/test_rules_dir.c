@@ -306,8 +306,9 @@ static void test_load_sees_one_generation_while_swapping(void **st)
 }
 
 /* A broken file in a new generation refuses the whole load; an empty
- * directory is refused unless rules.allow_empty; a directory missing at
- * start is an error. */
+ * directory is refused unless rules.allow_empty; a link to nothing is
+ * skipped on a reload and refused at start; a directory missing at start
+ * is an error. */
 static void test_broken_or_empty_directory_refused(void **st)
 {
     struct sl__config cfg;
@@ -334,6 +335,13 @@ static void test_broken_or_empty_directory_refused(void **st)
     assert_int_equal(sl__rules_load(&cfg, &how, &r), SL_OK);
     sl_rules_unref(r);
     r = NULL;
+    /* a link to nothing: skipped on a reload, refused at start */
+    link_at("..data/gone.yaml", "cm/gone.yaml");
+    assert_int_equal(sl__rules_load(&cfg, &how, &r), SL_OK);
+    sl_rules_unref(r);
+    r = NULL;
+    assert_int_not_equal(sl__rules_load(&cfg, &start, &r), SL_OK);
+    assert_null(r);
 
     mkdir_at("none");
     free(cfg.rules_dirs[0]);
