@@ -15,7 +15,8 @@ directory removed.
 - a generation with a broken file is refused whole, with the file's
   line and column logged; the previous rules keep serving;
 - a key added or removed (a file linked or unlinked), and a plain file
-  written into or removed from the directory, reload;
+  written into, changed in or removed from the directory, reload; a
+  directory removed and made anew is watched again;
 - `sluice check -c` checks the directory's files;
 - envoyproxy/ratelimit's own example directory (envoy_ratelimit/config,
   copied unchanged) loads and decides as it says.
@@ -236,6 +237,8 @@ def test_files_added_and_removed_reload(http_sluiced, tmp_path):
     (cm.path / "notes.txt").write_text("not rules")
     (cm.path / "d.yml").write_text(GAMMA.replace("gamma", "delta"))
     assert wait_for(lambda: rlconfig(s).get("delta") == 7, timeout=30), s.log_text()[-3000:]
+    (cm.path / "d.yml").write_text(GAMMA.replace("gamma", "delta").replace(": 7", ": 8"))
+    assert wait_for(lambda: rlconfig(s).get("delta") == 8, timeout=30), s.log_text()[-3000:]
     os.remove(cm.path / "d.yml")
     assert wait_for(lambda: "delta" not in rlconfig(s), timeout=30), s.log_text()[-3000:]
     m = metrics(s)
