@@ -421,13 +421,35 @@ int sl__rules_load(const struct sl__config *cfg, const struct sl__rules_load *ho
     return load(cfg, how, out, &cs);
 }
 
-int sl__rules_check(const struct sl__config *cfg, FILE *out)
+/* The sources a check read, one line each. */
+static void list_sources(const struct sl__config *cfg, const struct sl__rules_dir *dirs, FILE *f)
 {
-    struct sl__rules_load how = {.reload = false, .stop = NULL, .out = out};
+    for (size_t i = 0; i < cfg->n_rules_files; i++)
+        fprintf(f, "rules file %s\n", cfg->rules_files[i]);
+    for (size_t i = 0; i < cfg->n_rules_dirs; i++) {
+        fprintf(f, "rules directory %s: %zu file%s%s", cfg->rules_dirs[i], dirs[i].n,
+                dirs[i].n == 1 ? "" : "s", dirs[i].n > 0 ? ":" : "");
+        for (size_t k = 0; k < dirs[i].n; k++)
+            fprintf(f, "%s %s", k > 0 ? "," : "", dirs[i].files[k].name);
+        fprintf(f, "\n");
+    }
+    if (cfg->rules_db != NULL)
+        fprintf(f, "rules database %s\n", cfg->rules_db);
+}
+
+int sl__rules_check(const struct sl__config *cfg, FILE *out, FILE *list)
+{
+    struct sl__rules_dir dirs[SL__MAX_RULE_DIRS];
+    struct sl__rules_load how = {.reload = false, .stop = NULL, .out = out, .dirs = dirs};
     struct sl__rules_census cs;
     sl_rules *r = NULL;
-    int err = load(cfg, &how, &r, &cs);
+    int err;
 
+    memset(dirs, 0, sizeof(dirs));
+    err = load(cfg, &how, &r, &cs);
+    if (err == SL_OK && list != NULL)
+        list_sources(cfg, dirs, list);
+    free_dirs(dirs, cfg->n_rules_dirs);
     sl_rules_unref(r);
     return err;
 }

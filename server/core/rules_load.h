@@ -51,9 +51,12 @@ int sl__rules_load(const struct sl__config *cfg, const struct sl__rules_load *ho
 /*
  * Check what sl__rules_load() would build, as `sluiced -t` does: every
  * problem printed on `out`, one line each ("file:line:col: message"),
- * nothing built and nothing written. 0 when the rules would load.
+ * nothing built and nothing written. 0 when the rules would load; then,
+ * when `list` is set, the rules' sources on it: one line per rules file
+ * ("rules file PATH") and per directory ("rules directory PATH: N files:
+ * NAME, NAME").
  */
-int sl__rules_check(const struct sl__config *cfg, FILE *out);
+int sl__rules_check(const struct sl__config *cfg, FILE *out, FILE *list);
 
 /*
  * Reload into `slot`: on success the new snapshot is published and serves

@@ -263,6 +263,8 @@ def test_sluice_check_reads_the_directory(tmp_path):
                        timeout=30)
     assert r.returncode == 0, r.stderr
     assert "ok: configuration" in r.stdout
+    # the sources it read: the directory and its files
+    assert f"rules directory {tmp_path}/cm: 2 files: a.yaml, b.yaml\n" in r.stdout, r.stdout
     cm.swap(2, gen_files(2, broken=True))
     r = subprocess.run([cli, "check", "-c", str(cfg)], capture_output=True, text=True,
                        timeout=30)

@@ -190,7 +190,7 @@ static void test_scan_absent_or_not_a_directory(void **st)
  * 2000 + g. */
 static void write_generation(unsigned g, bool link_files)
 {
-    char rel[PATH_MAX], text[256], tmp[PATH_MAX], data[PATH_MAX], old[PATH_MAX];
+    char rel[64], text[256], tmp[PATH_MAX], data[PATH_MAX], old[PATH_MAX];
     char olddir[PATH_MAX];
     ssize_t n;
 
