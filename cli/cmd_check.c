@@ -5,8 +5,9 @@
  * the daemon would load them) and print every problem as
  * file:line:col: message. Exit 0 when valid, 1 otherwise (docs/contracts.md §Interfaces).
  * `sluice check -c sluice.yaml`: the daemon's configuration and every rules
- * file it names, through the very check `sluiced -t` makes (check.h), so
- * both print the same messages.
+ * file it names (listed, or in its rules directories), through the very
+ * check `sluiced -t` makes (check.h), so both print the same messages; when
+ * valid, the rules' sources it read, one line each.
  *
  * Without -c it does not consult the rules database.
  */
@@ -23,9 +24,10 @@ static void help(FILE *out)
                  "every problem as FILE:LINE:COL: message on stderr and exits 1; exits 0\n"
                  "and prints a one-line summary when all files are valid.\n\n"
                  "  -c, --config FILE  check sluiced's configuration instead: every key, every\n"
-                 "                     rules file it names and its rules database, with the\n"
-                 "                     messages of sluiced -t (which it runs the same code as);\n"
-                 "                     nothing is written\n");
+                 "                     rules file it names or its rules directories hold, and\n"
+                 "                     its rules database, with the messages of sluiced -t\n"
+                 "                     (which it runs the same code as); nothing is written.\n"
+                 "                     When valid, lists the rules' sources it read\n");
 }
 
 static int check_files(int argc, char **argv)
@@ -50,7 +52,7 @@ static int check_files(int argc, char **argv)
 
 static int check_config(const char *path)
 {
-    int rc = sl__check_config(path, stderr);
+    int rc = sl__check_config(path, stderr, stdout);
 
     if (rc == 0)
         printf("ok: configuration %s and its rules are valid\n", path);

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         return done;
     }
     if (test) { /* the check sluice check -c makes too: nothing started, nothing written */
-        int r = sl__check_config(path, stderr);
+        int r = sl__check_config(path, stderr, NULL);
         fprintf(stderr, "sluiced: configuration %s %s\n", path ? path : "(defaults)",
                 r == 0 ? "is valid" : "is NOT valid");
         sl__config_free(&cfg);

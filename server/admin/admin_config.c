@@ -17,6 +17,7 @@
 #include "envoy.h"
 #include "conn.h"
 #include "proto.h"
+#include "server.h"
 #include "server-t.h"
 #include "sluice_adaptive.h"
 #include "stores.h"
@@ -43,12 +44,40 @@ static void add_listeners(cJSON *root, const struct sl__server *srv)
     }
 }
 
-static void add_rules(cJSON *root, const struct sl__config *cfg)
+/* The rules directories, each with the files the serving rules were read
+ * from: [{"path", "files": [{"name", "path", "target"}]}] ("target" is
+ * where the file's symbolic links lead: in a Kubernetes ConfigMap, the
+ * timestamped directory of the generation read). */
+static void add_dirs(void *arg, const struct sl__rules_dir *dirs, size_t n)
 {
+    cJSON *a = arg;
+
+    for (size_t i = 0; i < n; i++) {
+        cJSON *d = cJSON_GetArrayItem(a, (int)i), *files = cJSON_AddArrayToObject(d, "files");
+        for (size_t k = 0; k < dirs[i].n; k++) {
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddStringToObject(f, "name", dirs[i].files[k].name);
+            cJSON_AddStringToObject(f, "path", dirs[i].files[k].path);
+            cJSON_AddStringToObject(f, "target", dirs[i].files[k].target);
+            cJSON_AddItemToArray(files, f);
+        }
+    }
+}
+
+static void add_rules(cJSON *root, const struct sl__server *srv)
+{
+    const struct sl__config *cfg = &srv->cfg;
     cJSON *o = cJSON_AddObjectToObject(root, "rules"), *f = cJSON_AddArrayToObject(o, "files");
+    cJSON *d = cJSON_AddArrayToObject(o, "directories");
 
     for (size_t i = 0; i < cfg->n_rules_files; i++)
         cJSON_AddItemToArray(f, cJSON_CreateString(cfg->rules_files[i]));
+    for (size_t i = 0; i < cfg->n_rules_dirs; i++) {
+        cJSON *one = cJSON_CreateObject();
+        cJSON_AddStringToObject(one, "path", cfg->rules_dirs[i]);
+        cJSON_AddItemToArray(d, one);
+    }
+    sl__server_rules_dirs(srv, add_dirs, d);
     if (cfg->rules_db != NULL)
         cJSON_AddStringToObject(o, "database", cfg->rules_db);
     else
@@ -86,7 +115,7 @@ void sl__admin_config(struct sl__conn *c, const struct sl__h1_req *r)
         cJSON_AddStringToObject(root, "config_file", cfg->path);
     add_listeners(root, srv);
     cJSON_AddNumberToObject(root, "workers", srv->n_workers);
-    add_rules(root, cfg);
+    add_rules(root, srv);
     o = cJSON_AddObjectToObject(root, "store");
     cJSON_AddStringToObject(o, "type", sl__server_store_type(srv));
     cJSON_AddNumberToObject(o, "max_bytes", (double)cfg->store_max_bytes);

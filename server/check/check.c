@@ -38,7 +38,7 @@ static int check_listeners(const struct sl__config *cfg, FILE *out)
     return r;
 }
 
-int sl__check_config(const char *path, FILE *out)
+int sl__check_config(const char *path, FILE *out, FILE *list)
 {
     char err[SL__CONFIG_ERR_MAX];
     struct sl__config cfg;
@@ -56,7 +56,7 @@ int sl__check_config(const char *path, FILE *out)
             r = 1;
         }
         r |= check_listeners(&cfg, out);
-        r |= sl__rules_check(&cfg, out) != SL_OK;
+        r |= sl__rules_check(&cfg, out, list) != SL_OK;
     }
     sl__config_free(&cfg);
     return r;

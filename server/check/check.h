@@ -19,9 +19,11 @@
  * listener's address can be bound (on a port the kernel picks: the
  * configured one may be in use by the running daemon). Every problem is
  * printed on `out`, one per line, most as "file:line:col: message".
- * Returns 0 when sluiced would start with it, 1 otherwise. Blocking (files);
- * any thread, but it uses the process-wide protocol registration.
+ * Returns 0 when sluiced would start with it, 1 otherwise. `list`, when
+ * set, receives the rules' sources the check read (sl__rules_check()) once
+ * they are valid. Blocking (files); any thread, but it uses the
+ * process-wide protocol registration.
  */
-int sl__check_config(const char *path, FILE *out);
+int sl__check_config(const char *path, FILE *out, FILE *list);
 
 #endif /* SL_SERVER_CHECK_H */

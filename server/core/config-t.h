@@ -23,6 +23,7 @@ struct sl__tls;
 
 #define SL__MAX_LISTENERS    8
 #define SL__MAX_RULE_FILES   64
+#define SL__MAX_RULE_DIRS    16
 #define SL__MAX_ROOM_CONFIGS 8 /* registered room sections (config.h) */
 #define SL__MAX_ADMIN_HOSTS  16
 /* A client certificate name kept for a connection (client_cert_name). */
@@ -100,6 +101,9 @@ struct sl__config {
 
     char *rules_files[SL__MAX_RULE_FILES]; /* resolved against the config dir */
     size_t n_rules_files;
+    /* rules.directories: every *.yaml / *.yml of each, resolved against the config dir */
+    char *rules_dirs[SL__MAX_RULE_DIRS];
+    size_t n_rules_dirs;
     char *rules_db;         /* SQLite rules database, NULL: none */
     bool rules_shadow_mode; /* global shadow mode: the "*" kill switch in shadow at start */
     bool rules_watch;

@@ -189,6 +189,8 @@ void sl__config_free(struct sl__config *c)
         sl__tls_free(c->listeners[i].tls);
     for (size_t i = 0; i < c->n_rules_files; i++)
         free(c->rules_files[i]);
+    for (size_t i = 0; i < c->n_rules_dirs; i++)
+        free(c->rules_dirs[i]);
     for (size_t i = 0; i < c->n_admin_hosts; i++)
         free(c->admin_hosts[i]);
     for (size_t i = 0; i < c->n_admin_cert_names; i++)
@@ -500,6 +502,18 @@ static int load_rules_file(struct sl__config_ctx *x, yaml_node_t *n)
     return 0;
 }
 
+static int load_rules_dir(struct sl__config_ctx *x, yaml_node_t *n)
+{
+    const char *s = scalar(n);
+
+    if (s == NULL || *s == '\0')
+        return fail(x, n, "rules.directories holds directory paths");
+    if (x->c->n_rules_dirs == SL__MAX_RULE_DIRS)
+        return fail(x, n, "at most %d rules directories", SL__MAX_RULE_DIRS);
+    x->c->rules_dirs[x->c->n_rules_dirs++] = resolve(x->c, s);
+    return 0;
+}
+
 /* http.headers: a list of family names (ietf, x-ratelimit, retry-after,
  * all, none); [] sends none. */
 static int load_headers(struct sl__config_ctx *x, yaml_node_t *v)
@@ -650,6 +664,8 @@ static int load_map(struct sl__config_ctx *x, yaml_node_t *m, const char *prefix
             r = load_seq(x, v, "listeners", load_listener);
         else if (strcmp(path, "rules.files") == 0)
             r = load_seq(x, v, "rules.files", load_rules_file);
+        else if (strcmp(path, "rules.directories") == 0)
+            r = load_seq(x, v, "rules.directories", load_rules_dir);
         else if (strcmp(path, "http.headers") == 0)
             r = load_headers(x, v);
         else if (strcmp(path, "admin.hosts") == 0)
@@ -823,6 +839,9 @@ void sl__config_help(FILE *f)
     sl__keytab_help_line(f, "", "", "listeners do");
     sl__tls_help(f);
     sl__keytab_help_line(f, "rules.files", "[]", "rules YAML files (relative to the config)");
+    sl__keytab_help_line(f, "rules.directories", "[]",
+                         "directories whose every *.yaml / *.yml is a rules file (not recursive; "
+                         "dotfiles ignored)");
     sl__keytab_help_line(f, "http.headers", "[all]",
                          "rate-limit header families: ietf, x-ratelimit, retry-after, all, none");
     sl__keytab_help_line(f, "admin.hosts", "[]",

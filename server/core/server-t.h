@@ -14,6 +14,7 @@
 
 #include "config-t.h"
 #include "killswitch-t.h"
+#include "rules_dir.h"
 #include "sluice.h"
 
 /* Slots of the per-address connection counts (server.max_connections_per_ip). */
@@ -40,8 +41,9 @@ struct sl__server {
 
     uv_loop_t *loop; /* the main thread's: signals, reload, watching */
     uv_signal_t sig_term, sig_int, sig_hup;
-    uv_fs_event_t watch[SL__MAX_RULE_FILES * 2];
+    uv_fs_event_t watch[SL__MAX_RULE_FILES * 2 + SL__MAX_RULE_DIRS * 2];
     size_t n_watch;
+    int dir_watch[SL__MAX_RULE_DIRS][2]; /* watch[] of each rules directory and its parent, or -1 */
     void (*rules_changed)(struct sl__server *srv, const char *why); /* watch.c's call */
     uv_timer_t debounce;
     struct sl__tls_watch *tls_watch; /* certificate files' watches (tls_watch.c), or NULL */
@@ -61,6 +63,11 @@ struct sl__server {
     struct sl__ks ks;                     /* kill switches (admin API) */
     struct sl__store_rules_sub *rsync;    /* rules from other nodes, or NULL (store.h) */
     uv_mutex_t reload_lock;               /* one reload or admin change at a time */
+    /* The listing of each rules directory the serving rules were read
+     * from (cfg.n_rules_dirs of them), for the admin API; replaced after
+     * each successful reload under `dirs_lock`. */
+    struct sl__rules_dir dirs_read[SL__MAX_RULE_DIRS];
+    uv_mutex_t dirs_lock;
     int exit_code;
 };
 

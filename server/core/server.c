@@ -136,10 +136,41 @@ void sl__server_reload_unlock(struct sl__server *srv)
     uv_mutex_unlock(&srv->reload_lock);
 }
 
+/* The listings of a load that succeeded become the server's (the old
+ * ones are freed). */
+static void set_dirs_read(struct sl__server *srv, struct sl__rules_dir *dirs)
+{
+    struct sl__rules_dir old[SL__MAX_RULE_DIRS];
+    size_t n = srv->cfg.n_rules_dirs;
+
+    uv_mutex_lock(&srv->dirs_lock);
+    memcpy(old, srv->dirs_read, n * sizeof(old[0]));
+    memcpy(srv->dirs_read, dirs, n * sizeof(old[0]));
+    uv_mutex_unlock(&srv->dirs_lock);
+    for (size_t i = 0; i < n; i++)
+        sl__rules_dir_free(&old[i]);
+}
+
+void sl__server_rules_dirs(const struct sl__server *srv,
+                           void (*fn)(void *arg, const struct sl__rules_dir *dirs, size_t n),
+                           void *arg)
+{
+    uv_mutex_t *lock = (uv_mutex_t *)&srv->dirs_lock; /* the lock is no part of its value */
+
+    uv_mutex_lock(lock);
+    fn(arg, srv->dirs_read, srv->cfg.n_rules_dirs);
+    uv_mutex_unlock(lock);
+}
+
 int sl__server_reload_locked(struct sl__server *srv, const char *why)
 {
-    int r = sl__rules_reload(&srv->cfg, srv->rules, why, &srv->stopping);
+    struct sl__rules_dir dirs[SL__MAX_RULE_DIRS];
+    int r;
 
+    memset(dirs, 0, sizeof(dirs));
+    r = sl__rules_reload(&srv->cfg, srv->rules, why, &srv->stopping, dirs);
+    if (r == SL_OK)
+        set_dirs_read(srv, dirs);
     if (r != SL__RULES_STOPPED)
         atomic_fetch_add(r == SL_OK ? &srv->reloads : &srv->reload_failures, 1);
     return r;
@@ -163,6 +194,8 @@ static void reload_done(uv_work_t *w, int status)
     struct sl__server *srv = w->data;
 
     srv->reload_running = false;
+    if (!atomic_load(&srv->stopping))
+        sl__watch_refresh(srv);
     if (srv->reload_pending && !atomic_load(&srv->stopping)) {
         srv->reload_pending = false;
         start_reload(srv, srv->pending_why);
@@ -354,7 +387,7 @@ static void print_ports(const struct sl__server *srv)
 
 static int start(struct sl__server *srv)
 {
-    struct sl__rules_load how = {.reload = false, .stop = NULL};
+    struct sl__rules_load how = {.reload = false, .stop = NULL, .dirs = srv->dirs_read};
     sl_rules *rules = NULL;
     int r;
 
@@ -410,6 +443,7 @@ int sl__server_run(struct sl__config *cfg)
     srv->cfg = *cfg;
     memset(cfg, 0, sizeof(*cfg));
     uv_mutex_init(&srv->reload_lock);
+    uv_mutex_init(&srv->dirs_lock);
     atomic_init(&srv->stopping, false);
     uv_loop_init(&loop);
     srv->loop = &loop;
@@ -428,6 +462,9 @@ int sl__server_run(struct sl__config *cfg)
     free((void *)srv->per_ip);
     sl__guard_free(srv->guard);
     uv_mutex_destroy(&srv->reload_lock);
+    for (size_t i = 0; i < srv->cfg.n_rules_dirs; i++)
+        sl__rules_dir_free(&srv->dirs_read[i]);
+    uv_mutex_destroy(&srv->dirs_lock);
     free(srv->workers);
     sl__config_free(&srv->cfg);
     free(srv);

@@ -34,6 +34,13 @@ void sl__server_reload_lock(struct sl__server *srv);
 void sl__server_reload_unlock(struct sl__server *srv);
 int sl__server_reload_locked(struct sl__server *srv, const char *why);
 
+/* Call fn with the listing of every rules directory the serving rules
+ * were read from (cfg.n_rules_dirs of them), under a lock held only for
+ * the call: fn must not block. Any thread. */
+void sl__server_rules_dirs(const struct sl__server *srv,
+                           void (*fn)(void *arg, const struct sl__rules_dir *dirs, size_t n),
+                           void *arg);
+
 /* The scrape-time values of /metrics that the server holds (the state
  * table's counters, reloads). Any thread. */
 struct sl__metrics_gauges;
@@ -44,6 +51,9 @@ void sl__server_gauges(struct sl__server *srv, struct sl__metrics_gauges *g);
 void sl__watch_start(struct sl__server *srv,
                      void (*changed)(struct sl__server *srv, const char *why));
 void sl__watch_stop(struct sl__server *srv);
+/* Watch the rules directories (and their parents) again, after a reload:
+ * one that is a new directory now is watched from then on. Main thread. */
+void sl__watch_refresh(struct sl__server *srv);
 
 /* The listeners' certificates (tls_watch.c): rotate every TLS listener's
  * now (SIGHUP), and watch their files to rotate on a change. Main thread. */
