@@ -197,19 +197,31 @@ struct sl__proxy_aw;       /* a worker's controller of one route (proxy_adaptive
 struct sl__proxy_ascratch; /* a worker's shed answer (proxy_adaptive.c) */
 struct sl__proxy_gscratch; /* the gate's per-worker scratch (proxy_gate.c) */
 
-/* Requests of one route held for their delay, in the order they leave. */
+/* A route's count of requests held for their delay (bounded by max_queue). */
 struct sl__proxy_queue {
-    struct sl__proxy_greq *head, *tail;
     uint32_t n;
 };
 
+/* The last release time given to a key (a hash of its route and
+ * descriptors) still held, so a key's requests leave in the order they
+ * were queued. */
+struct sl__proxy_keydue {
+    uint64_t key;
+    int64_t due_ms;
+};
+#define SL__PROXY_KEYDUE_SLOTS 1024 /* a power of two */
+
 /* The gate's state on one worker (proxy_gate.c). */
 struct sl__proxy_gate_w {
-    uv_timer_t timer;               /* the next departure from a queue */
-    struct sl__proxy_queue *queues; /* one per route */
-    size_t n_queued;                /* over every route */
-    size_t n_busy;                  /* store calls (decisions, releases) not answered yet */
-    struct sl__proxy_greq *free;    /* per-request states, reused */
+    uv_timer_t timer;                /* the earliest release of a held request */
+    struct sl__proxy_queue *queues;  /* one per route */
+    struct sl__proxy_greq **heap;    /* held requests, min-heap of (release, order queued) */
+    size_t n_queued;                 /* over every route: the heap's size */
+    size_t heap_cap;                 /* grown, never shrunk: no allocation once warm */
+    uint64_t seq;                    /* order queued, breaking ties of release times */
+    struct sl__proxy_keydue *keydue; /* SL__PROXY_KEYDUE_SLOTS */
+    size_t n_busy;                   /* store calls (decisions, releases) not answered yet */
+    struct sl__proxy_greq *free;     /* per-request states, reused */
     struct sl__proxy_gscratch *scratch;
 };
 
@@ -308,6 +320,7 @@ struct sl__proxy_acc {
     int64_t t0_ms;        /* loop time of the head */
     int64_t up_start_ms;  /* loop time forwarding started, -1 never */
     int64_t up_head_ms;   /* loop time the response head arrived, -1 never */
+    int64_t delay_ms;     /* how long the gate scheduled it to be held, -1 not held */
     const char *upstream; /* server name, or NULL */
     const char *decision; /* the limits' verdict (static): "allow", "deny", ...; NULL none */
 };

@@ -471,7 +471,7 @@ static void reset(struct sl__proxy_x *x)
     memcpy(client, x->acc.client, sizeof(client));
     memset(&x->acc, 0, sizeof(x->acc));
     memcpy(x->acc.client, client, sizeof(client));
-    x->acc.up_start_ms = x->acc.up_head_ms = -1;
+    x->acc.up_start_ms = x->acc.up_head_ms = x->acc.delay_ms = -1;
     x->route = NULL;
     x->up = NULL;
     x->peer = NULL;

@@ -10,10 +10,12 @@
  * metrics. What comes back is acted on here:
  *  - allowed: forwarded, the rate-limit headers kept for the response;
  *  - denied: answered with deny_status (proxy_deny.c);
- *  - delayed: held in its route's queue until its delay is over, then
- *    forwarded; requests leave a queue in the order they entered it (a
- *    request never leaves before the one queued before it), so a delay
- *    above max_delay, or a full queue (max_queue), is a denial instead;
+ *  - delayed: held until its own delay is over, then forwarded; other
+ *    keys' requests held on the same route never make it wait longer
+ *    (nginx's limit_req delay does the same), while the requests of one
+ *    key (the same route and descriptors) leave in the order they were
+ *    queued; a delay above max_delay, or a route already holding
+ *    max_queue requests, is a denial instead;
  *  - a store error: 503 (table full), 431 (a descriptor over the caps) or
  *    500; a remote store that cannot answer in time answers by its
  *    domain's failure policy itself, so nothing waits longer than that.
@@ -24,12 +26,12 @@
  * Per request the gate keeps a state from a per-worker pool (no
  * allocation once warm). A state outlives its exchange while the store
  * has not answered (the decision path holds its op): the late answer then
- * only gives back the lease it carries. One timer per worker serves every
- * route's queue. The gate never blocks the loop and never reads the clock
- * but the loop's (the decision's time is the decision path's). It acts on
- * no exchange: a verdict reached later (the store's answer, a queue's
- * departure) and a store call answered are reported to the state machine
- * (pw->ev, proxy-t.h), which forwards, answers or ends the exchange.
+ * only gives back the lease it carries. The held requests of a worker are
+ * one min-heap of release times (intrusive: a state knows its place;
+ * grown, never shrunk), served by one timer. The gate never blocks the loop and never reads the
+ * clock but the loop's (the decision's time is the decision path's). It acts on no exchange: a
+ * verdict reached later (the store's answer, a queue's departure) and a store call answered are
+ * reported to the state machine (pw->ev, proxy-t.h), which forwards, answers or ends the exchange.
  *
  * A route's adaptive concurrency limit (proxy_adaptive.c) is the gate's
  * too: the class is read with the head, the request admitted or shed
@@ -70,10 +72,13 @@ struct sl__proxy_greq {
     enum sl__proxy_verdict verdict; /* what the decision came to */
     int64_t delay_ms;               /* HOLD: the delay decided */
     int64_t due_ms;                 /* queued: loop time to leave */
+    uint64_t seq;                   /* queued: the order it was queued in */
+    uint64_t key;                   /* a hash of its route and descriptors */
+    size_t heap_i;                  /* queued: its place in the worker's heap */
     unsigned route_i;
-    struct sl__proxy_greq *next, *prev; /* its queue, or the free list */
-    char hdrs[HDRS_MAX];                /* for an allowed response */
-    char lease[SL_LEASE_MAX];           /* "" none */
+    struct sl__proxy_greq *next; /* the free list */
+    char hdrs[HDRS_MAX];         /* for an allowed response */
+    char lease[SL_LEASE_MAX];    /* "" none */
 };
 
 struct sl__proxy_gscratch {
@@ -96,7 +101,7 @@ static struct sl__proxy_greq *take(struct sl__proxy_worker *pw)
     else
         g = sl__xzalloc(sizeof(*g));
     g->pw = pw;
-    g->next = g->prev = NULL;
+    g->next = NULL;
     g->lease[0] = '\0';
     return g;
 }
@@ -142,65 +147,115 @@ static void finish(struct sl__proxy_greq *g)
         on_released(&g->op, now.err, now.res);
 }
 
-/* ------------------------------------------------------------ queues */
+/* ------------------------------------------------------------ held requests */
 
 static void on_due(uv_timer_t *t);
 
-/* Arm the timer for the earliest head of any queue. */
+static bool before(const struct sl__proxy_greq *a, const struct sl__proxy_greq *b)
+{
+    return a->due_ms < b->due_ms || (a->due_ms == b->due_ms && a->seq < b->seq);
+}
+
+static void heap_set(struct sl__proxy_greq **h, size_t i, struct sl__proxy_greq *g)
+{
+    h[i] = g;
+    g->heap_i = i;
+}
+
+static void sift_up(struct sl__proxy_greq **h, size_t i)
+{
+    struct sl__proxy_greq *g = h[i];
+
+    while (i > 0 && before(g, h[(i - 1) / 2])) {
+        heap_set(h, i, h[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    heap_set(h, i, g);
+}
+
+static void sift_down(struct sl__proxy_greq **h, size_t n, size_t i)
+{
+    struct sl__proxy_greq *g = h[i];
+
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && before(h[c + 1], h[c]))
+            c++;
+        if (!before(h[c], g))
+            break;
+        heap_set(h, i, h[c]);
+        i = c;
+    }
+    heap_set(h, i, g);
+}
+
+/* Arm the timer for the earliest release. */
 static void arm(struct sl__proxy_worker *pw)
 {
-    int64_t due = INT64_MAX, now = (int64_t)uv_now(pw->loop);
+    int64_t due, now = (int64_t)uv_now(pw->loop);
 
-    for (size_t r = 0; pw->gate.n_queued > 0 && r < pw->cfg->n_routes; r++)
-        if (pw->gate.queues[r].head != NULL && pw->gate.queues[r].head->due_ms < due)
-            due = pw->gate.queues[r].head->due_ms;
-    if (due == INT64_MAX) {
+    if (pw->gate.n_queued == 0) {
         uv_timer_stop(&pw->gate.timer);
         return;
     }
+    due = pw->gate.heap[0]->due_ms;
     uv_timer_start(&pw->gate.timer, on_due, due > now ? (uint64_t)(due - now) : 0, 0);
+}
+
+/* The slot remembering the last release given to g's key. */
+static struct sl__proxy_keydue *keydue_of(const struct sl__proxy_greq *g)
+{
+    return &g->pw->gate.keydue[g->key & (SL__PROXY_KEYDUE_SLOTS - 1)];
 }
 
 static void enqueue(struct sl__proxy_greq *g)
 {
     struct sl__proxy_worker *pw = g->pw;
-    struct sl__proxy_queue *q = &pw->gate.queues[g->route_i];
+    struct sl__proxy_gate_w *gw = &pw->gate;
+    struct sl__proxy_keydue *kd = keydue_of(g);
+    int64_t now;
 
+    if (gw->n_queued == gw->heap_cap) {
+        gw->heap_cap = gw->heap_cap ? 2 * gw->heap_cap : 64;
+        gw->heap = sl__xrealloc(gw->heap, gw->heap_cap * sizeof(*gw->heap));
+    }
     /* The loop's clock is cached and whole ms: brought up to date and one
      * ms added, the request never leaves before its delay is over. */
     uv_update_time(pw->loop);
-    g->due_ms = (int64_t)uv_now(pw->loop) + g->delay_ms + 1;
-    if (q->tail != NULL && q->tail->due_ms > g->due_ms)
-        g->due_ms = q->tail->due_ms; /* never before the one queued before it */
+    now = (int64_t)uv_now(pw->loop);
+    g->due_ms = now + g->delay_ms + 1;
+    /* Never before its own key's request queued before it (the limiter's
+     * delays of one key grow with its queue; this only absorbs the
+     * clocks' rounding). A slot another key took only forgets that. */
+    if (kd->key == g->key && kd->due_ms > g->due_ms)
+        g->due_ms = kd->due_ms;
+    kd->key = g->key;
+    kd->due_ms = g->due_ms;
+    if (g->x != NULL)
+        g->x->acc.delay_ms = g->due_ms - now - 1;
     g->state = G_QUEUED;
-    g->prev = q->tail;
-    g->next = NULL;
-    if (q->tail != NULL)
-        q->tail->next = g;
-    else
-        q->head = g;
-    q->tail = g;
-    q->n++;
-    if (pw->gate.n_queued++ == 0 || q->head == g)
+    g->seq = gw->seq++;
+    gw->queues[g->route_i].n++;
+    heap_set(gw->heap, gw->n_queued++, g);
+    sift_up(gw->heap, g->heap_i);
+    if (gw->heap[0] == g)
         arm(pw);
 }
 
 static void dequeue(struct sl__proxy_greq *g)
 {
-    struct sl__proxy_worker *pw = g->pw;
-    struct sl__proxy_queue *q = &pw->gate.queues[g->route_i];
+    struct sl__proxy_gate_w *gw = &g->pw->gate;
+    size_t i = g->heap_i;
+    struct sl__proxy_greq *last = gw->heap[--gw->n_queued];
 
-    if (g->prev != NULL)
-        g->prev->next = g->next;
-    else
-        q->head = g->next;
-    if (g->next != NULL)
-        g->next->prev = g->prev;
-    else
-        q->tail = g->prev;
-    g->next = g->prev = NULL;
-    q->n--;
-    pw->gate.n_queued--;
+    if (last != g) {
+        heap_set(gw->heap, i, last);
+        sift_up(gw->heap, i);
+        sift_down(gw->heap, gw->n_queued, last->heap_i);
+    }
+    gw->queues[g->route_i].n--;
     g->state = G_ADMITTED;
 }
 
@@ -208,16 +263,39 @@ static void on_due(uv_timer_t *t)
 {
     struct sl__proxy_worker *pw = t->data;
     int64_t now = (int64_t)uv_now(pw->loop);
+    struct sl__proxy_greq *g;
 
-    for (size_t r = 0; pw->gate.n_queued > 0 && r < pw->cfg->n_routes; r++) {
-        struct sl__proxy_greq *g;
-        while ((g = pw->gate.queues[r].head) != NULL && g->due_ms <= now) {
-            struct sl__proxy_x *x = g->x;
-            dequeue(g);
-            pw->ev->verdict(x, SL__PROXY_FORWARD, NULL); /* or the client is gone */
-        }
+    while (pw->gate.n_queued > 0 && (g = pw->gate.heap[0])->due_ms <= now) {
+        struct sl__proxy_x *x = g->x;
+        dequeue(g);
+        pw->ev->verdict(x, SL__PROXY_FORWARD, NULL); /* or the client is gone */
     }
     arm(pw);
+}
+
+/* FNV-1a over a request's route, domain and descriptors: which key's
+ * requests must keep their order. */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return (h ^ 0xff) * 1099511628211ULL; /* a separator: ("ab","c") is not ("a","bc") */
+}
+
+static uint64_t key_of(unsigned route_i, const struct sl_request *req)
+{
+    uint64_t h = hash_bytes(14695981039346656037ULL, &route_i, sizeof(route_i));
+
+    h = hash_bytes(h, req->domain.p, req->domain.len);
+    for (size_t i = 0; i < req->n_descriptors; i++)
+        for (size_t e = 0; e < req->descriptors[i].n_entries; e++) {
+            const struct sl_entry *en = &req->descriptors[i].entries[e];
+            h = hash_bytes(h, en->key.p, en->key.len);
+            h = hash_bytes(h, en->value.p, en->value.len);
+        }
+    return h;
 }
 
 /* ------------------------------------------------------------ judging */
@@ -383,6 +461,7 @@ enum sl__proxy_verdict sl__proxy_gate(struct sl__proxy_x *x, struct sl__proxy_lo
     g->w = x->c->w;
     g->x = x;
     g->route_i = x->route_i;
+    g->key = key_of(x->route_i, &req);
     g->state = G_DECIDING;
     x->gate = g;
     pw->gate.n_busy++;
@@ -436,6 +515,7 @@ void sl__proxy_gate_done(struct sl__proxy_x *x)
 void sl__proxy_gate_worker_init(struct sl__proxy_worker *pw)
 {
     pw->gate.queues = sl__xzalloc((pw->cfg->n_routes + 1) * sizeof(*pw->gate.queues));
+    pw->gate.keydue = sl__xzalloc(SL__PROXY_KEYDUE_SLOTS * sizeof(*pw->gate.keydue));
     uv_timer_init(pw->loop, &pw->gate.timer);
     pw->gate.timer.data = pw;
     sl__proxy_adaptive_worker_init(pw);
@@ -464,5 +544,7 @@ void sl__proxy_gate_worker_free(struct sl__proxy_worker *pw)
         sl__buf_free(&pw->gate.scratch->answer);
     free(pw->gate.scratch);
     free(pw->gate.queues);
+    free(pw->gate.heap);
+    free(pw->gate.keydue);
     sl__proxy_adaptive_worker_free(pw);
 }

@@ -10,7 +10,8 @@
  * It does not buffer, rotate or open files: the service manager owns
  * stdout. A client that went away before any answer is logged as 499.
  * The decision of the route's limits (allow, delay, deny, shadow, error;
- * "-" when nothing was decided) ends each line.
+ * "-" when nothing was decided) ends each line, followed for a held
+ * request by the delay it was scheduled to be held for.
  */
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,10 @@ static void combined(struct sl__wr *w, const struct sl__proxy_x *x, int64_t now)
         sl__wr_puts(w, "-");
     sl__wr_puts(w, " decision=");
     sl__wr_puts(w, x->acc.decision ? x->acc.decision : "-");
+    if (x->acc.delay_ms >= 0) { /* only a held request: the line is otherwise unchanged */
+        sl__wr_puts(w, " delay=");
+        put_ms(w, x->acc.delay_ms);
+    }
 }
 
 static void json_field(struct sl__wr *w, const char *name, const char *v)
@@ -137,6 +142,7 @@ static void json(struct sl__wr *w, const struct sl__proxy_x *x, int64_t now)
     json_num(w, "duration_ms", now - x->acc.t0_ms);
     json_num(w, "upstream_ms", x->acc.up_start_ms >= 0 ? now - x->acc.up_start_ms : -1);
     json_field(w, "decision", x->acc.decision);
+    json_num(w, "delay_ms", x->acc.delay_ms);
     sl__wr_puts(w, "}");
 }
 

@@ -49,6 +49,9 @@ descriptors:
     value: shaped
     limits:
       - {name: shape, algorithm: leaky_bucket, requests: 10, period: 1s, burst: 20}
+  - key: shaper
+    limits:
+      - {name: per_client, algorithm: leaky_bucket, requests: 2, period: 1s, burst: 4}
   - key: tenant
     limits:
       - {name: in_flight, algorithm: concurrency, requests: 2, lease: 5m}
@@ -321,6 +324,71 @@ def test_shaping_bounds_max_delay_and_max_queue(proxy_sluiced, upstream, tmp_pat
         time.sleep(0.02)
     got = [read_response(s) for s, _ in sent]
     assert [st for st, _ in got] == [200, 200, 429]
+
+
+def send_as(p, path, client, k):
+    """Like send_timed, as `client` (the X-Client header) with X-Seq k."""
+    s = socket.create_connection((p.address, p.port), timeout=15)
+    s.sendall(f"GET {path}?c={client}{k} HTTP/1.1\r\nHost: x\r\nX-Client: {client}\r\n"
+              f"X-Seq: {k}\r\n\r\n".encode())
+    return s
+
+
+def scheduled_delays(p):
+    """{target: the delay the access log says it was scheduled to be held
+    for, None when not held}."""
+    out = {}
+    for ln in access(p):
+        target = ln.split('"')[1].split()[1]
+        d = ln.split(" delay=")[1] if " delay=" in ln else None
+        out[target] = float(d) if d is not None else None
+    return out
+
+
+PER_CLIENT = "[{request_headers: {header_name: X-Client, descriptor_key: shaper}}]"
+
+
+def test_shaping_delays_each_key_by_its_own_limit(proxy_sluiced, upstream, tmp_path):
+    """leaky_bucket 2/s, burst 4 per client, on the frozen clock: client
+    A's five requests are held 0, 0.5, 1, 1.5 and 2 s; client B's second,
+    queued after them on the same route, is held its own 0.5 s, not until
+    A's last has left (nginx's limit_req delay= does the same)."""
+    u = upstream()
+    p = start(proxy_sluiced, tmp_path, limited("shaped", u, "/", PER_CLIENT, "max_delay: 5s"))
+    sent = []
+    for c, k in [("A", k) for k in range(5)] + [("B", 0), ("B", 1)]:
+        sent.append((c, k, send_as(p, "/echo", c, k)))  # in turn: decided in this order
+        time.sleep(0.02)
+    got = [(c, k, read_response(s)) for c, k, s in sent]
+    assert [st for _, _, (st, _) in got] == [200] * 7
+    # within one key the order is kept: A's requests reached the upstream in turn
+    received = {(c, k): json.loads(b)["received"] for c, k, (_, b) in got}
+    assert [received[("A", k)] for k in range(5)] == sorted(received[("A", k)] for k in range(5))
+    time.sleep(0.2)
+    d = scheduled_delays(p)
+    assert [d[f"/echo?c=A{k}"] for k in range(5)] == [None, 0.5, 1.0, 1.5, 2.0], d
+    assert d["/echo?c=B0"] is None
+    assert d["/echo?c=B1"] == 0.5, d  # its own delay, not A's queue
+    assert sum("decision=delay" in ln for ln in access(p)) == 5
+
+
+def test_shaping_max_queue_bounds_the_route_over_every_key(proxy_sluiced, upstream, tmp_path):
+    """max_queue counts the requests a route holds, whatever their key:
+    with 3 held (A's), A's next and B's delayed one are denied, B's
+    undelayed one passes."""
+    u = upstream()
+    p = start(proxy_sluiced, tmp_path,
+              limited("shaped", u, "/", PER_CLIENT, "max_delay: 5s\nmax_queue: 3"))
+    sent = []
+    for c, k in [("A", k) for k in range(5)] + [("B", 0), ("B", 1)]:
+        sent.append((c, k, send_as(p, "/echo", c, k)))
+        time.sleep(0.02)
+    got = {(c, k): read_response(s)[0] for c, k, s in sent}
+    assert [got[("A", k)] for k in range(5)] == [200, 200, 200, 200, 429]
+    assert got[("B", 0)] == 200 and got[("B", 1)] == 429
+    time.sleep(0.2)
+    d = scheduled_delays(p)
+    assert [d[f"/echo?c=A{k}"] for k in range(4)] == [None, 0.5, 1.0, 1.5], d
 
 
 # ------------------------------------------------------------ concurrency
