@@ -271,6 +271,7 @@ static int decode_cc(struct sl__mp_reader *r, uint64_t n, const struct sl_limit 
     s->next_id = (uint64_t)*base_us * 1000 + (uint64_t)next_k;
     s->last_ns = last == -1 ? INT64_MIN : last * 1000;
     s->n = (n - 3) / 3;
+    s->hold_ns = -1; /* not kept in Redis: a denial's retry is the lease's expiry */
     for (uint64_t i = 0; i < s->n; i++) {
         int64_t k, slots;
         if (!int_in(r, 0, EXACT, &k) || !int_ns(r, &s->leases[i].expires_ns) ||

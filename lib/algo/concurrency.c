@@ -7,10 +7,18 @@
  * release(lease) frees them; a lease not released within lease_ns frees
  * itself (so a crashed client cannot leak slots).
  *
- * State (struct sl__cc_state, lib/internal/sluice_state.h): a 24-byte header and up to `requests`
+ * State (struct sl__cc_state, lib/internal/sluice_state.h): a 32-byte header and up to `requests`
  * leases of 24 bytes each (id, expiry, slots), kept in the order they were taken, which is also the
  * order of their expiries (the clock is clamped so it never goes back and lease_ns is fixed for a
  * limit). `requests` is capped at SL__CONC_MAX (10,000), i.e. at most 240 KB for one key.
+ *
+ * A denial's retry is an estimate, not the lease: the header keeps a moving
+ * average (weight 1/4 for each new one) of how long released leases were
+ * held, and the lease that must end for the request to pass is expected to
+ * end that long after it was taken (a lease held longer than that: one
+ * more average from now). The estimate is at least 1 s (Retry-After's
+ * unit) and never beyond that lease's expiry, which is the retry itself
+ * while no release has been seen (a state the Redis stores just read).
  *
  * Lease ids are unique within one state: a counter seeded from the time the
  * state was created, never 0, so a lease held on an earlier incarnation of a
@@ -55,8 +63,28 @@ static int64_t reset_ns(const struct sl__cc_state *s, const struct cc_view *v)
     return s->leases[s->n - 1].expires_ns - v->t_ns;
 }
 
-/* Until enough leases expire that `cost` slots are free (no release
- * assumed, so an upper bound); cost <= requests. */
+#define EST_MIN_NS SL_NS_PER_S /* Retry-After counts whole seconds */
+
+/* Until lease `ls` is expected to be released: taken at its expiry less
+ * the lease, held for the average hold; at least EST_MIN_NS; never after
+ * its expiry. */
+static int64_t estimate_ns(const struct sl__cc_state *s, const struct sl_limit *l,
+                           const struct cc_view *v, const struct sl__cc_lease *ls)
+{
+    int64_t bound = ls->expires_ns - v->t_ns, est;
+
+    if (s->hold_ns < 0)
+        return bound;
+    est = sl__sat_add(sl__sat_sub(ls->expires_ns, l->lease_ns), s->hold_ns) - v->t_ns;
+    if (est <= 0)
+        est = s->hold_ns; /* held longer than usual: one more usual hold */
+    if (est < EST_MIN_NS)
+        est = EST_MIN_NS;
+    return est < bound ? est : bound;
+}
+
+/* Until enough leases are expected to end that `cost` slots are free (no release
+ * more assumed); cost <= requests. */
 static int64_t retry_ns(const struct sl__cc_state *s, const struct sl_limit *l,
                         const struct cc_view *v, uint64_t cost)
 {
@@ -65,7 +93,7 @@ static int64_t retry_ns(const struct sl__cc_state *s, const struct sl_limit *l,
     for (uint64_t i = v->first; i < s->n; i++) {
         freed += s->leases[i].slots;
         if (freed >= must_free)
-            return s->leases[i].expires_ns - v->t_ns;
+            return estimate_ns(s, l, v, &s->leases[i]);
     }
     return 0; /* not reached: all held slots free eventually */
 }
@@ -97,6 +125,7 @@ static void init(void *st, const struct sl_limit *l, int64_t now_ns)
     s->next_id = now_ns > 0 ? (uint64_t)now_ns : 1;
     s->last_ns = INT64_MIN;
     s->n = 0;
+    s->hold_ns = -1;
 }
 
 /* Fills every field of `d` for acquiring `cost` slots at `now` (clamped to
@@ -159,6 +188,20 @@ static void commit(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     d->lease = ls->id;
 }
 
+/* Adds a released lease's hold time (from its taking to `t_ns`, at most
+ * the lease) to the average. */
+static void observe(struct sl__cc_state *s, const struct sl_limit *l, const struct sl__cc_lease *ls,
+                    int64_t t_ns)
+{
+    int64_t held = t_ns - sl__sat_sub(ls->expires_ns, l->lease_ns);
+
+    if (held < 0)
+        held = 0;
+    if (held > l->lease_ns)
+        held = l->lease_ns;
+    s->hold_ns = s->hold_ns < 0 ? held : s->hold_ns + (held - s->hold_ns) / 4;
+}
+
 /* Frees lease `lease`: SL_OK, or SL_ENOENT if it is not held (never taken,
  * released already, or expired). */
 static int release(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t lease,
@@ -167,12 +210,12 @@ static int release(void *st, const struct sl_limit *l, int64_t now_ns, uint64_t 
     struct sl__cc_state *s = st;
     struct cc_view v;
 
-    (void)l;
-    (void)latency_ns; /* a fixed limit learns nothing from it */
+    (void)latency_ns; /* the hold time is the state's own: from the taking to now */
     view(s, now_ns, &v);
     compact(s, &v);
     for (uint64_t i = 0; i < s->n; i++) {
         if (s->leases[i].id == lease && lease != 0) {
+            observe(s, l, &s->leases[i], v.t_ns);
             memmove(s->leases + i, s->leases + i + 1,
                     sizeof(struct sl__cc_lease) * (size_t)(s->n - i - 1));
             s->n--;

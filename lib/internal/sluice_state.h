@@ -73,6 +73,7 @@ struct sl__cc_state {
     uint64_t next_id; /* the id the next lease gets; never 0 */
     int64_t last_ns;  /* last time an operation changed the state; INT64_MIN: none */
     uint64_t n;       /* leases in use in `leases` (some may have expired) */
+    int64_t hold_ns;  /* moving average of how long released leases were held; -1: none yet */
     struct sl__cc_lease leases[];
 };
 

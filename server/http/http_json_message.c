@@ -88,7 +88,12 @@ void sl__json_deny_message(const struct sl_result *res, char *buf, size_t cap)
         snprintf(buf, cap, "rate limit '%s' exceeded: %" PRIu64 " per %s; %s",
                  l->name != NULL ? l->name : "default", l->requests, period, retry);
     } else {
-        snprintf(buf, cap, "rate limit '%s' exceeded: %" PRIu64 " in flight; %s",
+        /* a concurrency limit's retry is an estimate from the requests' usual duration */
+        if (p->d.retry_after_ns >= 0)
+            snprintf(retry, sizeof(retry), "retry in about %" PRId64 " s",
+                     p->d.retry_after_ns / SL_NS_PER_S + (p->d.retry_after_ns % SL_NS_PER_S != 0));
+        snprintf(buf, cap,
+                 "rate limit '%s' exceeded: too many requests in flight (%" PRIu64 "); %s",
                  l->name != NULL ? l->name : "default", l->requests, retry);
     }
 }

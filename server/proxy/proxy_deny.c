@@ -61,6 +61,10 @@ static void message(const struct sl_status *p, char *out, size_t cap)
         snprintf(out, cap, "%s Try again later.", what);
     } else if (p->d.retry_after_ns < 0) {
         snprintf(out, cap, "%s This request is larger than the quota and can never pass.", what);
+    } else if (in_flight) {
+        /* the wait is how long the ones in flight usually take, a guess */
+        sl__proxy_wait_text(p->d.retry_after_ns, wait, sizeof(wait));
+        snprintf(out, cap, "%s Try again in about %s.", what, wait);
     } else {
         sl__proxy_wait_text(p->d.retry_after_ns, wait, sizeof(wait));
         snprintf(out, cap, "%s Wait %s and try again.", what, wait);

@@ -158,6 +158,34 @@ def test_acquire_release(http_sluiced):
     assert s.json("POST", "/v1/acquire", req)[0] == 200
 
 
+def test_concurrency_retry_after_follows_the_hold_times(http_sluiced):
+    """jobs_in_flight: 2 in flight, lease 30 s. With no lease released yet
+    a denial's Retry-After is the oldest lease's expiry (at most the
+    lease); once one was released after 4 s on the test clock, the wait is
+    that hold time, not the lease."""
+    s = http_sluiced()
+    req = {"domain": "jobs", "descriptors": [{"tenant": "t1"}]}
+    leases = [s.json("POST", "/v1/acquire", req)[2]["lease"] for _ in range(2)]
+    status, h, body = s.json("POST", "/v1/acquire", req)
+    assert status == 429 and h["retry-after"] == "30"
+    assert body["message"] == ("rate limit 'jobs_in_flight' exceeded: too many requests in "
+                               "flight (2); retry in about 30 s")
+    s.advance(4000)
+    assert s.json("POST", "/v1/release", {"lease": leases[0]})[0] == 200  # held 4 s
+    assert s.json("POST", "/v1/acquire", req)[0] == 200
+    # the other lease, taken 4 s ago, is already due: one more usual hold
+    status, h, body = s.json("POST", "/v1/acquire", req)
+    assert status == 429 and h["retry-after"] == "4"
+    assert body["statuses"][0]["retry_after_ms"] == 4000
+    assert body["message"].endswith("too many requests in flight (2); retry in about 4 s")
+    # the newest lease, taken at 4 s, is expected to end at 8 s
+    assert s.json("POST", "/v1/release", {"lease": leases[1]})[0] == 200  # held 4 s
+    assert s.json("POST", "/v1/acquire", req)[0] == 200
+    s.advance(1500)
+    status, h, _ = s.json("POST", "/v1/acquire", req)
+    assert status == 429 and h["retry-after"] == "3"  # 2.5 s, rounded up
+
+
 def test_metrics_count_decisions(http_sluiced):
     s = http_sluiced()
     for _ in range(5):

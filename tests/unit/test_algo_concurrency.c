@@ -3,7 +3,8 @@
 /*
  * test_algo_concurrency.c - reference traces for concurrency (nginx
  * limit_conn, Stripe's concurrent request limiter): acquire, release,
- * expiry of unreleased leases, waits that are upper bounds, lease ids,
+ * expiry of unreleased leases, waits estimated from the hold times seen
+ * (bounded by the lease's expiry), lease ids,
  * peeks, backward clock steps, huge costs, validation.
  *
  * Does not: compare against a model on random traces (test_diff_windows.c).
@@ -60,8 +61,10 @@ static void acquire_release_expire(void **unused)
     assert_int_equal(sl_algo_release(st, &l, 3 * S, a), SL_ENOENT);
     assert_int_equal(sl_algo_release(st, &l, 3 * S, 0), SL_ENOENT);
     const struct wt_row after_release[] = {
-        {3 * S, 2, SL_DENY, 1, 8 * S, 8 * S}, /* b expires at 11 s */
-        {1 * S, 0, SL_ALLOW, 1, 0, 8 * S},    /* backward step: seen as 3 s */
+        /* a was held 3 s: b (taken at 1 s, expires at 11 s) is expected
+         * to end at 4 s, not at its expiry */
+        {3 * S, 2, SL_DENY, 1, 1 * S, 8 * S},
+        {1 * S, 0, SL_ALLOW, 1, 0, 8 * S}, /* backward step: seen as 3 s */
     };
     wt_run(st, &l, after_release, WT_N(after_release));
     sl_algo_decide(st, &l, 3 * S, 1, &d);
@@ -153,6 +156,46 @@ static void lease_near_int64_max(void **unused)
     test_free(st);
 }
 
+/* A denial's retry follows the hold times of released leases (a moving
+ * average, weight 1/4), at least 1 s, never beyond the lease's expiry;
+ * with none released yet it is the expiry. */
+static void retry_follows_the_hold_times(void **unused)
+{
+    struct sl_limit l;
+    struct sl_decision d;
+    uint64_t a, b;
+    void *st;
+
+    (void)unused;
+    limit(&l, 2, 60 * S);
+    st = wt_state_new(&l, 0);
+    sl_algo_decide(st, &l, 0, 1, &d);
+    a = d.lease;
+    sl_algo_decide(st, &l, 0, 1, &d);
+    b = d.lease;
+    const struct wt_row none_seen[] = {{1 * S, 1, SL_DENY, 0, 59 * S, 59 * S}};
+    wt_run(st, &l, none_seen, WT_N(none_seen));
+    assert_int_equal(sl_algo_release(st, &l, 2 * S, a), SL_OK); /* held 2 s */
+    sl_algo_decide(st, &l, 2 * S, 1, &d);
+    const struct wt_row one_seen[] = {
+        /* b, taken at 0, is already held longer than 2 s: one more 2 s */
+        {2 * S, 1, SL_DENY, 0, 2 * S, 60 * S},
+    };
+    wt_run(st, &l, one_seen, WT_N(one_seen));
+    assert_int_equal(sl_algo_release(st, &l, 3 * S, b), SL_OK); /* held 3 s: 2.25 s */
+    sl_algo_decide(st, &l, 3 * S, 1, &d);
+    const struct wt_row two_seen[] = {
+        /* the lease of 2 s is expected to end at 4.25 s */
+        {3 * S, 1, SL_DENY, 0, 1250 * S / 1000, 60 * S},
+        /* 0.75 s away: at least 1 s */
+        {3500 * S / 1000, 1, SL_DENY, 0, 1 * S, 59500 * S / 1000},
+        /* its expiry 0.5 s away bounds the estimate */
+        {61500 * S / 1000, 1, SL_DENY, 0, S / 2, 1500 * S / 1000},
+    };
+    wt_run(st, &l, two_seen, WT_N(two_seen));
+    test_free(st);
+}
+
 static void validation_and_state_size(void **unused)
 {
     struct sl_limit l;
@@ -166,7 +209,7 @@ static void validation_and_state_size(void **unused)
     assert_int_equal(sl_limit_validate(&l, &why), SL_EINVAL);
     limit(&l, 10000, S); /* no period needed */
     assert_int_equal(sl_limit_validate(&l, &why), SL_OK);
-    assert_true(sl_algo_state_size(&l) <= 24 + 24 * (size_t)10000);
+    assert_true(sl_algo_state_size(&l) <= 32 + 24 * (size_t)10000);
     assert_int_equal(sl_algo_state_size(&l) % 8, 0);
 }
 
@@ -177,6 +220,7 @@ int main(void)
         cmocka_unit_test(cost_takes_slots_under_one_lease),
         cmocka_unit_test(denials_take_nothing),
         cmocka_unit_test(lease_near_int64_max),
+        cmocka_unit_test(retry_follows_the_hold_times),
         cmocka_unit_test(validation_and_state_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,10 +11,10 @@
  * admitted at time s?" and "is the state whole at time s?". Every field of
  * every decision is checked against those: verdict and remaining (the
  * largest admissible k, by binary search), retry_after (admitted at t + r,
- * not at t + r - 1) and reset (whole at t + r, not at t + r - 1). Invariants
- * on what was admitted are checked too: never more than N per aligned
- * window (fixed), per period-long window (sliding_log), in flight
- * (concurrency).
+ * not at t + r - 1; concurrency once a lease was released: an estimate, not
+ * after the exact wait and below 1 s only when exact) and reset (whole at t + r, not at t + r - 1).
+ * Invariants on what was admitted are checked too: never more than N per aligned window (fixed),
+ * per period-long window (sliding_log), in flight (concurrency).
  *
  * sliding_window runs with random `buckets` (sub-windows, 1 to 1024), and
  * the model checks the bound docs/algorithms.md states for it: whenever a
@@ -63,6 +63,7 @@ struct model {
     size_t n;
     bool seen;
     int64_t last_ns;
+    bool any_released; /* concurrency: its retry is an estimate from then on */
 };
 
 static uint64_t rng_state;
@@ -348,6 +349,14 @@ static void decide(struct model *m, void *st, int64_t now, uint64_t cost, struct
             report(m, now, cost, &d, "retry of an impossible cost");
         return;
     }
+    if (m->any_released) {
+        /* an estimate from the hold times: never later than the exact
+         * wait, and below 1 s only when that is the exact wait */
+        if (d.retry_after_ns <= 0 || m_ok(m, t + d.retry_after_ns - 1, cost) ||
+            (d.retry_after_ns < SL_NS_PER_S && !m_ok(m, t + d.retry_after_ns, cost)))
+            report(m, now, cost, &d, "estimated retry");
+        return;
+    }
     if (d.retry_after_ns <= 0 || !m_ok(m, t + d.retry_after_ns, cost) ||
         m_ok(m, t + d.retry_after_ns - 1, cost))
         report(m, now, cost, &d, "retry");
@@ -364,6 +373,7 @@ static void release(struct model *m, void *st, int64_t now, struct stats *sx)
         struct m_event *e = &m->ev[i];
         if (lease != 0 && e->lease == lease && !e->released && e->expires_ns > t) {
             e->released = true;
+            m->any_released = true;
             want = SL_OK;
         }
     }
