@@ -372,6 +372,34 @@ def test_shaping_delays_each_key_by_its_own_limit(proxy_sluiced, upstream, tmp_p
     assert sum("decision=delay" in ln for ln in access(p)) == 5
 
 
+def test_shaping_held_clients_that_leave_are_dropped_from_among_the_others(
+        proxy_sluiced, upstream, tmp_path):
+    """Requests of two keys held at once; two of A's, from the middle of
+    the held ones, close their connections: they are never forwarded (499
+    in the access log), and every other one still is, A's in order."""
+    u = upstream()
+    p = start(proxy_sluiced, tmp_path, limited("shaped", u, "/", PER_CLIENT, "max_delay: 5s"))
+    sent = []
+    for c, k in [("A", k) for k in range(5)] + [("B", 0), ("B", 1), ("B", 2)]:
+        sent.append((c, k, send_as(p, "/echo", c, k)))
+        time.sleep(0.02)
+    gone = {("A", 1), ("A", 3)}
+    for c, k, s in sent:
+        if (c, k) in gone:  # a reset: seen at once, though the connection is not read
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+    got = {(c, k): read_response(s) for c, k, s in sent if (c, k) not in gone}
+    assert all(st == 200 for st, _ in got.values())
+    received = [json.loads(got[("A", k)][1])["received"] for k in (0, 2, 4)]
+    assert received == sorted(received)
+    time.sleep(0.2)
+    lines = access(p)
+    assert sum(" 499 " in ln and "upstream=-" in ln for ln in lines) == 2
+    assert u.stats()["requests"] == 6 + 1
+    d = scheduled_delays(p)
+    assert [d[f"/echo?c=B{k}"] for k in range(3)] == [None, 0.5, 1.0], d
+
+
 def test_shaping_max_queue_bounds_the_route_over_every_key(proxy_sluiced, upstream, tmp_path):
     """max_queue counts the requests a route holds, whatever their key:
     with 3 held (A's), A's next and B's delayed one are denied, B's
