@@ -28,8 +28,10 @@
 #                      decisions oload counted
 #   *_utime_us, *_stime_us   the same, apart
 #   *_rss_mib_per_100k_keys  growth of the summed VmRSS of those processes
-#                      over the run, scaled to 100,000 keys by the keys the
-#                      run is expected to have touched (K(1 - e^(-N/K)))
+#                      over a fill that sends each of the 100,000 keys at
+#                      least once (oload --order sequential); it includes
+#                      what the process grows by under load at all (its
+#                      connections' buffers, a Go heap's slack)
 #   *_p50/p99/p999     open-loop latency at one fixed rate for all cases of a
 #                      comparison: half the slowest case's median rate
 # Targets (MET or MISSED, with the target):
@@ -38,9 +40,11 @@
 #   sluiced memory CPU/decision <= 0.33 x gubernator single node
 # The peers are built by bench/peers/build.sh into BUILD_DIR/peers (Go from
 # the module proxy, versions pinned there); a peer that does not build is
-# reported and its comparison left out, not failed. Each rate/CPU figure is
-# the median of SL_BENCH_ROUNDS (3) runs of SL_BENCH_PEERS_SECONDS (3) s
-# after 1 s of warm-up; SL_BENCH_PEERS_ONLY=ratelimit or gubernator runs one
+# reported and its comparison left out, not failed. Each figure is the
+# median of SL_BENCH_ROUNDS (3) rounds; each rate and CPU figure one run of
+# SL_BENCH_PEERS_SECONDS (3) s after 1 s of warm-up, after the fill (at most
+# a few seconds of fill per case at these services' rates); the latency is
+# one run per case after the rounds. SL_BENCH_PEERS_ONLY=ratelimit or gubernator runs one
 # half. It kills only the processes it started (by PID).
 set -euo pipefail
 build=${1:-build-release}
@@ -56,7 +60,7 @@ for f in "$sluiced" "$oload" "$module"; do
     [[ -e "$f" ]] || { echo "bench_peers: $f missing (build $build first)" >&2; exit 1; }
 done
 . "$here/lib.sh"
-bench_init bench_peers redis-server redis-cli taskset curl python3
+bench_init bench_peers redis-server redis-cli taskset curl python3 unshare hostname
 
 peers=$(cd "$build" && pwd)/peers
 "$here/peers/build.sh" "$peers" || true
@@ -159,29 +163,31 @@ YAML
     wait_grpc "$case_port" rls
 }
 
+# Node i listens on 127.0.0.(i+1): gubernator's member-list keeps one peer
+# per IP address, and memberlist names a node after the host, so each node
+# gets its own UTS namespace (unshare, as root) and host name.
 start_gubernator() { # NODES
-    local i grpc_ports=() http_ports=() ml_ports=() known
-    for i in $(seq "$1"); do
-        grpc_ports+=("$(free_port)")
-        http_ports+=("$(free_port)")
-        ml_ports+=("$(free_port)")
-    done
-    known=127.0.0.1:${ml_ports[0]}
+    local i ip grpc_port http_ports=() ml_port
+    grpc_port=$(free_port)
+    ml_port=$(free_port)
     for i in $(seq 0 $(($1 - 1))); do
-        spawn "$tmp/gubernator-$i.log" env GUBER_GRPC_ADDRESS="127.0.0.1:${grpc_ports[i]}" \
-            GUBER_HTTP_ADDRESS="127.0.0.1:${http_ports[i]}" \
-            GUBER_ADVERTISE_ADDRESS="127.0.0.1:${grpc_ports[i]}" GUBER_INSTANCE_ID="bench$i" \
-            GUBER_CACHE_SIZE=$((4 * keys)) GUBER_PEER_DISCOVERY_TYPE=member-list \
-            GUBER_MEMBERLIST_ADDRESS="127.0.0.1:${ml_ports[i]}" \
-            GUBER_MEMBERLIST_BIND_ADDRESS="127.0.0.1:${ml_ports[i]}" \
-            GUBER_MEMBERLIST_KNOWN_NODES="$known" GUBER_LOG_LEVEL=warn "$peers/gubernator"
+        ip=127.0.0.$((i + 1))
+        http_ports+=("$(free_port)")
+        spawn "$tmp/gubernator-$i.log" env GUBER_GRPC_ADDRESS="$ip:$grpc_port" \
+            GUBER_HTTP_ADDRESS="$ip:${http_ports[i]}" GUBER_ADVERTISE_ADDRESS="$ip:$grpc_port" \
+            GUBER_INSTANCE_ID="bench$i" GUBER_CACHE_SIZE=$((4 * keys)) \
+            GUBER_PEER_DISCOVERY_TYPE=member-list GUBER_MEMBERLIST_ADDRESS="$ip:$ml_port" \
+            GUBER_MEMBERLIST_BIND_ADDRESS="$ip:$ml_port" \
+            GUBER_MEMBERLIST_KNOWN_NODES="127.0.0.1:$ml_port" GUBER_LOG_LEVEL=warn \
+            unshare --uts sh -c 'hostname "$0" && exec "$@"' "bench$i" "$peers/gubernator"
     done
-    case_port=${grpc_ports[0]} case_api=gubernator
+    case_port=$grpc_port case_api=gubernator
     wait_grpc "$case_port" gubernator
     # every node must have found the others before the load starts
     for i in $(seq 0 $(($1 - 1))); do
         for _ in $(seq 200); do
-            curl -s "http://127.0.0.1:${http_ports[i]}/v1/HealthCheck" | grep -q "\"peer_count\":$1[,}]" && continue 2
+            curl -s "http://127.0.0.$((i + 1)):${http_ports[i]}/v1/HealthCheck" |
+                grep -q "\"peer_count\":$1[,}]" && continue 2
             sleep 0.1
         done
         echo "bench_peers: gubernator node $i never saw $1 peers" >&2
@@ -227,34 +233,41 @@ rss_kib() {
     for p in "${case_pids[@]}"; do t=$((t + $(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status"))); done
     echo "$t"
 }
-load() { # RATE SECONDS NAME -> oload's lines
-    taskset -c 1 "$oload" --proto grpc --port "$case_port" --rate "$1" --conns 16 --seconds "$2" \
-        --warmup 1 --keys "$keys" --name "$3" --api "$case_api" --behavior "$behavior"
+load() { # RATE SECONDS NAME [OPTION VALUE...] -> oload's lines
+    local rate=$1 s=$2 name=$3
+    shift 3
+    taskset -c 1 "$oload" --proto grpc --port "$case_port" --rate "$rate" --conns 16 --seconds "$s" \
+        --warmup 1 --keys "$keys" --name "$name" --api "$case_api" --behavior "$behavior" "$@"
 }
 field() { awk -v k="$1_$2" '$1 == k { print $2 }' <<<"$3"; }
 
-# run NAME: one saturated run of a fresh case; appends to NAME's figures.
+# run NAME: a fresh case; its memory for the 100,000 keys (VmRSS before and
+# after a fill that sends every key at least once, in order, for as long as
+# a 1 s probe says it takes, with a third to spare), then one saturated run
+# over random keys on that steady keyspace; appends to NAME's figures.
 declare -A fig
 run() {
-    local name=$1 u0 s0 u1 s1 r0 r1 out n
+    local name=$1 u0 s0 u1 s1 r0 r1 out n fill
     start_case "$name"
     r0=$(rss_kib)
+    out=$(load 5000000 1 x --warmup 0 --order sequential)
+    fill=$(awk -v r="$(field x achieved_rate "$out")" -v k="$keys" 'BEGIN { printf "%.1f", k / r * 1.33 + 1 }')
+    out=$(load 5000000 "$fill" x --warmup 0 --order sequential)
+    [[ "$(field x answered "$out")" -ge "$keys" ]] || { echo "bench_peers: $name: the fill fell short: $out" >&2; exit 1; }
+    r1=$(rss_kib)
     read -r u0 s0 < <(ticks)
     out=$(load 5000000 "$secs" x)
     read -r u1 s1 < <(ticks)
-    r1=$(rss_kib)
     stop_case
     [[ "$(field x errors "$out")" == 0 ]] || { echo "bench_peers: $name: $out" >&2; exit 1; }
     n=$(field x answered "$out")
     fig[${name}_rps]+=" $(field x achieved_rate "$out")"
-    read -r u s r < <(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v n="$n" -v t="$tck" \
-        -v r=$((r1 - r0)) -v k="$keys" 'BEGIN {
-            touched = k * (1 - exp(-n / k))
-            printf "%.3f %.3f %.2f\n", u / t * 1e6 / n, s / t * 1e6 / n, r / 1024 * 100000 / touched }')
+    read -r u s < <(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v n="$n" -v t="$tck" \
+        'BEGIN { printf "%.3f %.3f\n", u / t * 1e6 / n, s / t * 1e6 / n }')
     fig[${name}_utime_us]+=" $u"
     fig[${name}_stime_us]+=" $s"
     fig[${name}_cpu_us]+=" $(awk -v a="$u" -v b="$s" 'BEGIN { printf "%.3f", a + b }')"
-    fig[${name}_rss_mib_per_100k_keys]+=" $r"
+    fig[${name}_rss_mib_per_100k_keys]+=" $(awk -v r=$((r1 - r0)) 'BEGIN { printf "%.1f", r / 1024 }')"
 }
 med() { median ${fig[$1]}; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }

@@ -33,7 +33,10 @@
  *
  * usage: oload --proto resp|http|grpc --port P [--host 127.0.0.1] --rate N
  *              [--conns C] [--seconds S] [--keys K] [--warmup S] [--name PREFIX]
- *              [--api rls|gubernator] [--behavior N]
+ *              [--api rls|gubernator] [--behavior N] [--order random|sequential]
+ *
+ * --order sequential sends k0, k1, ... k(K-1), k0, ... instead of random
+ * keys, so that a run of at least K requests touches every key (a fill).
  */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
@@ -68,7 +71,8 @@ struct conn {
 };
 
 static struct {
-    bool http, grpc, gubernator;
+    bool http, grpc, gubernator, sequential;
+    unsigned next_key; /* --order sequential: the next key's number */
     unsigned behavior; /* gubernator's RateLimitReq.behavior */
     const char *host, *name;
     int port;
@@ -273,7 +277,8 @@ static void grpc_start(struct conn *c)
 static void put_request(struct conn *c)
 {
     char key[32], body[160];
-    int kn = snprintf(key, sizeof(key), "k%u", (unsigned)(random() % g.keys)), n;
+    unsigned k = g.sequential ? g.next_key++ % g.keys : (unsigned)(random() % g.keys);
+    int kn = snprintf(key, sizeof(key), "k%u", k), n;
     size_t room = sizeof(c->out) - c->out_len;
 
     if (g.grpc) {
@@ -482,6 +487,8 @@ static void parse_args(int argc, char **argv)
             g.name = v;
         else if (!strcmp(k, "--api") && (!strcmp(v, "rls") || !strcmp(v, "gubernator")))
             g.gubernator = !strcmp(v, "gubernator");
+        else if (!strcmp(k, "--order") && (!strcmp(v, "random") || !strcmp(v, "sequential")))
+            g.sequential = !strcmp(v, "sequential");
         else if (!strcmp(k, "--behavior"))
             g.behavior = (unsigned)atoi(v);
         else {
@@ -492,7 +499,7 @@ static void parse_args(int argc, char **argv)
     if (g.port <= 0 || g.rate <= 0 || g.conns < 1 || g.conns > MAX_CONNS || g.keys < 1) {
         fprintf(stderr, "usage: oload --proto resp|http|grpc --port P --rate N [--conns C] "
                         "[--seconds S] [--warmup S] [--keys K] [--name PREFIX] "
-                        "[--api rls|gubernator] [--behavior N]\n");
+                        "[--api rls|gubernator] [--behavior N] [--order random|sequential]\n");
         exit(2);
     }
 }
