@@ -12,6 +12,9 @@
 #    bucket rule), redis-server INCR; redis-benchmark -c 50 with and without
 #    -P 16, over 100,000 and over 1,000,000 random keys (-r). Targets:
 #    <= 0.5x INCR's CPU per command with -P 16, <= 0.9x without.
+#    PING rows: sluiced's and redis-server's CPU per PING, utime and stime
+#    apart, with and without -P 16 (no target: the cost of the connection
+#    and reply path that every command pays).
 # 2. Latency, open loop (bench/oload: requests sent on a schedule, latency
 #    counted from when each was due): first the most oload reaches against
 #    sluiced, then p50/p99/p99.9 at 50 % and 90 % of it, for RESP SL.CHECK,
@@ -114,6 +117,35 @@ for keys in 100000 1000000; do
         r=$(ratio "$k" "$i")
         echo "cpu_sl_check_vs_incr$sfx $r x $(at_most "$r" "$target") target<=$target"
     done
+done
+
+# PING: what a command costs that decides nothing (the connection, parsing
+# and reply path alone), sluiced against redis-server, utime and stime apart.
+# cpu_split PID PORT PIPE N -> "utime_us stime_us" per command
+cpu_split() {
+    local pid=$1 p=$2 a0 b0 a1 b1 out
+    read -r a0 b0 < <(awk '{ print $14, $15 }' "/proc/$pid/stat")
+    out=$(taskset -c 1 redis-benchmark -h 127.0.0.1 -p "$p" -c 50 -n "$4" -P "$3" --csv PING 2>/dev/null | tail -1)
+    read -r a1 b1 < <(awk '{ print $14, $15 }' "/proc/$pid/stat")
+    [[ -n "$out" ]] || { echo "bench_decision_cpu: redis-benchmark PING failed" >&2; exit 1; }
+    awk -v u=$((a1 - a0)) -v s=$((b1 - b0)) -v t="$tck" -v n="$4" \
+        'BEGIN { printf "%.3f %.3f\n", u / t * 1e6 / n, s / t * 1e6 / n }'
+}
+[[ "$(redis-cli -p "$port" PING)" == PONG ]] || { echo "bench_decision_cpu: PING not answered" >&2; exit 1; }
+for pipe in 1 16; do
+    n=$n1
+    [[ $pipe == 16 ]] && n=$n16
+    su=() ss=() ru=() rs=()
+    for _ in $(seq "$rounds"); do
+        read -r a b < <(cpu_split "$sl_pid" "$port" "$pipe" "$n")
+        su+=("$a") ss+=("$b")
+        read -r a b < <(cpu_split "$rd_pid" "$rd_port" "$pipe" "$n")
+        ru+=("$a") rs+=("$b")
+    done
+    echo "cpu_ping_sluiced_utime_p$pipe $(median "${su[@]}") us"
+    echo "cpu_ping_sluiced_stime_p$pipe $(median "${ss[@]}") us"
+    echo "cpu_ping_redis_utime_p$pipe $(median "${ru[@]}") us"
+    echo "cpu_ping_redis_stime_p$pipe $(median "${rs[@]}") us"
 done
 
 # Latency at 50 % and 90 % of the most oload reaches (its own connections).

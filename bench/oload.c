@@ -25,8 +25,18 @@
  * (the server's default SETTINGS_MAX_CONCURRENT_STREAMS is 100): beyond
  * that the schedule waits, which shows as latency.
  *
+ * With --api gubernator the gRPC calls are gubernator v2's GetRateLimits
+ * instead (one RateLimitReq: name "bench", the key as unique_key, 1 hit, a
+ * token bucket of 1,000,000,000 a second, --behavior as its behavior field:
+ * 0 BATCHING, 1 NO_BATCHING, 2 GLOBAL), so that a peer can be loaded by the
+ * same client on the same schedule.
+ *
  * usage: oload --proto resp|http|grpc --port P [--host 127.0.0.1] --rate N
  *              [--conns C] [--seconds S] [--keys K] [--warmup S] [--name PREFIX]
+ *              [--api rls|gubernator] [--behavior N] [--order random|sequential]
+ *
+ * --order sequential sends k0, k1, ... k(K-1), k0, ... instead of random
+ * keys, so that a run of at least K requests touches every key (a fill).
  */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
@@ -61,7 +71,9 @@ struct conn {
 };
 
 static struct {
-    bool http, grpc;
+    bool http, grpc, gubernator, sequential;
+    unsigned next_key; /* --order sequential: the next key's number */
+    unsigned behavior; /* gubernator's RateLimitReq.behavior */
     const char *host, *name;
     int port;
     double rate;
@@ -114,6 +126,51 @@ static double percentile(double p)
 /* ---------------------------------------------------------------- gRPC */
 
 static const char grpc_path[] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+static const char guber_path[] = "/pb.gubernator.V1/GetRateLimits";
+
+/* A protobuf varint at p; its length. */
+static size_t put_varint(char *p, uint64_t v)
+{
+    size_t n = 0;
+
+    while (v >= 0x80) {
+        p[n++] = (char)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (char)v;
+    return n;
+}
+
+/* GetRateLimitsReq{requests {name: "bench", unique_key: key, hits: 1,
+ * limit: 1e9, duration: 1000 (ms), algorithm: TOKEN_BUCKET, behavior}} */
+static size_t put_guber_msg(char *m, const char *key, int kn)
+{
+    char r[64];
+    size_t rl = 0, ml = 0;
+
+    r[rl++] = 0x0a;
+    r[rl++] = 5;
+    memcpy(r + rl, "bench", 5);
+    rl += 5;
+    r[rl++] = 0x12;
+    r[rl++] = (char)kn;
+    memcpy(r + rl, key, (size_t)kn);
+    rl += (size_t)kn;
+    r[rl++] = 0x18; /* hits */
+    r[rl++] = 1;
+    r[rl++] = 0x20; /* limit */
+    rl += put_varint(r + rl, 1000000000);
+    r[rl++] = 0x28; /* duration */
+    rl += put_varint(r + rl, 1000);
+    if (g.behavior != 0) {
+        r[rl++] = 0x38;
+        rl += put_varint(r + rl, g.behavior);
+    }
+    m[ml++] = 0x0a;
+    m[ml++] = (char)rl;
+    memcpy(m + ml, r, rl);
+    return ml + rl;
+}
 
 static void put_frame_head(char *p, size_t len, int type, int flags, uint32_t stream)
 {
@@ -128,37 +185,11 @@ static void put_frame_head(char *p, size_t len, int type, int flags, uint32_t st
     p[8] = (char)stream;
 }
 
-/* One call (HEADERS, then DATA ending the stream) for `key` into c->out. */
-static int put_grpc(struct conn *c, const char *key, int kn, size_t room)
+/* RateLimitRequest{domain: "bench", descriptors {entries {key: "user", value: key}}} */
+static size_t put_rls_msg(char *m, const char *key, int kn)
 {
-    char h[160], m[96];
-    size_t hl = 0, ml = 0;
-    uint32_t id = c->next_stream;
+    size_t ml = 0;
 
-    if (room < 9 + sizeof(h) + 9 + 5 + sizeof(m))
-        return 0;
-    h[hl++] = (char)0x83; /* :method POST */
-    h[hl++] = (char)0x86; /* :scheme http */
-    h[hl++] = 0x04;       /* :path, literal without indexing */
-    h[hl++] = (char)(sizeof(grpc_path) - 1);
-    memcpy(h + hl, grpc_path, sizeof(grpc_path) - 1);
-    hl += sizeof(grpc_path) - 1;
-    h[hl++] = 0x01; /* :authority */
-    h[hl++] = 1;
-    h[hl++] = 'b';
-    h[hl++] = 0x0f; /* content-type (static index 31) */
-    h[hl++] = 0x10;
-    h[hl++] = 16;
-    memcpy(h + hl, "application/grpc", 16);
-    hl += 16;
-    h[hl++] = 0x00; /* te: trailers, a new name */
-    h[hl++] = 2;
-    memcpy(h + hl, "te", 2);
-    hl += 2;
-    h[hl++] = 8;
-    memcpy(h + hl, "trailers", 8);
-    hl += 8;
-    /* RateLimitRequest{domain: "bench", descriptors {entries {key: "user", value: key}}} */
     m[ml++] = 0x0a;
     m[ml++] = 5;
     memcpy(m + ml, "bench", 5);
@@ -175,6 +206,42 @@ static int put_grpc(struct conn *c, const char *key, int kn, size_t room)
     m[ml++] = (char)kn;
     memcpy(m + ml, key, (size_t)kn);
     ml += (size_t)kn;
+    return ml;
+}
+
+/* One call (HEADERS, then DATA ending the stream) for `key` into c->out. */
+static int put_grpc(struct conn *c, const char *key, int kn, size_t room)
+{
+    char h[160], m[96];
+    size_t hl = 0, ml = 0;
+    uint32_t id = c->next_stream;
+    const char *path = g.gubernator ? guber_path : grpc_path;
+    size_t pl = strlen(path);
+
+    if (room < 9 + sizeof(h) + 9 + 5 + sizeof(m))
+        return 0;
+    h[hl++] = (char)0x83; /* :method POST */
+    h[hl++] = (char)0x86; /* :scheme http */
+    h[hl++] = 0x04;       /* :path, literal without indexing */
+    h[hl++] = (char)pl;
+    memcpy(h + hl, path, pl);
+    hl += pl;
+    h[hl++] = 0x01; /* :authority */
+    h[hl++] = 1;
+    h[hl++] = 'b';
+    h[hl++] = 0x0f; /* content-type (static index 31) */
+    h[hl++] = 0x10;
+    h[hl++] = 16;
+    memcpy(h + hl, "application/grpc", 16);
+    hl += 16;
+    h[hl++] = 0x00; /* te: trailers, a new name */
+    h[hl++] = 2;
+    memcpy(h + hl, "te", 2);
+    hl += 2;
+    h[hl++] = 8;
+    memcpy(h + hl, "trailers", 8);
+    hl += 8;
+    ml = g.gubernator ? put_guber_msg(m, key, kn) : put_rls_msg(m, key, kn);
     char *p = c->out + c->out_len;
     put_frame_head(p, hl, 1, 0x4, id); /* HEADERS, END_HEADERS */
     memcpy(p + 9, h, hl);
@@ -210,7 +277,8 @@ static void grpc_start(struct conn *c)
 static void put_request(struct conn *c)
 {
     char key[32], body[160];
-    int kn = snprintf(key, sizeof(key), "k%u", (unsigned)(random() % g.keys)), n;
+    unsigned k = g.sequential ? g.next_key++ % g.keys : (unsigned)(random() % g.keys);
+    int kn = snprintf(key, sizeof(key), "k%u", k), n;
     size_t room = sizeof(c->out) - c->out_len;
 
     if (g.grpc) {
@@ -417,6 +485,12 @@ static void parse_args(int argc, char **argv)
             g.keys = (unsigned)atoi(v);
         else if (!strcmp(k, "--name"))
             g.name = v;
+        else if (!strcmp(k, "--api") && (!strcmp(v, "rls") || !strcmp(v, "gubernator")))
+            g.gubernator = !strcmp(v, "gubernator");
+        else if (!strcmp(k, "--order") && (!strcmp(v, "random") || !strcmp(v, "sequential")))
+            g.sequential = !strcmp(v, "sequential");
+        else if (!strcmp(k, "--behavior"))
+            g.behavior = (unsigned)atoi(v);
         else {
             fprintf(stderr, "oload: unknown option %s\n", k);
             exit(2);
@@ -424,7 +498,8 @@ static void parse_args(int argc, char **argv)
     }
     if (g.port <= 0 || g.rate <= 0 || g.conns < 1 || g.conns > MAX_CONNS || g.keys < 1) {
         fprintf(stderr, "usage: oload --proto resp|http|grpc --port P --rate N [--conns C] "
-                        "[--seconds S] [--warmup S] [--keys K] [--name PREFIX]\n");
+                        "[--seconds S] [--warmup S] [--keys K] [--name PREFIX] "
+                        "[--api rls|gubernator] [--behavior N] [--order random|sequential]\n");
         exit(2);
     }
 }
@@ -529,6 +604,7 @@ int main(int argc, char **argv)
     printf("%s_p50 %.1f us\n", g.name, percentile(0.50));
     printf("%s_p99 %.1f us\n", g.name, percentile(0.99));
     printf("%s_p999 %.1f us\n", g.name, percentile(0.999));
+    printf("%s_answered %llu count\n", g.name, (unsigned long long)g.answered);
     printf("%s_errors %llu count\n", g.name, (unsigned long long)g.errors);
     printf("%s_unanswered %llu count\n", g.name, (unsigned long long)(g.sent - g.answered));
     return 0;
