@@ -214,6 +214,8 @@ static void cell_remember(const struct sl_limit *l)
     for (size_t i = 0; i < n; i++)
         if (same_set(&cell_sets[i], l))
             return;
+    if (n >= CELL_SETS)
+        return; /* full: no lock per call for a client cycling parameters */
     pthread_mutex_lock(&cell_lock);
     n = atomic_load_explicit(&cell_n, memory_order_relaxed);
     for (size_t i = 0; i < n; i++) {
