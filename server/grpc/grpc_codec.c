@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * grpc_codec.c - protobuf-c over sluiced's own .proto files (generated at
- * build time from server/grpc/proto/) for the rate limit and health
- * services: field mapping and the per-thread decoding arena (grpc_codec.h).
+ * grpc_codec.c - the protobuf messages of the rate limit and health
+ * services (grpc_codec.h): RateLimitResponse written by hand straight into
+ * the caller's buffer, the rest through protobuf-c over sluiced's own
+ * .proto files (generated at build time from server/grpc/proto/), with
+ * the per-thread decoding arena.
  *
  * It applies no Envoy semantics of its own: hits_addend and the request
  * checks are envoy.h's, the answer's fields sl__envoy_answer()'s.
@@ -18,9 +20,6 @@
 
 typedef Envoy__Service__Ratelimit__V3__RateLimitRequest RlsRequest;
 typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor RlsDescriptor;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse RlsResponse;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse__DescriptorStatus RlsStatus;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit RlsLimit;
 
 /* ------------------------------------------------------------ arena */
 
@@ -143,76 +142,162 @@ void sl__grpc_rls_release(struct sl__grpc_rls_req *r)
 
 /* ------------------------------------------------------------ RateLimitResponse */
 
-/* The protobuf-c structs of one answer, on the caller's stack. */
-struct response {
-    RlsResponse m;
-    Envoy__Config__Core__V3__HeaderValue hdr[SL__ENVOY_MAX_HEADERS];
-    Envoy__Config__Core__V3__HeaderValue *hdrp[SL__ENVOY_MAX_HEADERS];
-    char hbuf[2 * sizeof(((struct sl__envoy_headers *)0)->buf) + 2 * SL__ENVOY_MAX_HEADERS];
-    RlsStatus st[SL_MAX_DESCRIPTORS];
-    RlsStatus *stp[SL_MAX_DESCRIPTORS];
-    RlsLimit lim[SL_MAX_DESCRIPTORS];
-    Google__Protobuf__Duration reset[SL_MAX_DESCRIPTORS];
-};
+/*
+ * The answer is written by hand: its shape is fixed (a few varints, one
+ * name, at most three headers), so the sizes are known before a byte is
+ * written and nothing goes through protobuf-c's reflection. The bytes are
+ * those protobuf-c's packing gives (tests/server/test_grpc_codec.c checks
+ * it): fields in number order, proto3 zeros and empty strings left out,
+ * a present sub-message written even when empty.
+ */
+#define WT_VARINT      0u
+#define WT_LEN         2u
+#define TAG(field, wt) ((uint8_t)((field) << 3 | (wt)))
 
-static void status_to(const struct sl__envoy_status *e, struct response *r, size_t i)
+static size_t varint_size(uint64_t v)
 {
-    RlsStatus *s = &r->st[i];
+    size_t n = 1;
 
-    envoy__service__ratelimit__v3__rate_limit_response__descriptor_status__init(s);
-    s->code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)e->code;
-    s->limit_remaining = e->limit_remaining; /* 4294967295 for an unlimited rule */
-    if (!e->has_limit)
-        return;
-    envoy__service__ratelimit__v3__rate_limit_response__rate_limit__init(&r->lim[i]);
-    r->lim[i].name = (char *)e->name;
-    r->lim[i].requests_per_unit = e->requests_per_unit;
-    r->lim[i].unit = (Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit__Unit)e->unit;
-    google__protobuf__duration__init(&r->reset[i]);
-    r->reset[i].seconds = e->reset_s;
-    s->current_limit = &r->lim[i];
-    s->limit_remaining = e->limit_remaining;
-    s->duration_until_reset = &r->reset[i];
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
 }
 
-/* response_headers_to_add: protobuf-c wants NUL-terminated strings. */
-static void headers_to(const struct sl__envoy_headers *h, struct response *r)
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
-    size_t used = 0;
-
-    for (size_t i = 0; i < h->n; i++) {
-        char *k = r->hbuf + used, *v;
-        memcpy(k, h->h[i].key.p, h->h[i].key.len);
-        k[h->h[i].key.len] = '\0';
-        v = k + h->h[i].key.len + 1;
-        memcpy(v, h->h[i].value.p, h->h[i].value.len);
-        v[h->h[i].value.len] = '\0';
-        used += h->h[i].key.len + h->h[i].value.len + 2;
-        envoy__config__core__v3__header_value__init(&r->hdr[i]);
-        r->hdr[i].key = k;
-        r->hdr[i].value = v;
-        r->hdrp[i] = &r->hdr[i];
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
     }
-    r->m.n_response_headers_to_add = h->n;
-    r->m.response_headers_to_add = r->hdrp;
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* A varint field, left out when 0 (proto3). */
+static size_t uint_field_size(uint64_t v)
+{
+    return v != 0 ? 1 + varint_size(v) : 0;
+}
+
+static uint8_t *put_uint_field(uint8_t *p, uint8_t tag, uint64_t v)
+{
+    if (v == 0)
+        return p;
+    *p++ = tag;
+    return put_varint(p, v);
+}
+
+/* A length-delimited field of `len` bytes, tag and length included. */
+static size_t len_field_size(size_t len)
+{
+    return 1 + varint_size(len) + len;
+}
+
+/* A string field, left out when empty (proto3). */
+static uint8_t *put_str_field(uint8_t *p, uint8_t tag, const char *s, size_t len)
+{
+    if (len == 0)
+        return p;
+    *p++ = tag;
+    p = put_varint(p, len);
+    memcpy(p, s, len);
+    return p + len;
+}
+
+/* Enums are int32 on the wire: a negative one is ten bytes. */
+static uint64_t enum_wire(int v)
+{
+    return (uint64_t)(int64_t)v;
+}
+
+/* The sizes of one DescriptorStatus and of its two sub-messages. */
+struct status_size {
+    size_t name_len, limit, reset, all;
+};
+
+static void status_size(const struct sl__envoy_status *e, struct status_size *z)
+{
+    z->all = uint_field_size(enum_wire((int)e->code)) + uint_field_size(e->limit_remaining);
+    if (!e->has_limit)
+        return;
+    z->name_len = e->name != NULL ? strlen(e->name) : 0;
+    z->limit = uint_field_size(e->requests_per_unit) + uint_field_size(enum_wire((int)e->unit)) +
+               (z->name_len != 0 ? len_field_size(z->name_len) : 0);
+    z->reset = uint_field_size((uint64_t)e->reset_s);
+    z->all += len_field_size(z->limit) + len_field_size(z->reset);
+}
+
+static uint8_t *put_status(uint8_t *p, const struct sl__envoy_status *e,
+                           const struct status_size *z)
+{
+    *p++ = TAG(2, WT_LEN); /* RateLimitResponse.statuses */
+    p = put_varint(p, z->all);
+    p = put_uint_field(p, TAG(1, WT_VARINT), enum_wire((int)e->code));
+    if (e->has_limit) {
+        *p++ = TAG(2, WT_LEN); /* current_limit */
+        p = put_varint(p, z->limit);
+        p = put_uint_field(p, TAG(1, WT_VARINT), e->requests_per_unit);
+        p = put_uint_field(p, TAG(2, WT_VARINT), enum_wire((int)e->unit));
+        p = put_str_field(p, TAG(3, WT_LEN), e->name, z->name_len);
+    }
+    p = put_uint_field(p, TAG(3, WT_VARINT), e->limit_remaining);
+    if (e->has_limit) {
+        *p++ = TAG(4, WT_LEN); /* duration_until_reset: seconds only */
+        p = put_varint(p, z->reset);
+        p = put_uint_field(p, TAG(1, WT_VARINT), (uint64_t)e->reset_s);
+    }
+    return p;
+}
+
+/* A HeaderValue's key and value stop at a NUL, as protobuf-c's C strings
+ * did. */
+static size_t cstr_len(struct sl_str s)
+{
+    const char *nul = memchr(s.p, '\0', s.len);
+
+    return nul != NULL ? (size_t)(nul - s.p) : s.len;
+}
+
+static size_t header_size(struct sl_str k, struct sl_str v)
+{
+    size_t kl = cstr_len(k), vl = cstr_len(v);
+
+    return (kl != 0 ? len_field_size(kl) : 0) + (vl != 0 ? len_field_size(vl) : 0);
 }
 
 int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t cap, size_t *len)
 {
-    struct response r;
+    struct status_size z[SL_MAX_DESCRIPTORS];
+    size_t hz[SL__ENVOY_MAX_HEADERS];
+    size_t n = a->n < SL_MAX_DESCRIPTORS ? a->n : SL_MAX_DESCRIPTORS;
+    size_t nh = a->headers.n < SL__ENVOY_MAX_HEADERS ? a->headers.n : SL__ENVOY_MAX_HEADERS;
+    size_t total = uint_field_size(enum_wire((int)a->overall));
+    uint8_t *p = buf;
 
-    envoy__service__ratelimit__v3__rate_limit_response__init(&r.m);
-    r.m.overall_code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)a->overall;
-    r.m.n_statuses = a->n;
-    r.m.statuses = r.stp;
-    for (size_t i = 0; i < a->n; i++) {
-        status_to(&a->st[i], &r, i);
-        r.stp[i] = &r.st[i];
+    for (size_t i = 0; i < n; i++) {
+        status_size(&a->st[i], &z[i]);
+        total += len_field_size(z[i].all);
     }
-    headers_to(&a->headers, &r);
-    if (envoy__service__ratelimit__v3__rate_limit_response__get_packed_size(&r.m) > cap)
+    for (size_t i = 0; i < nh; i++) {
+        hz[i] = header_size(a->headers.h[i].key, a->headers.h[i].value);
+        total += len_field_size(hz[i]);
+    }
+    if (total > cap)
         return SL_ETOOBIG;
-    *len = envoy__service__ratelimit__v3__rate_limit_response__pack(&r.m, buf);
+    p = put_uint_field(p, TAG(1, WT_VARINT), enum_wire((int)a->overall));
+    for (size_t i = 0; i < n; i++)
+        p = put_status(p, &a->st[i], &z[i]);
+    for (size_t i = 0; i < nh; i++) {
+        struct sl_str k = a->headers.h[i].key, v = a->headers.h[i].value;
+
+        *p++ = TAG(3, WT_LEN); /* response_headers_to_add */
+        p = put_varint(p, hz[i]);
+        p = put_str_field(p, TAG(1, WT_LEN), k.p, cstr_len(k));
+        p = put_str_field(p, TAG(2, WT_LEN), v.p, cstr_len(v));
+    }
+    *len = (size_t)(p - buf);
     return SL_OK;
 }
 

@@ -11,8 +11,9 @@
  * Envoy's request rules are envoy.h's (hits_addend, the checks); this
  * file only maps fields. Decoding allocates from a per-thread arena
  * (protobuf-c's allocator hooks), so a call takes nothing from the general
- * heap unless a message is larger than the arena; encoding writes into the
- * caller's buffer. It does not decide anything or speak HTTP/2.
+ * heap unless a message is larger than the arena; RateLimitResponse is
+ * written by hand into the caller's buffer, the bytes protobuf-c's packing
+ * gives. It does not decide anything or speak HTTP/2.
  *
  * Ownership: a decoded request borrows its strings from the unpacked
  * message in the arena; both stay valid until sl__grpc_rls_release(), and
