@@ -37,6 +37,13 @@ static void w_num(struct sl__buf *b, char type, int64_t v)
     b->len += n;
 }
 
+void sl__resp_w_ints(struct sl__buf *b, const int64_t *v, size_t n)
+{
+    w_num(b, '*', (int64_t)n);
+    for (size_t i = 0; i < n; i++)
+        w_num(b, ':', v[i]);
+}
+
 void sl__resp_w_simple(struct sl__buf *b, const char *s)
 {
     sl__buf_append(b, "+", 1);
