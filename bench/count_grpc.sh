@@ -71,6 +71,10 @@ YAML
         2>"$tmp/vg.$label.log" &
     pid=$!
     pids+=($pid)
+    for _ in $(seq 600); do # valgrind starts slowly
+        redis-cli -p "$p" PING >/dev/null 2>&1 && break
+        sleep 0.1
+    done
     wait_redis "$p"
     k=0
     for name in "${names[@]}"; do
