@@ -66,16 +66,19 @@ descriptors:
 YAML
 }
 
-# start_sluiced: a fresh sluiced on a new port; sets $port and $pid. Exits 1
-# when it will not start with the RLQS keys (a build without RLQS).
+# start_sluiced [B]: a fresh sluiced on a new port for B buckets a stream
+# (the default limits take 1,024); sets $port and $pid. Exits 1 when it will
+# not start with the RLQS keys (a build without RLQS).
 start_sluiced() {
+    local b=${1:-1} more=""
+    ((b <= 1024)) || more=", rlqs_max_buckets_per_stream: $b, max_message_bytes: $((b * 128))"
     port=$(free_port)
     cat >"$tmp/sluice.yaml" <<YAML
 listeners: [{address: 127.0.0.1, port: $port, protocols: [grpc, http1]}]
 workers: 1
 rules: {files: [rules.yaml], watch: false}
 log: {level: warn}
-grpc: {rlqs_max_streams_per_connection: 100}
+grpc: {rlqs_max_streams_per_connection: 100$more}
 YAML
     taskset -c 0 "$sluiced" -c "$tmp/sluice.yaml" 2>"$tmp/sluiced.log" &
     pid=$!
@@ -125,7 +128,7 @@ for step in $steps; do
     for case in divided ample; do
         name=rlqs_${e}x${b}_$case
         if [[ $case == divided ]]; then rules $((e * demand / 2)); else rules 1000000000; fi
-        start_sluiced
+        start_sluiced "$b"
         r0=$(reported)
         out=$tmp/$name.out
         if ! timeout $((${secs%.*} + ${warmup%.*} + 30)) taskset -c 1 "$load" --port "$port" \
