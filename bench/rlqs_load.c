@@ -896,8 +896,8 @@ int main(int argc, char **argv)
     printf("%s_rst_stream %llu count\n", p, (unsigned long long)g.rst);
     printf("%s_goaway %llu count\n", p, (unsigned long long)g.goaway);
     printf("%s_connection_errors %llu count\n", p, (unsigned long long)g.conn_errors);
-    printf("%s_bad_messages %llu count\n", p,
-           (unsigned long long)(g.bad_messages + g.other_strategy));
+    printf("%s_other_assignments %llu count\n", p, (unsigned long long)g.other_strategy);
+    printf("%s_bad_messages %llu count\n", p, (unsigned long long)g.bad_messages);
     if (g.pid > 0 && cpu0 >= 0 && cpu1 >= 0 && g.reports_measured > 0) {
         double cpu_s = (double)(cpu1 - cpu0) / (double)sysconf(_SC_CLK_TCK);
         printf("%s_server_cpu_ticks %lld count\n", p, cpu1 - cpu0);
