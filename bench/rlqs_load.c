@@ -81,6 +81,7 @@ struct envoy {
     int32_t stream_id;
     struct cn *c;
     int64_t next_due_ns, last_sent_ns;
+    int64_t queued_ns; /* when the oldest report in out was queued, 0 if none */
     bool first_sent, open, closed_by_server;
     struct buf out; /* framed reports not yet taken by nghttp2 */
     struct buf in;  /* the server's bytes not yet a whole message */
@@ -92,7 +93,8 @@ struct envoy {
 struct cn {
     int fd;
     nghttp2_session *s;
-    bool want_out; /* EPOLLOUT registered */
+    int64_t last_window_ns; /* when the server last gave connection window */
+    bool want_out;          /* EPOLLOUT registered */
     bool dead;
 };
 
@@ -104,9 +106,12 @@ static struct {
     uint64_t demand;
     int pid;
     /* counters */
-    uint64_t reports, usages, requests, reports_late, reports_measured, usages_measured;
+    uint64_t reports, usages, requests, reports_late, late_stream_window, late_conn_window,
+        reports_measured, usages_measured;
     uint64_t messages, actions, token_buckets, allow_all, deny_all, other_strategy, abandons;
     uint64_t bad_messages, stream_errors, rst, goaway, conn_errors;
+    int64_t wait_max_ns, window_gap_max_ns;
+    uint64_t waited_100ms, conn_window_updates, conn_window_given, data_sent;
     bool measuring, ending;
 } g = {.host = "127.0.0.1",
        .domain = "bench",
@@ -459,6 +464,14 @@ static ssize_t cb_read_data(nghttp2_session *s, int32_t id, uint8_t *out, size_t
         len = have;
     memcpy(out, e->out.p + e->out.off, len);
     e->out.off += len;
+    g.data_sent += len;
+    if (e->out.off == e->out.len && e->queued_ns != 0) { /* all handed to nghttp2 */
+        int64_t w = now_ns() - e->queued_ns;
+        if (g.measuring && w > g.wait_max_ns)
+            g.wait_max_ns = w;
+        g.waited_100ms += g.measuring && w > 100000000;
+        e->queued_ns = 0;
+    }
     return (ssize_t)len;
 }
 
@@ -509,12 +522,15 @@ static int cb_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
 static int cb_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *u)
 {
     (void)s;
-    (void)u;
     if (f->hd.type == NGHTTP2_GOAWAY) {
         g.goaway++;
         fprintf(stderr, "rlqs_load: the server sent GOAWAY (error %u)\n", f->goaway.error_code);
     } else if (f->hd.type == NGHTTP2_RST_STREAM) {
         g.rst++;
+    } else if (f->hd.type == NGHTTP2_WINDOW_UPDATE && f->hd.stream_id == 0) {
+        ((struct cn *)u)->last_window_ns = now_ns();
+        g.conn_window_updates++;
+        g.conn_window_given += (uint64_t)f->window_update.window_size_increment;
     }
     return 0;
 }
@@ -806,8 +822,19 @@ int main(int argc, char **argv)
             if (!e->open || e->c->dead)
                 continue;
             if (e->next_due_ns <= now) {
-                if (e->out.len > e->out.off)
-                    g.reports_late++; /* the previous one is not out yet */
+                if (g.measuring && e->out.len > e->out.off) { /* the previous one is not out yet */
+                    g.reports_late++;
+                    if (nghttp2_session_get_stream_remote_window_size(e->c->s, e->stream_id) <= 0)
+                        g.late_stream_window++;
+                    else if (nghttp2_session_get_remote_window_size(e->c->s) <= 0) {
+                        g.late_conn_window++;
+                        int64_t gap = now - e->c->last_window_ns;
+                        if (gap > g.window_gap_max_ns)
+                            g.window_gap_max_ns = gap;
+                    }
+                }
+                if (e->queued_ns == 0)
+                    e->queued_ns = now;
                 put_report(e, e->last_sent_ns ? now - e->last_sent_ns : interval);
                 e->last_sent_ns = now;
                 nghttp2_session_resume_data(e->c->s, e->stream_id);
@@ -882,6 +909,17 @@ int main(int argc, char **argv)
     printf("%s_usages_sent %llu count\n", p, (unsigned long long)g.usages);
     printf("%s_requests_reported %llu count\n", p, (unsigned long long)g.requests);
     printf("%s_reports_late %llu count\n", p, (unsigned long long)g.reports_late);
+    printf("%s_reports_late_stream_window %llu count\n", p,
+           (unsigned long long)g.late_stream_window);
+    printf("%s_reports_late_connection_window %llu count\n", p,
+           (unsigned long long)g.late_conn_window);
+    printf("%s_report_wait_max %.1f ms\n", p, (double)g.wait_max_ns / 1e6);
+    printf("%s_reports_waited_over_100ms %llu count\n", p, (unsigned long long)g.waited_100ms);
+    printf("%s_data_bytes_sent %llu bytes\n", p, (unsigned long long)g.data_sent);
+    printf("%s_connection_window_updates %llu count\n", p,
+           (unsigned long long)g.conn_window_updates);
+    printf("%s_connection_window_given %llu bytes\n", p, (unsigned long long)g.conn_window_given);
+    printf("%s_late_window_gap_max %.1f ms\n", p, (double)g.window_gap_max_ns / 1e6);
     printf("%s_reports_measured %llu count\n", p, (unsigned long long)g.reports_measured);
     printf("%s_messages_received %llu count\n", p, (unsigned long long)g.messages);
     printf("%s_actions_received %llu count\n", p, (unsigned long long)g.actions);
