@@ -30,10 +30,14 @@
 #   reports_accepted           yes when sluiced's
 #                              sluice_rlqs_reported_requests_total grew by
 #                              exactly the requests the Envoys reported
-# and for 1000x100 at a 1 s interval the line ..._sustained MET|MISSED:
+#   report_wait_max            the longest a report waited to be sent (the
+#                              server not reading: its connection window
+#                              shut), late_window_gap_max the longest the
+#                              server gave a shut connection no window
+# and for 1000x100 at a 1 s interval the lines ..._sustained MET|MISSED:
 # every stream open at the end, every Envoy assigned every bucket, every
-# report accepted and none late, no stream or connection error, sluiced's
-# CPU below 1 core.
+# report accepted, no stream or connection error, sluiced's CPU below 1
+# core; and ..._report_delay MET|MISSED: no report waited more than 1 s.
 # SLUICED=path runs another sluiced binary (e.g. a branch's build). If the
 # server does not serve RLQS (it refuses the config keys or the method), it
 # says so and exits 1. It does not build anything and kills only the
@@ -152,19 +156,20 @@ for step in $steps; do
         for f in streams_open_at_end envoys_all_assigned; do
             echo "${name}_$f $(value "$out" "${name}_$f") of_$e"
         done
-        grep -E "^${name}_(reports_late|stream_errors|rst_stream|goaway|connection_errors|bad_messages|actions_received) " "$out"
+        grep -E "^${name}_(reports_late|report_wait_max|late_window_gap_max|stream_errors|rst_stream|goaway|connection_errors|bad_messages|actions_received) " "$out"
         echo "${name}_reports_accepted $accepted ($((r1 - r0)) of $sent requests reported)"
         if [[ "$e" == 1000 && "$b" == 100 && "$interval" == 1 ]]; then
             cpu=$(value "$out" "${name}_server_cpu")
             ok=$(awk -v o="$(value "$out" "${name}_streams_open_at_end")" \
                 -v a="$(value "$out" "${name}_envoys_all_assigned")" \
-                -v l="$(value "$out" "${name}_reports_late")" \
-                -v x="$(value "$out" "${name}_stream_errors")" \
+                    -v x="$(value "$out" "${name}_stream_errors")" \
                 -v y="$(value "$out" "${name}_connection_errors")" \
                 -v z="$(value "$out" "${name}_bad_messages")" -v c="${cpu:-9}" -v acc="$accepted" \
-                'BEGIN { print (o == 1000 && a == 1000 && l == 0 && x == 0 && y == 0 && z == 0 &&
+                'BEGIN { print (o == 1000 && a == 1000 && x == 0 && y == 0 && z == 0 &&
                                acc == "yes" && c < 1) ? "MET" : "MISSED" }')
             echo "${name}_sustained ${cpu:-?} cores $ok target: 1000 Envoys x 100 buckets every 1s on one worker, all streams open and assigned, every report accepted, no error, CPU<1 core"
+            w=$(value "$out" "${name}_report_wait_max")
+            echo "${name}_report_delay ${w:-?} ms $(awk -v w="${w:-1e9}" 'BEGIN { print (w <= 1000) ? "MET" : "MISSED" }') target<=1000ms (no report waits an interval to be sent)"
         fi
     done
 done
