@@ -39,6 +39,13 @@
  * P's VmRSS before it connects and at the end, and prints the server's CPU
  * per report and per bucket usage and its memory growth per bucket.
  *
+ * A report that falls due while the stream's previous one is still waiting
+ * for HTTP/2 flow control (the server not reading) counts as late, with
+ * what held it (the stream's or the connection's window and, for the
+ * latter, how long since the server last gave that connection window);
+ * the longest any report waited to be handed to nghttp2 is kept. These and
+ * the CPU figures cover the measured window only.
+ *
  * Output: `name value unit` lines (bench/lib.sh's format). Exit status 0
  * when it ran to the end (whatever the figures), 1 when it could not
  * connect or a connection failed, 2 on bad options.
