@@ -52,6 +52,11 @@ void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_r
 /* Does some rule of `domain` ask for detailed_metric? (The server then
  * makes the per-request metric labels; one lookup, no allocation.) */
 bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain);
+/* Does `domain` say on_unmatched: deny? */
+bool sl__rules_domain_denies_unmatched(const sl_rules *r, struct sl_str domain);
+/* Is `l`, a limit sl_rules_match() handed out, Envoy's requests_per_unit: 0
+ * (every request denied)? */
+bool sl__rules_limit_denies_all(const struct sl_limit *l);
 
 /* What a snapshot holds, for the reload's log line and for refusing a
  * truncated rules file: its domains, its descriptor rules (every level),

@@ -256,6 +256,18 @@ bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain)
     return dom != NULL && dom->detailed;
 }
 
+bool sl__rules_domain_denies_unmatched(const sl_rules *r, struct sl_str domain)
+{
+    const struct sl__rdomain *dom = r != NULL ? sl__rules_find_domain(r, domain) : NULL;
+
+    return dom != NULL && dom->unmatched == SL__UNMATCHED_DENY;
+}
+
+bool sl__rules_limit_denies_all(const struct sl_limit *l)
+{
+    return sl__rlimit_of(l)->deny_all;
+}
+
 /* ------------------------------------------------------------ listing */
 
 struct walk {

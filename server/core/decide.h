@@ -178,4 +178,10 @@ void sl__decide_batch_free(struct sl__worker *w);
  * how. The same words whatever the protocol. */
 const char *sl__decide_strerror(int err);
 
+/* For a service that answers from the rules without deciding each request
+ * (the rate limit quota service): does `domain` say on_unmatched: deny,
+ * and is a matched limit Envoy's requests_per_unit: 0 (deny everything)? */
+bool sl__decide_denies_unmatched(const sl_rules *rules, struct sl_str domain);
+bool sl__decide_limit_denies_all(const struct sl_limit *l);
+
 #endif /* SL_SERVER_DECIDE_H */
