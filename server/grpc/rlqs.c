@@ -107,10 +107,10 @@ struct pool {
     struct sl__rlqs_share share;
     bool shadow;
     bool dirty;
-    struct sl__rlqs_member m[SL__RLQS_MAX_MEMBERS];
-    struct bucket *owner[SL__RLQS_MAX_MEMBERS]; /* NULL: a departed member */
-    double used[SL__RLQS_MAX_MEMBERS];          /* the demand the last division used */
-    size_t n;
+    struct sl__rlqs_member *m; /* [0..n), room for cap */
+    struct bucket **owner;     /* NULL: a departed member */
+    double *used;              /* the demand the last division used */
+    size_t n, cap;             /* cap <= SL__RLQS_MAX_MEMBERS */
 };
 
 /* One stream's state (op->u.rlqs). */
@@ -186,6 +186,9 @@ static void pool_free_if_empty(struct pool *p)
         pp = &(*pp)->next;
     *pp = p->next;
     free(p->key);
+    free(p->m);
+    free(p->owner);
+    free(p->used);
     free(p);
     R.pools--;
 }
@@ -251,6 +254,29 @@ static struct pool *pool_get(const char *key, size_t key_len, const struct sl__r
     R.slot[h % POOL_SLOTS] = p;
     R.pools++;
     return p;
+}
+
+/* b joins p as a live member with nothing held. False: p has
+ * SL__RLQS_MAX_MEMBERS members already. */
+static bool member_add(struct pool *p, struct bucket *b)
+{
+    if (p->n == p->cap) {
+        if (p->cap >= SL__RLQS_MAX_MEMBERS)
+            return false;
+        p->cap = p->cap ? p->cap * 2 : 4;
+        p->m = sl__xrealloc(p->m, p->cap * sizeof(p->m[0]));
+        p->owner = sl__xrealloc(p->owner, p->cap * sizeof(p->owner[0]));
+        p->used = sl__xrealloc(p->used, p->cap * sizeof(p->used[0]));
+    }
+    memset(&p->m[p->n], 0, sizeof(p->m[p->n]));
+    p->m[p->n].live = true;
+    p->owner[p->n] = b;
+    p->used[p->n] = 0;
+    b->idx = p->n++;
+    b->pool = p;
+    b->cls = B_POOL;
+    p->dirty = true;
+    return true;
 }
 
 /* b leaves its pool: its member stays, departed, until its TTL passes. */
@@ -328,8 +354,9 @@ static bool is_rate(const struct sl_limit *l)
            !(l->algo == SL_ALGO_SLIDING_LOG && l->min_interval_ns > 0) && l->period_ns > 0;
 }
 
-/* What b gets under rs's rules and kill switch; joins its pool (R.mu held). */
-static void classify(struct sl__rlqs_stream *rs, struct bucket *b, int64_t now)
+/* What b gets under rs's rules and kill switch (b->cls, b->ruled): the
+ * pool it belongs in, or NULL (R.mu held). Membership is not touched. */
+static struct pool *classify_to(struct sl__rlqs_stream *rs, struct bucket *b)
 {
     static _Thread_local struct sl_match m;
     static struct sl__lograte rl;
@@ -339,22 +366,21 @@ static void classify(struct sl__rlqs_stream *rs, struct bucket *b, int64_t now)
     bool any_enf = false, any_sh = false, ban = false, shadow_ban = false, shadow;
     const char *path = NULL;
 
-    leave_pool(b, now);
     b->cls = deny_unmatched ? B_DENY : B_ALLOW;
     b->shadow_ban = false;
     if (rs->ks == SL__KS_OFF) { /* (b->ruled kept: the switch is no rules change) */
         b->cls = B_ALLOW;
-        return;
+        return NULL;
     }
     b->ruled = false;
     match_bucket(rs, b, &m);
     if (!matched(&m))
-        return;
+        return NULL;
     b->ruled = true;
     path = m.rule_path;
     if (m.unlimited) {
         b->cls = B_ALLOW;
-        return;
+        return NULL;
     }
     for (size_t k = 0; k < m.n_limits; k++) {
         const struct sl_limit *l = m.limits[k];
@@ -370,7 +396,7 @@ static void classify(struct sl__rlqs_stream *rs, struct bucket *b, int64_t now)
                          "its buckets are answered as unmatched (%s)",
                          path != NULL ? path : "?", sl_algo_name(l->algo),
                          deny_unmatched ? "DENY_ALL" : "ALLOW_ALL");
-            return;
+            return NULL;
         }
         double rate = (double)l->requests * 1e9 / (double)l->period_ns;
         int64_t burst = sl_limit_quota(l);
@@ -384,23 +410,23 @@ static void classify(struct sl__rlqs_stream *rs, struct bucket *b, int64_t now)
     }
     if (ban && rs->ks != SL__KS_SHADOW) {
         b->cls = B_DENY;
-        return;
+        return NULL;
     }
     if (ban ||
         (shadow_ban && !any_enf)) { /* a denial in shadow: ALLOW_ALL, every request would-deny */
         b->cls = B_ALLOW;
         b->shadow_ban = true;
-        return;
+        return NULL;
     }
     if (!any_enf && !any_sh) {
         b->cls = B_ALLOW;
-        return;
+        return NULL;
     }
     share = any_enf ? enf : sh;
     shadow = !any_enf || rs->ks == SL__KS_SHADOW;
     if (!(share.rate > 0.0)) {
         b->cls = B_ALLOW;
-        return;
+        return NULL;
     }
     if (share.burst < 1)
         share.burst = 1;
@@ -413,7 +439,7 @@ static void classify(struct sl__rlqs_stream *rs, struct bucket *b, int64_t now)
     memcpy(key + kl + 8, &share.burst, sizeof(share.burst));
     key[kl + 16] = shadow;
     struct pool *p = pool_get(key, kl + 17, &share, shadow, path);
-    if (p == NULL || p->n >= SL__RLQS_MAX_MEMBERS) {
+    if (p == NULL || (p != b->pool && p->n >= SL__RLQS_MAX_MEMBERS)) {
         sl__log_rate(&rl, SL__LOG_WARN, "grpc.rlqs_pool_full",
                      &SL__LOG_STR("rule", path != NULL ? path : ""), 1,
                      "rlqs: rule %s has %d instances reporting one bucket already; answering "
@@ -421,16 +447,29 @@ static void classify(struct sl__rlqs_stream *rs, struct bucket *b, int64_t now)
                      path != NULL ? path : "?", SL__RLQS_MAX_MEMBERS);
         if (p != NULL)
             pool_free_if_empty(p);
-        return;
+        return NULL;
     }
-    memset(&p->m[p->n], 0, sizeof(p->m[p->n]));
-    p->m[p->n].live = true;
-    p->owner[p->n] = b;
-    p->used[p->n] = 0;
-    b->idx = p->n++;
-    b->pool = p;
     b->cls = B_POOL;
-    p->dirty = true;
+    return p;
+}
+
+/* Classify b and move it to the pool it belongs in, if another (R.mu
+ * held): a bucket that stays in its pool keeps its member and its hold. */
+static void classify(struct sl__rlqs_stream *rs, struct bucket *b, int64_t now)
+{
+    struct pool *p = classify_to(rs, b);
+
+    if (p != NULL && p == b->pool)
+        return;
+    leave_pool(b, now);
+    if (p == NULL)
+        return;
+    if (!member_add(p, b)) {
+        b->cls = sl__decide_denies_unmatched(rs->rules, (struct sl_str){rs->domain, rs->domain_len})
+                     ? B_DENY
+                     : B_ALLOW;
+        pool_free_if_empty(p);
+    }
 }
 
 /* ------------------------------------------------------------ the stream's buckets */
