@@ -93,8 +93,9 @@ struct bucket {
     enum sl__rlqs_kind sent_kind;
     double sent_rate;
     int64_t sent_burst;
-    int64_t sent_ns;    /* when */
-    int64_t elapsed_ns; /* its last report's time_elapsed */
+    struct sl__rlqs_bucket sent_tb; /* the token bucket sent */
+    int64_t sent_ns;                /* when */
+    int64_t elapsed_ns;             /* its last report's time_elapsed */
 };
 
 /* One counter divided among the members that report it. */
@@ -561,7 +562,7 @@ struct pending {
 
 /* What b is to be sent now, if anything (R.mu held). */
 static bool due(const struct sl__rlqs_stream *rs, struct bucket *b, int64_t now,
-                struct sl__rlqs_action *a)
+                struct sl__rlqs_action *a, double *rate)
 {
     int64_t ttl = ttl_of(rs);
     bool renew = !b->sent_any || now - b->sent_ns >= ttl / 2;
@@ -580,17 +581,24 @@ static bool due(const struct sl__rlqs_stream *rs, struct bucket *b, int64_t now,
     if (!(m->next_rate > 0.0) || !sl__rlqs_token_bucket(m->next_rate, m->next_burst, &a->tb))
         return false; /* nothing to give yet: what it holds stays */
     a->kind = SL__RLQS_TOKEN_BUCKET;
-    return renew || b->sent_kind != a->kind ||
-           fabs(m->next_rate - b->sent_rate) > RESEND * b->sent_rate ||
-           m->next_burst != b->sent_burst;
+    *rate = m->next_rate;
+    bool changed = !b->sent_any || b->sent_kind != a->kind ||
+                   fabs(m->next_rate - b->sent_rate) > RESEND * b->sent_rate ||
+                   m->next_burst != b->sent_burst;
+    if (!changed && renew) { /* the same strategy again: Envoy extends it, its tokens kept */
+        a->tb = b->sent_tb;
+        *rate = b->sent_rate;
+    }
+    return changed || renew;
 }
 
-static void add(struct pending *q, struct bucket *b, const struct sl__rlqs_action *a, bool gone)
+static void add(struct pending *q, struct bucket *b, const struct sl__rlqs_action *a, double rate,
+                bool gone)
 {
     q->a[q->n] = *a;
     q->b[q->n] = b;
     q->gone[q->n] = gone;
-    q->rate[q->n] = b->cls == B_POOL && b->pool != NULL ? b->pool->m[b->idx].next_rate : 0.0;
+    q->rate[q->n] = rate;
     q->n++;
 }
 
@@ -610,6 +618,7 @@ static void commit(struct sl__rlqs_stream *rs, struct pending *q, bool ok, int64
         b->sent_any = true;
         b->sent_kind = a->kind;
         b->sent_rate = q->rate[i];
+        b->sent_tb = a->tb;
         b->sent_burst = a->tb.max_tokens;
         b->sent_ns = now;
     }
@@ -647,12 +656,10 @@ static bool send_pending(struct sl__grpc_op *op, struct pending *q, int64_t now)
 
 /* Raise the hold of what is about to go (R.mu held). */
 static void sending(struct sl__rlqs_stream *rs, struct bucket *b, const struct sl__rlqs_action *a,
-                    int64_t now)
+                    double rate, int64_t now)
 {
-    if (b->cls == B_POOL && a->kind == SL__RLQS_TOKEN_BUCKET) {
-        struct sl__rlqs_member *m = &b->pool->m[b->idx];
-        sl__rlqs_sending(m, m->next_rate, a->tb.max_tokens, now, ttl_of(rs));
-    }
+    if (b->cls == B_POOL && a->kind == SL__RLQS_TOKEN_BUCKET)
+        sl__rlqs_sending(&b->pool->m[b->idx], rate, a->tb.max_tokens, now, ttl_of(rs));
 }
 
 /* Look at every bucket of the stream: rules or kill switch changed, pools
@@ -679,6 +686,7 @@ static bool flush(struct sl__grpc_op *op, bool report)
     while (k < rs->n) {
         struct bucket *b = rs->b[k];
         struct sl__rlqs_action a;
+        double rate = 0.0;
         bool gone = false;
         if (reclassify) {
             bool was = b->ruled;
@@ -696,14 +704,14 @@ static bool flush(struct sl__grpc_op *op, bool report)
         if (!gone) {
             if (b->cls == B_POOL && b->pool->dirty)
                 pool_divide(b->pool, now);
-            if (!due(rs, b, now, &a)) {
+            if (!due(rs, b, now, &a, &rate)) {
                 k++;
                 continue;
             }
-            sending(rs, b, &a, now);
+            sending(rs, b, &a, rate, now);
             k++;
         }
-        add(&q, b, &a, gone);
+        add(&q, b, &a, rate, gone);
         if (q.n == ACTIONS_PER_MSG) {
             pthread_mutex_unlock(&R.mu);
             if (!send_pending(op, &q, now))
