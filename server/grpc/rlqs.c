@@ -786,7 +786,9 @@ static bool take(struct sl__rlqs_stream *rs, const struct sl__rlqs_report *r, in
         if (fresh)
             classify(rs, b, now);
         double secs = (double)u->elapsed_ns / 1e9;
-        double demand = (double)(u->allowed + u->denied) / secs;
+        /* A bucket's first report comes with its first request, over the
+         * moment since: no rate yet (it counts as the floor). */
+        double demand = fresh ? 0.0 : ((double)u->allowed + (double)u->denied) / secs;
         if (b->cls == B_POOL) {
             struct pool *p = b->pool;
             double was = p->used[b->idx], scale = fmax(fmax(was, demand), p->share.rate * 0.01);
