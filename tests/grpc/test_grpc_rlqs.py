@@ -10,7 +10,8 @@ would (the last one for a bucket, until its TTL).
 Checked: an unmatched bucket gets ALLOW_ALL with a TTL, requests_per_unit:
 0 DENY_ALL, an unlimited rule ALLOW_ALL, a concurrency limit (no rate) is
 refused with a logged reason and answered as unmatched, one Envoy gets the
-whole limit as a token_bucket; with skewed demand (one Envoy at ten times
+whole limit as a token_bucket, a bucket id's pairs match a nested rule in
+either order but not a partial path, on_unmatched: deny gives DENY_ALL; with skewed demand (one Envoy at ten times
 the others) the shares are max-min fair, the sum of the unexpired
 assignments never exceeds the limit, the shares follow a change of demand,
 and an Envoy that leaves has its share handed on only after its TTL; a rules
@@ -67,6 +68,24 @@ descriptors:
       - algorithm: concurrency
         requests: 5
         lease: 30s
+  - key: tenant
+    descriptors:
+      - key: path
+        value: /v1
+        limits:
+          - algorithm: gcra
+            requests: 50
+            period: 1s
+            burst: 9
+---
+domain: strict
+on_unmatched: deny
+descriptors:
+  - key: name
+    value: known
+    rate_limit:
+      unit: second
+      requests_per_unit: 5
 """
 
 Strategy = rlqs_pb2.RateLimitQuotaResponse  # (for the names below)
@@ -155,8 +174,8 @@ class Envoy:
             self.sent_domain = True
         for name, (allowed, denied) in usages.items():
             u = m.bucket_quota_usages.add()
-            if isinstance(name, dict):
-                u.bucket_id.bucket.update(name)
+            if isinstance(name, frozenset):
+                u.bucket_id.bucket.update(dict(name))
             else:
                 u.bucket_id.bucket["name"] = name
             u.time_elapsed.nanos = int(REPORT * 1e9)
@@ -234,6 +253,29 @@ def test_assignments_by_rule(sluiced):
         assert one.kind == "token_bucket"
         assert 99.0 <= one.rate <= LIMIT and one.max_tokens == 100
         assert "grpc.rlqs_not_rate" in sluiced.log_text()
+        # a bucket id is a map: its pairs match a nested rule in whichever order
+        e.report({})  # an empty report is no error
+        nested = {"path": "/v1", "tenant": "acme"}
+        e.report({frozenset(nested.items()): (1, 0)})
+        assert e.wait(lambda x: (("path", "/v1"), ("tenant", "acme")) in x.assign)
+        a = e.assign[(("path", "/v1"), ("tenant", "acme"))]
+        assert a.kind == "token_bucket" and 49.0 <= a.rate <= 50.0 and a.max_tokens == 10
+        # ... but not a path that only part of it matches: unmatched
+        e.report({frozenset({"tenant": "acme", "path": "/v2"}.items()): (1, 0)})
+        assert e.wait(lambda x: (("path", "/v2"), ("tenant", "acme")) in x.assign)
+        assert e.assign[(("path", "/v2"), ("tenant", "acme"))].kind == "ALLOW_ALL"
+        # a domain with on_unmatched: deny denies what no rule matches
+        strict = Envoy(sluiced.port, domain="strict")
+        strict.report({"unknown": (1, 0), "known": (1, 0)})
+        assert strict.wait(lambda x: len(x.assign) == 2)
+        assert strict.get("unknown").kind == "DENY_ALL"
+        assert strict.get("known").kind == "token_bucket"
+        assert strict.get("known").max_tokens == 5
+        strict.close()
+        streams = metric(sluiced, "sluice_rlqs_streams")["sluice_rlqs_streams"]
+        assert streams >= 1
+        allowed = metric(sluiced, "sluice_rlqs_reported_requests_total")
+        assert allowed['sluice_rlqs_reported_requests_total{outcome="allowed"}'] >= 6
     finally:
         e.close()
 
