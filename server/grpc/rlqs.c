@@ -664,7 +664,7 @@ static void sending(struct sl__rlqs_stream *rs, struct bucket *b, const struct s
 
 /* Look at every bucket of the stream: rules or kill switch changed, pools
  * to divide, assignments to send. False: the stream ended. */
-static bool flush(struct sl__grpc_op *op, bool report)
+static bool flush(struct sl__grpc_op *op)
 {
     static _Thread_local struct pending q;
     struct sl__rlqs_stream *rs = op->u.rlqs;
@@ -673,7 +673,6 @@ static bool flush(struct sl__grpc_op *op, bool report)
     int64_t now = now_ns();
     bool reclassify = now_rules != rs->rules || ks != rs->ks;
 
-    (void)report;
     q.n = 0;
     pthread_mutex_lock(&R.mu);
     sweep(now);
@@ -851,13 +850,13 @@ static void rlqs_message(struct sl__grpc_op *op, const uint8_t *msg, size_t len)
                  "grpc.rlqs_max_buckets_per_stream reached on this stream");
         return;
     }
-    flush(op, true);
+    flush(op);
 }
 
 static void rlqs_tick(struct sl__grpc_op *op)
 {
     if (op->u.rlqs != NULL)
-        flush(op, false);
+        flush(op);
 }
 
 static void rlqs_drain(struct sl__grpc_op *op)
