@@ -68,6 +68,14 @@ descriptors:
       - algorithm: concurrency
         requests: 5
         lease: 30s
+  - key: name
+    value: watched
+    shadow_mode: true
+    limits:
+      - algorithm: token_bucket
+        requests: 10
+        period: 1s
+        burst: 10
   - key: tenant
     descriptors:
       - key: path
@@ -390,6 +398,24 @@ def test_shadow_kill_switch_allows_and_counts(sluiced):
             pytest.fail("no would-be denial counted")
         sluiced.json("PUT", "/v1/killswitch", {"domain": "rlqs", "mode": "enforce"})
         assert e.wait(lambda x: x.get("shared").kind == "token_bucket")
+    finally:
+        e.close()
+
+
+def test_shadow_rule_allows_and_counts(sluiced):
+    e = Envoy(sluiced.port)
+    try:
+        e.report({"watched": (1, 0)})
+        assert e.wait(lambda x: x.get("watched") is not None)
+        assert e.get("watched").kind == "ALLOW_ALL"
+        before = metric(sluiced, "sluice_rlqs_shadow_denied_total")["sluice_rlqs_shadow_denied_total"]
+        e.report({"watched": (500, 0)})  # 2500/s against a shadow 10/s
+        deadline = time.monotonic() + 5
+        while metric(sluiced, "sluice_rlqs_shadow_denied_total")[
+                "sluice_rlqs_shadow_denied_total"] <= before:
+            assert time.monotonic() < deadline, "no would-be denial counted"
+            time.sleep(0.1)
+        assert e.get("watched").kind == "ALLOW_ALL"
     finally:
         e.close()
 
