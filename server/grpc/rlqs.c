@@ -8,8 +8,8 @@
  *
  * A stream's first message names the rules' domain. Each bucket id is
  * matched as one descriptor of that domain by the rules matcher the rate
- * limit service uses (sl_rules_match), trying the orders of its pairs in
- * sorted order (all orders up to MATCH_PERMUTE pairs) since a map has none.
+ * limit service uses, in whichever order of its pairs is a path of the
+ * rules tree (a map has no order; sl__decide_match_unordered).
  * What the match gives:
  *  - no rule: ALLOW_ALL, or DENY_ALL where the domain says on_unmatched:
  *    deny; an `unlimited` rule or the kill switch "off": ALLOW_ALL;
@@ -63,7 +63,6 @@
 #define REBALANCE       0.10 /* demand change that divides again */
 #define FLOOR_FRAC      0.05 /* an idle member's demand: 5% of an equal share */
 #define RESEND          0.01 /* a share that moved by more than this is sent */
-#define MATCH_PERMUTE   5    /* pairs up to which every order is tried */
 #define ACTIONS_PER_MSG 64
 #define POOL_SLOTS      4096
 #define SWEEP_NS        (1 * SL_NS_PER_S)
@@ -299,54 +298,19 @@ static void leave_pool(struct bucket *b, int64_t now)
 
 /* ------------------------------------------------------------ matching */
 
-/* Next permutation of idx[0..n) in lexicographic order; false after the last. */
-static bool next_perm(size_t *idx, size_t n)
-{
-    size_t i, j;
-
-    if (n < 2)
-        return false;
-    for (i = n - 1; i > 0 && idx[i - 1] >= idx[i]; i--)
-        ;
-    if (i == 0)
-        return false;
-    for (j = n - 1; idx[j] <= idx[i - 1]; j--)
-        ;
-    size_t t = idx[i - 1];
-    idx[i - 1] = idx[j];
-    idx[j] = t;
-    for (j = n - 1; i < j; i++, j--) {
-        t = idx[i];
-        idx[i] = idx[j];
-        idx[j] = t;
-    }
-    return true;
-}
-
 static bool matched(const struct sl_match *m)
 {
     return m->n_limits > 0 || m->unlimited;
 }
 
-/* Match b's pairs as one descriptor of rs's domain, in the first order
- * that a rule applies to. */
+/* Match b's pairs (sorted by key) as one descriptor of rs's domain, in the
+ * first order that is a path of the rules tree. */
 static void match_bucket(const struct sl__rlqs_stream *rs, const struct bucket *b,
                          struct sl_match *m)
 {
-    struct sl_entry e[SL_MAX_ENTRIES];
-    size_t idx[SL_MAX_ENTRIES];
-    struct sl_descriptor d = {e, b->n_entries, -1, NULL};
-    struct sl_request req = {{rs->domain, rs->domain_len}, &d, 1, 1, 0};
-
-    for (size_t i = 0; i < b->n_entries; i++)
-        idx[i] = i;
-    do {
-        for (size_t i = 0; i < b->n_entries; i++)
-            e[i] = b->entries[idx[i]];
-        if (sl_rules_match(rs->rules, &req, 0, m) == SL_OK && matched(m))
-            return;
-    } while (b->n_entries <= MATCH_PERMUTE && next_perm(idx, b->n_entries));
-    memset(m, 0, sizeof(*m));
+    if (sl__decide_match_unordered(rs->rules, (struct sl_str){rs->domain, rs->domain_len},
+                                   b->entries, b->n_entries, m) != SL_OK)
+        m->n_limits = 0, m->unlimited = false;
 }
 
 static bool is_rate(const struct sl_limit *l)
