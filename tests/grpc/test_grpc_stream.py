@@ -26,7 +26,8 @@ from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
 
 SOURCE = pathlib.Path(os.environ.get("SLUICE_SOURCE", pathlib.Path(__file__).parents[2]))
 RLS_SERVICE = "envoy.service.ratelimit.v3.RateLimitService"
-SERVICES = {RLS_SERVICE, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+SERVICES = {RLS_SERVICE, "envoy.service.rate_limit_quota.v3.RateLimitQuotaService",
+            "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
             "grpc.reflection.v1alpha.ServerReflection"}
 ST = health_pb2.HealthCheckResponse
 
