@@ -46,9 +46,9 @@ struct sl__hy_ent {
 };
 
 struct sl__hy_counters {
-    _Atomic uint64_t checks, redis_path, syncs, sync_calls, sync_keys, sync_failures, absorbed,
-        deltas_dropped, untracked, final_pushes, fleet_resets, fleet_resets_applied,
-        fleet_resets_unsent, keys, kept, in_flight;
+    _Atomic uint64_t checks, redis_path, syncs, sync_calls, sync_keys, sync_failures,
+        sync_redirects, absorbed, deltas_dropped, untracked, final_pushes, fleet_resets,
+        fleet_resets_applied, fleet_resets_unsent, keys, kept, in_flight;
     _Atomic bool connected;
     _Atomic bool ever_connected;
 };
@@ -79,11 +79,17 @@ struct sl__hy_node {
 };
 
 /* One script call of a sync: the entries it carries (all of one slot on a
- * cluster), on one node. */
+ * cluster), on one node. Everything needed to send it again (a cluster's
+ * MOVED, ASK, TRYAGAIN, CLUSTERDOWN) is here and in its entries: their
+ * deltas stay in `inflight` until the call is answered or lost. */
 struct sl__hy_call {
     struct sl__hystore *st;
-    struct sl__hy_node *node;
+    struct sl__hy_node *node; /* where it is out, or goes when sent again */
+    struct sl__rlink *on;     /* the link it is out on; NULL: waiting to be sent again */
     bool busy;
+    bool one;     /* one entry's counter alone (its slot is migrating) */
+    bool asking;  /* sent after ASKING (to the node importing its slot) */
+    uint8_t hops; /* redirections and retries followed */
     unsigned n;
     uint32_t *idx; /* n entry indexes, in the store's `order` */
 };
@@ -147,6 +153,9 @@ struct sl__hystore {
     struct sl__rlink *ask;
     bool asking;               /* a question is out on `ask` */
     uv_timer_t watch;          /* every SL__HY_WATCH_MS: the map's questions */
+    uv_timer_t retry;          /* a cluster's: calls waiting after TRYAGAIN, CLUSTERDOWN */
+    bool retry_made;           /* `retry` was initialised */
+    unsigned free_hint;        /* where to look for a free call first */
     struct sl__hy_call *calls; /* [ceil(max_keys / batch)], on a cluster [max_keys] */
     unsigned n_calls;
     unsigned calls_out;
