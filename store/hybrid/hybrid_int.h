@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 
 #include "hybrid.h"
-#include "redis_cluster.h"
+#include "rcluster.h"
 #include "rlink.h"
 #include "rmaster.h"
 #include "sluice_int.h"
@@ -139,20 +139,18 @@ struct sl__hystore {
     bool sentinel; /* store.redis.sentinels: nodes[0] is the master they name */
     bool cluster;  /* store.redis.cluster: the slot map says which node */
     struct sl__cmap *map;
-    bool map_stale; /* a redirection, a node lost: ask CLUSTER SLOTS at the next tick */
-    unsigned ticks; /* of `watch`: the map is asked every 10 anyway */
+    /* the map's follower (link/rcluster.h): CLUSTER SLOTS asked of the
+     * seeds, one at a time, every SL__HY_WATCH_MS while stale (a MOVED, a
+     * node lost) and every 10th time anyway */
+    struct sl__rcfollow *mapf;
     /* Sentinel: the links' follower (link/rmaster.h) names nodes[0] */
     struct sl__rmaster *follow;
     struct sl__rlink_conf ask_conf; /* sentinels: no AUTH (the Redis store's choice) */
     bool master_known;              /* nodes[0].addr is a master they named */
     uint8_t sentinel_tls_said;      /* the sentinels whose TLS failure is in the log */
-    /* a cluster's seeds, asked CLUSTER SLOTS on `ask`, one at a time, the
-     * next after a failure to answer */
+    /* a cluster's seeds, asked by `mapf` */
     struct sl__cnode seeds[SL__HY_SEEDS];
-    unsigned n_seeds, seed;
-    struct sl__rlink *ask;
-    bool asking;               /* a question is out on `ask` */
-    uv_timer_t watch;          /* every SL__HY_WATCH_MS: the map's questions */
+    unsigned n_seeds;
     uv_timer_t retry;          /* a cluster's: calls waiting after TRYAGAIN, CLUSTERDOWN */
     bool retry_made;           /* `retry` was initialised */
     unsigned free_hint;        /* where to look for a free call first */

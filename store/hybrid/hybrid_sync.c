@@ -50,6 +50,7 @@
 #include <hiredis/hiredis.h>
 
 #include "hybrid_int.h"
+#include "rcluster.h"
 #include "rlink.h"
 #include "store_log.h"
 
@@ -220,18 +221,6 @@ static void set_conn(struct sl__hy_node *n, enum sl__hy_conn c)
     update(n->st);
 }
 
-/* A cluster: give up on a question out to a seed (its NULL reply is no
- * answer); `next`: ask the next one the next time. */
-static void drop_ask(struct sl__hystore *st, bool next)
-{
-    if (!st->asking)
-        return;
-    st->asking = false;
-    if (next)
-        st->seed = (st->seed + 1) % st->n_seeds;
-    sl__rlink_drop(st->ask);
-}
-
 /* Close node n's connection now: every call on it comes back lost, and it
  * connects again after the backoff (behind Sentinel: the sentinels are
  * asked meanwhile, and a master they name anew is connected at once). */
@@ -247,7 +236,7 @@ static void node_drop(struct sl__hy_node *n)
         if (st->calls[i].busy && st->calls[i].node == n)
             lose_call(&st->calls[i]);
     if (st->cluster)
-        st->map_stale = true;
+        sl__rcfollow_stale(st->mapf);
     if (!st->closing)
         retry_later(n);
     sl__rlink_drop(n->link); /* the NULL replies find nothing busy */
@@ -307,7 +296,7 @@ static void on_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *
                       why->text);
     }
     if (n->st->cluster)
-        n->st->map_stale = true;
+        sl__rcfollow_stale(n->st->mapf);
     if (n->st->sentinel)
         sl__rmaster_ask(n->st->follow);
     if (!n->st->closing)
@@ -424,66 +413,13 @@ static void nodes_from_map(struct sl__hystore *st)
     update(st);
 }
 
-/* The map a seed's CLUSTER SLOTS describes: every master of it connected. */
-static void on_slots(struct sl__rlink *l, redisReply *r, void *priv)
-{
-    struct sl__hystore *st = priv;
-    const char *asked = st->seeds[st->seed].host;
-
-    if (st->closing || !st->asking || l != st->ask)
-        return;
-    if (r == NULL || sl__cmap_load(st->map, r, asked) != SL_OK) {
-        drop_ask(st, true);
-        return;
-    }
-    drop_ask(st, false);
-    st->map_stale = !sl__cmap_complete(st->map);
-    nodes_from_map(st);
-}
-
-/* The sentinel's link (or the seed's) went down before it answered (its
- * NULL reply came first and handled it), or could not be made. */
-static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
+/* A cluster: the follower (link/rcluster.h) loaded the map anew. */
+static void on_map(void *arg)
 {
     struct sl__hystore *st = arg;
 
-    (void)why;
-    if (st->closing || l != st->ask)
-        return;
-    drop_ask(st, true);
-}
-
-static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
-
-/* A cluster: ask the seed in use for CLUSTER SLOTS. */
-static int ask_seed(struct sl__hystore *st, sl__rlink_reply_fn fn)
-{
-    const struct sl__cnode *s = &st->seeds[st->seed];
-
-    if (sl__rlink_connect(st->ask, s->host, s->port) != SL_OK ||
-        sl__rlink_command(st->ask, fn, st, "CLUSTER SLOTS") != SL_OK) {
-        sl__rlink_drop(st->ask);
-        return SL_ENOENT;
-    }
-    return SL_OK;
-}
-
-static void on_watch(uv_timer_t *t)
-{
-    struct sl__hystore *st = t->data;
-
-    if (st->closing)
-        return;
-    if (st->asking) { /* not answered in a tick: the next seed */
-        drop_ask(st, true);
-        return;
-    }
-    if (!st->map_stale && ++st->ticks % 10 != 0)
-        return;
-    if (ask_seed(st, on_slots) == SL_OK)
-        st->asking = true;
-    else
-        st->seed = (st->seed + 1) % st->n_seeds;
+    if (!st->closing)
+        nodes_from_map(st);
 }
 
 static void node_start(struct sl__hy_node *n)
@@ -631,18 +567,16 @@ int sl__hy_sync_init(struct sl__hystore *st)
         n->addr.port = st->sentinel ? 0 : rc->port; /* Sentinel: none named yet */
     } else {
         sl__cmap_init(st->map);
-        st->map_stale = true;
     }
     if (st->cluster) {
+        static const struct sl__rcfollow_events map_events = {.map = on_map};
+        struct sl__rcfollow_conf fc = {st->seeds, 0, SL__HY_WATCH_MS, 10, &st->link_conf};
         if (seeds_init(st) != SL_OK)
             return SL_EINVAL;
-        st->ask = sl__rlink_new(st->group, &st->link_conf, &ask_events, st);
-        if (st->ask == NULL)
+        fc.n_seeds = st->n_seeds;
+        st->mapf = sl__rcfollow_new(st->loop, st->group, &fc, st->map, &map_events, st);
+        if (st->mapf == NULL)
             return SL_ENOMEM;
-        uv_timer_init(st->loop, &st->watch);
-        uv_unref((uv_handle_t *)&st->watch);
-        st->watch.data = st;
-        uv_timer_start(&st->watch, on_watch, 0, SL__HY_WATCH_MS);
         uv_timer_init(st->loop, &st->retry);
         uv_unref((uv_handle_t *)&st->retry);
         st->retry.data = st;
@@ -682,12 +616,8 @@ void sl__hy_sync_close(struct sl__hystore *st)
         uv_close((uv_handle_t *)&n->timer, on_closed);
         uv_close((uv_handle_t *)&n->call_timer, on_closed);
     }
-    if (st->ask != NULL) {
-        drop_ask(st, false);
-        sl__rlink_free(st->ask);
-        st->ask = NULL;
-        uv_close((uv_handle_t *)&st->watch, on_closed);
-    }
+    sl__rcfollow_free(st->mapf); /* no callback after this */
+    st->mapf = NULL;
     if (st->retry_made) {
         uv_close((uv_handle_t *)&st->retry, on_closed);
         st->retry_made = false;
@@ -727,17 +657,12 @@ static bool is_not_master(const redisReply *r)
 }
 
 /* A cluster's: the slot is elsewhere (or nowhere now): MOVED, ASK,
- * CLUSTERDOWN, TRYAGAIN. */
+ * CLUSTERDOWN, TRYAGAIN (link/rcluster_map.h reads them). */
 static bool is_cluster_error(const redisReply *r)
 {
-    static const char *const pre[] = {"MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN"};
+    struct sl__credir d;
 
-    if (r->type != REDIS_REPLY_ERROR || r->str == NULL)
-        return false;
-    for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-        if (strncmp(r->str, pre[i], strlen(pre[i])) == 0)
-            return true;
-    return false;
+    return sl__cluster_reply(r, "", &d) != SL__CERR_NONE;
 }
 
 /* The keys of a sync call over entries idx[0..k): the counters, then (with
@@ -948,28 +873,26 @@ static void split(struct sl__hy_call *c)
 static bool follow(struct sl__hy_call *c, const redisReply *r)
 {
     struct sl__hystore *st = c->st;
-    bool again = r->len >= 8 && memcmp(r->str, "TRYAGAIN", 8) == 0;
-    bool down = r->len >= 11 && memcmp(r->str, "CLUSTERDOWN", 11) == 0;
     struct sl__credir d = {0};
+    enum sl__cerr e = sl__cluster_reply(r, c->node->addr.host, &d);
 
-    if (c->hops >= MAX_HOPS ||
-        (!again && !down && sl__credir_parse(r->str, r->len, c->node->addr.host, &d) != SL_OK))
+    if (c->hops >= MAX_HOPS || e == SL__CERR_NONE || e == SL__CERR_MALFORMED)
         return false;
     c->hops++;
     call_off(c);
-    if (!c->one && (again || d.kind == SL__CREDIR_ASK)) {
+    if (!c->one && (e == SL__CERR_TRYAGAIN || e == SL__CERR_ASK)) {
         split(c);
         return true;
     }
-    if (again || down) {
+    if (e == SL__CERR_TRYAGAIN || e == SL__CERR_DOWN) {
         SL__HY_CNT(st, sync_redirects, 1);
         wait_retry(c);
         return true;
     }
-    if (d.kind == SL__CREDIR_MOVED) {
+    if (e == SL__CERR_MOVED) {
         if (sl__cmap_moved(st->map, &d) != SL_OK)
             return false;
-        st->map_stale = true; /* one slot moved: others probably did too */
+        sl__rcfollow_stale(st->mapf); /* one slot moved: others probably did too */
         nodes_from_map(st);
         c->asking = false;
         resend(c, node_at(st, sl__cmap_lookup(st->map, d.slot)));
@@ -992,7 +915,7 @@ static void on_retry(uv_timer_t *t)
         if (!c->busy || c->on != NULL)
             continue;
         if (c->hops++ >= MAX_HOPS) {
-            st->map_stale = true;
+            sl__rcfollow_stale(st->mapf);
             lose_call(c);
             continue;
         }
@@ -1028,7 +951,7 @@ static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
             node_drop(n);
             return;
         } else if (r != NULL && st->cluster && is_cluster_error(r)) {
-            st->map_stale = true; /* kept: they go where the new map says */
+            sl__rcfollow_stale(st->mapf); /* kept: they go where the new map says */
         }
         lose_call(c);
         return;
@@ -1224,7 +1147,7 @@ static bool final_map(const struct sl__hystore *st, const struct sl__rlink_conf 
 
     sl__cmap_init(m);
     for (unsigned k = 0; k < st->n_seeds; k++) {
-        const struct sl__cnode *s = &st->seeds[(st->seed + k) % st->n_seeds];
+        const struct sl__cnode *s = &st->seeds[(sl__rcfollow_seed(st->mapf) + k) % st->n_seeds];
         struct sl__rlink_sync *c = sl__rlink_sync_open(lc, s->host, s->port, ms, err, sizeof(err));
         redisReply *r = c != NULL ? sl__rlink_sync_argv(c, 2, argv, lens, err, sizeof(err)) : NULL;
         bool ok = r != NULL && sl__cmap_load(m, r, s->host) == SL_OK;
