@@ -39,7 +39,9 @@
  * When the store is freed, kept deltas are pushed once more over a
  * blocking connection (the blocking Redis link, link/rlink.h: TLS and
  * AUTH as configured; behind Sentinel to the master a sentinel names, on
- * a cluster to each slot's master in a map read then), bounded by 1 s
+ * a cluster to each slot's master in a map read then; a slot whose
+ * master refuses the call, moved or migrating, key by key with MOVED and
+ * ASK followed), bounded by 1 s
  * (or store.hybrid.timeout if longer) per step, so a node that restarts
  * loses nothing it had recorded while Redis was up.
  */
@@ -1072,15 +1074,20 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
 
 /* ------------------------------------------------------------ shutdown */
 
+/* What a blocking push came to. */
+enum push { PUSHED, REFUSED, BROKEN };
+
 /* One blocking EVAL of the script over ents idx[0..k) with their pending
- * deltas; true when Redis took them. */
-static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, const uint32_t *idx,
-                          unsigned k)
+ * deltas: PUSHED when Redis took them, REFUSED when a cluster said the
+ * keys are elsewhere (MOVED, ASK, TRYAGAIN, CLUSTERDOWN: not run; the link
+ * is fine), BROKEN otherwise. */
+static enum push push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s,
+                               const uint32_t *idx, unsigned k)
 {
     size_t argc = 3, used = 0;
     char nk[16], err[256];
     redisReply *r;
-    bool ok;
+    bool ok, refused;
 
     st->argv[0] = "EVAL";
     st->argvlen[0] = 4;
@@ -1102,6 +1109,37 @@ static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, cons
         used += (size_t)w + 1;
     }
     r = sl__rlink_sync_argv(s, (int)argc, st->argv, st->argvlen, err, sizeof(err));
+    ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
+    refused = !ok && st->cluster && r != NULL && is_cluster_error(r);
+    freeReplyObject(r);
+    return ok ? PUSHED : refused ? REFUSED : BROKEN;
+}
+
+/* Entry i's pending delta alone (one_lua), blocking, from node `at` on
+ * with MOVED and ASK followed (link/rcluster.h): a slot migrating, whose
+ * master refused the call over several keys. True when Redis took it. */
+static bool push_one(struct sl__hystore *st, const struct sl__rlink_conf *lc, int64_t ms,
+                     const struct sl__cnode *at, uint32_t i)
+{
+    const struct sl__hy_ent *e = &st->ents[i];
+    const struct sl__hy_key key = {e->h, &e->l, e->w, false};
+    char *b = st->argbuf;
+    const char *argv[6] = {"EVAL", one_lua, "1"};
+    size_t lens[6] = {4, sizeof(one_lua) - 1, 1};
+    const struct sl__rcmd x = {6, argv, lens};
+    size_t used;
+    redisReply *r;
+    bool ok;
+
+    lens[3] = sl__hy_key_name(st, &key, b, KEY_BYTES);
+    argv[3] = b;
+    used = lens[3] + 1;
+    argv[4] = b + used;
+    lens[4] = (size_t)snprintf(b + used, 24, "%llu", (unsigned long long)e->pending);
+    used += lens[4] + 1;
+    argv[5] = b + used;
+    lens[5] = (size_t)snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
+    r = sl__rcluster_run(lc, at->host, at->port, ms, &x);
     ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
     freeReplyObject(r);
     return ok;
@@ -1191,12 +1229,24 @@ static void final_calls(struct sl__hystore *st, uint32_t k, const struct sl__cma
         uint64_t slot = st->pairs[j] >> 32;
         unsigned n = 0;
         int node = m != NULL ? sl__cmap_lookup(m, (unsigned)slot) : 0;
+        const struct sl__cnode *at = node >= 0 && m != NULL ? &m->nodes[node] : to;
         struct sl__rlink_sync *s = NULL;
+        enum push p = BROKEN;
         while (j < k && n < st->cfg.batch && st->pairs[j] >> 32 == slot)
             idx[n++] = (uint32_t)st->pairs[j++];
         if (node >= 0)
-            s = final_link(fl, (unsigned)node, m != NULL ? &m->nodes[node] : to);
-        if (s == NULL || !push_blocking(st, s, idx, n)) {
+            s = final_link(fl, (unsigned)node, at);
+        if (s != NULL)
+            p = push_blocking(st, s, idx, n);
+        if (p == REFUSED) { /* the slot moved or migrates: each key alone, followed */
+            for (unsigned x = 0; x < n; x++)
+                if (push_one(st, fl->lc, fl->ms, at, idx[x])) {
+                    st->ents[idx[x]].pending = 0;
+                    SL__HY_CNT(st, final_pushes, 1);
+                }
+            continue;
+        }
+        if (p != PUSHED) {
             if (s != NULL) { /* broken now: not used again */
                 sl__rlink_sync_close(s);
                 fl->s[node] = NULL;
