@@ -17,6 +17,11 @@
  * synced all along. A node stopped while the two counters are split
  * pushes what it kept (blocking) where each counter is.
  *
+ * A slot served by no master (CLUSTER DELSLOTS): its calls, answered
+ * CLUSTERDOWN, are sent again a bounded number of times, then lost with
+ * their deltas pending; once the slot is served again (ADDSLOTS) they
+ * arrive, once.
+ *
  * Syncs are driven by the test (manual_sync), never a timer; waits are
  * bounded polls of the loop.
  */
@@ -375,10 +380,83 @@ static void test_sync_follows_a_slot_migration(void **state)
                      fleet);
 }
 
+/* Checks of o on every node, all admitted; the count. */
+static long long load_one(struct one *o, int rounds)
+{
+    long long n = 0;
+
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < NODES; i++) {
+            struct sl__store_req q = {.req = &o->req, .m = &o->m, .n = 1};
+            struct answer a;
+            memset(&a, 0, sizeof(a));
+            now_ns += 1000;
+            o->req.now_ns = now_ns;
+            assert_int_equal(nodes[i]->ops->check(nodes[i], &q, sw_on_answer, &a), SL_OK);
+            assert_true(a.done);
+            assert_int_equal(a.res.verdict, SL_ALLOW);
+            n++;
+        }
+    o->admitted += n;
+    return n;
+}
+
+static void test_clusterdown_is_retried_then_kept(void **state)
+{
+    struct one o;
+    char key[32];
+    int owner = -1;
+    uint64_t r0, f0 = 0, f1 = 0, kept = 0;
+    long long fresh;
+    (void)state;
+
+    for (int i = 0; owner < 0 || owner == rc_owner(&cl, 0, keys[0].slot); i++) {
+        snprintf(key, sizeof(key), "down-%d", i);
+        one_init(&o, key);
+        owner = rc_owner(&cl, 0, o.slot); /* a master the migration left alone */
+    }
+    load_one(&o, 3);
+    sync_all();
+    assert_int_equal(total_on((size_t)owner, o.name, false), o.admitted);
+
+    /* the slot served by no one: its master answers CLUSTERDOWN */
+    redisReply *x = rc_command(&cl, (size_t)owner, "CLUSTER DELSLOTS %u", o.slot);
+    assert_non_null(x);
+    assert_int_equal(x->type, REDIS_REPLY_STATUS);
+    freeReplyObject(x);
+    r0 = redirects();
+    for (int i = 0; i < NODES; i++)
+        f0 += stats(i).sync_failures;
+    fresh = load_one(&o, 2);
+    sync_all(); /* every call answered: sent again a bounded number of times, then lost */
+    assert_true(redirects() > r0);
+    for (int i = 0; i < NODES; i++) {
+        f1 += stats(i).sync_failures;
+        kept += stats(i).kept;
+    }
+    assert_true(f1 > f0);
+    assert_true(kept >= (uint64_t)fresh);                         /* nothing lost: pending again */
+    assert_int_equal(total_on((size_t)owner, o.name, false), -1); /* not served: CLUSTERDOWN */
+
+    /* served again: what was kept arrives, once */
+    x = rc_command(&cl, (size_t)owner, "CLUSTER ADDSLOTS %u", o.slot);
+    assert_non_null(x);
+    assert_int_equal(x->type, REDIS_REPLY_STATUS);
+    freeReplyObject(x);
+    assert_true(rc_wait_ok(&cl, 20000));
+    for (int i = 0; i < NODES; i++)
+        wait_connected(i); /* the map names a master for every slot again */
+    sync_all();
+    assert_int_equal(total_on((size_t)owner, o.name, false), o.admitted);
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(stats(i).kept, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sync_follows_a_slot_migration),
+        cmocka_unit_test(test_clusterdown_is_retried_then_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
