@@ -905,7 +905,8 @@ static bool follow(struct sl__hy_call *c, const redisReply *r)
     return true;
 }
 
-/* The calls waiting: sent again (each a hop), or lost past MAX_HOPS. */
+/* The calls waiting: sent again (a hop was counted for what made them
+ * wait; a failed attempt counts one more), or lost at MAX_HOPS. */
 static void on_retry(uv_timer_t *t)
 {
     struct sl__hystore *st = t->data;
@@ -916,14 +917,16 @@ static void on_retry(uv_timer_t *t)
         struct sl__hy_call *c = &st->calls[i];
         if (!c->busy || c->on != NULL)
             continue;
-        if (c->hops++ >= MAX_HOPS) {
+        if (c->hops >= MAX_HOPS) {
             sl__rcfollow_stale(st->mapf);
             lose_call(c);
             continue;
         }
         struct sl__hy_node *n = node_at(st, (int)(c->node - st->nodes));
-        if (n == NULL || send_on(c, n) != SL_OK)
+        if (n == NULL || send_on(c, n) != SL_OK) {
+            c->hops++; /* a failed attempt is a hop too */
             wait_retry(c);
+        }
     }
 }
 
