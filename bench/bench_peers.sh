@@ -77,6 +77,16 @@ descriptors:
 YAML
 cp "$tmp/rt/current/ratelimit/config/bench.yaml" "$tmp/fixed.yaml"
 per_user_rules # $tmp/rules.yaml: the token bucket gubernator is compared on
+# The fleet's trace: a token bucket that denies (capacity and rate
+# trace_limit), as gubernator's TOKEN_BUCKET of trace_limit per second.
+trace_limit=100 sync_ms=50
+cat >"$tmp/trace.yaml" <<YAML
+domain: bench
+descriptors:
+  - key: user
+    limits:
+      - {name: trace, algorithm: token_bucket, requests: $trace_limit, period: 1s}
+YAML
 
 # One call through grpcio (python3-grpcio) must be answered OK, with no
 # over-limit or error in it, or the figures mean nothing: oload reads no
@@ -150,17 +160,29 @@ start_ratelimit() { # LOCAL_CACHE_BYTES
     wait_grpc "$case_port" rls
 }
 
-start_sluiced() { # RULES_FILE STORE_YAML
+start_sluiced() { # RULES_FILE STORE_YAML [NODE]
+    local node=${3:-0}
     case_port=$(free_port) case_api=rls
-    cat >"$tmp/sluice.yaml" <<YAML
+    cat >"$tmp/sluice-$node.yaml" <<YAML
 listeners: [{address: 127.0.0.1, port: $case_port, protocols: [grpc]}]
 workers: 1
 rules: {files: [$1], watch: false}
 store: $2
 log: {level: warn}
 YAML
-    spawn "$tmp/sluiced.log" "$sluiced" -c "$tmp/sluice.yaml"
+    spawn "$tmp/sluiced-$node.log" "$sluiced" -c "$tmp/sluice-$node.yaml"
     wait_grpc "$case_port" rls
+    fleet+=("127.0.0.1:$case_port")
+}
+
+# Three sluiced with the hybrid store on one redis-server: each decides in
+# its own table and syncs with Redis every sync_interval.
+start_hybrid() { # RULES_FILE
+    local i
+    start_redis_case
+    for i in 0 1 2; do
+        start_sluiced "$1" "{type: hybrid, redis: {port: $rd_port, timeout: 2s}, hybrid: {sync_interval: ${sync_ms}ms, max_keys: 262144}}" "$i"
+    done
 }
 
 # Node i listens on 127.0.0.(i+1): gubernator's member-list keeps one peer
@@ -183,6 +205,7 @@ start_gubernator() { # NODES
     done
     case_port=$grpc_port case_api=gubernator
     wait_grpc "$case_port" gubernator
+    for i in $(seq 0 $(($1 - 1))); do fleet+=("127.0.0.$((i + 1)):$grpc_port"); done
     # every node must have found the others before the load starts
     for i in $(seq 0 $(($1 - 1))); do
         for _ in $(seq 200); do
@@ -196,7 +219,7 @@ start_gubernator() { # NODES
 }
 
 start_case() { # NAME
-    case_pids=()
+    case_pids=() fleet=()
     case $1 in
     rl_redis) start_ratelimit 0 ;;
     rl_redis_local_cache) start_ratelimit $((64 << 20)) ;;
@@ -206,11 +229,16 @@ start_case() { # NAME
         ;;
     sl_memory) start_sluiced fixed.yaml "{max_bytes: 256MiB}" ;;
     sl_memory_token_bucket) start_sluiced rules.yaml "{max_bytes: 256MiB}" ;;
+    sl_hybrid_3) start_hybrid rules.yaml ;;
     gubernator_1) start_gubernator 1 ;;
     gubernator_3_global) start_gubernator 3 ;;
+    trace_sl_memory) start_sluiced trace.yaml "{max_bytes: 256MiB}" ;;
+    trace_sl_hybrid_3) start_hybrid trace.yaml ;;
+    trace_gubernator_1) start_gubernator 1 ;;
+    trace_gubernator_3_global) start_gubernator 3 ;;
     esac
     behavior=0
-    [[ $1 == gubernator_3_global ]] && behavior=2
+    [[ $1 == *gubernator_3_global ]] && behavior=2
     return 0
 }
 
@@ -233,11 +261,41 @@ rss_kib() {
     for p in "${case_pids[@]}"; do t=$((t + $(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status"))); done
     echo "$t"
 }
-load() { # RATE SECONDS NAME [OPTION VALUE...] -> oload's lines
-    local rate=$1 s=$2 name=$3
+load1() { # HOST:PORT RATE SECONDS NAME CONNS [OPTION VALUE...] -> oload's lines
+    local at=$1 rate=$2 s=$3 name=$4 conns=$5
+    shift 5
+    taskset -c 1 "$oload" --proto grpc --host "${at%:*}" --port "${at##*:}" --rate "$rate" \
+        --conns "$conns" --seconds "$s" --warmup 1 --keys "$keys" --name "$name" --api "$case_api" \
+        --behavior "$behavior" "$@"
+}
+# fill_load SECONDS: every key in order, through the first node only (a
+# fleet's other nodes learn a key from it: gubernator's owner, the hybrid
+# store's Redis).
+fill_load() {
+    load1 "${fleet[0]:-127.0.0.1:$case_port}" 5000000 "$1" x 16 --warmup 0 --order sequential
+}
+# load RATE SECONDS NAME [OPTION VALUE...] -> oload's lines. A case of
+# several nodes gets one oload per node at once, RATE and the 16
+# connections dealt among them; their lines are summed (rates, counts) or
+# the worst kept (latency percentiles).
+load() {
+    local rate=$1 s=$2 name=$3 n=${#fleet[@]} i lp=()
     shift 3
-    taskset -c 1 "$oload" --proto grpc --port "$case_port" --rate "$rate" --conns 16 --seconds "$s" \
-        --warmup 1 --keys "$keys" --name "$name" --api "$case_api" --behavior "$behavior" "$@"
+    if ((n <= 1)); then
+        load1 "127.0.0.1:$case_port" "$rate" "$s" "$name" 16 "$@"
+        return
+    fi
+    for i in "${!fleet[@]}"; do
+        load1 "${fleet[i]}" $((rate / n)) "$s" "$name" $((16 / n)) "$@" >"$tmp/load.$i" &
+        lp+=($!)
+    done
+    for i in "${lp[@]}"; do wait "$i"; done
+    cat "$tmp"/load.* | awk '
+        { u[$1] = $3; if (!($1 in v)) { order[++k] = $1; v[$1] = $2 }
+          else if ($1 ~ /_p[0-9]+$/) { if ($2 > v[$1]) v[$1] = $2 }
+          else v[$1] += $2 }
+        END { for (i = 1; i <= k; i++) print order[i], v[order[i]], u[order[i]] }'
+    rm -f "$tmp"/load.*
 }
 field() { awk -v k="$1_$2" '$1 == k { print $2 }' <<<"$3"; }
 
@@ -250,9 +308,9 @@ run() {
     local name=$1 u0 s0 u1 s1 r0 r1 out n fill
     start_case "$name"
     r0=$(rss_kib)
-    out=$(load 5000000 1 x --warmup 0 --order sequential)
+    out=$(fill_load 1)
     fill=$(awk -v r="$(field x achieved_rate "$out")" -v k="$keys" 'BEGIN { printf "%.1f", k / r * 1.33 + 1 }')
-    out=$(load 5000000 "$fill" x --warmup 0 --order sequential)
+    out=$(fill_load "$fill")
     [[ "$(field x answered "$out")" -ge "$keys" ]] || { echo "bench_peers: $name: the fill fell short: $out" >&2; exit 1; }
     r1=$(rss_kib)
     read -r u0 s0 < <(ticks)
@@ -310,6 +368,58 @@ target() { # NAME OVER PEER MAX
     echo "peers_${1} $r x $(at_most "$r" "$4") target<=$4"
 }
 
+# fleet_trace: the same bursty trace (trace.py: 4 keys, bursts of 150
+# requests per key every 0.5 s dealt round robin over the nodes, 10 s; 3x
+# the limit) through one exact node (sluiced's memory store), gubernator on
+# one node, three gubernator nodes with GLOBAL and three sluiced with the
+# hybrid store on one Redis; what each admitted of a key beyond the exact
+# most (limit + limit x span), beside the hybrid store's stated bound for
+# the trace: the other N - 1 nodes each admit at most a capacity and
+# 2(I + d) of refill that a node has not yet read (docs/distributed.md,
+# "How far the fleet can overshoot"), with d the largest of 200 PING round
+# trips to the case's Redis.
+fleet_trace() {
+    local c out d
+    for _ in $(seq "$rounds"); do
+        for c in trace_sl_memory trace_gubernator_1 trace_gubernator_3_global trace_sl_hybrid_3; do
+            start_case "$c"
+            local api=rls
+            [[ $c == trace_gubernator* ]] && api=gubernator:$behavior
+            out=$(taskset -c 1 /usr/bin/python3 "$here/peers/trace.py" "$api" \
+                "$(IFS=,; echo "${fleet[*]}")" x --keys 4 --limit "$trace_limit" --seconds 10 \
+                --every 0.5 --burst 150)
+            if [[ $c == trace_sl_hybrid_3 ]]; then
+                d=$(/usr/bin/python3 - "$rd_port" <<'PY'
+import sys, time, redis
+r = redis.Redis(port=int(sys.argv[1]))
+worst = 0.0
+for _ in range(200):
+    t = time.monotonic(); r.ping(); worst = max(worst, time.monotonic() - t)
+print("%.6f" % worst)
+PY
+)
+                fig[trace_rtt_s]+=" $d"
+            fi
+            stop_case
+            fig[${c}_overshoot]+=" $(field x overshoot_max "$out")"
+            fig[${c}_admitted]+=" $(field x admitted_max_per_key "$out")"
+            fig[${c}_exact]+=" $(field x exact_max_per_key "$out")"
+            fig[${c}_late]+=" $(field x schedule_late_max "$out")"
+        done
+    done
+    for c in trace_sl_memory trace_gubernator_1 trace_gubernator_3_global trace_sl_hybrid_3; do
+        echo "peers_${c}_admitted_max_per_key $(med "${c}_admitted") requests (exact at most $(med "${c}_exact"))"
+        echo "peers_${c}_overshoot_max $(med "${c}_overshoot") requests"
+        echo "peers_${c}_schedule_late_max $(med "${c}_late") s"
+    done
+    d=$(med trace_rtt_s)
+    echo "peers_trace_sl_hybrid_3_stated_bound $(awk -v l="$trace_limit" -v i="$sync_ms" -v d="$d" \
+        'BEGIN { printf "%.1f", 2 * (l + l * 2 * (i / 1000 + d)) }') requests (N=3, I=${sync_ms} ms, d=$d s)"
+    local b
+    b=$(awk -v l="$trace_limit" -v i="$sync_ms" -v d="$d" 'BEGIN { printf "%.1f", 2 * (l + l * 2 * (i / 1000 + d)) }')
+    echo "peers_trace_sl_hybrid_3_within_bound $(awk -v o="$(med trace_sl_hybrid_3_overshoot)" -v b="$b" 'BEGIN { print (o <= b) ? "MET" : "MISSED" }')"
+}
+
 if [[ "$only" != gubernator ]]; then
     if have ratelimit; then
         cases=(rl_redis rl_redis_local_cache sl_redis_module sl_redis_function sl_memory)
@@ -332,7 +442,7 @@ fi
 
 if [[ "$only" != ratelimit ]]; then
     if have gubernator; then
-        cases=(gubernator_1 gubernator_3_global sl_memory_token_bucket)
+        cases=(gubernator_1 gubernator_3_global sl_memory_token_bucket sl_hybrid_3)
         for _ in $(seq "$rounds"); do
             for c in "${cases[@]}"; do run "$c"; done
         done
@@ -340,6 +450,8 @@ if [[ "$only" != ratelimit ]]; then
         latency "$(slowest_half "${cases[@]}")" "${cases[@]}"
         target sl_memory_token_bucket_vs_gubernator_1_cpu sl_memory_token_bucket gubernator_1 0.33
         echo "peers_sl_memory_token_bucket_vs_gubernator_3_global_cpu $(ratio "$(med sl_memory_token_bucket_cpu_us)" "$(med gubernator_3_global_cpu_us)") x"
+        echo "peers_sl_hybrid_3_vs_gubernator_3_global_cpu $(ratio "$(med sl_hybrid_3_cpu_us)" "$(med gubernator_3_global_cpu_us)") x"
+        fleet_trace
     else
         echo "bench_peers: gubernator not built: its comparison left out" >&2
     fi

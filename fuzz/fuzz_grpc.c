@@ -7,7 +7,9 @@
  * is decoded as a RateLimitRequest and answered (or refused); a call whose
  * path starts "/s" is a stream whose messages are echoed (an empty one
  * ends it, as the half-close does) and may be left open. The input
- * is also decoded as a RateLimitRequest by itself. Memory errors are the
+ * is also decoded as a RateLimitRequest by itself, by the in-place reader
+ * and by protobuf-c alone, which must agree on the result code and the
+ * request's shape. Memory errors are the
  * sanitizers' to find; the session must never consume more than it was
  * given.
  */
@@ -70,12 +72,36 @@ static const struct sl__h2_ops ops = {.send = on_send,
                                       .message = on_message,
                                       .gone = on_gone};
 
+/* The two RateLimitRequest readers agree (one decode at a time: the
+ * arena is per thread). */
+static void compare_decoders(const uint8_t *data, size_t size)
+{
+    int fast = sl__grpc_rls_decode(&req, data, size), rc;
+    size_t n = req.req.n_descriptors, entries = 0, domain = req.req.domain.len;
+    char error[sizeof(req.error)];
+
+    if (fast == SL_OK)
+        for (size_t i = 0; i < n; i++)
+            entries += req.descs[i].n_entries;
+    memcpy(error, req.error, sizeof(error));
+    sl__grpc_rls_release(&req);
+    rc = sl__grpc_rls_decode_general(&req, data, size);
+    CHECK(rc == fast && strcmp(error, req.error) == 0);
+    if (rc == SL_OK) {
+        CHECK(req.req.n_descriptors == n && req.req.domain.len == domain);
+        for (size_t i = 0; i < n; i++)
+            entries -= req.descs[i].n_entries;
+        CHECK(entries == 0);
+    }
+    sl__grpc_rls_release(&req);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct sl__h2_limits lim = {8, 4096, 4096, 65536};
     size_t len = 24 + (size < sizeof(wire) - 24 ? size : sizeof(wire) - 24), off = 0, n;
 
-    sl__grpc_rls_release((sl__grpc_rls_decode(&req, data, size), &req));
+    compare_decoders(data, size);
     memcpy(wire, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
     memcpy(wire + 24, data, len - 24);
     session = sl__h2_new(&lim, &ops, NULL);

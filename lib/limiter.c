@@ -62,6 +62,10 @@ struct batch {
     size_t n;
     unsigned shards[MAX_ITEMS];
     size_t nshards;
+    /* The fingerprints of the items, in build order, when a batch's
+     * prefetch hashed them already (NULL: hash each). */
+    const struct sl__fp *hint;
+    size_t nhint;
 };
 
 void sl_limiter_config_init(struct sl_limiter_config *c)
@@ -168,7 +172,12 @@ static void build_items(sl_limiter *lim, const struct sl_match *m, size_t n,
                         uint16_t *count)
 {
     char buf[SL_KEY_MAX + sizeof(uint64_t)];
+    size_t total = 0;
 
+    for (size_t i = 0; b->hint != NULL && i < n; i++)
+        total += m[i].unlimited ? 0 : m[i].n_limits;
+    if (total != b->nhint) /* not the items the prefetch hashed: hash here */
+        b->hint = NULL;
     b->n = 0;
     b->nshards = 0;
     for (size_t i = 0; i < n; i++) {
@@ -176,11 +185,15 @@ static void build_items(sl_limiter *lim, const struct sl_match *m, size_t n,
         count[i] = 0;
         if (m[i].unlimited || m[i].n_limits == 0)
             continue;
-        memcpy(buf, m[i].key, m[i].key_len);
+        if (b->hint == NULL)
+            memcpy(buf, m[i].key, m[i].key_len);
         for (size_t j = 0; j < m[i].n_limits; j++) {
             struct item *it = &b->it[b->n];
             memset(it, 0, sizeof(*it));
-            limit_fp(lim->table, buf, m[i].key_len, m[i].limits[j]->id, &it->fp);
+            if (b->hint != NULL)
+                it->fp = b->hint[b->n];
+            else
+                limit_fp(lim->table, buf, m[i].key_len, m[i].limits[j]->id, &it->fp);
             it->l = m[i].limits[j];
             it->m = &m[i];
             it->cost = descriptor_cost(req, i);
@@ -371,8 +384,25 @@ static bool any_denial(const struct batch *b)
  * by on_full deny, or no room), SL_ETOOBIG (a state larger than a shard's share) or SL_ENOMEM with
  * nothing consumed - `res` then says deny.
  */
+/* The fingerprints a batch's prefetch computed for one item. */
+struct fp_hint {
+    const struct sl__fp *fp; /* NULL: none */
+    size_t n;
+};
+
+static int check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
+                         const struct sl_request *req, struct sl_result *res,
+                         const struct fp_hint *hint);
+
 int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
                              const struct sl_request *req, struct sl_result *res)
+{
+    return check_matched(lim, m, n, req, res, NULL);
+}
+
+static int check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
+                         const struct sl_request *req, struct sl_result *res,
+                         const struct fp_hint *hint)
 {
     struct batch batch, *b = &batch;
     uint16_t first[SL_MAX_DESCRIPTORS], count[SL_MAX_DESCRIPTORS];
@@ -389,6 +419,8 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     result_init(res, n);
     /* `batch` (~40 KiB) is on the stack: on the heap it would be an
      * allocation per request. */
+    b->hint = hint != NULL ? hint->fp : NULL;
+    b->nhint = hint != NULL ? hint->n : 0;
     build_items(lim, m, n, req, b, first, count);
     for (size_t k = 0; k < b->nshards; k++)
         sl__table_lock(lim->table, b->shards[k]);
@@ -425,6 +457,7 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
 struct batch_fps {
     struct sl__fp fp[BATCH_FPS];
     size_t n;
+    bool dropped; /* a fingerprint found no room */
 };
 
 /* Start loading the home index slot of every limit of match m, keeping
@@ -444,6 +477,8 @@ static void prefetch_match(sl_limiter *lim, const struct sl_match *m, struct bat
         (void)sl__table_prefetch_slot(lim->table, &fp);
         if (kept->n < BATCH_FPS)
             kept->fp[kept->n++] = fp;
+        else
+            kept->dropped = true;
     }
 }
 
@@ -472,10 +507,13 @@ static void prefetch_item(sl_limiter *lim, const struct sl_limiter_item *it, str
  * than the caches (in one that fits, hashing every key twice costs more
  * than the misses it would hide): the group's index slots first, then,
  * once they have had time to arrive, the entries they name (as
- * sl_table_check_batch does), so that a check waits for neither. */
+ * sl_table_check_batch does), so that a check waits for neither. An item
+ * of matches whose fingerprints the prefetch kept all is checked with
+ * them rather than hashing its keys again. */
 int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_t n)
 {
     struct batch_fps kept;
+    struct fp_hint hint[BATCH_GROUP];
     bool large;
 
     if (lim == NULL || (items == NULL && n > 0))
@@ -483,10 +521,19 @@ int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_
     large = sl__table_large(lim->table);
     for (size_t g = 0; g < n; g += BATCH_GROUP) {
         size_t end = n - g < BATCH_GROUP ? n : g + BATCH_GROUP;
+        bool prefetch = large && end - g > 1; /* one check alone overlaps nothing */
         kept.n = 0;
-        /* One check alone has nothing to overlap its misses with. */
-        for (size_t i = g; large && end - g > 1 && i < end; i++)
+        for (size_t i = g; i < end; i++) {
+            size_t from = kept.n;
+
+            hint[i - g].fp = NULL;
+            if (!prefetch)
+                continue;
+            kept.dropped = false;
             prefetch_item(lim, &items[i], &kept);
+            if (items[i].rules == NULL && !kept.dropped)
+                hint[i - g] = (struct fp_hint){&kept.fp[from], kept.n - from};
+        }
         for (size_t i = 0; i < kept.n; i++)
             sl__table_prefetch_entry(lim->table, &kept.fp[i]);
         for (size_t i = g; i < end; i++) {
@@ -496,7 +543,8 @@ int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_
             else if (it->rules != NULL)
                 it->rc = sl_limiter_check(lim, it->rules, it->req, it->res);
             else
-                it->rc = sl_limiter_check_matched(lim, it->m, it->n, it->req, it->res);
+                it->rc = check_matched(lim, it->m, it->n, it->req, it->res,
+                                       hint[i - g].fp != NULL ? &hint[i - g] : NULL);
         }
     }
     return SL_OK;

@@ -14,8 +14,8 @@
 # the go command fetches exactly those modules from the Go module proxy (or
 # its cache) and nothing else. A binary newer than its go.mod and go.sum is
 # kept. These are benchmark peers, never a dependency of Sluice: nothing
-# else in the tree uses them. Needs Go 1.25 or newer on PATH; without it,
-# or when a build fails, it says which peer is missing and exits 1 after
+# else in the tree uses them. Needs Go 1.25.6 or newer (scripts/go.sh finds
+# or fetches one); without it, or when a build fails, it says which peer is missing and exits 1 after
 # trying both, so that the benchmark can go on with what was built.
 set -euo pipefail
 dest=${1:?usage: build.sh DEST}
@@ -23,8 +23,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 
-if ! command -v go >/dev/null; then
-    echo "peers: go not found on PATH: envoyproxy/ratelimit and gubernator not built" >&2
+# A Go new enough for both peers: the one on PATH, or the release that
+# scripts/go.sh fetches from the Go module proxy and checks.
+if ! go=$("$here/../../scripts/go.sh" 1.25.6); then
+    echo "peers: no Go 1.25.6 or newer: envoyproxy/ratelimit and gubernator not built" >&2
     exit 1
 fi
 
@@ -36,7 +38,7 @@ peer() {
         return 0
     fi
     echo "peers: building $name ($pkg)" >&2
-    if ! (cd "$mod" && GOFLAGS=-buildvcs=false nice go build -trimpath -o "$bin.new" "$pkg" \
+    if ! (cd "$mod" && GOFLAGS=-buildvcs=false nice "$go" build -trimpath -o "$bin.new" "$pkg" \
         >"$dest/$name.build.log" 2>&1); then
         echo "peers: $name did not build; see $dest/$name.build.log" >&2
         status=1

@@ -52,6 +52,21 @@ void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_r
 /* Does some rule of `domain` ask for detailed_metric? (The server then
  * makes the per-request metric labels; one lookup, no allocation.) */
 bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain);
+/* Match entries e[0..n) of `domain` as one descriptor whose entries may
+ * come in any order (a map: Envoy's rate limit quota bucket ids): the
+ * first order, trying e's order at each level, whose entries are a path of
+ * the rules tree ending at a rule with limits or unlimited - as
+ * sl_rules_match() would match the descriptor in that order, counter key
+ * included. The search stops after SL__RULES_UNORDERED_BUDGET lookups
+ * (nothing matched then). n_limits 0 when no rule applies. */
+#define SL__RULES_UNORDERED_BUDGET 4096u
+int sl__rules_match_unordered(const sl_rules *r, struct sl_str domain, const struct sl_entry *e,
+                              size_t n, struct sl_match *out);
+/* Does `domain` say on_unmatched: deny? */
+bool sl__rules_domain_denies_unmatched(const sl_rules *r, struct sl_str domain);
+/* Is `l`, a limit sl_rules_match() handed out, Envoy's requests_per_unit: 0
+ * (every request denied)? */
+bool sl__rules_limit_denies_all(const struct sl_limit *l);
 
 /* What a snapshot holds, for the reload's log line and for refusing a
  * truncated rules file: its domains, its descriptor rules (every level),

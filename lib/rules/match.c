@@ -249,11 +249,92 @@ int sl_rules_match(const sl_rules *r, const struct sl_request *req, size_t i, st
     return SL_OK;
 }
 
+/* The depth-first search of sl__rules_match_unordered: entries e[0..n)
+ * not yet used (used[]), placed in order[0..depth) along path[]. */
+struct unordered {
+    const struct sl_entry *e;
+    size_t n;
+    bool used[SL_MAX_ENTRIES];
+    struct sl_entry order[SL_MAX_ENTRIES];
+    const struct sl__rnode *path[SL_MAX_ENTRIES];
+    unsigned budget; /* find_kid calls left */
+};
+
+static const struct sl__rnode *search(struct unordered *u, const struct sl__rnode *cur,
+                                      size_t depth)
+{
+    if (depth == u->n)
+        return cur->n_limits > 0 || cur->unlimited ? cur : NULL;
+    for (size_t i = 0; i < u->n; i++) {
+        if (u->used[i] || u->budget == 0)
+            continue;
+        u->budget--;
+        const struct sl__rnode *kid = find_kid(cur, &u->e[i]);
+        if (kid == NULL)
+            continue;
+        u->used[i] = true;
+        u->order[depth] = u->e[i];
+        u->path[depth] = kid;
+        const struct sl__rnode *hit = search(u, kid, depth + 1);
+        u->used[i] = false;
+        if (hit != NULL)
+            return hit;
+    }
+    return NULL;
+}
+
+int sl__rules_match_unordered(const sl_rules *r, struct sl_str domain, const struct sl_entry *e,
+                              size_t n, struct sl_match *out)
+{
+    static _Thread_local struct unordered u;
+    const struct sl__rdomain *dom;
+    const struct sl__rnode *hit;
+    struct sl_descriptor d;
+
+    out->n_limits = 0;
+    out->key_len = 0;
+    out->unlimited = false;
+    out->quota_mode = false;
+    out->value_to_metric = false;
+    out->detailed_metric = NULL;
+    out->metadata_json = NULL;
+    out->rule_path = NULL;
+    if (r == NULL || n == 0 || n > SL_MAX_ENTRIES)
+        return n > SL_MAX_ENTRIES ? SL_ETOOBIG : SL_EINVAL;
+    if ((dom = sl__rules_find_domain(r, domain)) == NULL)
+        return SL_OK;
+    memset(u.used, 0, sizeof(u.used));
+    u.e = e;
+    u.n = n;
+    u.budget = SL__RULES_UNORDERED_BUDGET;
+    if ((hit = search(&u, &dom->root, 0)) == NULL)
+        return SL_OK;
+    d = (struct sl_descriptor){u.order, n, -1, NULL};
+    if (build_key(out, domain, &d, u.path) != SL_OK) {
+        out->key_len = 0;
+        return SL_ETOOBIG;
+    }
+    fill(out, hit);
+    return SL_OK;
+}
+
 bool sl__rules_domain_detailed(const sl_rules *r, struct sl_str domain)
 {
     const struct sl__rdomain *dom = r != NULL ? sl__rules_find_domain(r, domain) : NULL;
 
     return dom != NULL && dom->detailed;
+}
+
+bool sl__rules_domain_denies_unmatched(const sl_rules *r, struct sl_str domain)
+{
+    const struct sl__rdomain *dom = r != NULL ? sl__rules_find_domain(r, domain) : NULL;
+
+    return dom != NULL && dom->unmatched == SL__UNMATCHED_DENY;
+}
+
+bool sl__rules_limit_denies_all(const struct sl_limit *l)
+{
+    return sl__rlimit_of(l)->deny_all;
 }
 
 /* ------------------------------------------------------------ listing */

@@ -593,3 +593,19 @@ const char *sl__decide_strerror(int err)
         return sl_strerror(err);
     }
 }
+
+bool sl__decide_denies_unmatched(const sl_rules *rules, struct sl_str domain)
+{
+    return sl__rules_domain_denies_unmatched(rules, domain);
+}
+
+bool sl__decide_limit_denies_all(const struct sl_limit *l)
+{
+    return sl__rules_limit_denies_all(l);
+}
+
+int sl__decide_match_unordered(const sl_rules *rules, struct sl_str domain,
+                               const struct sl_entry *e, size_t n, struct sl_match *out)
+{
+    return sl__rules_match_unordered(rules, domain, e, n, out);
+}

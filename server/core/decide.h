@@ -178,4 +178,14 @@ void sl__decide_batch_free(struct sl__worker *w);
  * how. The same words whatever the protocol. */
 const char *sl__decide_strerror(int err);
 
+/* For a service that answers from the rules without deciding each request
+ * (the rate limit quota service): does `domain` say on_unmatched: deny,
+ * and is a matched limit Envoy's requests_per_unit: 0 (deny everything)? */
+bool sl__decide_denies_unmatched(const sl_rules *rules, struct sl_str domain);
+bool sl__decide_limit_denies_all(const struct sl_limit *l);
+/* The rules' match of entries e[0..n) in whichever order they are a path
+ * of the rules tree (a bucket id is a map; sl__rules_match_unordered). */
+int sl__decide_match_unordered(const sl_rules *rules, struct sl_str domain,
+                               const struct sl_entry *e, size_t n, struct sl_match *out);
+
 #endif /* SL_SERVER_DECIDE_H */

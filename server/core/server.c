@@ -451,8 +451,12 @@ int sl__server_run(struct sl__config *cfg)
     if (code != 0)
         _exit(code); /* nothing half-started is worth unwinding */
     uv_run(&loop, UV_RUN_DEFAULT);
+    /* Every thread ends before any store is freed: a worker still serving
+     * /v1/stats or /metrics reads the other workers' stores. */
     for (unsigned i = 0; i < srv->n_workers; i++)
         sl__worker_join(&srv->workers[i]);
+    for (unsigned i = 0; i < srv->n_workers; i++)
+        sl__worker_free(&srv->workers[i]);
     uv_loop_close(&loop);
     sl_rules_slot_free(srv->rules);
     sl_limiter_free(srv->lim);

@@ -199,6 +199,10 @@ void sl__worker_stop(struct sl__worker *w)
 void sl__worker_join(struct sl__worker *w)
 {
     uv_thread_join(&w->thread);
+}
+
+void sl__worker_free(struct sl__worker *w)
+{
     sl__store_free(w->store); /* closes its handles on the loop first */
     uv_loop_close(&w->loop);
     sl__ring_free(w->ring);

@@ -16,8 +16,11 @@ int sl__worker_init(struct sl__worker *w, struct sl__server *srv, unsigned id);
 int sl__worker_start(struct sl__worker *w);
 /* Ask it to stop (thread-safe): stop listening, flush, exit the loop. */
 void sl__worker_stop(struct sl__worker *w);
-/* Wait for the thread and free everything. */
+/* Wait for the thread to end. */
 void sl__worker_join(struct sl__worker *w);
+/* Free everything of a joined worker. Only once every worker is joined: a
+ * running worker may read every worker's store (health, metrics). */
+void sl__worker_free(struct sl__worker *w);
 
 /* The current rules snapshot (never NULL while the server runs); valid
  * until the next call on this worker. Inline: the decision path reads it

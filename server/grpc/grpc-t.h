@@ -18,10 +18,12 @@
 
 /* The `grpc:` section of the configuration (grpc_config.c). */
 struct sl__grpc_config {
-    unsigned max_concurrent_streams; /* SETTINGS_MAX_CONCURRENT_STREAMS */
-    size_t max_message_bytes;        /* largest request message */
-    size_t max_header_list_bytes;    /* SETTINGS_MAX_HEADER_LIST_SIZE */
-    size_t max_header_bytes_per_s;   /* decoded header bytes per connection a second */
+    unsigned max_concurrent_streams;          /* SETTINGS_MAX_CONCURRENT_STREAMS */
+    size_t max_message_bytes;                 /* largest request message */
+    size_t max_header_list_bytes;             /* SETTINGS_MAX_HEADER_LIST_SIZE */
+    size_t max_header_bytes_per_s;            /* decoded header bytes per connection a second */
+    unsigned rlqs_max_streams_per_connection; /* rate limit quota streams on one connection */
+    unsigned rlqs_max_buckets_per_stream;     /* buckets one such stream may report */
 };
 
 struct sl__conn;
@@ -39,7 +41,12 @@ struct sl__grpc_streamer {
     /* The server is stopping: say so if the service has a way to, and end
      * the stream. NULL: it ends UNAVAILABLE. */
     void (*drain)(struct sl__grpc_op *op);
+    /* The stream is over, however it ended (its end sent, a reset, the
+     * connection closed): free what the service keeps. NULL: nothing. */
+    void (*gone)(struct sl__grpc_op *op);
 };
+
+struct sl__rlqs_stream; /* rlqs.c */
 
 /* A health watch's state (grpc_health.c). */
 struct sl__grpc_watch {
@@ -62,6 +69,7 @@ struct sl__grpc_op {
     struct sl__grpc_op *prev, *next;    /* g->waiting (decisions in flight) or g->streams */
     union {
         struct sl__grpc_watch watch;
+        struct sl__rlqs_stream *rlqs;
     } u;
 };
 
@@ -73,6 +81,7 @@ struct sl__grpc_conn {
     uv_timer_t deadline; /* the earliest deadline of g->waiting, stall_ms, or a stream's tick */
     struct sl__grpc_op *waiting;
     struct sl__grpc_op *streams; /* the streams open */
+    unsigned rlqs_streams;       /* of them, rate limit quota streams */
     int64_t tick_ms;             /* loop time the streams that tick are looked at; -1 none */
     int64_t stall_ms;            /* loop time a reply will have waited for the client's window
                                     server.write_timeout (sl__h2_stalled_until); -1 none waits */

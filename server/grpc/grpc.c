@@ -59,6 +59,8 @@ static const struct {
     const struct sl__grpc_streamer *st;                                 /* streams */
 } methods[] = {
     {"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", sl__grpc_rls, NULL},
+    {"/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas", NULL,
+     &sl__grpc_rlqs},
     {"/grpc.health.v1.Health/Check", sl__grpc_health_check, NULL},
     {"/grpc.health.v1.Health/Watch", NULL, &sl__grpc_health_watch},
     {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", NULL, &sl__grpc_reflect},
@@ -265,6 +267,8 @@ void sl__grpc_deciding(struct sl__grpc_op *op)
 /* A stream is over: forgotten by the connection. */
 static void stream_gone(struct sl__grpc_op *op)
 {
+    if (op->st->gone != NULL)
+        op->st->gone(op);
     unlink_op(op);
     op->st = NULL;
     op->ticking = false;
@@ -470,12 +474,21 @@ static void on_close(struct sl__conn *c)
 {
     struct sl__grpc_conn *g = c->proto_state;
 
-    g->streams = NULL;  /* forgotten: they go with the session */
-    sl__h2_free(g->h2); /* no decision is waiting: each would pin the connection */
+    for (struct sl__grpc_op *op = g->streams; op != NULL; op = op->next)
+        if (op->st->gone != NULL)
+            op->st->gone(op); /* (the session is not touched) */
+    g->streams = NULL;        /* forgotten: they go with the session */
+    sl__h2_free(g->h2);       /* no decision is waiting: each would pin the connection */
     g->h2 = NULL;
     g->c = NULL;
     uv_close((uv_handle_t *)&g->deadline, free_state);
     c->proto_state = NULL;
+}
+
+static void render_metrics(const struct sl__server *srv, struct sl__buf *out)
+{
+    sl__xds_render_metrics(srv, out);
+    sl__rlqs_render_metrics(srv, out);
 }
 
 const struct sl__proto sl__proto_grpc = {
@@ -486,7 +499,7 @@ const struct sl__proto sl__proto_grpc = {
     .on_read = on_read,
     .on_drain = on_drain,
     .on_close = on_close,
-    .render_metrics = sl__xds_render_metrics,
+    .render_metrics = render_metrics,
     .render_stats = sl__xds_render_stats,
     .main_start = sl__xds_start,
     .main_stop = sl__xds_stop,

@@ -4,7 +4,8 @@
  * grpc.h - sluiced's gRPC room (internal): the listener protocol `grpc`
  * (HTTP/2 with prior knowledge, recognised by its client preface), its
  * configuration section `grpc:`, and the services it serves:
- * envoy.service.ratelimit.v3.RateLimitService, grpc.health.v1.Health and
+ * envoy.service.ratelimit.v3.RateLimitService,
+ * envoy.service.rate_limit_quota.v3.RateLimitQuotaService, grpc.health.v1.Health and
  * grpc.reflection.v1 (and v1alpha) ServerReflection. Types in grpc-t.h.
  */
 #ifndef SL_SERVER_GRPC_H
@@ -27,6 +28,10 @@ void sl__grpc_rls(struct sl__grpc_op *op, const struct sl__h2_call *call);
 void sl__grpc_health_check(struct sl__grpc_op *op, const struct sl__h2_call *call);
 extern const struct sl__grpc_streamer sl__grpc_health_watch;
 extern const struct sl__grpc_streamer sl__grpc_reflect;
+extern const struct sl__grpc_streamer sl__grpc_rlqs;
+
+/* The rate limit quota service's series in /metrics (rlqs.c). */
+void sl__rlqs_render_metrics(const struct sl__server *srv, struct sl__buf *out);
 
 /* How often a stream that follows a state looks at it (sl__grpc_tick). */
 #define SL__GRPC_TICK_MS 250

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * grpc_codec.c - protobuf-c over sluiced's own .proto files (generated at
- * build time from server/grpc/proto/) for the rate limit and health
- * services: field mapping and the per-thread decoding arena (grpc_codec.h).
+ * grpc_codec.c - the protobuf messages of the rate limit and health
+ * services (grpc_codec.h): RateLimitResponse written by hand straight into
+ * the caller's buffer, the rest through protobuf-c over sluiced's own
+ * .proto files (generated at build time from server/grpc/proto/), with
+ * the per-thread decoding arena.
  *
  * It applies no Envoy semantics of its own: hits_addend and the request
  * checks are envoy.h's, the answer's fields sl__envoy_answer()'s.
@@ -18,9 +20,6 @@
 
 typedef Envoy__Service__Ratelimit__V3__RateLimitRequest RlsRequest;
 typedef Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor RlsDescriptor;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse RlsResponse;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse__DescriptorStatus RlsStatus;
-typedef Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit RlsLimit;
 
 /* ------------------------------------------------------------ arena */
 
@@ -50,6 +49,10 @@ static void arena_free(void *ud, void *p)
 
 static ProtobufCAllocator arena_allocator = {arena_alloc, arena_free, NULL};
 
+/* Protobuf's wire types that these messages use. */
+#define WT_VARINT 0u
+#define WT_LEN    2u
+
 /* ------------------------------------------------------------ RateLimitRequest */
 
 static int fail(struct sl__grpc_rls_req *r, int rc, const char *what, const char *why)
@@ -63,58 +66,279 @@ static struct sl_str str_of(const char *s)
     return (struct sl_str){s, strlen(s)};
 }
 
-static int map_override(
-    struct sl__grpc_rls_req *r, size_t i,
-    const Envoy__Extensions__Common__Ratelimit__V3__RateLimitDescriptor__RateLimitOverride *o)
+/* What the mapping needs of one RateLimitDescriptor besides its entries
+ * (already in r->entries), from either decoder. */
+struct raw_desc {
+    size_t n_entries;
+    bool has_limit, has_hits;
+    uint32_t requests_per_unit;
+    int32_t unit; /* RateLimitUnit, as protobuf-c reads an enum */
+    uint64_t hits;
+};
+
+static int map_override(struct sl__grpc_rls_req *r, size_t i, const struct raw_desc *d)
 {
     char what[48];
 
     snprintf(what, sizeof(what), "descriptors[%zu].limit", i);
-    if ((unsigned)o->unit >= SL__ENVOY_N_UNITS)
+    if ((unsigned)d->unit >= SL__ENVOY_N_UNITS)
         return fail(r, SL_EINVAL, what, "unit must be SECOND, MINUTE, HOUR, DAY, MONTH or YEAR");
-    if (sl__envoy_override_limit(o->requests_per_unit, (unsigned)o->unit, &r->override_limits[i]) !=
+    if (sl__envoy_override_limit(d->requests_per_unit, (unsigned)d->unit, &r->override_limits[i]) !=
         SL_OK)
         return fail(r, SL_EINVAL, what,
                     "needs requests_per_unit >= 1 and a unit (SECOND ... YEAR)");
     r->overrides[i].set = true;
-    r->overrides[i].requests_per_unit = o->requests_per_unit;
-    r->overrides[i].unit_ns = sl__envoy_units[o->unit].ns;
+    r->overrides[i].requests_per_unit = d->requests_per_unit;
+    r->overrides[i].unit_ns = sl__envoy_units[d->unit].ns;
     r->descs[i].limit = &r->override_limits[i];
     return SL_OK;
 }
 
-static int map_descriptor(struct sl__grpc_rls_req *r, size_t i, const RlsDescriptor *d)
+static int map_descriptor(struct sl__grpc_rls_req *r, size_t i, const struct raw_desc *d)
 {
     char what[48];
 
-    if (d->n_entries > SL_MAX_ENTRIES)
-        return sl__envoy_too_many((long)i, r->error, sizeof(r->error));
-    for (size_t j = 0; j < d->n_entries; j++) {
-        r->entries[i][j].key = str_of(d->entries[j]->key);
-        r->entries[i][j].value = str_of(d->entries[j]->value);
-    }
     r->descs[i].entries = r->entries[i];
     r->descs[i].n_entries = d->n_entries;
     r->descs[i].hits = -1;
     r->descs[i].limit = NULL;
-    if (d->hits_addend != NULL) {
-        if (d->hits_addend->value > INT64_MAX) {
+    if (d->has_hits) {
+        if (d->hits > INT64_MAX) {
             snprintf(what, sizeof(what), "descriptors[%zu].hits_addend", i);
             return fail(r, SL_ERANGE, what, "number out of range");
         }
-        r->descs[i].hits = (int64_t)d->hits_addend->value;
+        r->descs[i].hits = (int64_t)d->hits;
     }
-    return d->limit != NULL ? map_override(r, i, d->limit) : SL_OK;
+    return d->has_limit ? map_override(r, i, d) : SL_OK;
 }
 
-int sl__grpc_rls_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
+/* The request's fields, from either decoder, then Envoy's checks. */
+static int map_request(struct sl__grpc_rls_req *r, struct sl_str domain, uint32_t hits_addend,
+                       const struct raw_desc *d, size_t n)
+{
+    int rc;
+
+    r->req.domain = domain;
+    r->req.descriptors = r->descs;
+    r->req.n_descriptors = n;
+    r->req.hits = sl__envoy_request_hits(hits_addend);
+    for (size_t i = 0; i < n; i++)
+        if ((rc = map_descriptor(r, i, &d[i])) != SL_OK)
+            return rc;
+    return sl__envoy_request_check(&r->req, r->error, sizeof(r->error));
+}
+
+/*
+ * The fast decoder: RateLimitRequest as Envoy sends it, read in place with
+ * no allocation (the strings point into the caller's buffer). It takes
+ * only what it reads exactly as protobuf-c would: known fields with their
+ * own wire types, each singular one at most once, no unknown field, no
+ * NUL in a string (protobuf-c's C strings stop there), varints in range,
+ * no more descriptors or entries than the caps. Anything else - malformed
+ * bytes included - is left to protobuf-c (FALLBACK), which decides it.
+ */
+#define FALLBACK 1
+
+struct rd {
+    const uint8_t *p, *end;
+};
+
+static bool rd_varint(struct rd *b, uint64_t *v)
+{
+    uint64_t x = 0;
+
+    for (unsigned shift = 0; shift < 64 && b->p < b->end; shift += 7) {
+        uint8_t c = *b->p++;
+
+        if (shift == 63 && c > 1)
+            return false;
+        x |= (uint64_t)(c & 0x7f) << shift;
+        if (c < 0x80) {
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A tag: field number and wire type. */
+static bool rd_tag(struct rd *b, uint32_t *field, unsigned *wt)
+{
+    uint64_t t;
+
+    if (!rd_varint(b, &t) || t > UINT32_MAX || (t >> 3) == 0)
+        return false;
+    *field = (uint32_t)(t >> 3);
+    *wt = (unsigned)(t & 7);
+    return true;
+}
+
+/* A length-delimited field's bytes, as a sub-reader. */
+static bool rd_len(struct rd *b, unsigned wt, struct rd *sub)
+{
+    uint64_t n;
+
+    if (wt != WT_LEN || !rd_varint(b, &n) || n > (uint64_t)(b->end - b->p))
+        return false;
+    sub->p = b->p;
+    sub->end = b->p + n;
+    b->p += n;
+    return true;
+}
+
+static bool rd_u32(struct rd *b, unsigned wt, uint32_t *v)
+{
+    uint64_t x;
+
+    if (wt != WT_VARINT || !rd_varint(b, &x) || x > UINT32_MAX)
+        return false;
+    *v = (uint32_t)x;
+    return true;
+}
+
+static bool rd_str(struct rd *b, unsigned wt, struct sl_str *s)
+{
+    struct rd sub;
+
+    if (!rd_len(b, wt, &sub) || memchr(sub.p, '\0', (size_t)(sub.end - sub.p)) != NULL)
+        return false;
+    *s = (struct sl_str){(const char *)sub.p, (size_t)(sub.end - sub.p)};
+    return true;
+}
+
+/* RateLimitDescriptor.Entry */
+static bool rd_entry(struct rd b, struct sl_entry *e)
+{
+    bool seen[3] = {false, false, false};
+    uint32_t f;
+    unsigned wt;
+
+    e->key = e->value = (struct sl_str){"", 0};
+    while (b.p < b.end) {
+        if (!rd_tag(&b, &f, &wt) || f > 2 || seen[f])
+            return false;
+        seen[f] = true;
+        if (!rd_str(&b, wt, f == 1 ? &e->key : &e->value))
+            return false;
+    }
+    return true;
+}
+
+/* RateLimitDescriptor.RateLimitOverride */
+static bool rd_override(struct rd b, struct raw_desc *d)
+{
+    bool seen[3] = {false, false, false};
+    uint32_t f, v;
+    unsigned wt;
+
+    d->has_limit = true;
+    while (b.p < b.end) {
+        if (!rd_tag(&b, &f, &wt) || f > 2 || seen[f] || !rd_u32(&b, wt, &v))
+            return false;
+        seen[f] = true;
+        if (f == 1)
+            d->requests_per_unit = v;
+        else if (v > INT32_MAX) /* a negative enum: protobuf-c's to read */
+            return false;
+        else
+            d->unit = (int32_t)v;
+    }
+    return true;
+}
+
+/* google.protobuf.UInt64Value */
+static bool rd_uint64_value(struct rd b, struct raw_desc *d)
+{
+    bool seen = false;
+    uint32_t f;
+    unsigned wt;
+
+    d->has_hits = true;
+    while (b.p < b.end) {
+        if (!rd_tag(&b, &f, &wt) || f != 1 || seen || wt != WT_VARINT || !rd_varint(&b, &d->hits))
+            return false;
+        seen = true;
+    }
+    return true;
+}
+
+static bool rd_descriptor(struct rd b, struct sl_entry *entries, struct raw_desc *d)
+{
+    struct rd sub;
+    uint32_t f;
+    unsigned wt;
+
+    memset(d, 0, sizeof(*d));
+    while (b.p < b.end) {
+        if (!rd_tag(&b, &f, &wt) || !rd_len(&b, wt, &sub))
+            return false;
+        if (f == 1) {
+            if (d->n_entries == SL_MAX_ENTRIES || !rd_entry(sub, &entries[d->n_entries]))
+                return false;
+            d->n_entries++;
+        } else if (f == 2) {
+            if (d->has_limit || !rd_override(sub, d))
+                return false;
+        } else if (f == 3) {
+            if (d->has_hits || !rd_uint64_value(sub, d))
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void reset_request(struct sl__grpc_rls_req *r)
+{
+    memset(&r->req, 0, sizeof(r->req));
+    memset(r->overrides, 0, sizeof(r->overrides));
+    r->error[0] = '\0';
+    r->msg = NULL;
+    r->fast = false;
+}
+
+static int fast_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
+{
+    struct raw_desc d[SL_MAX_DESCRIPTORS];
+    struct rd b = {buf, buf + len}, sub;
+    struct sl_str domain = {"", 0};
+    bool seen_domain = false, seen_hits = false;
+    uint32_t f, hits = 0;
+    unsigned wt;
+    size_t n = 0;
+
+    while (b.p < b.end) {
+        if (!rd_tag(&b, &f, &wt))
+            return FALLBACK;
+        if (f == 1) {
+            if (seen_domain || !rd_str(&b, wt, &domain))
+                return FALLBACK;
+            seen_domain = true;
+        } else if (f == 2) {
+            if (n == SL_MAX_DESCRIPTORS || !rd_len(&b, wt, &sub) ||
+                !rd_descriptor(sub, r->entries[n], &d[n]))
+                return FALLBACK;
+            n++;
+        } else if (f == 3) {
+            if (seen_hits || !rd_u32(&b, wt, &hits))
+                return FALLBACK;
+            seen_hits = true;
+        } else {
+            return FALLBACK;
+        }
+    }
+    r->fast = true;
+    return map_request(r, domain, hits, d, n);
+}
+
+/* protobuf-c's reading, into the per-thread arena. */
+int sl__grpc_rls_decode_general(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
 {
     RlsRequest *m;
     int rc;
 
-    memset(&r->req, 0, sizeof(r->req));
-    memset(r->overrides, 0, sizeof(r->overrides));
-    r->error[0] = '\0';
+    reset_request(r);
     arena_used = 0;
     r->msg = m =
         envoy__service__ratelimit__v3__rate_limit_request__unpack(&arena_allocator, len, buf);
@@ -126,10 +350,38 @@ int sl__grpc_rls_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t l
     r->req.descriptors = r->descs;
     r->req.n_descriptors = m->n_descriptors;
     r->req.hits = sl__envoy_request_hits(m->hits_addend);
-    for (size_t i = 0; i < m->n_descriptors; i++)
-        if ((rc = map_descriptor(r, i, m->descriptors[i])) != SL_OK)
+    for (size_t i = 0; i < m->n_descriptors; i++) {
+        const RlsDescriptor *p = m->descriptors[i];
+        struct raw_desc d = {.n_entries = p->n_entries,
+                             .has_limit = p->limit != NULL,
+                             .has_hits = p->hits_addend != NULL};
+
+        if (p->n_entries > SL_MAX_ENTRIES)
+            return sl__envoy_too_many((long)i, r->error, sizeof(r->error));
+        for (size_t j = 0; j < p->n_entries; j++) {
+            r->entries[i][j].key = str_of(p->entries[j]->key);
+            r->entries[i][j].value = str_of(p->entries[j]->value);
+        }
+        if (p->limit != NULL) {
+            d.requests_per_unit = p->limit->requests_per_unit;
+            d.unit = (int32_t)p->limit->unit;
+        }
+        if (p->hits_addend != NULL)
+            d.hits = p->hits_addend->value;
+        if ((rc = map_descriptor(r, i, &d)) != SL_OK)
             return rc;
+    }
     return sl__envoy_request_check(&r->req, r->error, sizeof(r->error));
+}
+
+int sl__grpc_rls_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
+{
+    int rc;
+
+    reset_request(r);
+    if ((rc = fast_decode(r, buf, len)) != FALLBACK)
+        return rc;
+    return sl__grpc_rls_decode_general(r, buf, len);
 }
 
 void sl__grpc_rls_release(struct sl__grpc_rls_req *r)
@@ -143,76 +395,162 @@ void sl__grpc_rls_release(struct sl__grpc_rls_req *r)
 
 /* ------------------------------------------------------------ RateLimitResponse */
 
-/* The protobuf-c structs of one answer, on the caller's stack. */
-struct response {
-    RlsResponse m;
-    Envoy__Config__Core__V3__HeaderValue hdr[SL__ENVOY_MAX_HEADERS];
-    Envoy__Config__Core__V3__HeaderValue *hdrp[SL__ENVOY_MAX_HEADERS];
-    char hbuf[2 * sizeof(((struct sl__envoy_headers *)0)->buf) + 2 * SL__ENVOY_MAX_HEADERS];
-    RlsStatus st[SL_MAX_DESCRIPTORS];
-    RlsStatus *stp[SL_MAX_DESCRIPTORS];
-    RlsLimit lim[SL_MAX_DESCRIPTORS];
-    Google__Protobuf__Duration reset[SL_MAX_DESCRIPTORS];
-};
+/*
+ * The answer is written by hand: its shape is fixed (a few varints, one
+ * name, at most three headers), so the sizes are known before a byte is
+ * written and nothing goes through protobuf-c's reflection. The bytes are
+ * those protobuf-c's packing gives (tests/server/test_grpc_codec.c checks
+ * it): fields in number order, proto3 zeros and empty strings left out,
+ * a present sub-message written even when empty.
+ */
+#define WT_VARINT      0u
+#define WT_LEN         2u
+#define TAG(field, wt) ((uint8_t)((field) << 3 | (wt)))
 
-static void status_to(const struct sl__envoy_status *e, struct response *r, size_t i)
+static size_t varint_size(uint64_t v)
 {
-    RlsStatus *s = &r->st[i];
+    size_t n = 1;
 
-    envoy__service__ratelimit__v3__rate_limit_response__descriptor_status__init(s);
-    s->code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)e->code;
-    s->limit_remaining = e->limit_remaining; /* 4294967295 for an unlimited rule */
-    if (!e->has_limit)
-        return;
-    envoy__service__ratelimit__v3__rate_limit_response__rate_limit__init(&r->lim[i]);
-    r->lim[i].name = (char *)e->name;
-    r->lim[i].requests_per_unit = e->requests_per_unit;
-    r->lim[i].unit = (Envoy__Service__Ratelimit__V3__RateLimitResponse__RateLimit__Unit)e->unit;
-    google__protobuf__duration__init(&r->reset[i]);
-    r->reset[i].seconds = e->reset_s;
-    s->current_limit = &r->lim[i];
-    s->limit_remaining = e->limit_remaining;
-    s->duration_until_reset = &r->reset[i];
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
 }
 
-/* response_headers_to_add: protobuf-c wants NUL-terminated strings. */
-static void headers_to(const struct sl__envoy_headers *h, struct response *r)
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
-    size_t used = 0;
-
-    for (size_t i = 0; i < h->n; i++) {
-        char *k = r->hbuf + used, *v;
-        memcpy(k, h->h[i].key.p, h->h[i].key.len);
-        k[h->h[i].key.len] = '\0';
-        v = k + h->h[i].key.len + 1;
-        memcpy(v, h->h[i].value.p, h->h[i].value.len);
-        v[h->h[i].value.len] = '\0';
-        used += h->h[i].key.len + h->h[i].value.len + 2;
-        envoy__config__core__v3__header_value__init(&r->hdr[i]);
-        r->hdr[i].key = k;
-        r->hdr[i].value = v;
-        r->hdrp[i] = &r->hdr[i];
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
     }
-    r->m.n_response_headers_to_add = h->n;
-    r->m.response_headers_to_add = r->hdrp;
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* A varint field, left out when 0 (proto3). */
+static size_t uint_field_size(uint64_t v)
+{
+    return v != 0 ? 1 + varint_size(v) : 0;
+}
+
+static uint8_t *put_uint_field(uint8_t *p, uint8_t tag, uint64_t v)
+{
+    if (v == 0)
+        return p;
+    *p++ = tag;
+    return put_varint(p, v);
+}
+
+/* A length-delimited field of `len` bytes, tag and length included. */
+static size_t len_field_size(size_t len)
+{
+    return 1 + varint_size(len) + len;
+}
+
+/* A string field, left out when empty (proto3). */
+static uint8_t *put_str_field(uint8_t *p, uint8_t tag, const char *s, size_t len)
+{
+    if (len == 0)
+        return p;
+    *p++ = tag;
+    p = put_varint(p, len);
+    memcpy(p, s, len);
+    return p + len;
+}
+
+/* Enums are int32 on the wire: a negative one is ten bytes. */
+static uint64_t enum_wire(int v)
+{
+    return (uint64_t)(int64_t)v;
+}
+
+/* The sizes of one DescriptorStatus and of its two sub-messages. */
+struct status_size {
+    size_t name_len, limit, reset, all;
+};
+
+static void status_size(const struct sl__envoy_status *e, struct status_size *z)
+{
+    z->all = uint_field_size(enum_wire((int)e->code)) + uint_field_size(e->limit_remaining);
+    if (!e->has_limit)
+        return;
+    z->name_len = e->name != NULL ? strlen(e->name) : 0;
+    z->limit = uint_field_size(e->requests_per_unit) + uint_field_size(enum_wire((int)e->unit)) +
+               (z->name_len != 0 ? len_field_size(z->name_len) : 0);
+    z->reset = uint_field_size((uint64_t)e->reset_s);
+    z->all += len_field_size(z->limit) + len_field_size(z->reset);
+}
+
+static uint8_t *put_status(uint8_t *p, const struct sl__envoy_status *e,
+                           const struct status_size *z)
+{
+    *p++ = TAG(2, WT_LEN); /* RateLimitResponse.statuses */
+    p = put_varint(p, z->all);
+    p = put_uint_field(p, TAG(1, WT_VARINT), enum_wire((int)e->code));
+    if (e->has_limit) {
+        *p++ = TAG(2, WT_LEN); /* current_limit */
+        p = put_varint(p, z->limit);
+        p = put_uint_field(p, TAG(1, WT_VARINT), e->requests_per_unit);
+        p = put_uint_field(p, TAG(2, WT_VARINT), enum_wire((int)e->unit));
+        p = put_str_field(p, TAG(3, WT_LEN), e->name, z->name_len);
+    }
+    p = put_uint_field(p, TAG(3, WT_VARINT), e->limit_remaining);
+    if (e->has_limit) {
+        *p++ = TAG(4, WT_LEN); /* duration_until_reset: seconds only */
+        p = put_varint(p, z->reset);
+        p = put_uint_field(p, TAG(1, WT_VARINT), (uint64_t)e->reset_s);
+    }
+    return p;
+}
+
+/* A HeaderValue's key and value stop at a NUL, as protobuf-c's C strings
+ * did. */
+static size_t cstr_len(struct sl_str s)
+{
+    const char *nul = memchr(s.p, '\0', s.len);
+
+    return nul != NULL ? (size_t)(nul - s.p) : s.len;
+}
+
+static size_t header_size(struct sl_str k, struct sl_str v)
+{
+    size_t kl = cstr_len(k), vl = cstr_len(v);
+
+    return (kl != 0 ? len_field_size(kl) : 0) + (vl != 0 ? len_field_size(vl) : 0);
 }
 
 int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t cap, size_t *len)
 {
-    struct response r;
+    struct status_size z[SL_MAX_DESCRIPTORS];
+    size_t hz[SL__ENVOY_MAX_HEADERS];
+    size_t n = a->n < SL_MAX_DESCRIPTORS ? a->n : SL_MAX_DESCRIPTORS;
+    size_t nh = a->headers.n < SL__ENVOY_MAX_HEADERS ? a->headers.n : SL__ENVOY_MAX_HEADERS;
+    size_t total = uint_field_size(enum_wire((int)a->overall));
+    uint8_t *p = buf;
 
-    envoy__service__ratelimit__v3__rate_limit_response__init(&r.m);
-    r.m.overall_code = (Envoy__Service__Ratelimit__V3__RateLimitResponse__Code)a->overall;
-    r.m.n_statuses = a->n;
-    r.m.statuses = r.stp;
-    for (size_t i = 0; i < a->n; i++) {
-        status_to(&a->st[i], &r, i);
-        r.stp[i] = &r.st[i];
+    for (size_t i = 0; i < n; i++) {
+        status_size(&a->st[i], &z[i]);
+        total += len_field_size(z[i].all);
     }
-    headers_to(&a->headers, &r);
-    if (envoy__service__ratelimit__v3__rate_limit_response__get_packed_size(&r.m) > cap)
+    for (size_t i = 0; i < nh; i++) {
+        hz[i] = header_size(a->headers.h[i].key, a->headers.h[i].value);
+        total += len_field_size(hz[i]);
+    }
+    if (total > cap)
         return SL_ETOOBIG;
-    *len = envoy__service__ratelimit__v3__rate_limit_response__pack(&r.m, buf);
+    p = put_uint_field(p, TAG(1, WT_VARINT), enum_wire((int)a->overall));
+    for (size_t i = 0; i < n; i++)
+        p = put_status(p, &a->st[i], &z[i]);
+    for (size_t i = 0; i < nh; i++) {
+        struct sl_str k = a->headers.h[i].key, v = a->headers.h[i].value;
+
+        *p++ = TAG(3, WT_LEN); /* response_headers_to_add */
+        p = put_varint(p, hz[i]);
+        p = put_str_field(p, TAG(1, WT_LEN), k.p, cstr_len(k));
+        p = put_str_field(p, TAG(2, WT_LEN), v.p, cstr_len(v));
+    }
+    *len = (size_t)(p - buf);
     return SL_OK;
 }
 

@@ -9,18 +9,24 @@
  * messages of grpc.health.v1's Check.
  *
  * Envoy's request rules are envoy.h's (hits_addend, the checks); this
- * file only maps fields. Decoding allocates from a per-thread arena
- * (protobuf-c's allocator hooks), so a call takes nothing from the general
- * heap unless a message is larger than the arena; encoding writes into the
- * caller's buffer. It does not decide anything or speak HTTP/2.
+ * file only maps fields. A RateLimitRequest as Envoy sends it is read in
+ * place, without protobuf-c and without allocating; anything unusual
+ * (unknown or repeated singular fields, a NUL in a string, bad bytes) goes
+ * to protobuf-c, which allocates from a per-thread arena (its allocator
+ * hooks), so a call takes nothing from the general heap unless a message
+ * is larger than the arena. RateLimitResponse is
+ * written by hand into the caller's buffer, the bytes protobuf-c's packing
+ * gives. It does not decide anything or speak HTTP/2.
  *
- * Ownership: a decoded request borrows its strings from the unpacked
- * message in the arena; both stay valid until sl__grpc_rls_release(), and
- * one thread decodes one request at a time.
+ * Ownership: a decoded request borrows its strings from the caller's
+ * message bytes or from the unpacked message in the arena; the caller
+ * keeps the bytes, and the arena stays valid until
+ * sl__grpc_rls_release(); one thread decodes one request at a time.
  */
 #ifndef SL_SERVER_GRPC_CODEC_H
 #define SL_SERVER_GRPC_CODEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,7 +39,8 @@ struct sl__grpc_rls_req {
     struct sl_entry entries[SL_MAX_DESCRIPTORS][SL_MAX_ENTRIES];
     struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS];
     struct sl_limit override_limits[SL_MAX_DESCRIPTORS]; /* descs[i].limit points here */
-    void *msg;       /* the unpacked message the strings point into */
+    void *msg;       /* protobuf-c's unpacked message, when it decoded */
+    bool fast;       /* decoded in place, without protobuf-c */
     char error[160]; /* what is wrong, for grpc-message */
 };
 
@@ -46,6 +53,10 @@ struct sl__grpc_rls_req {
  * sl__grpc_rls_release(r) afterwards.
  */
 int sl__grpc_rls_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len);
+/* The same through protobuf-c alone: what sl__grpc_rls_decode() falls back
+ * to for a message its in-place reader does not take (tests compare the
+ * two); sl__grpc_rls_release() afterwards as well. */
+int sl__grpc_rls_decode_general(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len);
 void sl__grpc_rls_release(struct sl__grpc_rls_req *r);
 
 /* Encode `a` as a RateLimitResponse into buf[0..cap): SL_OK with *len, or

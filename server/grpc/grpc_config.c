@@ -24,6 +24,14 @@ static const struct sl__key keys[] = {
     {"grpc.max_header_bytes_per_second", SL__K_SIZE, F(max_header_bytes_per_s), "256MiB",
      "decoded header bytes one connection may cost a second (1/64 of it at once); past it the "
      "connection ends (GOAWAY ENHANCE_YOUR_CALM); 0 = no bound"},
+    {"grpc.rlqs_max_streams_per_connection", SL__K_UINT, F(rlqs_max_streams_per_connection), "4",
+     "rate limit quota (RLQS) streams one connection may hold; another is ended "
+     "RESOURCE_EXHAUSTED",
+     .min = 1, .max = 1024},
+    {"grpc.rlqs_max_buckets_per_stream", SL__K_UINT, F(rlqs_max_buckets_per_stream), "1024",
+     "buckets one RLQS stream may report; the stream that reports one more is ended "
+     "RESOURCE_EXHAUSTED",
+     .min = 1, .max = 65536},
 };
 
 static int check(void *cfg, const struct sl__config *c, struct sl__config_ctx *x)

@@ -121,4 +121,5 @@ static void watch_drain(struct sl__grpc_op *op)
         sl__grpc_fail(op, SL__GRPC_UNAVAILABLE, "the server is stopping");
 }
 
-const struct sl__grpc_streamer sl__grpc_health_watch = {watch_message, watch_tick, watch_drain};
+const struct sl__grpc_streamer sl__grpc_health_watch = {watch_message, watch_tick, watch_drain,
+                                                        NULL};

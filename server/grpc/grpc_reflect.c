@@ -196,4 +196,4 @@ static void reflect_message(struct sl__grpc_op *op, const uint8_t *msg, size_t l
     grpc__reflection__v1__server_reflection_request__free_unpacked(q, NULL);
 }
 
-const struct sl__grpc_streamer sl__grpc_reflect = {reflect_message, NULL, NULL};
+const struct sl__grpc_streamer sl__grpc_reflect = {reflect_message, NULL, NULL, NULL};

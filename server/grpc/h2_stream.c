@@ -454,10 +454,8 @@ static int64_t parse_timeout(const uint8_t *v, size_t len)
     return -1;
 }
 
-static bool is(const uint8_t *name, size_t len, const char *want)
-{
-    return len == strlen(want) && memcmp(name, want, len) == 0;
-}
+/* name[0..len) is the literal `want`: lengths compared first, no strlen. */
+#define IS(name, len, want) ((len) == sizeof(want) - 1 && memcmp(name, want, sizeof(want) - 1) == 0)
 
 static bool grpc_content_type(const uint8_t *v, size_t len)
 {
@@ -474,15 +472,15 @@ int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
     if (rv != 0 || s == NULL || s->answered || f->hd.type != NGHTTP2_HEADERS ||
         f->headers.cat != NGHTTP2_HCAT_REQUEST)
         return rv; /* trailers from a client are ignored */
-    if (is(name, namelen, ":method")) {
-        s->post = is(value, valuelen, "POST");
-    } else if (is(name, namelen, ":path")) {
+    if (IS(name, namelen, ":method")) {
+        s->post = IS(value, valuelen, "POST");
+    } else if (IS(name, namelen, ":path")) {
         s->path_long = valuelen > sizeof(s->path);
         s->path_len = s->path_long ? 0 : (uint16_t)valuelen;
         memcpy(s->path, value, s->path_len);
-    } else if (is(name, namelen, "content-type")) {
+    } else if (IS(name, namelen, "content-type")) {
         s->grpc = grpc_content_type(value, valuelen);
-    } else if (is(name, namelen, "grpc-timeout")) {
+    } else if (IS(name, namelen, "grpc-timeout")) {
         s->timeout_ns = parse_timeout(value, valuelen);
     }
     return 0;

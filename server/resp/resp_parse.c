@@ -31,6 +31,23 @@ static int parse_len_line(const char *buf, size_t len, size_t *pos, long long *o
     bool neg = false, digits = false;
     int ndigits = 0;
 
+    /* The usual line, one or two digits, whole in the buffer: read at once
+     * (what the loop below would read). */
+    if (i + 3 < len) {
+        unsigned d0 = (unsigned)(unsigned char)buf[i] - '0';
+        unsigned d1 = (unsigned)(unsigned char)buf[i + 1] - '0';
+
+        if (d0 <= 9 && buf[i + 1] == '\r' && buf[i + 2] == '\n') {
+            *out = d0;
+            *pos = i + 3;
+            return 0;
+        }
+        if (d0 <= 9 && d1 <= 9 && buf[i + 2] == '\r' && buf[i + 3] == '\n') {
+            *out = d0 * 10 + d1;
+            *pos = i + 4;
+            return 0;
+        }
+    }
     if (i < len && buf[i] == '-') {
         neg = true;
         i++;

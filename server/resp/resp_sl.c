@@ -107,13 +107,15 @@ static void w_throttle(struct sl__buf *b, const struct sl_result *res)
     const struct sl_decision *d = &res->statuses[0].d;
     bool limited = d->verdict == SL_DENY;
 
-    sl__resp_w_array(b, 5);
-    sl__resp_w_int(b, limited);
-    sl__resp_w_int(b, d->quota);
-    sl__resp_w_int(b, d->remaining);
-    sl__resp_w_int(b, limited && d->retry_after_ns >= 0 ? sl__resp_cell_seconds(d->retry_after_ns)
-                                                        : -1);
-    sl__resp_w_int(b, sl__resp_cell_seconds(d->reset_ns));
+    const int64_t v[5] = {
+        limited,
+        (int64_t)d->quota,
+        (int64_t)d->remaining,
+        limited && d->retry_after_ns >= 0 ? sl__resp_cell_seconds(d->retry_after_ns) : -1,
+        sl__resp_cell_seconds(d->reset_ns),
+    };
+
+    sl__resp_w_ints(b, v, 5);
 }
 
 static void w_store_error(struct sl__buf *b, int err)

@@ -13,28 +13,49 @@
 #include "conn.h"
 #include "resp_write.h"
 
-/* ":<v>\r\n" with `type` instead of ':', written in place: the digits
- * counted first, then written from the last. */
-static void w_num(struct sl__buf *b, char type, int64_t v)
+/* The longest number line: a type byte, a sign, 20 digits, CRLF. */
+#define NUM_MAX 24
+
+/* ":<v>\r\n" with `type` instead of ':' at p, which has NUM_MAX bytes of
+ * room: the digits counted first, then written from the last. Returns the
+ * end. */
+static inline char *put_num(char *p, char type, int64_t v)
 {
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    size_t digits = 1, n;
-    char *p;
+    size_t digits = 1;
+    char *end, *q;
 
     for (uint64_t t = u; t >= 10; t /= 10)
         digits++;
-    n = 1 + (v < 0) + digits + 2;
-    p = sl__buf_room(b, n) + n;
-    *--p = '\n';
-    *--p = '\r';
+    *p++ = type;
+    if (v < 0)
+        *p++ = '-';
+    end = q = p + digits;
     do {
-        *--p = (char)('0' + u % 10);
+        *--q = (char)('0' + u % 10);
         u /= 10;
     } while (u != 0);
-    if (v < 0)
-        *--p = '-';
-    *--p = type;
-    b->len += n;
+    end[0] = '\r';
+    end[1] = '\n';
+    return end + 2;
+}
+
+static void w_num(struct sl__buf *b, char type, int64_t v)
+{
+    char *p = sl__buf_room(b, NUM_MAX);
+
+    b->len += (size_t)(put_num(p, type, v) - p);
+}
+
+/* The room made once, the pointer kept in a register across the numbers. */
+void sl__resp_w_ints(struct sl__buf *b, const int64_t *v, size_t n)
+{
+    char *at = sl__buf_room(b, NUM_MAX * (n + 1)), *p;
+
+    p = put_num(at, '*', (int64_t)n);
+    for (size_t i = 0; i < n; i++)
+        p = put_num(p, ':', v[i]);
+    b->len += (size_t)(p - at);
 }
 
 void sl__resp_w_simple(struct sl__buf *b, const char *s)

@@ -21,5 +21,7 @@ void sl__resp_w_bulk(struct sl__buf *b, const void *p, size_t n); /* $n p */
 void sl__resp_w_cstr(struct sl__buf *b, const char *s);           /* bulk of a C string */
 void sl__resp_w_nil(struct sl__buf *b);                           /* $-1 */
 void sl__resp_w_array(struct sl__buf *b, size_t n);               /* *n, then n values */
+/* An array of n integers, room made once (CL.THROTTLE's five). */
+void sl__resp_w_ints(struct sl__buf *b, const int64_t *v, size_t n);
 
 #endif /* SL_SERVER_RESP_WRITE_H */

@@ -258,7 +258,7 @@ def test_config_keys_documented():
     out = subprocess.run([os.environ["SLUICED"], "--help"], capture_output=True, text=True,
                          timeout=10).stdout
     keys = re.findall(r"^\s+(grpc\.\S+)\s+(\S+)\s", out, re.M)
-    assert len(keys) == 4
+    assert len(keys) == 6
     for doc in ("configuration.md", "grpc.md"):
         text = (root / "docs" / doc).read_text()
         for key, default in keys:

@@ -12,7 +12,6 @@ Real sluiced (memory store), real clients; every wait is bounded.
 """
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import time
@@ -27,7 +26,8 @@ from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
 
 SOURCE = pathlib.Path(os.environ.get("SLUICE_SOURCE", pathlib.Path(__file__).parents[2]))
 RLS_SERVICE = "envoy.service.ratelimit.v3.RateLimitService"
-SERVICES = {RLS_SERVICE, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+SERVICES = {RLS_SERVICE, "envoy.service.rate_limit_quota.v3.RateLimitQuotaService",
+            "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
             "grpc.reflection.v1alpha.ServerReflection"}
 ST = health_pb2.HealthCheckResponse
 
@@ -208,10 +208,12 @@ def test_reflection_bad_request_ends_the_stream(grpc_sluiced):
 
 @pytest.fixture(scope="module")
 def grpcurl(tmp_path_factory):
-    go = shutil.which("go") or ("/usr/local/go/bin/go" if os.path.exists("/usr/local/go/bin/go")
-                                else None)
-    if go is None:
-        pytest.skip("no Go toolchain: grpcurl is built with `go build` (tests/tools/grpcurl)")
+    # scripts/go.sh: the Go on this machine, or the pinned release it fetches.
+    r = subprocess.run([str(SOURCE / "scripts" / "go.sh")], capture_output=True, text=True,
+                       timeout=600)
+    if r.returncode != 0:
+        pytest.skip("no Go toolchain for grpcurl (tests/tools/grpcurl): " + r.stderr.strip())
+    go = r.stdout.strip()
     out = tmp_path_factory.mktemp("grpcurl") / "grpcurl"
     subprocess.run([go, "build", "-o", str(out), "github.com/fullstorydev/grpcurl/cmd/grpcurl"],
                    cwd=SOURCE / "tests" / "tools" / "grpcurl", check=True, timeout=600,

@@ -3,13 +3,15 @@
 /*
  * test_resp_parse.c - the RESP request parser: whole commands, every split
  * point of a command (need more, never a wrong parse), pipelined commands,
- * inline lines, and every cap and malformation answered with -1 before the
- * payload is buffered. It does not test commands (the integration tests do).
+ * inline lines, length lines short and long, and every cap and malformation
+ * answered with -1 before the payload is buffered. It does not test commands (the integration tests
+ * do).
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +108,41 @@ static void caps_and_malformations(void **state)
         assert_int_equal(parse(bad[i], CAP), -1);
 }
 
+/* Length lines of one, two and more digits, with and without bytes after
+ * them in the buffer (the short ones are read at once when they can be),
+ * leading zeros, and short lines that go wrong after their digits. */
+static void length_lines(void **state)
+{
+    static const size_t lens[] = {0, 1, 9, 10, 42, 99, 100, 12345};
+    static char buf[32768], arg[12346];
+    static const char *const bad[] = {
+        "*1\r\n$1\rx\r\n",   /* CR without LF after one digit */
+        "*1\r\n$12\rxx\r\n", /* and after two */
+        "*1\r\n$1x\r\nab\r\n", "*1\r\n$12x\r\n", "*1\r\n$-5\r\n12345\r\n",
+        "*1\r\n$\r\n\r\n",     "*1x\r\n",
+    };
+
+    memset(arg, 'a', sizeof(arg) - 1);
+    for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+        int n = snprintf(buf, sizeof(buf), "*1\r\n$%zu\r\n%.*s\r\n", lens[k], (int)lens[k], arg);
+
+        assert_int_equal(parse(buf, CAP), n); /* ends where the buffer does */
+        assert_int_equal(cmd.argc, 1);
+        assert_int_equal(cmd.argv[0].len, lens[k]);
+        strcpy(buf + n, "*1\r\n$4\r\nPING\r\n"); /* and with the next command after it */
+        assert_int_equal(parse(buf, CAP), n);
+        assert_int_equal(cmd.argv[0].len, lens[k]);
+        for (int cut = 0; cut < n; cut++) /* every prefix: need more */
+            assert_int_equal(sl__resp_parse(buf, (size_t)cut, CAP, &cmd), -2);
+    }
+    assert_int_equal(parse("*01\r\n$04\r\nPING\r\n", CAP), 16); /* leading zeros */
+    assert_arg(0, "PING");
+    assert_int_equal(parse("*1\r\n$007\r\nCL.CELL\r\n", CAP), 19);
+    assert_arg(0, "CL.CELL");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(parse(bad[i], CAP), -1);
+}
+
 static void whole_command_counts_against_the_cap(void **state)
 {
     const char *s = "*2\r\n$4\r\nECHO\r\n$10\r\n0123456789\r\n";
@@ -138,6 +175,7 @@ int main(void)
         cmocka_unit_test(pipelined_takes_one_at_a_time),
         cmocka_unit_test(inline_words),
         cmocka_unit_test(caps_and_malformations),
+        cmocka_unit_test(length_lines),
         cmocka_unit_test(whole_command_counts_against_the_cap),
         cmocka_unit_test(inline_cap),
     };

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "sluice.h"
+#include "sluice_int.h"
 
 static const char rules_text[] = "domain: m\n"
                                  "descriptors:\n"
@@ -255,13 +256,53 @@ static void glob(void **st)
     sl_rules_unref(r);
 }
 
+/* Entries of a map (a rate limit quota bucket id): matched in whichever
+ * order is a path of the tree, with the key and limits sl_rules_match()
+ * gives that order; a partial path or a missing level matches nothing. */
+static void unordered(void **st)
+{
+    sl_rules *r = build(rules_text, NULL);
+    struct sl_match ordered, any;
+    struct sl_entry e[3] = {{S("c"), S("3")}, {S("b"), S("y")}, {S("a"), S("1")}};
+
+    assert_int_equal(match(r, "m", (const char *[]){"a", "1", "b", "y", "c", "3", NULL}, &ordered),
+                     SL_OK);
+    assert_int_equal(ordered.n_limits, 1);
+    assert_int_equal(sl__rules_match_unordered(r, (struct sl_str)S("m"), e, 3, &any), SL_OK);
+    assert_int_equal(any.n_limits, 1);
+    assert_ptr_equal(any.limits[0], ordered.limits[0]);
+    assert_int_equal(any.key_len, ordered.key_len);
+    assert_memory_equal(any.key, ordered.key, ordered.key_len);
+    assert_string_equal(any.rule_path, ordered.rule_path);
+    /* two of the three levels: no rule ends there */
+    assert_int_equal(sl__rules_match_unordered(r, (struct sl_str)S("m"), e + 1, 2, &any), SL_OK);
+    assert_int_equal(any.n_limits, 0);
+    /* b=x ends at a rule after a */
+    struct sl_entry bx[2] = {{S("b"), S("x")}, {S("a"), S("1")}};
+    assert_int_equal(sl__rules_match_unordered(r, (struct sl_str)S("m"), bx, 2, &any), SL_OK);
+    assert_int_equal(any.n_limits, 1);
+    assert_int_equal(any.limits[0]->requests, 5);
+    /* an entry no rule knows: nothing */
+    struct sl_entry extra[2] = {{S("k"), S("exact")}, {S("zzz"), S("1")}};
+    assert_int_equal(sl__rules_match_unordered(r, (struct sl_str)S("m"), extra, 2, &any), SL_OK);
+    assert_int_equal(any.n_limits, 0);
+    /* one entry: as sl_rules_match; unknown domain: nothing */
+    assert_int_equal(sl__rules_match_unordered(r, (struct sl_str)S("m"), extra, 1, &any), SL_OK);
+    assert_int_equal(any.limits[0]->requests, 1);
+    assert_int_equal(sl__rules_match_unordered(r, (struct sl_str)S("nope"), extra, 1, &any), SL_OK);
+    assert_int_equal(any.n_limits, 0);
+    assert_int_equal(sl__rules_match_unordered(r, (struct sl_str)S("m"), extra, 0, &any),
+                     SL_EINVAL);
+    sl_rules_unref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(precedence),   cmocka_unit_test(depth_and_nesting),
         cmocka_unit_test(counter_keys), cmocka_unit_test(flags_and_unlimited),
         cmocka_unit_test(caps),         cmocka_unit_test(database_overrides_file),
-        cmocka_unit_test(glob),
+        cmocka_unit_test(glob),         cmocka_unit_test(unordered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,6 @@ of N per minute allows exactly N. Skipped when Go is not installed.
 import json
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import sys
@@ -42,11 +41,13 @@ def wait_until(pred, seconds=15.0, step=0.05):
 @pytest.fixture(scope="module")
 def server_bin(tmp_path_factory):
     """The management server, built from tests/xds/server."""
-    go = shutil.which("go") or ("/usr/local/go/bin/go"
-                                if os.access("/usr/local/go/bin/go", os.X_OK) else None)
-    if go is None:
-        pytest.skip("Go is not installed: the xDS tests build their management server "
-                    "(tests/xds/server) with `go build`")
+    # scripts/go.sh: the Go on this machine, or the pinned release it fetches.
+    r = subprocess.run([str(HERE.parent.parent / "scripts" / "go.sh")], capture_output=True,
+                       text=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip("no Go toolchain: the xDS tests build their management server "
+                    "(tests/xds/server) with `go build`: " + r.stderr.strip())
+    go = r.stdout.strip()
     out_dir = pathlib.Path(os.environ.get("SLUICE_XDS_BUILD", tmp_path_factory.mktemp("xds")))
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "xds-server"

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * rlqs_assign.c - max-min fair division of a rate limit among the members
+ * of a rate limit quota bucket, within what their holds leave, and the
+ * token bucket that carries a share (rlqs_assign.h). Pure arithmetic.
+ */
+#include <math.h>
+
+#include "rlqs_assign.h"
+
+double sl__rlqs_held_rate(const struct sl__rlqs_member *m, int64_t now_ns)
+{
+    return m->hold_until_ns > now_ns ? m->hold_rate : 0.0;
+}
+
+int64_t sl__rlqs_held_burst(const struct sl__rlqs_member *m, int64_t now_ns)
+{
+    return m->hold_until_ns > now_ns ? m->hold_burst : 0;
+}
+
+/* The water level L with sum(min(e_i, L)) == cap, for sum(e_i) > cap. */
+static double water_level(const struct sl__rlqs_member *m, const double *e, size_t n, double cap)
+{
+    double lo = 0.0, hi = 0.0;
+
+    for (size_t i = 0; i < n; i++)
+        if (m[i].live && e[i] > hi)
+            hi = e[i];
+    for (int it = 0; it < 100; it++) { /* bisection: n is small, this is per report */
+        double mid = (lo + hi) / 2, sum = 0.0;
+        for (size_t i = 0; i < n; i++)
+            if (m[i].live)
+                sum += e[i] < mid ? e[i] : mid;
+        if (sum > cap)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return lo; /* sum(min(e, lo)) <= cap */
+}
+
+/* Max-min fair targets of the live members over `cap`, into t[]. */
+static void targets(const struct sl__rlqs_member *m, size_t n, size_t live, double cap,
+                    double floor_frac, double *t)
+{
+    double floor = floor_frac * cap / (double)live, sum = 0.0;
+
+    for (size_t i = 0; i < n; i++) {
+        t[i] = 0.0;
+        if (!m[i].live)
+            continue;
+        t[i] = m[i].demand > floor ? m[i].demand : floor;
+        if (!(t[i] >= 0.0)) /* NaN */
+            t[i] = floor;
+        sum += t[i];
+    }
+    if (sum <= cap) { /* every demand met: the rest is shared equally */
+        double extra = (cap - sum) / (double)live;
+        for (size_t i = 0; i < n; i++)
+            if (m[i].live)
+                t[i] += extra;
+        return;
+    }
+    double level = water_level(m, t, n, cap);
+    for (size_t i = 0; i < n; i++)
+        if (m[i].live && t[i] > level)
+            t[i] = level;
+}
+
+/* Give next_rate within the holds: decreases at once, increases out of
+ * the headroom in proportion to what each lacks. */
+static void fit_rates(struct sl__rlqs_member *m, size_t n, const double *t, double cap,
+                      int64_t now_ns)
+{
+    double held = 0.0, lack = 0.0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].live)
+            continue;
+        double h = sl__rlqs_held_rate(&m[i], now_ns);
+        held += h;
+        if (t[i] > h)
+            lack += t[i] - h;
+    }
+    double room = cap - held;
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].live)
+            continue;
+        double h = sl__rlqs_held_rate(&m[i], now_ns);
+        if (t[i] <= h || lack <= room)
+            m[i].next_rate = t[i];
+        else if (room <= 0.0)
+            m[i].next_rate = h;
+        else
+            m[i].next_rate = h + (t[i] - h) * (room / lack) * (1.0 - 1e-12);
+    }
+}
+
+/* The same for bursts, in whole tokens: one for each live member first,
+ * the rest in proportion to the rate targets. A member that gets no token
+ * (the others' holds take them all) gets no rate either, until they are
+ * given back - unless there are more members than the burst has tokens, the one
+ * case where every member gets one and the sum exceeds the burst. */
+static void fit_bursts(struct sl__rlqs_member *m, size_t n, size_t live, const double *t,
+                       double cap, int64_t bcap, bool short_of_tokens, int64_t now_ns)
+{
+    int64_t held = 0, room, spread = bcap > (int64_t)live ? bcap - (int64_t)live : 0;
+
+    for (size_t i = 0; i < n; i++)
+        if (m[i].live)
+            held += sl__rlqs_held_burst(&m[i], now_ns);
+    room = bcap - held;
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i].live)
+            continue;
+        int64_t h = sl__rlqs_held_burst(&m[i], now_ns);
+        int64_t want = 1 + (int64_t)floor((double)spread * (t[i] / cap));
+        if (want <= h) {
+            m[i].next_burst = want;
+        } else {
+            int64_t more = want - h < room ? want - h : room;
+            if (more < 0)
+                more = 0;
+            m[i].next_burst = h + more;
+            room -= more;
+        }
+        if (m[i].next_burst < 1) {
+            if (short_of_tokens && m[i].next_rate > 0.0)
+                m[i].next_burst = 1;
+            else
+                m[i].next_rate = 0.0; /* nothing to give yet */
+        }
+    }
+}
+
+void sl__rlqs_divide(const struct sl__rlqs_share *s, struct sl__rlqs_member *m, size_t n,
+                     int64_t now_ns)
+{
+    double cap = s->rate, t[SL__RLQS_MAX_MEMBERS];
+    int64_t bcap = s->burst;
+    size_t live = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        m[i].next_rate = 0.0;
+        m[i].next_burst = 0;
+        if (m[i].live) {
+            live++;
+        } else {
+            cap -= sl__rlqs_held_rate(&m[i], now_ns);
+            bcap -= sl__rlqs_held_burst(&m[i], now_ns);
+        }
+    }
+    if (live == 0 || !(cap > 0.0) || n > SL__RLQS_MAX_MEMBERS)
+        return;
+    targets(m, n, live, cap, s->floor_frac, t);
+    fit_rates(m, n, t, cap, now_ns);
+    fit_bursts(m, n, live, t, cap, bcap, s->burst < (int64_t)n, now_ns);
+}
+
+void sl__rlqs_sending(struct sl__rlqs_member *m, double rate, int64_t burst, int64_t now_ns,
+                      int64_t ttl_ns)
+{
+    if (m->hold_until_ns <= now_ns) {
+        m->hold_rate = 0.0;
+        m->hold_burst = 0;
+    }
+    if (rate > m->hold_rate)
+        m->hold_rate = rate;
+    if (burst > m->hold_burst)
+        m->hold_burst = burst;
+    if (now_ns + ttl_ns > m->hold_until_ns)
+        m->hold_until_ns = now_ns + ttl_ns;
+}
+
+bool sl__rlqs_sent(struct sl__rlqs_member *m, double rate, int64_t burst, int64_t now_ns,
+                   int64_t ttl_ns)
+{
+    bool freed = rate < sl__rlqs_held_rate(m, now_ns) || burst < sl__rlqs_held_burst(m, now_ns);
+
+    m->hold_rate = rate;
+    m->hold_burst = burst;
+    m->hold_until_ns = now_ns + ttl_ns;
+    return freed;
+}
+
+bool sl__rlqs_token_bucket(double rate, int64_t burst, struct sl__rlqs_bucket *out)
+{
+    double per_fill;
+
+    if (!(rate > 0.0) || burst < 1)
+        return false;
+    out->max_tokens = burst > UINT32_MAX ? UINT32_MAX : (uint32_t)burst;
+    per_fill = floor(rate); /* about a second's worth, at most the bucket */
+    if (per_fill < 1.0)
+        per_fill = 1.0;
+    if (per_fill > (double)out->max_tokens)
+        per_fill = (double)out->max_tokens;
+    out->tokens_per_fill = (uint32_t)per_fill;
+    /* rounded up: per_fill / interval never exceeds rate */
+    double ms = ceil(per_fill * 1000.0 / rate);
+    out->fill_interval_ms = ms < 1.0 ? 1 : ms > 1e12 ? (int64_t)1e12 : (int64_t)ms;
+    if ((double)out->tokens_per_fill * 1000.0 / (double)out->fill_interval_ms > rate) {
+        out->fill_interval_ms++; /* (rate above 1000 per ms: never, but exact) */
+    }
+    return true;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * test_rlqs_assign.c - the division of a rate limit among the Envoys that
+ * report a rate limit quota bucket (server/grpc/rlqs_assign.c): max-min
+ * fair shares with a floor, what a departed member holds until its TTL,
+ * increases given only out of what no hold takes, the token bucket that
+ * carries a share, and - over long random runs of joins, departures,
+ * demand changes and sends that arrive late - the invariant: the rates
+ * (and bursts) the Envoys may apply at any moment sum to at most the
+ * limit's.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlqs_assign.h"
+
+#define S   INT64_C(1000000000)
+#define EPS 1e-6
+
+static const struct sl__rlqs_share share100 = {100.0, 50, 0.05};
+
+static void live(struct sl__rlqs_member *m, double demand)
+{
+    memset(m, 0, sizeof(*m));
+    m->live = true;
+    m->demand = demand;
+}
+
+/* Send m its next assignment now, as rlqs.c does. */
+static void send_now(struct sl__rlqs_member *m, int64_t now, int64_t ttl)
+{
+    sl__rlqs_sending(m, m->next_rate, m->next_burst, now, ttl);
+    sl__rlqs_sent(m, m->next_rate, m->next_burst, now, ttl);
+}
+
+static void test_one_member_gets_the_limit(void **state)
+{
+    struct sl__rlqs_member m[1];
+
+    live(&m[0], 3.0);
+    sl__rlqs_divide(&share100, m, 1, 0);
+    assert_true(fabs(m[0].next_rate - 100.0) < EPS);
+    assert_int_equal(m[0].next_burst, 50);
+}
+
+static void test_skewed_demand_is_max_min_fair(void **state)
+{
+    struct sl__rlqs_share s = {50.0, 50, 0.05};
+    struct sl__rlqs_member m[4];
+
+    live(&m[0], 100.0); /* ten times the others */
+    for (int i = 1; i < 4; i++)
+        live(&m[i], 10.0);
+    sl__rlqs_divide(&s, m, 4, 0);
+    assert_true(fabs(m[0].next_rate - 20.0) < 1e-3);
+    for (int i = 1; i < 4; i++)
+        assert_true(fabs(m[i].next_rate - 10.0) < 1e-3);
+    /* bursts follow the rates and stay within the limit's */
+    assert_true(m[0].next_burst + m[1].next_burst + m[2].next_burst + m[3].next_burst <= 50);
+    assert_true(m[0].next_burst > m[1].next_burst);
+}
+
+static void test_leftover_is_shared_and_idle_keeps_a_floor(void **state)
+{
+    struct sl__rlqs_member m[3];
+
+    live(&m[0], 30.0);
+    live(&m[1], 10.0);
+    live(&m[2], 0.0); /* idle */
+    sl__rlqs_divide(&share100, m, 3, 0);
+    /* the floor is 5% of an equal share; 100 - 30 - 10 - floor shared out */
+    double floor = 0.05 * 100.0 / 3;
+    double extra = (100.0 - 30.0 - 10.0 - floor) / 3;
+    assert_true(fabs(m[0].next_rate - (30.0 + extra)) < 1e-6);
+    assert_true(fabs(m[2].next_rate - (floor + extra)) < 1e-6);
+
+    /* all over the limit: the idle member still keeps its floor */
+    live(&m[0], 1000.0);
+    live(&m[1], 1000.0);
+    live(&m[2], 0.0);
+    sl__rlqs_divide(&share100, m, 3, 0);
+    assert_true(fabs(m[2].next_rate - floor) < 1e-6);
+    assert_true(fabs(m[0].next_rate - m[1].next_rate) < 1e-6);
+    assert_true(m[0].next_rate + m[1].next_rate + m[2].next_rate <= 100.0 + EPS);
+}
+
+static void test_departed_member_holds_until_its_ttl(void **state)
+{
+    struct sl__rlqs_member m[2];
+
+    live(&m[0], 50.0);
+    live(&m[1], 50.0);
+    sl__rlqs_divide(&share100, m, 2, 0);
+    send_now(&m[0], 0, 3 * S);
+    send_now(&m[1], 0, 3 * S);
+    m[1].live = false; /* its stream went */
+    sl__rlqs_divide(&share100, m, 2, 1 * S);
+    assert_true(m[0].next_rate <= 50.0 + EPS); /* not yet its share */
+    sl__rlqs_divide(&share100, m, 2, 3 * S);   /* its TTL passed */
+    assert_true(fabs(m[0].next_rate - 100.0) < EPS);
+    assert_true(m[1].next_rate == 0.0);
+}
+
+static void test_increase_waits_for_the_decrease_to_be_sent(void **state)
+{
+    struct sl__rlqs_member m[2];
+
+    live(&m[0], 50.0);
+    sl__rlqs_divide(&share100, m, 1, 0);
+    send_now(&m[0], 0, 10 * S); /* holds all 100 */
+    live(&m[1], 50.0);          /* a second Envoy */
+    sl__rlqs_divide(&share100, m, 2, 1);
+    assert_true(fabs(m[0].next_rate - 50.0) < EPS); /* a decrease: given at once */
+    assert_true(m[1].next_rate == 0.0);             /* nothing free until it is sent */
+    send_now(&m[0], 2, 10 * S);
+    sl__rlqs_divide(&share100, m, 2, 3);
+    assert_true(fabs(m[1].next_rate - 50.0) < EPS);
+}
+
+static void test_token_bucket_never_exceeds_the_rate(void **state)
+{
+    static const double rates[] = {0.01, 0.5, 1.0, 1.5, 9.99, 100.0, 1000.7, 123456.0, 5e6};
+    static const int64_t bursts[] = {1, 3, 50, 1000, 100000};
+    struct sl__rlqs_bucket b;
+
+    for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+        for (size_t j = 0; j < sizeof(bursts) / sizeof(bursts[0]); j++) {
+            assert_true(sl__rlqs_token_bucket(rates[i], bursts[j], &b));
+            assert_true(b.max_tokens == (uint32_t)bursts[j]);
+            assert_true(b.tokens_per_fill >= 1 && b.tokens_per_fill <= b.max_tokens);
+            assert_true(b.fill_interval_ms >= 1);
+            assert_true((double)b.tokens_per_fill * 1000.0 / (double)b.fill_interval_ms <=
+                        rates[i] * (1 + 1e-12));
+        }
+    }
+    assert_false(sl__rlqs_token_bucket(0.0, 5, &b));
+    assert_false(sl__rlqs_token_bucket(5.0, 0, &b));
+}
+
+/* ------------------------------------------------------------ the invariant */
+
+#define N 24
+
+struct envoy {
+    bool sent_any;
+    double rate; /* what it applies: the last assignment it received */
+    int64_t burst;
+    int64_t until;
+};
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* Random joins, departures, demand swings, divisions and sends (some
+ * members slow to send): at every step what the Envoys apply, and what the
+ * holds say, stay within the limit. */
+static void test_invariant_over_random_runs(void **state)
+{
+    const struct sl__rlqs_share s = {500.0, 400, 0.05};
+    const int64_t ttl = 3 * S;
+
+    for (int run = 0; run < 200; run++) {
+        struct sl__rlqs_member m[N];
+        struct envoy e[N];
+        size_t n = 0;
+        int64_t now = 0;
+
+        memset(m, 0, sizeof(m));
+        memset(e, 0, sizeof(e));
+        for (int step = 0; step < 400; step++) {
+            now += (int64_t)(next() % (S / 2));
+            uint64_t r = next() % 100;
+            if (r < 10 && n < N) { /* join */
+                live(&m[n], (double)(next() % 1000));
+                memset(&e[n], 0, sizeof(e[n]));
+                n++;
+            } else if (r < 15 && n > 0) { /* a stream goes */
+                m[next() % n].live = false;
+            } else if (r < 40 && n > 0) { /* demand moves, ten-fold at times */
+                size_t i = next() % n;
+                m[i].demand = (double)(next() % 100) * (next() % 4 == 0 ? 10.0 : 1.0);
+            }
+            /* departed members past their TTL leave (rlqs.c's pool_expire) */
+            for (size_t i = n; i-- > 0;) {
+                if (!m[i].live && m[i].hold_until_ns <= now) {
+                    m[i] = m[n - 1];
+                    e[i] = e[n - 1];
+                    n--;
+                }
+            }
+            sl__rlqs_divide(&s, m, n, now);
+            /* each live member sends with probability 1/2 (the others' ticks come later) */
+            for (size_t i = 0; i < n; i++) {
+                if (!m[i].live || !(m[i].next_rate > 0.0) || next() % 2)
+                    continue;
+                sl__rlqs_sending(&m[i], m[i].next_rate, m[i].next_burst, now, ttl);
+                sl__rlqs_sent(&m[i], m[i].next_rate, m[i].next_burst, now, ttl);
+                e[i] = (struct envoy){true, m[i].next_rate, m[i].next_burst, now + ttl};
+            }
+            double applied = 0.0, held = 0.0;
+            int64_t applied_b = 0, held_b = 0;
+            size_t members = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (e[i].sent_any && e[i].until > now) {
+                    applied += e[i].rate;
+                    applied_b += e[i].burst;
+                }
+                double h = sl__rlqs_held_rate(&m[i], now);
+                held += m[i].live && m[i].next_rate > h ? m[i].next_rate : h;
+                int64_t hb = sl__rlqs_held_burst(&m[i], now);
+                held_b += m[i].live && m[i].next_burst > hb ? m[i].next_burst : hb;
+                members++;
+            }
+            assert_true(applied <= s.rate * (1 + 1e-9));
+            assert_true(held <= s.rate * (1 + 1e-9));
+            if (members <= (size_t)s.burst) { /* (else each gets one token: the exception) */
+                assert_true(applied_b <= s.burst);
+                assert_true(held_b <= s.burst);
+            }
+        }
+    }
+}
+
+/* With demand steady, shares reach max-min fair within two divisions
+ * once every member sends what it is given. */
+static void test_shares_follow_demand(void **state)
+{
+    const struct sl__rlqs_share s = {130.0, 130, 0.05};
+    struct sl__rlqs_member m[4];
+
+    live(&m[0], 10.0);
+    for (int i = 1; i < 4; i++)
+        live(&m[i], 10.0);
+    sl__rlqs_divide(&s, m, 4, 0);
+    for (int i = 0; i < 4; i++)
+        send_now(&m[i], 0, 10 * S);
+    m[0].demand = 100.0; /* one Envoy's traffic grows ten-fold */
+    for (int round = 0; round < 2; round++) {
+        sl__rlqs_divide(&s, m, 4, 1 + round);
+        for (int i = 0; i < 4; i++)
+            send_now(&m[i], 1 + round, 10 * S);
+    }
+    assert_true(fabs(m[0].next_rate - 100.0) < 1e-3);
+    for (int i = 1; i < 4; i++)
+        assert_true(fabs(m[i].next_rate - 10.0) < 1e-3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_member_gets_the_limit),
+        cmocka_unit_test(test_skewed_demand_is_max_min_fair),
+        cmocka_unit_test(test_leftover_is_shared_and_idle_keeps_a_floor),
+        cmocka_unit_test(test_departed_member_holds_until_its_ttl),
+        cmocka_unit_test(test_increase_waits_for_the_decrease_to_be_sent),
+        cmocka_unit_test(test_token_bucket_never_exceeds_the_rate),
+        cmocka_unit_test(test_invariant_over_random_runs),
+        cmocka_unit_test(test_shares_follow_demand),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
