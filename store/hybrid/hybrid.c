@@ -831,6 +831,7 @@ void sl__store_hybrid_stats(const struct sl__store *s, struct sl__hybrid_stats *
     G(sync_calls);
     G(sync_keys);
     G(sync_failures);
+    G(sync_redirects);
     G(absorbed);
     G(deltas_dropped);
     G(untracked);

@@ -54,6 +54,7 @@ struct sl__hybrid_stats {
     uint64_t sync_calls;           /* script calls sent */
     uint64_t sync_keys;            /* keys pushed (or read) in them */
     uint64_t sync_failures;        /* calls lost (timeout, error, no connection) */
+    uint64_t sync_redirects;       /* calls sent again (a cluster's MOVED, ASK, TRYAGAIN...) */
     uint64_t absorbed;             /* counts/amounts of other nodes added locally */
     uint64_t deltas_dropped;       /* kept deltas dropped: stale, or no room */
     uint64_t untracked;            /* commits not kept: no room or key too long */

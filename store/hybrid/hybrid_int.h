@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 
 #include "hybrid.h"
-#include "redis_cluster.h"
+#include "rcluster.h"
 #include "rlink.h"
 #include "rmaster.h"
 #include "sluice_int.h"
@@ -46,9 +46,9 @@ struct sl__hy_ent {
 };
 
 struct sl__hy_counters {
-    _Atomic uint64_t checks, redis_path, syncs, sync_calls, sync_keys, sync_failures, absorbed,
-        deltas_dropped, untracked, final_pushes, fleet_resets, fleet_resets_applied,
-        fleet_resets_unsent, keys, kept, in_flight;
+    _Atomic uint64_t checks, redis_path, syncs, sync_calls, sync_keys, sync_failures,
+        sync_redirects, absorbed, deltas_dropped, untracked, final_pushes, fleet_resets,
+        fleet_resets_applied, fleet_resets_unsent, keys, kept, in_flight;
     _Atomic bool connected;
     _Atomic bool ever_connected;
 };
@@ -79,11 +79,17 @@ struct sl__hy_node {
 };
 
 /* One script call of a sync: the entries it carries (all of one slot on a
- * cluster), on one node. */
+ * cluster), on one node. Everything needed to send it again (a cluster's
+ * MOVED, ASK, TRYAGAIN, CLUSTERDOWN) is here and in its entries: their
+ * deltas stay in `inflight` until the call is answered or lost. */
 struct sl__hy_call {
     struct sl__hystore *st;
-    struct sl__hy_node *node;
+    struct sl__hy_node *node; /* where it is out, or goes when sent again */
+    struct sl__rlink *on;     /* the link it is out on; NULL: waiting to be sent again */
     bool busy;
+    bool one;     /* one entry's counter alone (its slot is migrating) */
+    bool asking;  /* sent after ASKING (to the node importing its slot) */
+    uint8_t hops; /* redirections and retries followed */
     unsigned n;
     uint32_t *idx; /* n entry indexes, in the store's `order` */
 };
@@ -133,20 +139,21 @@ struct sl__hystore {
     bool sentinel; /* store.redis.sentinels: nodes[0] is the master they name */
     bool cluster;  /* store.redis.cluster: the slot map says which node */
     struct sl__cmap *map;
-    bool map_stale; /* a redirection, a node lost: ask CLUSTER SLOTS at the next tick */
-    unsigned ticks; /* of `watch`: the map is asked every 10 anyway */
+    /* the map's follower (link/rcluster.h): CLUSTER SLOTS asked of the
+     * seeds, one at a time, every SL__HY_WATCH_MS while stale (a MOVED, a
+     * node lost) and every 10th time anyway */
+    struct sl__rcfollow *mapf;
     /* Sentinel: the links' follower (link/rmaster.h) names nodes[0] */
     struct sl__rmaster *follow;
     struct sl__rlink_conf ask_conf; /* sentinels: no AUTH (the Redis store's choice) */
     bool master_known;              /* nodes[0].addr is a master they named */
     uint8_t sentinel_tls_said;      /* the sentinels whose TLS failure is in the log */
-    /* a cluster's seeds, asked CLUSTER SLOTS on `ask`, one at a time, the
-     * next after a failure to answer */
+    /* a cluster's seeds, asked by `mapf` */
     struct sl__cnode seeds[SL__HY_SEEDS];
-    unsigned n_seeds, seed;
-    struct sl__rlink *ask;
-    bool asking;               /* a question is out on `ask` */
-    uv_timer_t watch;          /* every SL__HY_WATCH_MS: the map's questions */
+    unsigned n_seeds;
+    uv_timer_t retry;          /* a cluster's: calls waiting after TRYAGAIN, CLUSTERDOWN */
+    bool retry_made;           /* `retry` was initialised */
+    unsigned free_hint;        /* where to look for a free call first */
     struct sl__hy_call *calls; /* [ceil(max_keys / batch)], on a cluster [max_keys] */
     unsigned n_calls;
     unsigned calls_out;

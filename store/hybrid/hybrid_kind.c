@@ -47,6 +47,8 @@ static const struct sl__store_counter counters[] = {
     C(sync_calls, "Sync script calls sent (one per batch of keys)."),
     C(sync_keys, "Keys pushed or read by the sync calls."),
     C(sync_failures, "Sync calls lost (timeout, error, connection gone); their deltas are kept."),
+    C(sync_redirects,
+      "Sync calls sent again on a cluster (after MOVED, ASK, TRYAGAIN or CLUSTERDOWN)."),
     C(absorbed, "Counts and amounts recorded by other nodes, added to the local table."),
     C(deltas_dropped, "Kept deltas dropped unpushed: their window or bucket was over."),
     C(untracked, "Costs recorded locally but not kept for syncing (max_keys full, long key)."),

@@ -28,15 +28,20 @@
  * there is one link per master of the slot map (redis_cluster.h's pure
  * map, read from CLUSTER SLOTS on the same kind of link to one seed at a
  * time), every call carries keys of one slot (the hash tag of the key
- * names), and a redirection or a lost master marks the map stale: it is
- * asked again at the next tick, the calls' deltas kept meanwhile. Either
- * way a lost call's deltas are pending, as above, and go where the next
- * sync finds the master.
+ * names). A call answered MOVED, ASK, TRYAGAIN or CLUSTERDOWN was not run
+ * and is sent again with the same deltas (`follow`: to the new owner, to
+ * the importing master after ASKING, split into one call per counter
+ * while its slot migrates, or after a short wait), at most MAX_HOPS
+ * times; a MOVED or a lost master marks the map stale: it is asked again
+ * at the next tick. Either way a lost call's deltas are pending, as
+ * above, and go where the next sync finds the master.
  *
  * When the store is freed, kept deltas are pushed once more over a
  * blocking connection (the blocking Redis link, link/rlink.h: TLS and
  * AUTH as configured; behind Sentinel to the master a sentinel names, on
- * a cluster to each slot's master in a map read then), bounded by 1 s
+ * a cluster to each slot's master in a map read then; a slot whose
+ * master refuses the call, moved or migrating, key by key with MOVED and
+ * ASK followed), bounded by 1 s
  * (or store.hybrid.timeout if longer) per step, so a node that restarts
  * loses nothing it had recorded while Redis was up.
  */
@@ -47,6 +52,7 @@
 #include <hiredis/hiredis.h>
 
 #include "hybrid_int.h"
+#include "rcluster.h"
 #include "rlink.h"
 #include "store_log.h"
 
@@ -84,6 +90,31 @@ static const char reset_lua[] = "if #KEYS > 1 then redis.call('DEL', unpack(KEYS
                                 "end\n"
                                 "return 1\n";
 
+/*
+ * One counter's sync, while its slot migrates: KEYS[1] the counter,
+ * ARGV[1] its delta, ARGV[2] its expiry in ms; the total and 0 (no reset
+ * read). A call over several keys of a migrating slot some of which are
+ * missing (a reset marker usually is) is answered ASK or TRYAGAIN by both
+ * nodes until the migration ends; a single key is served by the node that
+ * has it, or, after ASKING, by the importing node when the migrating one
+ * no longer has it (Redis Cluster's ASK rule), so its count is never
+ * written on both.
+ */
+static const char one_lua[] = "local t\n"
+                              "if ARGV[1] ~= '0' then\n"
+                              "  t = redis.call('INCRBY', KEYS[1], ARGV[1])\n"
+                              "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                              "else\n"
+                              "  t = tonumber(redis.call('GET', KEYS[1]) or '0') or 0\n"
+                              "end\n"
+                              "return {t, 0}\n";
+
+/* A cluster's call follows at most MAX_HOPS redirections and retries;
+ * after TRYAGAIN or CLUSTERDOWN (or no connection to the node named) it
+ * waits RETRY_MS, doubling with each hop up to 32 times that. */
+#define MAX_HOPS 8
+#define RETRY_MS 10
+
 /* Bytes of arguments one key takes at most: key, its marker, delta, ttl. */
 #define KEY_BYTES (SL__REDIS_PREFIX_MAX + 64)
 #define ARG_BYTES (2 * KEY_BYTES + 24 + 24)
@@ -108,14 +139,25 @@ static struct sl__hy_node *node0(struct sl__hystore *st)
     return &st->nodes[0];
 }
 
+/* Call c is no longer out on its node's link (answered, or waiting). */
+static void call_off(struct sl__hy_call *c)
+{
+    struct sl__hy_node *n = c->node;
+
+    if (c->on == NULL)
+        return;
+    c->on = NULL;
+    if (--n->calls_out == 0)
+        uv_timer_stop(&n->call_timer);
+}
+
 static void finish_call(struct sl__hy_call *c)
 {
     struct sl__hystore *st = c->st;
 
+    call_off(c);
     c->busy = false;
     st->calls_out--;
-    if (--c->node->calls_out == 0)
-        uv_timer_stop(&c->node->call_timer);
     SL__HY_SET(st, in_flight, st->calls_out);
 }
 
@@ -181,18 +223,6 @@ static void set_conn(struct sl__hy_node *n, enum sl__hy_conn c)
     update(n->st);
 }
 
-/* A cluster: give up on a question out to a seed (its NULL reply is no
- * answer); `next`: ask the next one the next time. */
-static void drop_ask(struct sl__hystore *st, bool next)
-{
-    if (!st->asking)
-        return;
-    st->asking = false;
-    if (next)
-        st->seed = (st->seed + 1) % st->n_seeds;
-    sl__rlink_drop(st->ask);
-}
-
 /* Close node n's connection now: every call on it comes back lost, and it
  * connects again after the backoff (behind Sentinel: the sentinels are
  * asked meanwhile, and a master they name anew is connected at once). */
@@ -208,7 +238,7 @@ static void node_drop(struct sl__hy_node *n)
         if (st->calls[i].busy && st->calls[i].node == n)
             lose_call(&st->calls[i]);
     if (st->cluster)
-        st->map_stale = true;
+        sl__rcfollow_stale(st->mapf);
     if (!st->closing)
         retry_later(n);
     sl__rlink_drop(n->link); /* the NULL replies find nothing busy */
@@ -268,7 +298,7 @@ static void on_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *
                       why->text);
     }
     if (n->st->cluster)
-        n->st->map_stale = true;
+        sl__rcfollow_stale(n->st->mapf);
     if (n->st->sentinel)
         sl__rmaster_ask(n->st->follow);
     if (!n->st->closing)
@@ -361,20 +391,10 @@ static void on_sentinel_note(void *arg, enum sl__rmaster_note what, unsigned at,
         stall_edge(st, &node0(st)->addr, true, "has no master a sentinel names");
 }
 
-/* The map a seed's CLUSTER SLOTS describes: every master of it connected. */
-static void on_slots(struct sl__rlink *l, redisReply *r, void *priv)
+/* The nodes as the map names them (after CLUSTER SLOTS or a MOVED):
+ * every master that serves a slot connected. */
+static void nodes_from_map(struct sl__hystore *st)
 {
-    struct sl__hystore *st = priv;
-    const char *asked = st->seeds[st->seed].host;
-
-    if (st->closing || !st->asking || l != st->ask)
-        return;
-    if (r == NULL || sl__cmap_load(st->map, r, asked) != SL_OK) {
-        drop_ask(st, true);
-        return;
-    }
-    drop_ask(st, false);
-    st->map_stale = !sl__cmap_complete(st->map);
     for (size_t i = 0; i < st->map->n_nodes; i++)
         st->nodes[i].owns = false;
     for (unsigned slot = 0; slot < SL__CLUSTER_SLOTS; slot++)
@@ -395,49 +415,13 @@ static void on_slots(struct sl__rlink *l, redisReply *r, void *priv)
     update(st);
 }
 
-/* The sentinel's link (or the seed's) went down before it answered (its
- * NULL reply came first and handled it), or could not be made. */
-static void on_ask_down(struct sl__rlink *l, void *arg, const struct sl__rlink_why *why)
+/* A cluster: the follower (link/rcluster.h) loaded the map anew. */
+static void on_map(void *arg)
 {
     struct sl__hystore *st = arg;
 
-    (void)why;
-    if (st->closing || l != st->ask)
-        return;
-    drop_ask(st, true);
-}
-
-static const struct sl__rlink_events ask_events = {.up = on_up, .down = on_ask_down};
-
-/* A cluster: ask the seed in use for CLUSTER SLOTS. */
-static int ask_seed(struct sl__hystore *st, sl__rlink_reply_fn fn)
-{
-    const struct sl__cnode *s = &st->seeds[st->seed];
-
-    if (sl__rlink_connect(st->ask, s->host, s->port) != SL_OK ||
-        sl__rlink_command(st->ask, fn, st, "CLUSTER SLOTS") != SL_OK) {
-        sl__rlink_drop(st->ask);
-        return SL_ENOENT;
-    }
-    return SL_OK;
-}
-
-static void on_watch(uv_timer_t *t)
-{
-    struct sl__hystore *st = t->data;
-
-    if (st->closing)
-        return;
-    if (st->asking) { /* not answered in a tick: the next seed */
-        drop_ask(st, true);
-        return;
-    }
-    if (!st->map_stale && ++st->ticks % 10 != 0)
-        return;
-    if (ask_seed(st, on_slots) == SL_OK)
-        st->asking = true;
-    else
-        st->seed = (st->seed + 1) % st->n_seeds;
+    if (!st->closing)
+        nodes_from_map(st);
 }
 
 static void node_start(struct sl__hy_node *n)
@@ -585,18 +569,20 @@ int sl__hy_sync_init(struct sl__hystore *st)
         n->addr.port = st->sentinel ? 0 : rc->port; /* Sentinel: none named yet */
     } else {
         sl__cmap_init(st->map);
-        st->map_stale = true;
     }
     if (st->cluster) {
+        static const struct sl__rcfollow_events map_events = {.map = on_map};
+        struct sl__rcfollow_conf fc = {st->seeds, 0, SL__HY_WATCH_MS, 10, &st->link_conf};
         if (seeds_init(st) != SL_OK)
             return SL_EINVAL;
-        st->ask = sl__rlink_new(st->group, &st->link_conf, &ask_events, st);
-        if (st->ask == NULL)
+        fc.n_seeds = st->n_seeds;
+        st->mapf = sl__rcfollow_new(st->loop, st->group, &fc, st->map, &map_events, st);
+        if (st->mapf == NULL)
             return SL_ENOMEM;
-        uv_timer_init(st->loop, &st->watch);
-        uv_unref((uv_handle_t *)&st->watch);
-        st->watch.data = st;
-        uv_timer_start(&st->watch, on_watch, 0, SL__HY_WATCH_MS);
+        uv_timer_init(st->loop, &st->retry);
+        uv_unref((uv_handle_t *)&st->retry);
+        st->retry.data = st;
+        st->retry_made = true;
     }
     if (st->sentinel) {
         int rc2 = follow_init(st);
@@ -632,11 +618,11 @@ void sl__hy_sync_close(struct sl__hystore *st)
         uv_close((uv_handle_t *)&n->timer, on_closed);
         uv_close((uv_handle_t *)&n->call_timer, on_closed);
     }
-    if (st->ask != NULL) {
-        drop_ask(st, false);
-        sl__rlink_free(st->ask);
-        st->ask = NULL;
-        uv_close((uv_handle_t *)&st->watch, on_closed);
+    sl__rcfollow_free(st->mapf); /* no callback after this */
+    st->mapf = NULL;
+    if (st->retry_made) {
+        uv_close((uv_handle_t *)&st->retry, on_closed);
+        st->retry_made = false;
     }
     sl__rlink_group_free(st->group);
     st->group = NULL;
@@ -673,17 +659,275 @@ static bool is_not_master(const redisReply *r)
 }
 
 /* A cluster's: the slot is elsewhere (or nowhere now): MOVED, ASK,
- * CLUSTERDOWN, TRYAGAIN. */
+ * CLUSTERDOWN, TRYAGAIN (link/rcluster_map.h reads them). */
 static bool is_cluster_error(const redisReply *r)
 {
-    static const char *const pre[] = {"MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN"};
+    struct sl__credir d;
 
-    if (r->type != REDIS_REPLY_ERROR || r->str == NULL)
+    return sl__cluster_reply(r, "", &d) != SL__CERR_NONE;
+}
+
+/* The keys of a sync call over entries idx[0..k): the counters, then (with
+ * `markers`) their markers, as st->argv[at...] in b; the bytes of b used. */
+static size_t key_args(struct sl__hystore *st, const uint32_t *idx, unsigned k, size_t at, char *b,
+                       bool markers)
+{
+    size_t used = 0;
+
+    for (int marker = 0; marker < (markers ? 2 : 1); marker++) {
+        for (unsigned i = 0; i < k; i++) {
+            const struct sl__hy_ent *e = &st->ents[idx[i]];
+            const struct sl__hy_key key = {e->h, &e->l, e->w, marker};
+            size_t len = sl__hy_key_name(st, &key, b + used, KEY_BYTES);
+            st->argv[at] = b + used;
+            st->argvlen[at++] = len;
+            used += len + 1;
+        }
+    }
+    return used;
+}
+
+/* Call c as st->argv (the scratch) for node n: the sync script over its
+ * entries' counters and markers (by its SHA once n has it loaded, else
+ * whole), or with c->one the one counter's script. The argument count. */
+static size_t call_args(struct sl__hystore *st, const struct sl__hy_call *c,
+                        const struct sl__hy_node *n)
+{
+    size_t used, argc = 3;
+    char *b = st->argbuf;
+    unsigned nk = c->one ? 1 : 2 * c->n;
+
+    if (c->one) {
+        st->argv[1] = one_lua;
+        st->argvlen[1] = sizeof(one_lua) - 1;
+    } else if (n->sha[0] != '\0') {
+        st->argv[1] = n->sha;
+        st->argvlen[1] = 40;
+    } else {
+        st->argv[1] = sync_lua;
+        st->argvlen[1] = sizeof(sync_lua) - 1;
+    }
+    st->argv[0] = st->argv[1] == n->sha ? "EVALSHA" : "EVAL";
+    st->argvlen[0] = strlen(st->argv[0]);
+    st->argv[2] = b;
+    st->argvlen[2] = (size_t)snprintf(b, 24, "%u", nk);
+    used = st->argvlen[2] + 1;
+    used += key_args(st, c->idx, c->n, argc, b + used, !c->one);
+    argc += nk;
+    for (unsigned i = 0; i < c->n; i++) {
+        const struct sl__hy_ent *e = &st->ents[c->idx[i]];
+        int w = snprintf(b + used, 24, "%llu", (unsigned long long)e->inflight);
+        st->argv[argc] = b + used;
+        st->argvlen[argc++] = (size_t)w;
+        used += (size_t)w + 1;
+        w = snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
+        st->argv[argc] = b + used;
+        st->argvlen[argc++] = (size_t)w;
+        used += (size_t)w + 1;
+    }
+    return argc;
+}
+
+static void on_reply(struct sl__rlink *l, redisReply *r, void *priv);
+
+/* Put call c out on node n's link (after ASKING with c->asking). */
+static int send_on(struct sl__hy_call *c, struct sl__hy_node *n)
+{
+    struct sl__hystore *st = c->st;
+    size_t argc;
+
+    if (c->asking && sl__rlink_command(n->link, NULL, NULL, "ASKING") != SL_OK)
+        return SL_ENOENT;
+    argc = call_args(st, c, n);
+    if (sl__rlink_argv(n->link, on_reply, c, (int)argc, st->argv, st->argvlen) != SL_OK)
+        return SL_EINVAL;
+    c->node = n;
+    c->on = n->link;
+    if (n->calls_out++ == 0) {
+        /* the loop's cached time may be as old as the loop's last wait: a
+         * timeout counted from it would fire early */
+        uv_update_time(st->loop);
+        uv_timer_start(&n->call_timer, on_call_timeout, (uint64_t)st->cfg.timeout_ms, 0);
+    }
+    return SL_OK;
+}
+
+static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
+{
+    c->one = false;
+    c->asking = false;
+    c->hops = 0;
+    c->on = NULL;
+    if (send_on(c, c->node) != SL_OK)
+        return SL_EINVAL;
+    c->busy = true;
+    st->calls_out++;
+    SL__HY_SET(st, in_flight, st->calls_out);
+    SL__HY_CNT(st, sync_calls, 1);
+    SL__HY_CNT(st, sync_keys, c->n);
+    return SL_OK;
+}
+
+/* ------------------------------------------------------------ redirections */
+
+static void on_retry(uv_timer_t *t);
+
+/* Call c waits (c->on NULL) for the retry timer: RETRY_MS doubling with
+ * its hops, or sooner when another call waits already. */
+static void wait_retry(struct sl__hy_call *c)
+{
+    struct sl__hystore *st = c->st;
+    unsigned k = c->hops < 5 ? c->hops : 5;
+
+    if (!uv_is_active((uv_handle_t *)&st->retry))
+        uv_timer_start(&st->retry, on_retry, (uint64_t)RETRY_MS << k, 0);
+}
+
+/* Send call c again on node n (NULL: none to be had now): at once, or
+ * after a wait when n cannot take it yet. */
+static void resend(struct sl__hy_call *c, struct sl__hy_node *n)
+{
+    SL__HY_CNT(c->st, sync_redirects, 1);
+    if (n != NULL && send_on(c, n) == SL_OK)
+        return;
+    if (n != NULL)
+        c->node = n;
+    wait_retry(c);
+}
+
+/* Node i of the map with a link, connecting when it is down and not
+ * waiting out a backoff (an ASK may name a master not connected yet);
+ * NULL when there is none. */
+static struct sl__hy_node *node_at(struct sl__hystore *st, int i)
+{
+    struct sl__hy_node *n;
+
+    if (i < 0 || (size_t)i >= st->map->n_nodes)
+        return NULL;
+    if ((unsigned)i >= st->n_nodes)
+        nodes_from_map(st);
+    n = &st->nodes[i];
+    if (n->link == NULL &&
+        (n->link = sl__rlink_new(st->group, &st->link_conf, &link_events, n)) == NULL)
+        return NULL;
+    n->addr = st->map->nodes[i];
+    if (n->conn == SL__HY_DOWN && !uv_is_active((uv_handle_t *)&n->timer))
+        connect_at(n);
+    return n->conn != SL__HY_DOWN ? n : NULL;
+}
+
+/* A call not busy, for a split (there is always one: every busy call
+ * carries at least one entry, and there are max_keys calls). */
+static struct sl__hy_call *free_call(struct sl__hystore *st)
+{
+    for (unsigned k = 0; k < st->n_calls; k++) {
+        unsigned i = (st->free_hint + k) % st->n_calls;
+        if (!st->calls[i].busy) {
+            st->free_hint = i + 1;
+            return &st->calls[i];
+        }
+    }
+    return NULL;
+}
+
+/* Call c's entries each in a call of its own over its counter alone (c
+ * keeps the first), sent again to the node that answered: it runs it for
+ * a counter it still has, and answers ASK for one it no longer has. */
+static void split(struct sl__hy_call *c)
+{
+    struct sl__hystore *st = c->st;
+    unsigned n = c->n;
+
+    c->one = true;
+    c->asking = false;
+    c->n = 1;
+    for (unsigned k = 1; k < n; k++) {
+        struct sl__hy_call *p = free_call(st);
+        if (p == NULL) { /* not reached: its delta is pending again */
+            sl__hy_restore(st, &st->ents[c->idx[k]]);
+            continue;
+        }
+        *p = (struct sl__hy_call){.st = st,
+                                  .node = c->node,
+                                  .busy = true,
+                                  .one = true,
+                                  .hops = c->hops,
+                                  .n = 1,
+                                  .idx = c->idx + k};
+        st->calls_out++;
+        resend(p, c->node);
+    }
+    SL__HY_SET(st, in_flight, st->calls_out);
+    resend(c, c->node);
+}
+
+/*
+ * A cluster's call answered MOVED, ASK, TRYAGAIN or CLUSTERDOWN (r):
+ * Redis did not run it, so it is sent again with the same deltas, and
+ * nothing is counted twice. MOVED: to the node named, the slot's owner in
+ * the map from now on, the map asked again in the background. ASK: after
+ * ASKING to the node named, the map unchanged; a call over several keys
+ * is first split into one call per counter (one_lua), sent again where it
+ * was. TRYAGAIN: the same split, or for one counter a wait; CLUSTERDOWN:
+ * a wait. False when it is not to be followed (another error, or
+ * MAX_HOPS reached): the caller loses it (its deltas pending again).
+ */
+static bool follow(struct sl__hy_call *c, const redisReply *r)
+{
+    struct sl__hystore *st = c->st;
+    struct sl__credir d = {0};
+    enum sl__cerr e = sl__cluster_reply(r, c->node->addr.host, &d);
+
+    if (c->hops >= MAX_HOPS || e == SL__CERR_NONE || e == SL__CERR_MALFORMED)
         return false;
-    for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-        if (strncmp(r->str, pre[i], strlen(pre[i])) == 0)
-            return true;
-    return false;
+    c->hops++;
+    call_off(c);
+    if (!c->one && (e == SL__CERR_TRYAGAIN || e == SL__CERR_ASK)) {
+        split(c);
+        return true;
+    }
+    if (e == SL__CERR_TRYAGAIN || e == SL__CERR_DOWN) {
+        SL__HY_CNT(st, sync_redirects, 1);
+        wait_retry(c);
+        return true;
+    }
+    if (e == SL__CERR_MOVED) {
+        if (sl__cmap_moved(st->map, &d) != SL_OK)
+            return false;
+        sl__rcfollow_stale(st->mapf); /* one slot moved: others probably did too */
+        nodes_from_map(st);
+        c->asking = false;
+        resend(c, node_at(st, sl__cmap_lookup(st->map, d.slot)));
+        return true;
+    }
+    c->asking = true;
+    resend(c, node_at(st, sl__cmap_node(st->map, d.host, strlen(d.host), d.port)));
+    return true;
+}
+
+/* The calls waiting: sent again (a hop was counted for what made them
+ * wait; a failed attempt counts one more), or lost at MAX_HOPS. */
+static void on_retry(uv_timer_t *t)
+{
+    struct sl__hystore *st = t->data;
+
+    if (st->closing)
+        return;
+    for (unsigned i = 0; i < st->n_calls; i++) {
+        struct sl__hy_call *c = &st->calls[i];
+        if (!c->busy || c->on != NULL)
+            continue;
+        if (c->hops >= MAX_HOPS) {
+            sl__rcfollow_stale(st->mapf);
+            lose_call(c);
+            continue;
+        }
+        struct sl__hy_node *n = node_at(st, (int)(c->node - st->nodes));
+        if (n == NULL || send_on(c, n) != SL_OK) {
+            c->hops++; /* a failed attempt is a hop too */
+            wait_retry(c);
+        }
+    }
 }
 
 static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
@@ -692,9 +936,10 @@ static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
     struct sl__hystore *st = c->st;
     struct sl__hy_node *n = c->node;
 
-    (void)l;
-    if (!c->busy)
-        return; /* already lost (timeout) */
+    if (!c->busy || l != c->on)
+        return; /* already lost (timeout), or sent again elsewhere */
+    if (r != NULL && st->cluster && is_cluster_error(r) && follow(c, r))
+        return;
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 * (size_t)c->n) {
         if (r != NULL && is_noscript(r) && n->link != NULL && sl__rlink_is_up(n->link)) {
             n->conn = SL__HY_CONNECTING; /* Redis restarted or flushed: load it again */
@@ -711,7 +956,7 @@ static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
             node_drop(n);
             return;
         } else if (r != NULL && st->cluster && is_cluster_error(r)) {
-            st->map_stale = true; /* kept: they go where the new map says */
+            sl__rcfollow_stale(st->mapf); /* kept: they go where the new map says */
         }
         lose_call(c);
         return;
@@ -725,67 +970,6 @@ static void on_reply(struct sl__rlink *l, redisReply *r, void *priv)
             sl__hy_restore(st, x);
     }
     finish_call(c);
-}
-
-/* The keys of a sync call over entries idx[0..k): the counters, then
- * their markers, as st->argv[at...] in b; the bytes of b used. */
-static size_t key_args(struct sl__hystore *st, const uint32_t *idx, unsigned k, size_t at, char *b)
-{
-    size_t used = 0;
-
-    for (int marker = 0; marker < 2; marker++) {
-        for (unsigned i = 0; i < k; i++) {
-            const struct sl__hy_ent *e = &st->ents[idx[i]];
-            const struct sl__hy_key key = {e->h, &e->l, e->w, marker};
-            size_t len = sl__hy_key_name(st, &key, b + used, KEY_BYTES);
-            st->argv[at] = b + used;
-            st->argvlen[at++] = len;
-            used += len + 1;
-        }
-    }
-    return used;
-}
-
-static int send_call(struct sl__hystore *st, struct sl__hy_call *c)
-{
-    size_t used = 0, argc = 3;
-    char *b = st->argbuf;
-    struct sl__hy_node *n = c->node;
-
-    st->argv[0] = "EVALSHA";
-    st->argvlen[0] = 7;
-    st->argv[1] = n->sha;
-    st->argvlen[1] = 40;
-    st->argv[2] = b;
-    st->argvlen[2] = (size_t)snprintf(b, 24, "%u", 2 * c->n);
-    used = st->argvlen[2] + 1;
-    used += key_args(st, c->idx, c->n, argc, b + used);
-    argc += 2 * (size_t)c->n;
-    for (unsigned i = 0; i < c->n; i++) {
-        const struct sl__hy_ent *e = &st->ents[c->idx[i]];
-        int w = snprintf(b + used, 24, "%llu", (unsigned long long)e->inflight);
-        st->argv[argc] = b + used;
-        st->argvlen[argc++] = (size_t)w;
-        used += (size_t)w + 1;
-        w = snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
-        st->argv[argc] = b + used;
-        st->argvlen[argc++] = (size_t)w;
-        used += (size_t)w + 1;
-    }
-    if (sl__rlink_argv(n->link, on_reply, c, (int)argc, st->argv, st->argvlen) != SL_OK)
-        return SL_EINVAL;
-    c->busy = true;
-    st->calls_out++;
-    SL__HY_SET(st, in_flight, st->calls_out);
-    SL__HY_CNT(st, sync_calls, 1);
-    SL__HY_CNT(st, sync_keys, c->n);
-    if (n->calls_out++ == 0) {
-        /* the loop's cached time may be as old as the loop's last wait: a
-         * timeout counted from it would fire early */
-        uv_update_time(st->loop);
-        uv_timer_start(&n->call_timer, on_call_timeout, (uint64_t)st->cfg.timeout_ms, 0);
-    }
-    return SL_OK;
 }
 
 /* The slot of every Redis key of hash h: its hash tag is the 32 hex. */
@@ -893,15 +1077,20 @@ void sl__hy_sync_run(struct sl__hystore *st, int64_t now_ns)
 
 /* ------------------------------------------------------------ shutdown */
 
+/* What a blocking push came to. */
+enum push { PUSHED, REFUSED, BROKEN };
+
 /* One blocking EVAL of the script over ents idx[0..k) with their pending
- * deltas; true when Redis took them. */
-static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, const uint32_t *idx,
-                          unsigned k)
+ * deltas: PUSHED when Redis took them, REFUSED when a cluster said the
+ * keys are elsewhere (MOVED, ASK, TRYAGAIN, CLUSTERDOWN: not run; the link
+ * is fine), BROKEN otherwise. */
+static enum push push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s,
+                               const uint32_t *idx, unsigned k)
 {
     size_t argc = 3, used = 0;
     char nk[16], err[256];
     redisReply *r;
-    bool ok;
+    bool ok, refused;
 
     st->argv[0] = "EVAL";
     st->argvlen[0] = 4;
@@ -909,7 +1098,7 @@ static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, cons
     st->argvlen[1] = sizeof(sync_lua) - 1;
     st->argvlen[2] = (size_t)snprintf(nk, sizeof(nk), "%u", 2 * k);
     st->argv[2] = nk;
-    used = key_args(st, idx, k, argc, st->argbuf);
+    used = key_args(st, idx, k, argc, st->argbuf, true);
     argc += 2 * (size_t)k;
     for (unsigned j = 0; j < k; j++) {
         const struct sl__hy_ent *e = &st->ents[idx[j]];
@@ -923,6 +1112,37 @@ static bool push_blocking(struct sl__hystore *st, struct sl__rlink_sync *s, cons
         used += (size_t)w + 1;
     }
     r = sl__rlink_sync_argv(s, (int)argc, st->argv, st->argvlen, err, sizeof(err));
+    ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
+    refused = !ok && st->cluster && r != NULL && is_cluster_error(r);
+    freeReplyObject(r);
+    return ok ? PUSHED : refused ? REFUSED : BROKEN;
+}
+
+/* Entry i's pending delta alone (one_lua), blocking, from node `at` on
+ * with MOVED and ASK followed (link/rcluster.h): a slot migrating, whose
+ * master refused the call over several keys. True when Redis took it. */
+static bool push_one(struct sl__hystore *st, const struct sl__rlink_conf *lc, int64_t ms,
+                     const struct sl__cnode *at, uint32_t i)
+{
+    const struct sl__hy_ent *e = &st->ents[i];
+    const struct sl__hy_key key = {e->h, &e->l, e->w, false};
+    char *b = st->argbuf;
+    const char *argv[6] = {"EVAL", one_lua, "1"};
+    size_t lens[6] = {4, sizeof(one_lua) - 1, 1};
+    const struct sl__rcmd x = {6, argv, lens};
+    size_t used;
+    redisReply *r;
+    bool ok;
+
+    lens[3] = sl__hy_key_name(st, &key, b, KEY_BYTES);
+    argv[3] = b;
+    used = lens[3] + 1;
+    argv[4] = b + used;
+    lens[4] = (size_t)snprintf(b + used, 24, "%llu", (unsigned long long)e->pending);
+    used += lens[4] + 1;
+    argv[5] = b + used;
+    lens[5] = (size_t)snprintf(b + used, 24, "%lld", (long long)sl__hy_limit_ttl_ms(st, &e->l));
+    r = sl__rcluster_run(lc, at->host, at->port, ms, &x);
     ok = r != NULL && r->type == REDIS_REPLY_ARRAY;
     freeReplyObject(r);
     return ok;
@@ -968,7 +1188,7 @@ static bool final_map(const struct sl__hystore *st, const struct sl__rlink_conf 
 
     sl__cmap_init(m);
     for (unsigned k = 0; k < st->n_seeds; k++) {
-        const struct sl__cnode *s = &st->seeds[(st->seed + k) % st->n_seeds];
+        const struct sl__cnode *s = &st->seeds[(sl__rcfollow_seed(st->mapf) + k) % st->n_seeds];
         struct sl__rlink_sync *c = sl__rlink_sync_open(lc, s->host, s->port, ms, err, sizeof(err));
         redisReply *r = c != NULL ? sl__rlink_sync_argv(c, 2, argv, lens, err, sizeof(err)) : NULL;
         bool ok = r != NULL && sl__cmap_load(m, r, s->host) == SL_OK;
@@ -1012,12 +1232,24 @@ static void final_calls(struct sl__hystore *st, uint32_t k, const struct sl__cma
         uint64_t slot = st->pairs[j] >> 32;
         unsigned n = 0;
         int node = m != NULL ? sl__cmap_lookup(m, (unsigned)slot) : 0;
+        const struct sl__cnode *at = node >= 0 && m != NULL ? &m->nodes[node] : to;
         struct sl__rlink_sync *s = NULL;
+        enum push p = BROKEN;
         while (j < k && n < st->cfg.batch && st->pairs[j] >> 32 == slot)
             idx[n++] = (uint32_t)st->pairs[j++];
         if (node >= 0)
-            s = final_link(fl, (unsigned)node, m != NULL ? &m->nodes[node] : to);
-        if (s == NULL || !push_blocking(st, s, idx, n)) {
+            s = final_link(fl, (unsigned)node, at);
+        if (s != NULL)
+            p = push_blocking(st, s, idx, n);
+        if (p == REFUSED) { /* the slot moved or migrates: each key alone, followed */
+            for (unsigned x = 0; x < n; x++)
+                if (push_one(st, fl->lc, fl->ms, at, idx[x])) {
+                    st->ents[idx[x]].pending = 0;
+                    SL__HY_CNT(st, final_pushes, 1);
+                }
+            continue;
+        }
+        if (p != PUSHED) {
             if (s != NULL) { /* broken now: not used again */
                 sl__rlink_sync_close(s);
                 fl->s[node] = NULL;

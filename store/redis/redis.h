@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <uv.h>
 
+#include "rcluster.h"
 #include "redis_plan.h"
 #include "rlink.h"
 #include "store.h"

@@ -16,7 +16,7 @@
 
 #include "keytab.h"
 #include "redis.h"
-#include "redis_cluster.h"
+#include "rcluster_map.h"
 
 #define POLICIES "store.redis.policies."
 

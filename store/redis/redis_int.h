@@ -17,7 +17,6 @@
 #include <hiredis/hiredis.h>
 
 #include "redis.h"
-#include "redis_cluster.h"
 #include "sluice_int.h"
 
 struct sl__rstore;
@@ -255,9 +254,10 @@ struct sl__rstore {
     struct sl__cmap *map;                          /* node 0 is the seed (cfg.host:port) */
     struct sl__crefresh refresh;
     uv_timer_t refresh_timer;
-    bool refreshing;       /* a CLUSTER SLOTS is out */
-    char (*slot_tags)[5];  /* per slot, a tag hashing to it, found when first needed */
-    struct sl__rfan *fans; /* cross-slot checks: a pool */
+    bool refreshing;            /* a CLUSTER SLOTS is out */
+    struct sl__rcslots slots_q; /* that question (link/rcluster.h) */
+    char (*slot_tags)[5];       /* per slot, a tag hashing to it, found when first needed */
+    struct sl__rfan *fans;      /* cross-slot checks: a pool */
     struct sl__rfan *free_fans;
     unsigned n_fans;
     struct sl__rconn sub; /* SUBSCRIBE <prefix>:v1:reset */

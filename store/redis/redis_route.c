@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * redis_route.c - Redis Cluster routing for the Redis store : the
- * store's slot map (store/redis/redis_cluster.c) kept fresh with CLUSTER SLOTS
+ * redis_route.c - Redis Cluster routing for the Redis store: the
+ * store's slot map (the link's cluster layer: link/rcluster_map.c, asked
+ * on a data connection with link/rcluster.h) kept fresh with CLUSTER SLOTS
  * (at start, soon after a MOVED or a lost connection, and every 5 s), the
  * node of a slot, and MOVED, ASK and TRYAGAIN followed for a call: MOVED
  * updates the map and resends on the new owner's connection, ASK sends
@@ -83,17 +84,15 @@ unsigned sl__rroute_item_slot(const struct sl__rstore *st, size_t k)
     return sl__redis_keyslot(st->cmd.argv[SL__REDIS_KEY0 + k], st->cmd.argvlen[SL__REDIS_KEY0 + k]);
 }
 
-/* The reply to CLUSTER SLOTS sent to node `priv`. */
-static void on_slots(struct sl__rlink *l, redisReply *reply, void *priv)
+/* The answer to CLUSTER SLOTS (link/rcluster.h loaded it into the map). */
+static void on_slots(void *arg, int rc)
 {
-    struct sl__rconn *c = priv;
-    struct sl__rstore *st = c->st;
+    struct sl__rstore *st = arg;
 
-    (void)l;
     if (st->closing)
         return;
     st->refreshing = false;
-    if (reply == NULL || sl__cmap_load(st->map, reply, st->map->nodes[c->node].host) != SL_OK) {
+    if (rc != SL_OK) {
         sl__crefresh_want(&st->refresh); /* try again after the gap */
         return;
     }
@@ -113,7 +112,10 @@ void sl__rroute_kick(struct sl__rstore *st)
     if ((c = sl__rconn_pick(st)) == NULL)
         return; /* the next ready connection kicks again */
     sl__crefresh_due(&st->refresh, (int64_t)uv_now(st->loop));
-    if (sl__rlink_command(c->link, on_slots, c, "CLUSTER SLOTS") == SL_OK)
+    st->slots_q.map = st->map;
+    st->slots_q.done = on_slots;
+    st->slots_q.arg = st;
+    if (sl__rcslots_ask(c->link, &st->slots_q, st->map->nodes[c->node].host) == SL_OK)
         st->refreshing = true;
 }
 
@@ -178,18 +180,21 @@ bool sl__rroute_redirect(struct sl__rreq *q, const redisReply *r, sl__rlink_repl
     struct sl__credir d;
     int node;
 
+    enum sl__cerr e;
+
     if (!st->cfg.cluster || r == NULL || r->type != REDIS_REPLY_ERROR || q->fmt == NULL ||
         q->redirects >= MAX_REDIRECTS)
         return false;
-    if (r->len >= 8 && memcmp(r->str, "TRYAGAIN", 8) == 0) {
+    e = sl__cluster_reply(r, st->map->nodes[q->conn->node].host, &d);
+    if (e == SL__CERR_TRYAGAIN) {
         q->redirects++;
         SL__CNT(st, tryagain, 1);
         return resend(q, q->conn, false, on_reply);
     }
-    if (sl__credir_parse(r->str, r->len, st->map->nodes[q->conn->node].host, &d) != SL_OK)
+    if (e != SL__CERR_MOVED && e != SL__CERR_ASK)
         return false;
     q->redirects++;
-    if (d.kind == SL__CREDIR_MOVED) {
+    if (e == SL__CERR_MOVED) {
         SL__CNT(st, moved, 1);
         if (sl__cmap_moved(st->map, &d) != SL_OK)
             return false;

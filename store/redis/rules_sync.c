@@ -2,8 +2,9 @@
 /* Copyright (c) The Sluice authors */
 /*
  * rules_sync.c - the blocking half of rules across nodes (see
- * rules_sync.h): a tiny Redis client that follows Redis Cluster MOVED and
- * ASK redirections, the push of one rule (a script: next version, HSET,
+ * rules_sync.h): each command run on a cluster with MOVED and ASK
+ * followed (the link's cluster layer, link/rcluster.h: sl__rcluster_run),
+ * the push of one rule (a script: next version, HSET,
  * PUBLISH, atomically), and the pull that applies newer rules to the local
  * rules database.
  *
@@ -22,13 +23,11 @@
 #include <hiredis/hiredis.h>
 
 #include "redis.h"
-#include "redis_cluster.h"
+#include "rcluster.h"
 #include "rules_sync.h"
 #include "rulesdb.h"
 #include "sluice.h"
 #include "store_log.h"
-
-#define MAX_HOPS 5 /* redirections followed for one command */
 
 struct sl__rsync_ver {
     char id[SL_RULESDB_ID_MAX + 1];
@@ -71,50 +70,6 @@ static void links_close(struct links *l)
 {
     if (l->redis.tls != NULL)
         sl__rlink_tls_close(&l->tls);
-}
-
-/* One command's words. */
-struct cmd {
-    int argc;
-    const char **argv;
-    const size_t *lens;
-};
-
-/* Run one command starting at `host:port`, following redirections. NULL
- * when the node (or a node it redirected to) cannot be reached. */
-static redisReply *run_at(const struct sl__rsync_config *c, const struct links *l,
-                          const char *seed_host, int seed_port, const struct cmd *x)
-{
-    char host[SL__CLUSTER_HOST_MAX > 256 ? SL__CLUSTER_HOST_MAX : 256], err[256];
-    int port = seed_port;
-    bool asking = false;
-
-    snprintf(host, sizeof(host), "%s", seed_host);
-    for (int hop = 0; hop < MAX_HOPS; hop++) {
-        struct sl__rlink_sync *s =
-            sl__rlink_sync_open(&l->redis, host, port, c->timeout_ms, err, sizeof(err));
-        redisReply *r = NULL;
-        struct sl__credir d;
-
-        if (s == NULL)
-            return NULL;
-        if (asking) {
-            const char *a[1] = {"ASKING"};
-            const size_t alen[1] = {6};
-            r = sl__rlink_sync_argv(s, 1, a, alen, err, sizeof(err));
-            freeReplyObject(r);
-        }
-        r = sl__rlink_sync_argv(s, x->argc, x->argv, x->lens, err, sizeof(err));
-        sl__rlink_sync_close(s);
-        if (r == NULL || r->type != REDIS_REPLY_ERROR ||
-            sl__credir_parse(r->str, r->len, host, &d) != SL_OK)
-            return r;
-        freeReplyObject(r);
-        snprintf(host, sizeof(host), "%s", d.host);
-        port = d.port;
-        asking = d.kind == SL__CREDIR_ASK;
-    }
-    return NULL;
 }
 
 /* sl__rsync_master over the call's links. */
@@ -163,7 +118,7 @@ int sl__rsync_master(const struct sl__rsync_config *c, size_t i, char *host, siz
 static redisReply *run(const struct sl__rsync_config *c, int argc, const char **argv,
                        const size_t *lens)
 {
-    const struct cmd x = {argc, argv, lens};
+    const struct sl__rcmd x = {argc, argv, lens};
     redisReply *r = NULL;
     struct links l;
 
@@ -176,7 +131,7 @@ static redisReply *run(const struct sl__rsync_config *c, int argc, const char **
         snprintf(host, sizeof(host), "%s", c->seeds[i].host);
         if (c->master_name[0] != '\0' && master_of(c, &l, i, host, sizeof(host), &port) != SL_OK)
             continue;
-        r = run_at(c, &l, host, port, &x);
+        r = sl__rcluster_run(&l.redis, host, port, c->timeout_ms, &x);
     }
     links_close(&l);
     return r;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "redis.h"
-#include "redis_cluster.h"
+#include "rcluster_map.h"
 #include "rules_sync.h"
 
 void sl__rsync_config_init(struct sl__rsync_config *c)

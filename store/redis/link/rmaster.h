@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "redis_cluster.h"
+#include "rcluster_map.h"
 #include "rlink.h"
 
 #define SL__RMASTER_MAX 8 /* sentinels followed */

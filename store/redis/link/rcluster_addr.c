@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * redis_addr.c - lists of Redis addresses as the configuration writes them
- * ("host:port,[v6]:port", redis_cluster.h): the seeds of a cluster, the
+ * rcluster_addr.c - lists of Redis addresses as the configuration writes
+ * them ("host:port,[v6]:port", rcluster_map.h): the seeds of a cluster, the
  * sentinels, the nodes rules are shared through.
  *
  * Pure: the configuration check (`sluice check -c`) and the store at run
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_cluster.h"
+#include "rcluster_map.h"
 
 /* One "host:port" of p[0..len) into *out; false when malformed. */
 static bool parse_addr(const char *p, size_t len, struct sl__cnode *out)

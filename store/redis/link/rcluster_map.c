@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * redis_cluster.c - the pure part of Redis Cluster routing (see
- * redis_cluster.h): the slot map from CLUSTER SLOTS, MOVED/ASK parsing,
- * grouping descriptors by slot, refresh timing.
+ * rcluster_map.c - the pure part of the link's Redis Cluster layer (see
+ * rcluster_map.h): the slot map from CLUSTER SLOTS, MOVED/ASK parsing and
+ * the reading of a cluster's error replies, grouping descriptors by slot,
+ * refresh timing.
  *
  * It does not talk to Redis and does not retry anything: the store sends
  * CLUSTER SLOTS, feeds the reply here, and follows the redirections it is
@@ -15,7 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "redis_cluster.h"
+#include "rcluster_map.h"
 #include "sluice.h"
 
 void sl__cmap_init(struct sl__cmap *m)
@@ -178,6 +179,24 @@ int sl__credir_parse(const char *err, size_t len, const char *asked_host, struct
     out->slot = (unsigned)slot;
     out->port = (int)port;
     return SL_OK;
+}
+
+enum sl__cerr sl__cluster_reply(const redisReply *r, const char *asked_host, struct sl__credir *d)
+{
+    int rc;
+
+    if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL)
+        return SL__CERR_NONE;
+    if (r->len >= 8 && memcmp(r->str, "TRYAGAIN", 8) == 0)
+        return SL__CERR_TRYAGAIN;
+    if (r->len >= 11 && memcmp(r->str, "CLUSTERDOWN", 11) == 0)
+        return SL__CERR_DOWN;
+    rc = sl__credir_parse(r->str, r->len, asked_host, d);
+    if (rc == SL_ENOENT)
+        return SL__CERR_NONE;
+    if (rc != SL_OK)
+        return SL__CERR_MALFORMED;
+    return d->kind == SL__CREDIR_MOVED ? SL__CERR_MOVED : SL__CERR_ASK;
 }
 
 int sl__cmap_moved(struct sl__cmap *m, const struct sl__credir *d)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * redis_slot.c - Redis Cluster key slots: CRC16-XMODEM of the key, or of its
+ * rcluster_slot.c - Redis Cluster key slots: CRC16-XMODEM of the key, or of its
  * hash tag, modulo 16384, exactly as the Redis Cluster specification's
  * keyHashSlot() computes them (the tests compare with CLUSTER KEYSLOT of a
  * real redis-server).
@@ -10,11 +10,11 @@
  * a slot, such as a lease's index key, gets that tag in braces).
  *
  * It does not build keys (redis_plan.c puts each descriptor's tag in
- * braces) and does not route (redis_cluster.c).
+ * braces) and does not route (rcluster_map.c).
  */
 #include <string.h>
 
-#include "redis_cluster.h"
+#include "rcluster_map.h"
 #include "sluice.h"
 
 /* Bitwise CRC16-XMODEM: a key is short, so no lookup table is kept. */
