@@ -398,7 +398,7 @@ static void count_assignment(struct rd a)
 /* One RateLimitQuotaResponse for Envoy e. */
 static void read_response(struct envoy *e, const unsigned char *m, size_t n)
 {
-    struct rd r = {m, m + n}, act, sub, id = {0}, qa = {0};
+    struct rd r = {m, m + n}, act = {0}, sub = {0}, id = {0}, qa = {0};
     int f;
     uint64_t v;
 

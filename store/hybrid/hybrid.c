@@ -658,7 +658,7 @@ static void health(const struct sl__store *s, struct sl__store_health *out)
                  rc->master_name);
     else
         snprintf(out->why, sizeof(out->why),
-                 "hybrid: redis %s%.120s:%d not syncing; deciding locally, counts kept",
+                 "hybrid: redis %s%.100s:%d not syncing; deciding locally, counts kept",
                  rc->cluster ? "cluster (seed) " : "", rc->host, rc->port);
 }
 
