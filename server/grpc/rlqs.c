@@ -66,6 +66,7 @@
 #define ACTIONS_PER_MSG 64
 #define POOL_SLOTS      4096
 #define SWEEP_NS        (1 * SL_NS_PER_S)
+#define DIVIDE_EVERY_NS (100 * SL_NS_PER_MS) /* a pool divides at most this often */
 
 enum bclass {
     B_NONE,  /* not classified yet */
@@ -107,6 +108,7 @@ struct pool {
     struct sl__rlqs_share share;
     bool shadow;
     bool dirty;
+    int64_t divided_ns;        /* the last division */
     struct sl__rlqs_member *m; /* [0..n), room for cap */
     struct bucket **owner;     /* NULL: a departed member */
     double *used;              /* the demand the last division used */
@@ -208,6 +210,18 @@ static void pool_divide(struct pool *p, int64_t now)
     for (size_t i = 0; i < p->n; i++)
         p->used[i] = p->m[i].demand;
     p->dirty = false;
+    p->divided_ns = now;
+}
+
+/* A dirty pool divides again once DIVIDE_EVERY_NS has passed since its
+ * last division: every stream's flush would otherwise divide it, and an
+ * assignment sent gives capacity back and dirties it again, so a thousand
+ * Envoys on one bucket made a thousand divisions a round. Until then each
+ * member keeps the last division's share, which the holds still cover;
+ * the streams' ticks come back for it. */
+static bool pool_due(const struct pool *p, int64_t now)
+{
+    return p->dirty && (p->divided_ns == 0 || now - p->divided_ns >= DIVIDE_EVERY_NS);
 }
 
 static void sweep(int64_t now)
@@ -665,7 +679,7 @@ static bool flush(struct sl__grpc_op *op)
             }
         }
         if (!gone) {
-            if (b->cls == B_POOL && b->pool->dirty)
+            if (b->cls == B_POOL && pool_due(b->pool, now))
                 pool_divide(b->pool, now);
             if (!due(rs, b, now, &a, &rate)) {
                 k++;
