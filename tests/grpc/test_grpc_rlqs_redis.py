@@ -11,7 +11,7 @@ nodes may apply stays within the limit once the nodes see each other, and
 within the stated bound (limit + (nodes - 1) x limit) while they start; an
 Envoy that leaves one node has its share handed to the instances of the
 other after its TTL; the pool's hash in Redis holds one field per node and
-expires; with Redis gone the nodes keep their last caps (rounds counted as
+expires; the hybrid store shares as the Redis store does; with Redis gone the nodes keep their last caps (rounds counted as
 failed); with the memory store two sluiced each divide the whole limit
 (per process, as documented). Every wait is bounded.
 """
@@ -133,6 +133,30 @@ def test_fleet_divides_by_global_demand(grpc_sluiced, rds):
         for e in envoys:
             if e is not None:
                 e.close()
+
+
+def test_hybrid_store_fleet(grpc_sluiced, rds):
+    store = f"""store:
+  type: hybrid
+  redis:
+    port: {rds.port}
+    timeout: 200ms
+  hybrid:
+    sync_interval: 100ms
+"""
+    a = grpc_sluiced(rules=RULES, test_clock=False, extra=store)
+    b = grpc_sluiced(rules=RULES, test_clock=False, extra=store)
+    ea, eb = Envoy(a.port), Envoy(b.port)
+    try:
+        # over the fleet 80 | 20; per node each would get the whole 100
+        fair = lambda: near(ea.get("shared"), 80) and near(eb.get("shared"), 20)
+        assert run([ea, eb], [200, 20], 60, fair, 2 * LIMIT + 1e-6), \
+            (ea.get("shared"), eb.get("shared"))
+        assert not run([ea, eb], [200, 20], 5, lambda: not fair(), LIMIT * (1 + 1e-6))
+        assert redis.Redis(port=rds.port, socket_timeout=5).keys("sluice:rlqs:{*}")
+    finally:
+        ea.close()
+        eb.close()
 
 
 def test_memory_store_divides_per_process(grpc_sluiced):
