@@ -11,7 +11,8 @@ nodes may apply stays within the limit once the nodes see each other, and
 within the stated bound (limit + (nodes - 1) x limit) while they start; an
 Envoy that leaves one node has its share handed to the instances of the
 other after its TTL; the pool's hash in Redis holds one field per node and
-expires; the hybrid store shares as the Redis store does; with Redis gone the nodes keep their last caps (rounds counted as
+expires; the hybrid store shares as the Redis store does, and a node that dies has
+its share handed on once its field expired; with Redis gone the nodes keep their last caps (rounds counted as
 failed); with the memory store two sluiced each divide the whole limit
 (per process, as documented). Every wait is bounded.
 """
@@ -153,7 +154,17 @@ def test_hybrid_store_fleet(grpc_sluiced, rds):
         assert run([ea, eb], [200, 20], 60, fair, 2 * LIMIT + 1e-6), \
             (ea.get("shared"), eb.get("shared"))
         assert not run([ea, eb], [200, 20], 5, lambda: not fair(), LIMIT * (1 + 1e-6))
-        assert redis.Redis(port=rds.port, socket_timeout=5).keys("sluice:rlqs:{*}")
+        r = redis.Redis(port=rds.port, socket_timeout=5)
+        keys = r.keys("sluice:rlqs:{*}")
+        assert len(keys) == 1 and r.hlen(keys[0]) == 2, keys
+        # node b dies (its Envoy with it): once its field expired (three
+        # rounds, or its longest TTL) node a's Envoy gets the whole limit
+        eb.close()
+        b.proc.kill()
+        b.proc.wait(10)
+        whole = lambda: near(ea.get("shared"), LIMIT, 0.05)
+        assert run([ea], [200], 60, whole, LIMIT * (1 + 1e-6)), ea.get("shared")
+        assert r.hlen(keys[0]) == 1
     finally:
         ea.close()
         eb.close()
