@@ -336,6 +336,42 @@ static void test_fleet_caps_bound(void **state)
     (void)state;
 }
 
+/* Over random pools of up to a thousand fresh members whose demands
+ * exceed the limit: every member short of its demand gets the same share,
+ * no member gets more than that share or more than it asked (above the
+ * floor), and the shares take the whole limit. */
+static void test_water_level_is_max_min_over_random_pools(void **state)
+{
+    static struct sl__rlqs_member m[1000];
+    uint64_t x = 0x9e3779b97f4a7c15u;
+
+    for (int round = 0; round < 200; round++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t n = 2 + x % 999;
+        double sum = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            live(&m[i], 1.0 + (double)(x % 100000) / 10.0);
+            sum += m[i].demand;
+        }
+        struct sl__rlqs_share s = {sum / 3.0, INT64_C(1) << 40, 0.0};
+        sl__rlqs_divide(&s, m, n, 0);
+        double top = 0.0, got = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            top = m[i].next_rate > top ? m[i].next_rate : top;
+            got += m[i].next_rate;
+        }
+        assert_true(got <= s.rate * (1 + 1e-9));
+        assert_true(got >= s.rate * (1 - 1e-6));
+        for (size_t i = 0; i < n; i++) {
+            assert_true(m[i].next_rate <= m[i].demand * (1 + 1e-9));
+            if (m[i].next_rate < m[i].demand * (1 - 1e-6))
+                assert_true(fabs(m[i].next_rate - top) <= top * 1e-6);
+        }
+    }
+    (void)state;
+}
+
 static void test_fleet_parse(void **state)
 {
     double d[4], claim;
@@ -366,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_fleet_node_without_instances_gets_nothing),
         cmocka_unit_test(test_fleet_caps_bound),
         cmocka_unit_test(test_fleet_parse),
+        cmocka_unit_test(test_water_level_is_max_min_over_random_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
