@@ -460,8 +460,7 @@ static void share_one(struct snap *x, size_t *seen)
 
     snprintf(name, sizeof(name), "%016" PRIx64, x->hash);
     value = fleet_value(x, wall);
-    const struct sl__server_fleet_put put = {name, R.node, value, wall,
-                                             KEEP_ROUNDS * 1000 + x->keep_ms};
+    struct sl__server_fleet_put put = {name, R.node, value, wall, KEEP_ROUNDS * 1000 + x->keep_ms};
     int rc = sl__server_fleet_share(R.store, &put, &out, &len);
     free(value);
     if (rc == SL_OK) {
@@ -472,6 +471,15 @@ static void share_one(struct snap *x, size_t *seen)
         cap = sl__rlqs_fleet_cap(&x->share, nodes, k, 0);
     }
     free(out);
+    if (rc == SL_OK && cap > x->claim * (1 + 1e-9)) { /* a raise: published before it applies */
+        double was = x->claim;
+        x->claim = cap;
+        put.value = value = fleet_value(x, wall);
+        if (sl__server_fleet_share(R.store, &put, &out, &len) != SL_OK)
+            cap = was; /* not published: not raised */
+        free(out);
+        free(value);
+    }
     pthread_mutex_lock(&R.mu);
     struct pool *p = pool_find(x->hash, x->key, x->key_len);
     if (rc != SL_OK) {
