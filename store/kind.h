@@ -98,6 +98,12 @@ struct sl__store_kind {
     int (*rules_subscribe)(const void *cfg, uv_loop_t *loop, const char *db_path,
                            void (*on_change)(void *arg), void *arg, void **out);
     void (*rules_unsubscribe)(void *sub);
+
+    /* A fleet's shared figures (store.h's sl__store_fleet_*); all NULL
+     * when the kind shares none. fleet_open copies what it needs of cfg. */
+    void *(*fleet_open)(const void *cfg);
+    int (*fleet_share)(void *f, const struct sl__store_fleet_put *p, char **out, size_t *len);
+    void (*fleet_close)(void *f);
 };
 
 /* Helpers for a kind's health members and metrics: append printf-style

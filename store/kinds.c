@@ -265,3 +265,49 @@ void sl__store_rules_unsubscribe(struct sl__store_rules_sub *s)
     s->kind->rules_unsubscribe(s->impl);
     free(s);
 }
+
+/* ------------------------------------------------------------ a fleet's shared figures */
+
+struct sl__store_fleet {
+    const struct sl__store_kind *kind;
+    void *impl;
+};
+
+int sl__store_fleet_open(const struct sl__store_config *c, struct sl__store_fleet **out)
+{
+    const struct sl__store_kind *k = kinds[c->type];
+    struct sl__store_fleet *f;
+
+    *out = NULL;
+    if (k->fleet_open == NULL)
+        return SL_OK;
+    f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return SL_ENOMEM;
+    f->kind = k;
+    f->impl = k->fleet_open(c->cfg[c->type]);
+    if (f->impl == NULL) {
+        free(f);
+        return SL_EINVAL;
+    }
+    *out = f;
+    return SL_OK;
+}
+
+int sl__store_fleet_share(struct sl__store_fleet *f, const struct sl__store_fleet_put *p,
+                          char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (f == NULL)
+        return SL_EINVAL;
+    return f->kind->fleet_share(f->impl, p, out, len);
+}
+
+void sl__store_fleet_close(struct sl__store_fleet *f)
+{
+    if (f == NULL)
+        return;
+    f->kind->fleet_close(f->impl);
+    free(f);
+}

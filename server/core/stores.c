@@ -101,6 +101,19 @@ bool sl__server_rules_shared(const struct sl__server *srv)
     return sl__store_rules_shared(srv->cfg.store);
 }
 
+int sl__server_fleet_open(const struct sl__server *srv, struct sl__store_fleet **out)
+{
+    return sl__store_fleet_open(srv->cfg.store, out);
+}
+
+int sl__server_fleet_share(struct sl__store_fleet *f, const struct sl__server_fleet_put *p,
+                           char **out, size_t *len)
+{
+    const struct sl__store_fleet_put q = {p->name, p->field, p->value, p->now_ms, p->keep_ms};
+
+    return sl__store_fleet_share(f, &q, out, len);
+}
+
 int sl__server_rules_publish(const struct sl__server *srv, const char *id, const char *yaml)
 {
     return sl__store_rules_publish(srv->cfg.store, id, yaml, yaml != NULL ? strlen(yaml) : 0, NULL);

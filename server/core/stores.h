@@ -66,4 +66,20 @@ bool sl__server_rules_shared(const struct sl__server *srv);
  * the other nodes. Blocks: call it off the event loops. SL_OK, or why not. */
 int sl__server_rules_publish(const struct sl__server *srv, const char *id, const char *yaml);
 
+/* A fleet's shared figures through the store (store.h's
+ * sl__store_fleet_*: the Redis and hybrid stores; the memory store shares
+ * none, *out NULL). The handle copies what it needs of the configuration;
+ * share blocks (off the event loops). */
+struct sl__store_fleet;
+struct sl__server_fleet_put {
+    const char *name;  /* the hash's name (the store adds its prefix) */
+    const char *field; /* this node's id */
+    const char *value; /* "<expiry ms> ..." */
+    long long now_ms;  /* wall clock: fields expiring before this go */
+    long long keep_ms; /* the hash's expiry */
+};
+int sl__server_fleet_open(const struct sl__server *srv, struct sl__store_fleet **out);
+int sl__server_fleet_share(struct sl__store_fleet *f, const struct sl__server_fleet_put *p,
+                           char **out, size_t *len);
+
 #endif /* SL_SERVER_STORES_H */

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "decide.h"
@@ -53,6 +54,7 @@
 #include "log.h"
 #include "rlqs_codec.h"
 #include "server-t.h"
+#include "stores.h"
 #include "worker-t.h"
 #include "worker.h"
 #include "xalloc.h"
@@ -67,6 +69,8 @@
 #define POOL_SLOTS      4096
 #define SWEEP_NS        (1 * SL_NS_PER_S)
 #define DIVIDE_EVERY_NS (100 * SL_NS_PER_MS) /* a pool divides at most this often */
+#define ROUND_NS        (1 * SL_NS_PER_S)    /* a fleet's round: each pool's demand shared */
+#define KEEP_ROUNDS     3                    /* a node's field outlives its last round by this */
 
 enum bclass {
     B_NONE,  /* not classified yet */
@@ -113,6 +117,12 @@ struct pool {
     struct bucket **owner;     /* NULL: a departed member */
     double *used;              /* the demand the last division used */
     size_t n, cap;             /* cap <= SL__RLQS_MAX_MEMBERS */
+    /* In a fleet: the part of share.rate this node divides. */
+    bool fleet;         /* the rate divided is fleet_rate, not share.rate */
+    bool viewed;        /* a round reached the store for this pool */
+    double fleet_rate;  /* this node's cap */
+    size_t fleet_inst;  /* instances of the fleet in the last view */
+    size_t fleet_nodes; /* nodes in it */
 };
 
 /* One stream's state (op->u.rlqs). */
@@ -134,7 +144,15 @@ static struct {
     size_t pools, streams, buckets;
     uint64_t allowed, denied, would_deny, refused_streams, nonrate;
     int64_t swept_ns;
-} R = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    /* the fleet's sharer (store.type redis or hybrid) */
+    pthread_cond_t cv;
+    int fleet_state; /* 0: not looked at, 1: the store shares nothing, 2: sharing */
+    bool kick;       /* a pool is waiting for its first round */
+    struct sl__store_fleet *store;
+    char node[160];            /* this node's id: host:pid:random */
+    size_t nodes_seen;         /* the most nodes a pool's last view had */
+    uint64_t rounds, failures; /* pools shared, and failed to */
+} R = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
 {
@@ -203,10 +221,27 @@ static void pool_expire(struct pool *p, int64_t now)
             pool_unlink_member(p, i);
 }
 
+/* The part of the limit this node divides: all of it, or in a fleet its
+ * cap (the burst in proportion, at least one token while there is rate). */
+static struct sl__rlqs_share pool_share(const struct pool *p)
+{
+    struct sl__rlqs_share s = p->share;
+
+    if (!p->fleet)
+        return s;
+    s.rate = p->fleet_rate < p->share.rate ? p->fleet_rate : p->share.rate;
+    s.burst = (int64_t)floor((double)p->share.burst * (s.rate / p->share.rate));
+    if (s.burst < 1)
+        s.burst = 1;
+    return s;
+}
+
 static void pool_divide(struct pool *p, int64_t now)
 {
+    struct sl__rlqs_share s = pool_share(p);
+
     pool_expire(p, now);
-    sl__rlqs_divide(&p->share, p->m, p->n, now);
+    sl__rlqs_divide(&s, p->m, p->n, now);
     for (size_t i = 0; i < p->n; i++)
         p->used[i] = p->m[i].demand;
     p->dirty = false;
@@ -267,6 +302,12 @@ static struct pool *pool_get(const char *key, size_t key_len, const struct sl__r
     p->next = R.slot[h % POOL_SLOTS];
     R.slot[h % POOL_SLOTS] = p;
     R.pools++;
+    if (R.fleet_state == 2 && !shadow) { /* nothing to divide before the first round */
+        p->fleet = true;
+        p->fleet_rate = 0.0;
+        R.kick = true;
+        pthread_cond_signal(&R.cv);
+    }
     return p;
 }
 
@@ -308,6 +349,231 @@ static void leave_pool(struct bucket *b, int64_t now)
     p->dirty = true;
     b->pool = NULL;
     pool_free_if_empty(p);
+}
+
+/* ------------------------------------------------------------ fleets */
+
+/* What a round shares of one pool: taken under R.mu, sent without it. */
+struct snap {
+    uint64_t hash;
+    char *key;
+    size_t key_len;
+    struct sl__rlqs_share share;
+    double claim;    /* the cap or what the members hold, the larger */
+    int64_t keep_ms; /* how long the field must outlive this round */
+    double *demand;  /* the live members' */
+    size_t n;
+};
+
+static struct pool *pool_find(uint64_t h, const char *key, size_t key_len)
+{
+    for (struct pool *p = R.slot[h % POOL_SLOTS]; p != NULL; p = p->next)
+        if (p->hash == h && p->key_len == key_len && memcmp(p->key, key, key_len) == 0)
+            return p;
+    return NULL;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Every fleet pool's state (R.mu held); *n of them. */
+static struct snap *snapshot(size_t *n, int64_t now)
+{
+    size_t k = 0;
+    struct snap *sn;
+
+    for (size_t s = 0; s < POOL_SLOTS; s++)
+        for (const struct pool *p = R.slot[s]; p != NULL; p = p->next)
+            k += p->fleet;
+    *n = 0;
+    if (k == 0)
+        return NULL;
+    sn = sl__xzalloc(k * sizeof(*sn));
+    for (size_t s = 0; s < POOL_SLOTS; s++) {
+        for (const struct pool *p = R.slot[s]; p != NULL; p = p->next) {
+            if (!p->fleet)
+                continue;
+            struct snap *x = &sn[(*n)++];
+            double held = 0.0;
+            int64_t keep = KEEP_ROUNDS * ROUND_NS;
+            x->hash = p->hash;
+            x->key = sl__xrealloc(NULL, p->key_len);
+            memcpy(x->key, p->key, p->key_len);
+            x->key_len = p->key_len;
+            x->share = p->share;
+            x->demand = sl__xzalloc((p->n + 1) * sizeof(double));
+            for (size_t i = 0; i < p->n; i++) {
+                const struct sl__rlqs_member *m = &p->m[i];
+                double h = sl__rlqs_held_rate(m, now);
+                held += m->next_rate > h ? m->next_rate : h;
+                if (m->hold_until_ns - now > keep)
+                    keep = m->hold_until_ns - now;
+                if (m->live)
+                    x->demand[x->n++] = m->demand;
+            }
+            x->claim = p->fleet_rate > held ? p->fleet_rate : held;
+            x->keep_ms = keep / SL_NS_PER_MS + 1;
+        }
+    }
+    return sn;
+}
+
+/* "<expiry ms> <claim> <demand>..." (malloc'd). */
+static char *fleet_value(const struct snap *x, int64_t wall)
+{
+    size_t cap = 64 + x->n * 26, len;
+    char *v = sl__xrealloc(NULL, cap);
+
+    len = (size_t)snprintf(v, cap, "%lld %.9g", (long long)(wall + x->keep_ms), x->claim);
+    for (size_t i = 0; i < x->n && len < cap; i++)
+        len += (size_t)snprintf(v + len, cap - len, " %.6g", x->demand[i]);
+    return v;
+}
+
+/* The other nodes of a reply (pairs "field\0value\0") into nodes[1..),
+ * their demands into d[]: the number of nodes, this one included. */
+static size_t fleet_view(const char *out, size_t len, int64_t wall, struct sl__rlqs_node *nodes,
+                         double *d, size_t *inst)
+{
+    size_t k = 1, used = nodes[0].n;
+
+    for (const char *f = out; f < out + len;) {
+        const char *v = f + strlen(f) + 1;
+        if (v >= out + len)
+            break;
+        const char *next = v + strlen(v) + 1;
+        int64_t exp;
+        double claim;
+        long c = strcmp(f, R.node) == 0 || k == SL__RLQS_MAX_MEMBERS
+                     ? -1
+                     : sl__rlqs_fleet_parse(v, &exp, &claim, d + used, SL__RLQS_MAX_MEMBERS - used);
+        if (c >= 0 && exp >= wall) {
+            nodes[k++] = (struct sl__rlqs_node){claim, d + used, (size_t)c};
+            used += (size_t)c;
+        }
+        f = next;
+    }
+    *inst = used;
+    return k;
+}
+
+/* One pool's round: publish, read the fleet, set this node's cap. */
+static void share_one(struct snap *x, size_t *seen)
+{
+    static struct sl__rlqs_node nodes[SL__RLQS_MAX_MEMBERS];
+    static double d[SL__RLQS_MAX_MEMBERS];
+    char name[24], *out = NULL, *value;
+    size_t len = 0, inst = 0, k = 0;
+    int64_t wall = wall_ms();
+    double cap = 0.0;
+
+    snprintf(name, sizeof(name), "%016" PRIx64, x->hash);
+    value = fleet_value(x, wall);
+    struct sl__server_fleet_put put = {name, R.node, value, wall, KEEP_ROUNDS * 1000 + x->keep_ms};
+    int rc = sl__server_fleet_share(R.store, &put, &out, &len);
+    free(value);
+    if (rc == SL_OK) {
+        size_t own = x->n < SL__RLQS_MAX_MEMBERS ? x->n : SL__RLQS_MAX_MEMBERS;
+        memcpy(d, x->demand, own * sizeof(double));
+        nodes[0] = (struct sl__rlqs_node){x->claim, d, own};
+        k = fleet_view(out, len, wall, nodes, d, &inst);
+        cap = sl__rlqs_fleet_cap(&x->share, nodes, k, 0);
+    }
+    free(out);
+    if (rc == SL_OK && cap > x->claim * (1 + 1e-9)) { /* a raise: published before it applies */
+        double was = x->claim;
+        x->claim = cap;
+        put.value = value = fleet_value(x, wall);
+        if (sl__server_fleet_share(R.store, &put, &out, &len) != SL_OK)
+            cap = was; /* not published: not raised */
+        free(out);
+        free(value);
+    }
+    pthread_mutex_lock(&R.mu);
+    struct pool *p = pool_find(x->hash, x->key, x->key_len);
+    if (rc != SL_OK) {
+        R.failures++;
+        if (p != NULL && !p->viewed) { /* never saw the fleet: a part for each node last seen */
+            p->fleet_rate = p->share.rate / (double)(R.nodes_seen > 0 ? R.nodes_seen : 1);
+            p->dirty = true;
+        }
+    } else {
+        R.rounds++;
+        if (k > *seen)
+            *seen = k;
+        if (p != NULL) {
+            if (fabs(cap - p->fleet_rate) > 1e-9 * p->share.rate || !p->viewed)
+                p->dirty = true;
+            p->fleet_rate = cap;
+            p->viewed = true;
+            p->fleet_inst = inst;
+            p->fleet_nodes = k;
+        }
+    }
+    pthread_mutex_unlock(&R.mu);
+}
+
+static void *fleet_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&R.mu);
+    for (;;) {
+        if (!R.kick) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += ROUND_NS / SL_NS_PER_S;
+            pthread_cond_timedwait(&R.cv, &R.mu, &ts);
+        }
+        R.kick = false;
+        size_t n = 0, seen = 0;
+        struct snap *sn = snapshot(&n, now_ns());
+        pthread_mutex_unlock(&R.mu);
+        for (size_t i = 0; i < n; i++) {
+            share_one(&sn[i], &seen);
+            free(sn[i].key);
+            free(sn[i].demand);
+        }
+        free(sn);
+        pthread_mutex_lock(&R.mu);
+        if (seen > 0)
+            R.nodes_seen = seen;
+    }
+    return NULL;
+}
+
+/* The first stream decides whether pools are shared (R.mu held). */
+static void fleet_ensure(const struct sl__server *srv)
+{
+    static struct sl__lograte rl;
+    struct sl__store_fleet *f = NULL;
+    char host[64] = "";
+    pthread_attr_t at;
+    pthread_t t;
+
+    if (R.fleet_state != 0)
+        return;
+    R.fleet_state = 1;
+    if (sl__server_fleet_open(srv, &f) != SL_OK || f == NULL)
+        return;
+    gethostname(host, sizeof(host) - 1);
+    snprintf(R.node, sizeof(R.node), "%s:%ld:%08" PRIx64, host, (long)getpid(),
+             fnv(&f, sizeof(f), (uint64_t)now_ns() ^ (uint64_t)wall_ms()) & 0xffffffffu);
+    R.store = f;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &at, fleet_main, NULL) != 0) {
+        sl__log_rate(&rl, SL__LOG_WARN, "grpc.rlqs_fleet", NULL, 0,
+                     "rlqs: cannot start the fleet's sharer; dividing per process");
+        pthread_attr_destroy(&at);
+        return;
+    }
+    pthread_attr_destroy(&at);
+    R.fleet_state = 2;
 }
 
 /* ------------------------------------------------------------ matching */
@@ -741,6 +1007,7 @@ static bool start(struct sl__grpc_op *op, const struct sl__rlqs_report *r)
     op->g->rlqs_streams++;
     pthread_mutex_lock(&R.mu);
     R.streams++;
+    fleet_ensure(rs->w->srv);
     pthread_mutex_unlock(&R.mu);
     sl__grpc_tick(op, true);
     return true;
@@ -923,6 +1190,21 @@ void sl__rlqs_render_metrics(const struct sl__server *srv, struct sl__buf *out)
     head(out, "sluice_rlqs_assigned_rate", "gauge",
          "The rate assigned over a counter's instances (held, or about to be sent), requests a "
          "second.");
+    bool fleet = R.fleet_state == 2;
+    if (fleet) {
+        head(out, "sluice_rlqs_fleet_rounds_total", "counter",
+             "A fleet's rounds: a pool's demand shared through the store (ok), or not (failed).");
+        sl__buf_appendf(out, "sluice_rlqs_fleet_rounds_total{outcome=\"ok\"} %" PRIu64 "\n",
+                        R.rounds);
+        sl__buf_appendf(out, "sluice_rlqs_fleet_rounds_total{outcome=\"failed\"} %" PRIu64 "\n",
+                        R.failures);
+        head(out, "sluice_rlqs_fleet_instances", "gauge",
+             "Instances of the whole fleet a counter was divided among in the last round.");
+        head(out, "sluice_rlqs_fleet_nodes", "gauge",
+             "Nodes (sluiced) of the fleet that reported a counter in the last round.");
+        head(out, "sluice_rlqs_fleet_rate", "gauge",
+             "The part of a counter's rate this node divides among its own instances.");
+    }
     int64_t now = now_ns();
     for (size_t s = 0; s < POOL_SLOTS && shown < RENDER_POOLS; s++) {
         for (const struct pool *p = R.slot[s]; p != NULL && shown < RENDER_POOLS; p = p->next) {
@@ -931,9 +1213,11 @@ void sl__rlqs_render_metrics(const struct sl__server *srv, struct sl__buf *out)
                 double h = sl__rlqs_held_rate(&p->m[i], now);
                 assigned += p->m[i].next_rate > h ? p->m[i].next_rate : h;
             }
-            static const char *const names[] = {"instances", "limit_rate", "assigned_rate"};
-            double v[] = {(double)p->n, p->share.rate, assigned};
-            for (size_t k = 0; k < 3; k++) {
+            static const char *const names[] = {"instances",       "limit_rate",  "assigned_rate",
+                                                "fleet_instances", "fleet_nodes", "fleet_rate"};
+            double v[] = {(double)p->n,          p->share.rate,          assigned,
+                          (double)p->fleet_inst, (double)p->fleet_nodes, p->fleet_rate};
+            for (size_t k = 0; k < (fleet && p->fleet ? 6u : 3u); k++) {
                 sl__buf_appendf(out, "sluice_rlqs_%s{rule=\"", names[k]);
                 put_label(out, p->label);
                 sl__buf_appendf(out, "\",pool=\"%016" PRIx64 "\"} %.6g\n", p->hash, v[k]);

@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rlqs_assign.h"
 
@@ -215,4 +216,70 @@ bool sl__rlqs_token_bucket(double rate, int64_t burst, struct sl__rlqs_bucket *o
         out->fill_interval_ms++; /* (rate above 1000 per ms: never, but exact) */
     }
     return true;
+}
+
+/* ------------------------------------------------------------ fleets */
+
+double sl__rlqs_fleet_cap(const struct sl__rlqs_share *s, const struct sl__rlqs_node *nodes,
+                          size_t n, size_t self)
+{
+    struct sl__rlqs_member m[SL__RLQS_MAX_MEMBERS];
+    size_t k = 0, start[SL__RLQS_MAX_MEMBERS], end[SL__RLQS_MAX_MEMBERS];
+    double held = 0.0, lack = 0.0, mine = 0.0, t_self = 0.0, c_self;
+
+    if (self >= n || n > SL__RLQS_MAX_MEMBERS)
+        return 0.0;
+    for (size_t j = 0; j < n; j++) { /* every instance of the fleet, nothing held */
+        start[j] = k;
+        for (size_t i = 0; i < nodes[j].n && k < SL__RLQS_MAX_MEMBERS; i++, k++) {
+            memset(&m[k], 0, sizeof(m[k]));
+            m[k].live = true;
+            m[k].demand = nodes[j].demand[i];
+        }
+        end[j] = k;
+    }
+    sl__rlqs_divide(s, m, k, 0);
+    for (size_t j = 0; j < n; j++) {
+        double t = 0.0, c = nodes[j].claim > 0.0 ? nodes[j].claim : 0.0;
+        for (size_t i = start[j]; i < end[j]; i++)
+            t += m[i].next_rate;
+        held += c;
+        if (t > c)
+            lack += t - c;
+        if (j == self)
+            t_self = t;
+    }
+    c_self = nodes[self].claim > 0.0 ? nodes[self].claim : 0.0;
+    double room = s->rate - held;
+    if (t_self <= c_self || lack <= room)
+        mine = t_self;
+    else if (room <= 0.0)
+        mine = c_self;
+    else
+        mine = c_self + (t_self - c_self) * (room / lack) * (1.0 - 1e-12);
+    return mine < s->rate ? mine : s->rate;
+}
+
+long sl__rlqs_fleet_parse(const char *v, int64_t *expiry_ms, double *claim, double *d, size_t cap)
+{
+    char *end;
+    long n = 0;
+    long long e = strtoll(v, &end, 10);
+
+    if (end == v || e < 0 || *end != ' ')
+        return -1;
+    *expiry_ms = (int64_t)e;
+    v = end;
+    *claim = strtod(v, &end);
+    if (end == v || !(*claim >= 0.0) || !isfinite(*claim))
+        return -1;
+    for (v = end; *v == ' ';) {
+        double x = strtod(v, &end);
+        if (end == v || !(x >= 0.0) || !isfinite(x))
+            return -1;
+        if ((size_t)n < cap)
+            d[n++] = x;
+        v = end;
+    }
+    return *v == '\0' ? n : -1;
 }

@@ -78,4 +78,28 @@ struct sl__rlqs_bucket {
 };
 bool sl__rlqs_token_bucket(double rate, int64_t burst, struct sl__rlqs_bucket *out);
 
+/* A fleet (docs/rlqs.md, "Fleets"): several sluiced share a pool's
+ * demand through the store. A node, as the others last published it or as
+ * it is now: the rate its Envoys may apply (its claim: its cap or what its
+ * members hold, the larger) and its live instances' demands. */
+struct sl__rlqs_node {
+    double claim;
+    const double *demand;
+    size_t n;
+};
+
+/* The rate node `self` of nodes[0..n) may divide among its own instances:
+ * the sum of its instances' targets in one max-min fair division (with
+ * the floor) over every instance of the fleet, lowered at once, raised
+ * only out of what the claims of all nodes leave of the limit (in
+ * proportion to what each node lacks, as sl__rlqs_divide does with
+ * holds). Instances beyond SL__RLQS_MAX_MEMBERS are left out. */
+double sl__rlqs_fleet_cap(const struct sl__rlqs_share *s, const struct sl__rlqs_node *nodes,
+                          size_t n, size_t self);
+
+/* A node's published value: "<expiry ms> <claim> <demand>...". Parse:
+ * *expiry_ms, *claim and up to cap demands into d[]; the number of demands,
+ * or -1 when malformed (a field no node of this version wrote). */
+long sl__rlqs_fleet_parse(const char *v, int64_t *expiry_ms, double *claim, double *d, size_t cap);
+
 #endif /* SL_SERVER_RLQS_ASSIGN_H */

@@ -149,6 +149,21 @@ static void rules_unsubscribe(void *sub)
     sl__store_kind_redis.rules_unsubscribe(sub);
 }
 
+static void *fleet_open(const void *cfg)
+{
+    return sl__store_kind_redis.fleet_open(((const struct sl__hybrid_config *)cfg)->redis);
+}
+
+static int fleet_share(void *f, const struct sl__store_fleet_put *p, char **out, size_t *len)
+{
+    return sl__store_kind_redis.fleet_share(f, p, out, len);
+}
+
+static void fleet_close(void *f)
+{
+    sl__store_kind_redis.fleet_close(f);
+}
+
 const struct sl__store_kind sl__store_kind_hybrid = {
     .config = &sl__store_kind_hybrid_config,
     .shared_new = shared_new,
@@ -160,4 +175,7 @@ const struct sl__store_kind sl__store_kind_hybrid = {
     .rules_publish = rules_publish,
     .rules_subscribe = rules_subscribe,
     .rules_unsubscribe = rules_unsubscribe,
+    .fleet_open = fleet_open,
+    .fleet_share = fleet_share,
+    .fleet_close = fleet_close,
 };

@@ -293,4 +293,31 @@ int sl__store_rules_subscribe(const struct sl__store_config *c, uv_loop_t *loop,
 /* Stop it (NULL is fine); its memory goes once its handles have closed. */
 void sl__store_rules_unsubscribe(struct sl__store_rules_sub *s);
 
+/* ------------------------------------------------------------ a fleet's shared figures */
+
+/*
+ * The Redis and hybrid stores let the nodes of a fleet share small
+ * figures (the rate limit quota service's demand, server/grpc/rlqs.c):
+ * one hash per name, one field per node, each value starting with its
+ * expiry (the writer's wall clock, ms). sl__store_fleet_open: SL_OK with
+ * *out NULL when the configured store shares nothing (the memory store).
+ * sl__store_fleet_share writes p's field, drops expired fields, sets the
+ * hash's expiry and returns every field left as "field\0value\0" pairs
+ * in *out (malloc'd; *len bytes). It blocks (bounded by the store's
+ * timeouts): call it off the event loops. SL_ENOENT when Redis could not
+ * be reached, SL_EINVAL for a name too long or a reply not understood.
+ */
+struct sl__store_fleet;
+struct sl__store_fleet_put {
+    const char *name;  /* the hash's name (the store adds its prefix) */
+    const char *field; /* this node's id */
+    const char *value; /* "<expiry ms> ..." */
+    int64_t now_ms;    /* wall clock: fields expiring before this go */
+    int64_t keep_ms;   /* the hash's expiry */
+};
+int sl__store_fleet_open(const struct sl__store_config *c, struct sl__store_fleet **out);
+int sl__store_fleet_share(struct sl__store_fleet *f, const struct sl__store_fleet_put *p,
+                          char **out, size_t *len);
+void sl__store_fleet_close(struct sl__store_fleet *f);
+
 #endif /* SL_STORE_H */

@@ -11,6 +11,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kind.h"
@@ -188,6 +189,31 @@ static void rules_unsubscribe(void *sub)
     sl__rsync_stop(sub);
 }
 
+/* ------------------------------------------------------------ a fleet's shared figures */
+
+static void *fleet_open(const void *cfg)
+{
+    struct sl__rsync_config *rc = malloc(sizeof(*rc));
+
+    if (rc != NULL && sl__rsync_config_from_redis(rc, cfg) != SL_OK) {
+        free(rc);
+        rc = NULL;
+    }
+    return rc;
+}
+
+static int fleet_share(void *f, const struct sl__store_fleet_put *p, char **out, size_t *len)
+{
+    const struct sl__rsync_share s = {p->name, p->field, p->value, p->now_ms, p->keep_ms};
+
+    return sl__rsync_share(f, &s, out, len);
+}
+
+static void fleet_close(void *f)
+{
+    free(f);
+}
+
 const struct sl__store_kind sl__store_kind_redis = {
     .config = &sl__store_kind_redis_config,
     .shared_new = shared_new,
@@ -200,4 +226,7 @@ const struct sl__store_kind sl__store_kind_redis = {
     .rules_publish = rules_publish,
     .rules_subscribe = rules_subscribe,
     .rules_unsubscribe = rules_unsubscribe,
+    .fleet_open = fleet_open,
+    .fleet_share = fleet_share,
+    .fleet_close = fleet_close,
 };

@@ -285,3 +285,70 @@ int sl__rsync_pull(const struct sl__rsync_config *c, const char *db_path, struct
     freeReplyObject(r);
     return rc;
 }
+
+/* ------------------------------------------------------------ a fleet's shared figures */
+
+/* KEYS[1] the hash; ARGV: field, value, now_ms, keep_ms. */
+static const char share_lua[] = "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
+                                "local all = redis.call('HGETALL', KEYS[1])\n"
+                                "local now = tonumber(ARGV[3])\n"
+                                "local out = {}\n"
+                                "for i = 1, #all, 2 do\n"
+                                "  local e = tonumber(string.match(all[i + 1], '^(%d+)'))\n"
+                                "  if e == nil or e < now then\n"
+                                "    redis.call('HDEL', KEYS[1], all[i])\n"
+                                "  else\n"
+                                "    out[#out + 1] = all[i]\n"
+                                "    out[#out + 1] = all[i + 1]\n"
+                                "  end\n"
+                                "end\n"
+                                "redis.call('PEXPIRE', KEYS[1], ARGV[4])\n"
+                                "return out\n";
+
+static int share_flatten(const redisReply *r, char **out, size_t *len)
+{
+    size_t n = 0;
+    char *p;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0)
+        return SL_EINVAL;
+    for (size_t i = 0; i < r->elements; i++) {
+        if (r->element[i]->type != REDIS_REPLY_STRING)
+            return SL_EINVAL;
+        n += r->element[i]->len + 1;
+    }
+    if ((p = malloc(n + 1)) == NULL)
+        return SL_ENOMEM;
+    *out = p;
+    *len = n;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        memcpy(p, e->str, e->len);
+        p[e->len] = '\0'; /* (a NUL inside a value ends it: ours carry none) */
+        p += e->len + 1;
+    }
+    return SL_OK;
+}
+
+int sl__rsync_share(const struct sl__rsync_config *c, const struct sl__rsync_share *s, char **out,
+                    size_t *len)
+{
+    char key[SL__RSYNC_PREFIX_MAX + 160], now[24], keep[24];
+    int kl = snprintf(key, sizeof(key), "%s:rlqs:{%s}", c->prefix, s->name);
+
+    *out = NULL;
+    *len = 0;
+    if (kl <= 0 || (size_t)kl >= sizeof(key))
+        return SL_EINVAL;
+    snprintf(now, sizeof(now), "%lld", (long long)s->now_ms);
+    snprintf(keep, sizeof(keep), "%lld", (long long)(s->keep_ms > 0 ? s->keep_ms : 1));
+    const char *argv[] = {"EVAL", share_lua, "1", key, s->field, s->value, now, keep};
+    size_t lens[] = {4,           sizeof(share_lua) - 1, 1,
+                     (size_t)kl,  strlen(s->field),      strlen(s->value),
+                     strlen(now), strlen(keep)};
+    redisReply *r = run(c, 8, argv, lens);
+    int rc = r == NULL ? SL_ENOENT : share_flatten(r, out, len);
+
+    freeReplyObject(r);
+    return rc;
+}

@@ -118,4 +118,22 @@ void sl__rsync_stats(const struct sl__rsync *s, struct sl__rsync_stats *out);
  * their close callbacks and any pull in progress has finished. */
 void sl__rsync_stop(struct sl__rsync *s);
 
+/* A fleet's shared figures (the rate limit quota service's demand, one
+ * hash per pool: "<prefix>:rlqs:{<name>}", field = a node's id, value =
+ * "<expiry ms> ..." as the node wrote it). One round trip, a script:
+ * write this node's field, drop every field whose expiry (the value's
+ * first number, the writer's wall clock in ms) is before now_ms, give the
+ * key keep_ms to live, and return what is left. SL_OK with *out (malloc'd,
+ * free it) holding "field\0value\0" pairs, *len bytes; SL_ENOENT when no
+ * seed answered, SL_EINVAL for a name too long or an error reply. */
+struct sl__rsync_share {
+    const char *name;  /* the hash's name inside {} */
+    const char *field; /* this node's id */
+    const char *value; /* "<expiry ms> ..." */
+    int64_t now_ms;    /* wall clock */
+    int64_t keep_ms;   /* PEXPIRE of the hash */
+};
+int sl__rsync_share(const struct sl__rsync_config *c, const struct sl__rsync_share *s, char **out,
+                    size_t *len);
+
 #endif /* SL_SERVER_RULES_SYNC_H */

@@ -8,7 +8,10 @@
  * carries a share, and - over long random runs of joins, departures,
  * demand changes and sends that arrive late - the invariant: the rates
  * (and bursts) the Envoys may apply at any moment sum to at most the
- * limit's.
+ * limit's. For fleets: a node's cap over the fleet's instances, raised
+ * only out of what the claims leave; with agreeing views the caps sum to
+ * at most the limit, with views that disagree to at most the limit plus
+ * (nodes - 1) times the room; the published value's parser.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -259,6 +262,80 @@ static void test_shares_follow_demand(void **state)
         assert_true(fabs(m[i].next_rate - 10.0) < 1e-3);
 }
 
+/* ------------------------------------------------------------ fleets */
+
+static const struct sl__rlqs_share fleet100 = {100.0, 100, 0.05};
+
+static void test_fleet_cap_follows_global_demand(void **state)
+{
+    const double da[] = {200.0, 20.0}, db[] = {20.0, 20.0};
+    struct sl__rlqs_node n[2] = {{0.0, da, 2}, {0.0, db, 2}};
+
+    /* nothing claimed: the fleet's max-min fair targets (40 + 20 | 20 + 20) */
+    assert_true(fabs(sl__rlqs_fleet_cap(&fleet100, n, 2, 0) - 60.0) < 1e-6);
+    assert_true(fabs(sl__rlqs_fleet_cap(&fleet100, n, 2, 1) - 40.0) < 1e-6);
+    /* a has claimed all of it: a lowers at once, b waits for the room */
+    n[0].claim = 100.0;
+    assert_true(fabs(sl__rlqs_fleet_cap(&fleet100, n, 2, 0) - 60.0) < 1e-6);
+    assert_true(sl__rlqs_fleet_cap(&fleet100, n, 2, 1) < 1e-9);
+    /* a's lower claim published: b gets the rest */
+    n[0].claim = 60.0;
+    assert_true(fabs(sl__rlqs_fleet_cap(&fleet100, n, 2, 1) - 40.0) < 1e-6);
+    /* out of range */
+    assert_true(sl__rlqs_fleet_cap(&fleet100, n, 2, 2) == 0.0);
+    (void)state;
+}
+
+static void test_fleet_node_without_instances_gets_nothing(void **state)
+{
+    const double da[] = {5.0};
+    struct sl__rlqs_node n[2] = {{0.0, da, 1}, {0.0, NULL, 0}};
+
+    assert_true(fabs(sl__rlqs_fleet_cap(&fleet100, n, 2, 0) - 100.0) < 1e-6);
+    assert_true(sl__rlqs_fleet_cap(&fleet100, n, 2, 1) == 0.0);
+    (void)state;
+}
+
+static double frand(unsigned *seed, double hi)
+{
+    *seed = *seed * 1103515245u + 12345u;
+    return hi * (double)((*seed >> 8) & 0xffff) / 65536.0;
+}
+
+/* Random fleets: claims within the limit, then every node's new cap. */
+static void test_fleet_caps_bound(void **state)
+{
+    unsigned seed = 7;
+    double d[8][6], dv[8][6];
+
+    for (int run = 0; run < 2000; run++) {
+        struct sl__rlqs_node n[8], view[8];
+        size_t nn = 2 + (size_t)frand(&seed, 6.0);
+        double claims = 0.0, agree = 0.0, differ = 0.0;
+        for (size_t j = 0; j < nn; j++) {
+            size_t k = (size_t)frand(&seed, 6.0);
+            for (size_t i = 0; i < k; i++)
+                d[j][i] = frand(&seed, 300.0);
+            n[j] = (struct sl__rlqs_node){frand(&seed, 100.0 / (double)nn), d[j], k};
+            claims += n[j].claim;
+        }
+        double room = 100.0 - claims;
+        for (size_t self = 0; self < nn; self++) {
+            agree += sl__rlqs_fleet_cap(&fleet100, n, nn, self);
+            /* this node sees the others' demands as they were a round ago */
+            for (size_t j = 0; j < nn; j++) {
+                for (size_t i = 0; i < n[j].n; i++)
+                    dv[j][i] = j == self ? d[j][i] : frand(&seed, 300.0);
+                view[j] = (struct sl__rlqs_node){n[j].claim, dv[j], n[j].n};
+            }
+            differ += sl__rlqs_fleet_cap(&fleet100, view, nn, self);
+        }
+        assert_true(agree <= 100.0 + 1e-6);
+        assert_true(differ <= 100.0 + (double)(nn - 1) * room + 1e-6);
+    }
+    (void)state;
+}
+
 /* Over random pools of up to a thousand fresh members whose demands
  * exceed the limit: every member short of its demand gets the same share,
  * no member gets more than that share or more than it asked (above the
@@ -295,6 +372,21 @@ static void test_water_level_is_max_min_over_random_pools(void **state)
     (void)state;
 }
 
+static void test_fleet_parse(void **state)
+{
+    double d[4], claim;
+    int64_t exp;
+
+    assert_int_equal(sl__rlqs_fleet_parse("1700000000000 42.5 1 2.5 300", &exp, &claim, d, 4), 3);
+    assert_true(exp == INT64_C(1700000000000) && claim == 42.5 && d[1] == 2.5 && d[2] == 300.0);
+    assert_int_equal(sl__rlqs_fleet_parse("5 0", &exp, &claim, d, 4), 0);
+    assert_int_equal(sl__rlqs_fleet_parse("5 1 1 2 3 4 5", &exp, &claim, d, 4), 4); /* capped */
+    const char *bad[] = {"", "5", "x 1", "5 -1", "5 1 -2", "5 1 nan", "5 inf", "5 1 2x", "-5 1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(sl__rlqs_fleet_parse(bad[i], &exp, &claim, d, 4), -1);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +398,10 @@ int main(void)
         cmocka_unit_test(test_token_bucket_never_exceeds_the_rate),
         cmocka_unit_test(test_invariant_over_random_runs),
         cmocka_unit_test(test_shares_follow_demand),
+        cmocka_unit_test(test_fleet_cap_follows_global_demand),
+        cmocka_unit_test(test_fleet_node_without_instances_gets_nothing),
+        cmocka_unit_test(test_fleet_caps_bound),
+        cmocka_unit_test(test_fleet_parse),
         cmocka_unit_test(test_water_level_is_max_min_over_random_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
