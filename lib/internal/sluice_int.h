@@ -86,6 +86,15 @@ void sl__rules_census(const sl_rules *r, struct sl__rules_census *out);
  * NULL when none does. For a store that decides adaptive limits on each
  * node and `other` ones elsewhere: one request cannot be decided in both
  * places all-or-nothing, so such a domain is refused at load. */
+/* A limit a quota assignment (Envoy's RLQS token bucket) can carry: a rate
+ * over a period, not concurrency, adaptive concurrency or a sliding_log's
+ * minimum spacing. */
+bool sl__limit_is_rate(const struct sl_limit *l);
+/* The first domain that says rlqs: true and holds a limit that is no rate
+ * (its origin, that limit's name and algorithm), or NULL: a database text
+ * may add such a limit to a file's domain after each text was checked. */
+const char *sl__rules_rlqs_nonrate(const sl_rules *r, const char **origin, const char **limit,
+                                   enum sl_algo *algo);
 const char *sl__rules_adaptive_mix(const sl_rules *r, bool (*other)(const struct sl_limit *l),
                                    const char **origin);
 

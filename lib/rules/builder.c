@@ -377,6 +377,8 @@ static int merge_all(sl_rules_builder *b, sl_rules *r)
             for (size_t k = i + 1; k < j; k++) /* a later text that says it wins */
                 if (b->doms[k]->unmatched != SL__UNMATCHED_UNSET)
                     dom->unmatched = b->doms[k]->unmatched;
+            for (size_t k = i + 1; k < j; k++)
+                dom->rlqs = dom->rlqs || b->doms[k]->rlqs;
             rc = merge_into(&dom->root, roots, j - i - 1);
             free(roots);
         }

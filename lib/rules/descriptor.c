@@ -300,12 +300,41 @@ static bool parse_unmatched(struct sl__cctx *c, const struct sl__ynode *n, struc
     return true;
 }
 
+bool sl__limit_is_rate(const struct sl_limit *l)
+{
+    return l->algo != SL_ALGO_CONCURRENCY && l->algo != SL_ALGO_ADAPTIVE_CONCURRENCY &&
+           !(l->algo == SL_ALGO_SLIDING_LOG && l->min_interval_ns > 0) && l->period_ns > 0;
+}
+
+/* rlqs: true - every limit of the domain must be one a quota assignment
+ * carries: each that is not is refused where it stands. */
+static bool check_rlqs(struct sl__cctx *c, const struct sl__rnode *n, const char *domain)
+{
+    bool ok = true;
+
+    for (size_t i = 0; i < n->n_limits; i++) {
+        const struct sl__rlimit *rl = &n->limits[i];
+        if (rl->deny_all || sl__limit_is_rate(&rl->l))
+            continue;
+        sl__diag(c->d, c->origin, n->line, n->col,
+                 "limit '%s' of domain '%s' is %s%s, which a rate limit quota assignment cannot "
+                 "carry; the domain says rlqs: true, so only rates (requests per period) may be "
+                 "limits in it",
+                 rl->name != NULL ? rl->name : "?", domain, sl_algo_name(rl->l.algo),
+                 rl->l.algo == SL_ALGO_SLIDING_LOG ? " with min_interval" : "");
+        ok = false;
+    }
+    for (size_t i = 0; i < n->n_kids; i++)
+        ok = check_rlqs(c, n->kids[i], domain) && ok;
+    return ok;
+}
+
 static bool parse_doc(struct sl__cctx *c, const struct sl__ynode *doc, struct sl__rdomain **out)
 {
-    static const char *const names[] = {"domain", "descriptors", "on_unmatched"};
-    const struct sl__ynode *v[3];
+    static const char *const names[] = {"domain", "descriptors", "on_unmatched", "rlqs"};
+    const struct sl__ynode *v[4];
     struct sl__rdomain *dom;
-    bool ok = sl__y_fields(c, doc, "a rules document", names, 3, v);
+    bool ok = sl__y_fields(c, doc, "a rules document", names, 4, v);
 
     *out = NULL;
     if (doc->type != SL__Y_MAP)
@@ -324,6 +353,12 @@ static bool parse_doc(struct sl__cctx *c, const struct sl__ynode *doc, struct sl
         ok = parse_list(c, v[1], &dom->root, 0) && ok;
     if (v[2] != NULL)
         ok = parse_unmatched(c, v[2], dom) && ok;
+    if (v[3] != NULL) {
+        if (!sl__y_bool(c, v[3], "rlqs", &dom->rlqs))
+            ok = false;
+        else if (dom->rlqs)
+            ok = check_rlqs(c, &dom->root, dom->name) && ok;
+    }
     *out = dom;
     return ok;
 }

@@ -397,6 +397,34 @@ const char *sl__rules_adaptive_mix(const sl_rules *r, bool (*other)(const struct
     return NULL;
 }
 
+static const struct sl__rlimit *first_nonrate(const struct sl__rnode *n)
+{
+    for (size_t i = 0; i < n->n_limits; i++)
+        if (!n->limits[i].deny_all && !sl__limit_is_rate(&n->limits[i].l))
+            return &n->limits[i];
+    for (size_t i = 0; i < n->n_kids; i++) {
+        const struct sl__rlimit *l = first_nonrate(n->kids[i]);
+        if (l != NULL)
+            return l;
+    }
+    return NULL;
+}
+
+const char *sl__rules_rlqs_nonrate(const sl_rules *r, const char **origin, const char **limit,
+                                   enum sl_algo *algo)
+{
+    for (size_t i = 0; r != NULL && i < r->n_domains; i++) {
+        const struct sl__rlimit *l;
+        if (!r->domains[i]->rlqs || (l = first_nonrate(&r->domains[i]->root)) == NULL)
+            continue;
+        *origin = r->domains[i]->origin;
+        *limit = l->name != NULL ? l->name : "?";
+        *algo = l->l.algo;
+        return r->domains[i]->name;
+    }
+    return NULL;
+}
+
 static size_t count_nodes(const struct sl__rnode *n)
 {
     size_t c = 1;

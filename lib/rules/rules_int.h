@@ -121,6 +121,7 @@ struct sl__rdomain {
     size_t seq;    /* order in which the builder received it */
     bool detailed; /* some rule asks for detailed_metric (set when built) */
     enum sl__unmatched unmatched;
+    bool rlqs;             /* rlqs: true - served over RLQS, its limits rates only */
     struct sl__rnode root; /* only its kids are used */
 };
 

@@ -357,6 +357,24 @@ static int check_adaptive_mix(const struct sl__config *cfg, const struct sl__rul
     return SL_EPARSE;
 }
 
+/* A domain served over RLQS (rlqs: true) holds rates only: each text is
+ * checked as it is read, and the merged domain here (the database may add
+ * to a file's domain). */
+static int check_rlqs(const struct sl__rules_load *how, const sl_rules *r)
+{
+    const char *origin, *limit, *dom;
+    enum sl_algo algo;
+
+    dom = sl__rules_rlqs_nonrate(r, &origin, &limit, &algo);
+    if (dom == NULL)
+        return SL_OK;
+    report(how, SL__LOG_ERROR, "rules.rlqs_not_rate",
+           "%s: domain '%.200s' says rlqs: true but its limit '%.100s' is %s, which a rate limit "
+           "quota assignment cannot carry: only rates (requests per period) may be limits in it",
+           origin, dom, limit, sl_algo_name(algo));
+    return SL_EPARSE;
+}
+
 static sl__rules_extra_fn extra_add;
 static void *extra_arg;
 
@@ -416,6 +434,8 @@ static int load(const struct sl__config *cfg, const struct sl__rules_load *how, 
         r = check_census(cfg, how, *out, cs);
     if (r == SL_OK)
         r = check_adaptive_mix(cfg, how, *out);
+    if (r == SL_OK)
+        r = check_rlqs(how, *out);
     if (r != SL_OK) {
         sl_rules_unref(*out);
         *out = NULL;

@@ -398,6 +398,35 @@ def test_rules_reload_reaches_every_stream(sluiced):
             e.close()
 
 
+def test_rlqs_domain_with_a_non_rate_limit_is_refused_at_reload(sluiced):
+    e = Envoy(sluiced.port)
+    try:
+        e.report({"shared": demand_usage(10), "doomed": (1, 0)})
+        assert e.wait(lambda x: x.get("shared") is not None and x.get("doomed") is not None)
+        # the domain now says it is served over RLQS, and it holds a
+        # concurrency limit ("inflight") an assignment cannot carry
+        marked = RULES.replace("domain: rlqs\n", "domain: rlqs\nrlqs: true\n", 1)
+        assert marked != RULES
+        (sluiced.dir / "rules.yaml").write_text(marked.replace("requests: 10\n        period: 1s"
+                                                              "\n        burst: 10\n", "requests:"
+                                                              " 20\n        period: 1s\n      "
+                                                              "  burst: 20\n", 1))
+        sluiced.proc.send_signal(signal.SIGHUP)
+        assert eventually(lambda: "which a rate limit quota assignment cannot carry"
+                          in sluiced.log_text(), 5.0), sluiced.log_text()[-2000:]
+        assert "rules.yaml:" in sluiced.log_text()
+        # refused whole: the old rules serve on (doomed's limit is still 10, the
+        # concurrency rule still answered as unmatched)
+        time.sleep(0.6)  # past a stream tick, which would re-match under new rules
+        e.report({"doomed": demand_usage(1), "inflight": (1, 0)})
+        assert e.wait(lambda x: x.get("inflight") is not None)
+        assert e.get("inflight").kind == "ALLOW_ALL"
+        assert e.get("doomed").kind == "token_bucket" and e.get("doomed").max_tokens == 10
+        assert sluiced.proc.poll() is None
+    finally:
+        e.close()
+
+
 def test_shadow_kill_switch_allows_and_counts(sluiced):
     e = Envoy(sluiced.port)
     try:

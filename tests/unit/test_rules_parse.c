@@ -151,6 +151,14 @@ static const struct bad_case bad[] = {
     {"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 1, "
      "name: s, replaces: [{name: s}]}\n",
      "t.yaml:4:17:", "replaces itself"},
+    {"domain: d\nrlqs: true\ndescriptors:\n  - key: a\n"
+     "    limits: [{algorithm: concurrency, requests: 3, lease: 1s, name: cc}]\n",
+     "t.yaml:4:5:", "limit 'cc' of domain 'd' is concurrency, which a rate limit quota"},
+    {"domain: d\nrlqs: yes\ndescriptors:\n  - key: a\n    descriptors:\n      - key: b\n"
+     "        limits: [{algorithm: sliding_log, requests: 3, period: 1s, min_interval: 100ms, "
+     "name: sp}]\n",
+     "t.yaml:6:9:", "is sliding_log with min_interval"},
+    {"domain: d\nrlqs: maybe\ndescriptors: []\n", "t.yaml:2:7:", "rlqs must be true or false"},
 };
 
 static void each_error_has_position(void **st)
@@ -192,6 +200,28 @@ static void all_errors_at_once(void **st)
     assert_true(has_diag(b, "t.yaml:6:48:", "no unit"));
     assert_true(has_diag(b, "t.yaml:8:51:", ">= 0"));
     sl_rules_builder_free(b);
+}
+
+/* rlqs: true takes rates of every kind, and a requests_per_unit: 0 (a
+ * ban, sent as DENY_ALL); rlqs: false takes anything. */
+static void rlqs_domain_with_rates_loads(void **st)
+{
+    const char *text = "domain: d\nrlqs: true\ndescriptors:\n"
+                       "  - key: a\n    rate_limit: {unit: second, requests_per_unit: 5}\n"
+                       "  - key: b\n    limits: [{algorithm: gcra, requests: 5, period: 1s},\n"
+                       "             {algorithm: sliding_log, requests: 5, period: 1m}]\n"
+                       "  - key: c\n    rate_limit: {unit: second, requests_per_unit: 0}\n"
+                       "---\ndomain: e\nrlqs: false\ndescriptors:\n  - key: a\n"
+                       "    limits: [{algorithm: concurrency, requests: 3, lease: 1s}]\n";
+    sl_rules_builder *b = sl_rules_builder_new();
+    sl_rules *r = NULL;
+
+    if (load(b, text, &r) != SL_OK)
+        print_diags(b);
+    assert_non_null(r);
+    sl_rules_unref(r);
+    sl_rules_builder_free(b);
+    (void)st;
 }
 
 static void empty_descriptors_and_zero_requests_load(void **st)
@@ -330,6 +360,7 @@ int main(void)
         cmocka_unit_test(each_error_has_position),
         cmocka_unit_test(all_errors_at_once),
         cmocka_unit_test(empty_descriptors_and_zero_requests_load),
+        cmocka_unit_test(rlqs_domain_with_rates_loads),
         cmocka_unit_test(nothing_half_loaded),
         cmocka_unit_test(duplicate_domain_across_files),
         cmocka_unit_test(every_algorithm_and_extension_key),
