@@ -358,6 +358,91 @@ def test_skewed_demand_divided_fairly_and_within_the_limit(sluiced):
                 e.close()
 
 
+class Enforcer:
+    """What an Envoy's rate_limit_quota filter does with its assignment for
+    one bucket: a token bucket of the assignment's rate and max_tokens,
+    started full whenever the assignment changes (a renewal that changes
+    nothing keeps its tokens), denying before the first assignment."""
+
+    def __init__(self, envoy, name, offered):
+        self.e, self.name, self.offered = envoy, name, offered
+        self.cur = None  # (rate, max_tokens)
+        self.tokens = 0.0
+        self.due = 0.0  # requests arrived, not yet decided
+        self.allowed = self.denied = 0  # since the last report
+        self.changes = []  # (time, max_tokens) of each changed assignment
+        self.admitted = []  # (time, n)
+
+    def step(self, now, dt):
+        a = self.e.get(self.name)
+        if a is not None and a.kind == "token_bucket" and a.until > now:
+            if self.cur != (a.rate, a.max_tokens):
+                self.cur = (a.rate, a.max_tokens)
+                self.tokens = float(a.max_tokens)
+                self.changes.append((now, a.max_tokens))
+            else:
+                self.tokens = min(float(a.max_tokens), self.tokens + a.rate * dt)
+        else:
+            self.cur, self.tokens = None, 0.0
+        self.due += self.offered * dt
+        n = int(self.due)
+        self.due -= n
+        ok = min(n, int(self.tokens))
+        self.tokens -= ok
+        self.allowed += ok
+        self.denied += n - ok
+        if ok:
+            self.admitted.append((now, ok))
+
+
+def test_enforced_shares_keep_the_fleet_within_the_limit_in_every_window(sluiced):
+    """Four Envoys that enforce their assignments, one offered 400 requests a
+    second and three 10 (their demand together below the limit, so max-min
+    gives the busy one the rest): over every 1 s window the requests they let through
+    together are at most the limit's rate x 1 s + its burst + the
+    max_tokens of the assignments changed in that window (each starts
+    full) + a delivery allowance of a tenth of the rate; and the busy one
+    lets through more than each quiet one."""
+    envoys = [Envoy(sluiced.port) for _ in range(4)]
+    fs = [Enforcer(e, "shared", 400.0 if i == 0 else 10.0) for i, e in enumerate(envoys)]
+    try:
+        for e in envoys:
+            e.report({"shared": (0, 0)})
+        t0 = last = next_report = time.monotonic()
+        while True:
+            time.sleep(0.01)
+            now = time.monotonic()
+            if now - t0 > 6.0:
+                break
+            for f in fs:
+                f.step(now, now - last)
+            last = now
+            if now >= next_report:
+                for f in fs:
+                    f.e.report({"shared": (f.allowed, f.denied)})
+                    f.allowed = f.denied = 0
+                next_report = now + REPORT
+        events = sorted((t, n) for f in fs for t, n in f.admitted)
+        changes = sorted(c for f in fs for c in f.changes)
+        assert events, "nothing was let through"
+        worst = None
+        for i, (start, _) in enumerate(events):
+            end = start + 1.0
+            got = sum(n for t, n in events[i:] if t < end)
+            allow = LIMIT * 1.0 + 100 + sum(m for t, m in changes if start - 1e-9 <= t < end) \
+                + LIMIT * 0.1
+            if worst is None or got - allow > worst[0]:
+                worst = (got - allow, start, got, allow)
+            assert got <= allow, (start - t0, got, allow)
+        late = [sum(n for t, n in f.admitted if t > t0 + 3.0) for f in fs]
+        # the last 3 s: the quiet ones get what they ask, the busy one the rest
+        assert late[0] > 2 * sum(late[1:]), late
+        assert sum(late) > 0.5 * LIMIT * 3.0, late  # the limit is used, not starved
+    finally:
+        for e in envoys:
+            e.close()
+
+
 def test_rules_reload_reaches_every_stream(sluiced):
     envoys = [Envoy(sluiced.port) for _ in range(3)]
     try:
