@@ -6,7 +6,8 @@
  * per-second series of the last seconds, its totals and recent rates and
  * its top limited keys; the store's round trips, readiness and its own
  * state; the kill switches; the loaded rules; what the rooms add (the
- * proxy's adaptive concurrency limits, "adaptive"). docs/operations.md says what
+ * proxy's adaptive concurrency limits, "adaptive"; the gRPC room's xDS
+ * client, "xds", and RLQS pools, "rlqs"). docs/operations.md says what
  * each number means.
  *
  *   GET /v1/stats?seconds=S&top=K   S in 1..900 (60), K in 1..100 (10)

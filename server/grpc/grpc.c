@@ -491,6 +491,17 @@ static void render_metrics(const struct sl__server *srv, struct sl__buf *out)
     sl__rlqs_render_metrics(srv, out);
 }
 
+/* xDS's member (when it is the rules' source) and the RLQS one (always). */
+static void render_stats(const struct sl__server *srv, struct sl__buf *out)
+{
+    size_t before = out->len;
+
+    sl__xds_render_stats(srv, out);
+    if (out->len != before)
+        sl__buf_append(out, ",", 1);
+    sl__rlqs_render_stats(srv, out);
+}
+
 const struct sl__proto sl__proto_grpc = {
     .name = "grpc",
     .alpn = "h2",
@@ -500,7 +511,7 @@ const struct sl__proto sl__proto_grpc = {
     .on_drain = on_drain,
     .on_close = on_close,
     .render_metrics = render_metrics,
-    .render_stats = sl__xds_render_stats,
+    .render_stats = render_stats,
     .main_start = sl__xds_start,
     .main_stop = sl__xds_stop,
 };

@@ -32,6 +32,9 @@ extern const struct sl__grpc_streamer sl__grpc_rlqs;
 
 /* The rate limit quota service's series in /metrics (rlqs.c). */
 void sl__rlqs_render_metrics(const struct sl__server *srv, struct sl__buf *out);
+/* Its member of GET /v1/stats, "rlqs":{...}: the same figures, and the
+ * first pools with what their members reported (rlqs.c). */
+void sl__rlqs_render_stats(const struct sl__server *srv, struct sl__buf *out);
 
 /* How often a stream that follows a state looks at it (sl__grpc_tick). */
 #define SL__GRPC_TICK_MS 250

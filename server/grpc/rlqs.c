@@ -36,7 +36,8 @@
  * and per tick of a stream (never per request); a stream is only touched
  * on its connection's worker. Sending happens outside the mutex: an
  * assignment's hold is raised before it is sent and lowered only after
- * (rlqs_assign.h), so the bound holds across threads.
+ * (rlqs_assign.h), so the bound holds across threads. /metrics and
+ * GET /v1/stats take the mutex to read (sl__rlqs_render_*), per scrape.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -123,6 +124,8 @@ struct pool {
     double fleet_rate;  /* this node's cap */
     size_t fleet_inst;  /* instances of the fleet in the last view */
     size_t fleet_nodes; /* nodes in it */
+    /* Reported by its members since the pool formed (GET /v1/stats). */
+    uint64_t allowed, denied;
 };
 
 /* One stream's state (op->u.rlqs). */
@@ -1035,6 +1038,8 @@ static bool take(struct sl__rlqs_stream *rs, const struct sl__rlqs_report *r, in
         double demand = fresh ? 0.0 : ((double)u->allowed + (double)u->denied) / secs;
         if (b->cls == B_POOL) {
             struct pool *p = b->pool;
+            p->allowed += u->allowed;
+            p->denied += u->denied;
             double was = p->used[b->idx], scale = fmax(fmax(was, demand), p->share.rate * 0.01);
             p->m[b->idx].demand = demand;
             if (fabs(demand - was) > REBALANCE * scale)
@@ -1135,6 +1140,19 @@ const struct sl__grpc_streamer sl__grpc_rlqs = {rlqs_message, rlqs_tick, rlqs_dr
 /* ------------------------------------------------------------ metrics */
 
 #define RENDER_POOLS 256
+#define STATS_POOLS  32 /* pools listed in GET /v1/stats */
+
+/* The rate assigned over p's members: held, or about to be sent (R.mu held). */
+static double assigned_of(const struct pool *p, int64_t now)
+{
+    double assigned = 0.0;
+
+    for (size_t i = 0; i < p->n; i++) {
+        double h = sl__rlqs_held_rate(&p->m[i], now);
+        assigned += p->m[i].next_rate > h ? p->m[i].next_rate : h;
+    }
+    return assigned;
+}
 
 static void put_label(struct sl__buf *out, const char *s)
 {
@@ -1208,11 +1226,7 @@ void sl__rlqs_render_metrics(const struct sl__server *srv, struct sl__buf *out)
     int64_t now = now_ns();
     for (size_t s = 0; s < POOL_SLOTS && shown < RENDER_POOLS; s++) {
         for (const struct pool *p = R.slot[s]; p != NULL && shown < RENDER_POOLS; p = p->next) {
-            double assigned = 0.0;
-            for (size_t i = 0; i < p->n; i++) {
-                double h = sl__rlqs_held_rate(&p->m[i], now);
-                assigned += p->m[i].next_rate > h ? p->m[i].next_rate : h;
-            }
+            double assigned = assigned_of(p, now);
             static const char *const names[] = {"instances",       "limit_rate",  "assigned_rate",
                                                 "fleet_instances", "fleet_nodes", "fleet_rate"};
             double v[] = {(double)p->n,          p->share.rate,          assigned,
@@ -1225,5 +1239,65 @@ void sl__rlqs_render_metrics(const struct sl__server *srv, struct sl__buf *out)
             shown++;
         }
     }
+    pthread_mutex_unlock(&R.mu);
+}
+
+/* ------------------------------------------------------------ GET /v1/stats */
+
+static void json_str(struct sl__buf *out, const char *s)
+{
+    sl__buf_append(out, "\"", 1);
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\\' || c == '"') {
+            char e[2] = {'\\', (char)c};
+            sl__buf_append(out, e, 2);
+        } else if (c < 0x20) {
+            sl__buf_appendf(out, "\\u%04x", c);
+        } else {
+            sl__buf_append(out, s, 1);
+        }
+    }
+    sl__buf_append(out, "\"", 1);
+}
+
+/* A rate as a JSON number (never inf or nan). */
+static double json_num(double v)
+{
+    return isfinite(v) ? v : 0.0;
+}
+
+void sl__rlqs_render_stats(const struct sl__server *srv, struct sl__buf *out)
+{
+    size_t shown = 0;
+    int64_t now = now_ns();
+
+    (void)srv;
+    pthread_mutex_lock(&R.mu);
+    bool fleet = R.fleet_state == 2;
+    sl__buf_appendf(
+        out,
+        "\"rlqs\":{\"streams\":%zu,\"buckets\":%zu,\"pools\":%zu,\"allowed\":%" PRIu64
+        ",\"denied\":%" PRIu64 ",\"shadow_denied\":%" PRIu64 ",\"fleet\":%s,\"by_pool\":[",
+        R.streams, R.buckets, R.pools, R.allowed, R.denied, R.would_deny, fleet ? "true" : "false");
+    for (size_t s = 0; s < POOL_SLOTS && shown < STATS_POOLS; s++) {
+        for (const struct pool *p = R.slot[s]; p != NULL && shown < STATS_POOLS; p = p->next) {
+            sl__buf_append(out, shown == 0 ? "{\"rule\":" : ",{\"rule\":", shown == 0 ? 8 : 9);
+            json_str(out, p->label);
+            sl__buf_appendf(out,
+                            ",\"pool\":\"%016" PRIx64 "\",\"instances\":%zu,\"limit_rate\":%.6g"
+                            ",\"assigned_rate\":%.6g,\"allowed\":%" PRIu64 ",\"denied\":%" PRIu64
+                            ",\"shadow\":%s",
+                            p->hash, p->n, json_num(p->share.rate), json_num(assigned_of(p, now)),
+                            p->allowed, p->denied, p->shadow ? "true" : "false");
+            if (fleet && p->fleet)
+                sl__buf_appendf(out,
+                                ",\"fleet_instances\":%zu,\"fleet_nodes\":%zu,\"fleet_rate\":%.6g",
+                                p->fleet_inst, p->fleet_nodes, json_num(p->fleet_rate));
+            sl__buf_append(out, "}", 1);
+            shown++;
+        }
+    }
+    sl__buf_append(out, "]}", 2);
     pthread_mutex_unlock(&R.mu);
 }

@@ -647,3 +647,46 @@ def test_streams_per_connection_capped(grpc_sluiced):
         for e in streams:
             e.close()
         ch.close()
+
+
+def rlqs_stats(s):
+    status, _, doc = s.json("GET", "/v1/stats?seconds=1")
+    assert status == 200, doc
+    return doc["rlqs"]
+
+
+def test_v1_stats_rlqs_member(sluiced):
+    # there before any stream, with zeros
+    assert rlqs_stats(sluiced) == {"streams": 0, "buckets": 0, "pools": 0, "allowed": 0,
+                                   "denied": 0, "shadow_denied": 0, "fleet": False,
+                                   "by_pool": []}
+    a, b = Envoy(sluiced.port), Envoy(sluiced.port)
+    try:
+        a.report({"shared": (10, 2), "blocked": (1, 1)})
+        b.report({"shared": (7, 3)})
+        assert a.wait(lambda x: x.get("shared") is not None and x.get("blocked") is not None)
+        assert b.wait(lambda x: x.get("shared") is not None)
+        q = rlqs_stats(sluiced)
+        assert (q["streams"], q["buckets"], q["pools"]) == (2, 3, 1), q  # blocked: no pool
+        assert (q["allowed"], q["denied"]) == (18, 6), q
+        assert len(q["by_pool"]) == 1, q
+        p = q["by_pool"][0]
+        assert p["rule"] == "rlqs.name_shared", p
+        assert len(p["pool"]) == 16 and int(p["pool"], 16) >= 0, p
+        assert p["instances"] == 2 and p["limit_rate"] == LIMIT, p
+        assert 0 < p["assigned_rate"] <= LIMIT * (1 + 1e-6), p
+        assert (p["allowed"], p["denied"]) == (17, 5), p  # the pool's members only
+        assert p["shadow"] is False
+        # the same pool in /metrics
+        inst = metric(sluiced, "sluice_rlqs_instances")
+        assert inst == {f'sluice_rlqs_instances{{rule="rlqs.name_shared",pool="{p["pool"]}"}}': 2.0}
+        # a stream that ends is no longer counted; its bucket's share holds until its TTL
+        b.close()
+        b = None
+        assert eventually(lambda: rlqs_stats(sluiced)["streams"] == 1, 5.0)
+        q = rlqs_stats(sluiced)
+        assert q["buckets"] == 2 and (q["allowed"], q["denied"]) == (18, 6), q
+    finally:
+        a.close()
+        if b is not None:
+            b.close()

@@ -9,7 +9,9 @@
  * switch per domain (PUT /v1/killswitch), the kill switches, the store,
  * and each proxy route's adaptive concurrency limit against its requests
  * in flight (the server keeps no history of those: the page keeps what it
- * polled, one point a poll, for as long as the decisions' history).
+ * polled, one point a poll, for as long as the decisions' history), and
+ * the RLQS pools: each counter's Envoy instances, the rate assigned over
+ * them against its limit, and what they reported allowing and denying.
  *
  * Same-origin requests only; writes send Content-Type: application/json.
  * Every text that comes from the server (keys are what clients sent) is
@@ -400,6 +402,36 @@ function drawAdaptive(doc) {
   for (const d of [...box.children]) if (!keep.has(d.dataset.route)) d.remove();
 }
 
+/* The RLQS pools (GET /v1/stats' "rlqs"): shown once an Envoy has a
+ * stream open or a pool is left. */
+function drawRlqs(doc) {
+  const q = doc.rlqs;
+  const used = q && (q.streams > 0 || q.buckets > 0 || q.by_pool.length > 0);
+  $("rlqs-panel").hidden = !used;
+  if (!used) return;
+  $("rlqs-summary").textContent = `${q.streams} stream${q.streams === 1 ? "" : "s"}, ` +
+    `${q.buckets} bucket${q.buckets === 1 ? "" : "s"}, ${q.pools} pool${q.pools === 1 ? "" : "s"}` +
+    (q.by_pool.length < q.pools ? ` (the first ${q.by_pool.length} listed)` : "") +
+    `; reported ${q.allowed} allowed, ${q.denied} denied` +
+    (q.shadow_denied ? `, ${q.shadow_denied} a shadow limit would have denied` : "");
+  const body = $("rlqs").tBodies[0];
+  const pct = (p) => (p.limit_rate > 0 ? Math.round((100 * p.assigned_rate) / p.limit_rate) : 0);
+  syncRows(body, q.by_pool.map((p) => ({
+    id: p.pool,
+    attrs: { "data-pool": p.pool },
+    cells: [p.rule + (p.shadow ? " (shadow)" : ""), { text: p.instances, class: "num" },
+      { text: fmt(p.assigned_rate), class: "num" }, { text: fmt(p.limit_rate), class: "num" },
+      { text: pct(p) + " %", class: "num" }, { text: p.allowed, class: "num" },
+      { text: p.denied, class: "num" }],
+    action: () => el("div", { class: "share-bar" }, el("span", {})),
+  })), "no pool", 8);
+  for (const r of body.rows) {
+    const p = q.by_pool.find((x) => x.pool === r.dataset.pool);
+    const bar = r.querySelector(".share-bar span");
+    if (p && bar) bar.style.width = Math.min(100, pct(p)) + "%";
+  }
+}
+
 function flat(prefix, v, out) {
   if (Array.isArray(v)) v.forEach((x, i) => flat(`${prefix}[${i}]`, x, out));
   else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) flat(prefix ? prefix + "." + k : k, x, out);
@@ -445,6 +477,7 @@ function draw() {
   drawSwitches(doc);
   drawStoreTable(doc);
   drawAdaptive(doc);
+  drawRlqs(doc);
 }
 
 /* ------------------------------------------------------------ the loop */
@@ -454,10 +487,11 @@ async function poll() {
   const seconds = state.now ? 30 : HISTORY;
   try {
     const doc = await api("GET", `/v1/stats?seconds=${seconds}&top=10`);
-    mergeAdaptive(doc); /* the proxy's limits are shown whatever stats.enabled says */
+    mergeAdaptive(doc); /* the proxy's limits and RLQS are shown whatever stats.enabled says */
     if (!doc.enabled) {
       state.now = doc.now;
       drawAdaptive(doc);
+      drawRlqs(doc);
       setStatus("statistics are off (stats.enabled: false)", true);
       return;
     }
