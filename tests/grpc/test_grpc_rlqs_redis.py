@@ -99,6 +99,10 @@ def test_fleet_divides_by_global_demand(grpc_sluiced, rds):
             assert 4.0 in m.values(), m
             ok = metric(s, "sluice_rlqs_fleet_rounds_total")
             assert ok['sluice_rlqs_fleet_rounds_total{outcome="ok"}'] >= 1, ok
+            q = s.json("GET", "/v1/stats?seconds=1")[2]["rlqs"]  # the same in /v1/stats
+            p = q["by_pool"][0]
+            assert q["fleet"] is True and (p["fleet_instances"], p["fleet_nodes"]) == (4, 2), q
+            assert 0 < p["fleet_rate"] <= LIMIT * (1 + 1e-6) and p["instances"] == 2, q
         # one hash for the pool, one field per node, and it expires
         r = redis.Redis(port=rds.port, socket_timeout=5)
         keys = r.keys("sluice:rlqs:{*}")
@@ -179,6 +183,8 @@ def test_memory_store_divides_per_process(grpc_sluiced):
         assert run([ea, eb], [50, 50], 25, whole, 2 * LIMIT * (1 + 1e-6)), \
             (ea.get("shared"), eb.get("shared"))
         assert not metric(a, "sluice_rlqs_fleet_rounds_total")  # no fleet series
+        q = a.json("GET", "/v1/stats?seconds=1")[2]["rlqs"]
+        assert q["fleet"] is False and "fleet_rate" not in q["by_pool"][0], q
     finally:
         ea.close()
         eb.close()
