@@ -14,14 +14,16 @@ other after its TTL; the pool's hash in Redis holds one field per node and
 expires; the hybrid store shares as the Redis store does, and a node that dies has
 its share handed on once its field expired; with Redis gone the nodes keep their last caps (rounds counted as
 failed); with the memory store two sluiced each divide the whole limit
-(per process, as documented). Every wait is bounded.
+(per process, as documented); and Envoys that enforce their assignments
+let through, over every 1 s window, no more than the limit and the stated
+bound. Every wait is bounded.
 """
 import time
 
 import pytest
 import redis
 
-from test_grpc_rlqs import Envoy, REPORT, applied_sum, demand_usage, metric, eventually
+from test_grpc_rlqs import Enforcer, Envoy, REPORT, applied_sum, demand_usage, metric, eventually
 from grpc_fixtures import grpc_sluiced, http_sluiced  # noqa: F401
 
 LIMIT = 100.0
@@ -74,6 +76,58 @@ def run(envoys, rates, rounds, until, bound):
         if until():
             return True
     return False
+
+
+def test_enforced_fleet_stays_within_the_bound_in_every_window(grpc_sluiced, rds):
+    """Envoys that enforce their token buckets, split over two sluiced on one
+    Redis, one offered 400 requests a second and three 10: over every 1 s
+    window what they let through together is at most the limit's rate x
+    1 s + its burst + the max_tokens of the assignments changed in it + a
+    tenth of the rate for delivery - twice the rate and burst for windows
+    that start before the nodes' shares first agree (the fleet's stated
+    bound while its nodes start: one more limit per node) - and the busy
+    one, on node a, gets the share the quiet ones leave, over the fleet."""
+    a = grpc_sluiced(rules=RULES, test_clock=False, extra=redis_store(rds.port))
+    b = grpc_sluiced(rules=RULES, test_clock=False, extra=redis_store(rds.port))
+    envoys = [Envoy(a.port), Envoy(a.port), Envoy(b.port), Envoy(b.port)]
+    fs = [Enforcer(e, "shared", 400.0 if i == 0 else 10.0) for i, e in enumerate(envoys)]
+    fair = lambda: all(near(e.get("shared"), w, 0.15) for e, w in zip(envoys, [70, 10, 10, 10]))
+    try:
+        for e in envoys:
+            e.report({"shared": (0, 0)})
+        t0 = last = next_report = time.monotonic()
+        agreed = None
+        while time.monotonic() - t0 < 10.0:
+            time.sleep(0.01)
+            now = time.monotonic()
+            for f in fs:
+                f.step(now, now - last)
+            last = now
+            if agreed is None and fair():
+                agreed = now
+            if now >= next_report:
+                for f in fs:
+                    f.e.report({"shared": (f.allowed, f.denied)})
+                    f.allowed = f.denied = 0
+                next_report = now + REPORT
+        assert agreed is not None, [e.get("shared") and e.get("shared").rate for e in envoys]
+        events = sorted((t, n) for f in fs for t, n in f.admitted)
+        changes = sorted(c for f in fs for c in f.changes)
+        most = (0, 0, 0)  # the busiest window: (let through, its allowance, start)
+        for i, (start, _) in enumerate(events):
+            end = start + 1.0
+            got = sum(n for t, n in events[i:] if t < end)
+            nodes = 2 if start < agreed else 1
+            allow = nodes * (LIMIT + 100) + LIMIT * 0.1 + \
+                sum(m for t, m in changes if start - 1e-9 <= t < end)
+            assert got <= allow, (start - t0, agreed - t0, got, allow)
+            most = max(most, (got, allow, start - t0))
+        print("busiest 1 s window: %d let through, allowance %.1f, at %.2f s" % most)
+        late = [sum(n for t, n in f.admitted if t > agreed + 1.0) for f in fs]
+        assert late[0] > 2 * sum(late[1:]), late
+    finally:
+        for e in envoys:
+            e.close()
 
 
 def test_fleet_divides_by_global_demand(grpc_sluiced, rds):
