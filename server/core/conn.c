@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "client_key.h"
 #include "conn.h"
 #include "conn_io.h"
@@ -82,6 +83,21 @@ void sl__buf_appendf(struct sl__buf *b, const char *fmt, ...)
     va_end(ap);
     if (n > 0)
         sl__buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+void sl__buf_json_str(struct sl__buf *b, const char *s)
+{
+    size_t n = s != NULL ? strlen(s) : 0, cap = 6 * n + 3, len = 0;
+    struct sl__wr w;
+
+    if (s == NULL) {
+        sl__buf_append(b, "null", 4);
+        return;
+    }
+    sl__wr_init(&w, sl__buf_room(b, cap), cap); /* room for every byte escaped */
+    sl__wr_json_str(&w, s, n);
+    sl__wr_finish(&w, &len);
+    b->len += len;
 }
 
 void sl__buf_free(struct sl__buf *b)

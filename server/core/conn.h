@@ -209,6 +209,9 @@ static inline void sl__buf_append(struct sl__buf *b, const void *p, size_t len)
 /* Append printf-style text, a line of up to 511 bytes (longer is cut):
  * for the few scrape and status writers outside the hot path. */
 void sl__buf_appendf(struct sl__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s as a JSON string literal (buf.h's escaping), or null for NULL:
+ * for status writers that build JSON in a growing buffer. */
+void sl__buf_json_str(struct sl__buf *b, const char *s);
 void sl__buf_free(struct sl__buf *b);
 
 #endif /* SL_SERVER_CONN_H */

@@ -953,27 +953,6 @@ void sl__xds_stop(struct sl__server *srv)
 
 /* ---- for operators ---- */
 
-static void json_str(struct sl__buf *out, const char *s)
-{
-    if (s == NULL) {
-        sl__buf_append(out, "null", 4);
-        return;
-    }
-    sl__buf_append(out, "\"", 1);
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '\\' || c == '"') {
-            char e[2] = {'\\', (char)c};
-            sl__buf_append(out, e, 2);
-        } else if (c < 0x20) {
-            sl__buf_appendf(out, "\\u%04x", c);
-        } else {
-            sl__buf_append(out, s, 1);
-        }
-    }
-    sl__buf_append(out, "\"", 1);
-}
-
 void sl__xds_render_metrics(const struct sl__server *srv, struct sl__buf *out)
 {
     struct xds *x;
@@ -1019,16 +998,16 @@ void sl__xds_render_stats(const struct sl__server *srv, struct sl__buf *out)
     }
     uv_mutex_lock(&x->mu);
     sl__buf_append(out, "\"xds\":{\"server\":", 16);
-    json_str(out, x->cfg->server);
+    sl__buf_json_str(out, x->cfg->server);
     sl__buf_append(out, ",\"node_id\":", 11);
-    json_str(out, x->cfg->node_id);
+    sl__buf_json_str(out, x->cfg->node_id);
     sl__buf_appendf(out, ",\"connected\":%s,\"version\":", x->connected ? "true" : "false");
-    json_str(out, x->version);
+    sl__buf_json_str(out, x->version);
     sl__buf_appendf(out,
                     ",\"resources\":%zu,\"acks\":%" PRIu64 ",\"nacks\":%" PRIu64
                     ",\"connects\":%" PRIu64 ",\"last_error\":",
                     x->n_cur, x->acks, x->nacks, x->connects);
-    json_str(out, x->last_error);
+    sl__buf_json_str(out, x->last_error);
     sl__buf_append(out, "}", 1);
     uv_mutex_unlock(&x->mu);
     pthread_mutex_unlock(&the_mu);
