@@ -604,6 +604,11 @@ bool sl__decide_limit_denies_all(const struct sl_limit *l)
     return sl__rules_limit_denies_all(l);
 }
 
+bool sl__decide_limit_is_rate(const struct sl_limit *l)
+{
+    return sl__limit_is_rate(l);
+}
+
 int sl__decide_match_unordered(const sl_rules *rules, struct sl_str domain,
                                const struct sl_entry *e, size_t n, struct sl_match *out)
 {

@@ -183,6 +183,9 @@ const char *sl__decide_strerror(int err);
  * and is a matched limit Envoy's requests_per_unit: 0 (deny everything)? */
 bool sl__decide_denies_unmatched(const sl_rules *rules, struct sl_str domain);
 bool sl__decide_limit_denies_all(const struct sl_limit *l);
+/* Is l a rate a quota assignment can carry (sl__limit_is_rate: the same
+ * test `rlqs: true` applies at load)? */
+bool sl__decide_limit_is_rate(const struct sl_limit *l);
 /* The rules' match of entries e[0..n) in whichever order they are a path
  * of the rules tree (a bucket id is a map; sl__rules_match_unordered). */
 int sl__decide_match_unordered(const sl_rules *rules, struct sl_str domain,

@@ -596,12 +596,6 @@ static void match_bucket(const struct sl__rlqs_stream *rs, const struct bucket *
         m->n_limits = 0, m->unlimited = false;
 }
 
-static bool is_rate(const struct sl_limit *l)
-{
-    return l->algo != SL_ALGO_CONCURRENCY && l->algo != SL_ALGO_ADAPTIVE_CONCURRENCY &&
-           !(l->algo == SL_ALGO_SLIDING_LOG && l->min_interval_ns > 0) && l->period_ns > 0;
-}
-
 /* What b gets under rs's rules and kill switch (b->cls, b->ruled): the
  * pool it belongs in, or NULL (R.mu held). Membership is not touched. */
 static struct pool *classify_to(struct sl__rlqs_stream *rs, struct bucket *b)
@@ -636,7 +630,7 @@ static struct pool *classify_to(struct sl__rlqs_stream *rs, struct bucket *b)
             *(l->shadow ? &shadow_ban : &ban) = true;
             continue;
         }
-        if (!is_rate(l)) {
+        if (!sl__decide_limit_is_rate(l)) {
             R.nonrate++;
             sl__log_rate(&rl, SL__LOG_WARN, "grpc.rlqs_not_rate",
                          &SL__LOG_STR("rule", path != NULL ? path : ""), 1,
@@ -1244,23 +1238,6 @@ void sl__rlqs_render_metrics(const struct sl__server *srv, struct sl__buf *out)
 
 /* ------------------------------------------------------------ GET /v1/stats */
 
-static void json_str(struct sl__buf *out, const char *s)
-{
-    sl__buf_append(out, "\"", 1);
-    for (; *s != '\0'; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '\\' || c == '"') {
-            char e[2] = {'\\', (char)c};
-            sl__buf_append(out, e, 2);
-        } else if (c < 0x20) {
-            sl__buf_appendf(out, "\\u%04x", c);
-        } else {
-            sl__buf_append(out, s, 1);
-        }
-    }
-    sl__buf_append(out, "\"", 1);
-}
-
 /* A rate as a JSON number (never inf or nan). */
 static double json_num(double v)
 {
@@ -1283,7 +1260,7 @@ void sl__rlqs_render_stats(const struct sl__server *srv, struct sl__buf *out)
     for (size_t s = 0; s < POOL_SLOTS && shown < STATS_POOLS; s++) {
         for (const struct pool *p = R.slot[s]; p != NULL && shown < STATS_POOLS; p = p->next) {
             sl__buf_append(out, shown == 0 ? "{\"rule\":" : ",{\"rule\":", shown == 0 ? 8 : 9);
-            json_str(out, p->label);
+            sl__buf_json_str(out, p->label);
             sl__buf_appendf(out,
                             ",\"pool\":\"%016" PRIx64 "\",\"instances\":%zu,\"limit_rate\":%.6g"
                             ",\"assigned_rate\":%.6g,\"allowed\":%" PRIu64 ",\"denied\":%" PRIu64
