@@ -8,17 +8,21 @@
  *
  * Every worker has its own store, and each of them sees the same outage.
  * So that a process says each event once, the stores made from one
- * configuration share a struct sl__rshared: a condition ("unreachable
+ * configuration share a struct sl__rshared, whose conditions table is the
+ * link's (link/rnode.h): a condition ("unreachable 10.0.0.5:6379", "breaker
  * 10.0.0.5:6379") is logged when the first store sees it go bad and when
- * the last one sees it good again, with how long it lasted. Policy answers
+ * the last one sees it good again, with how long it lasted. The nodes'
+ * edges (connected, unreachable, back) are found by the link's node health
+ * and reported here (sl__revent_node) for their lines. Policy answers
  * are counted in it and logged at the first one, then at most once per
  * SL__REVENT_POLICY_MS with how many there were: never a line per request.
  *
- * It does not decide when a node is up (redis_health.c publishes that,
- * from the connections of redis_conn.c) and does no I/O but the log line.
- * The shared state is the only state here touched by several threads: a
- * mutex for the conditions (state changes only), atomics for the policy
- * counts (one add per policy answer).
+ * It does not decide when a node is up (link/rnode.h does, from what
+ * redis_health.c notes of the connections of redis_conn.c) and does no
+ * I/O but the log line. The shared state is the only state here touched
+ * by several threads: mutexes for the conditions and the master (state
+ * changes only), atomics for the policy counts (one add per policy
+ * answer).
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -36,19 +40,10 @@ void sl__rnode_addr(const struct sl__rstore *st, unsigned node, char *out, size_
     snprintf(out, cap, strchr(n->host, ':') != NULL ? "[%s]:%d" : "%s:%d", n->host, n->port);
 }
 
-#define MAX_CONDS 256
-#define KEY_MAX   (SL__CLUSTER_HOST_MAX + 160)
-
-struct cond {
-    char key[KEY_MAX];
-    unsigned bad;     /* stores that see it bad */
-    int64_t since_ms; /* when the first of them did */
-};
-
 struct sl__rshared {
-    uv_mutex_t lock;
-    size_t n;
-    struct cond c[MAX_CONDS];
+    /* the conditions and the nodes' edges, once per process (link/rnode.h) */
+    struct sl__rnode_shared *conds;
+    uv_mutex_t lock;                       /* guards master */
     char master[SL__CLUSTER_HOST_MAX + 8]; /* the last master logged */
     /* per policy (allow, deny, local): answers not yet logged, last line */
     _Atomic uint64_t policy_n[3];
@@ -59,11 +54,14 @@ struct sl__rshared *sl__rshared_new(void)
 {
     struct sl__rshared *sh = calloc(1, sizeof(*sh));
 
-    if (sh != NULL && uv_mutex_init(&sh->lock) != 0) {
+    if (sh == NULL)
+        return NULL;
+    if ((sh->conds = sl__rnode_shared_new()) == NULL || uv_mutex_init(&sh->lock) != 0) {
+        sl__rnode_shared_free(sh->conds);
         free(sh);
         return NULL;
     }
-    for (int i = 0; sh != NULL && i < 3; i++)
+    for (int i = 0; i < 3; i++)
         atomic_init(&sh->policy_at_ms[i], INT64_MIN / 2);
     return sh;
 }
@@ -73,7 +71,13 @@ void sl__rshared_free(struct sl__rshared *sh)
     if (sh == NULL)
         return;
     uv_mutex_destroy(&sh->lock);
+    sl__rnode_shared_free(sh->conds);
     free(sh);
+}
+
+struct sl__rnode_shared *sl__rshared_conds(struct sl__rshared *sh)
+{
+    return sh->conds;
 }
 
 static int64_t mono_ms(void)
@@ -99,71 +103,23 @@ void sl__rlog_line(struct sl__rstore *st, enum sl__store_level level, const char
         fprintf(stderr, "sluiced: %s %s\n", event, line);
 }
 
-/* The entry for `key` (added, with no store seeing it bad, when new), or
- * NULL when the table is full. Under the lock. */
-static struct cond *find(struct sl__rshared *sh, const char *key)
-{
-    for (size_t i = 0; i < sh->n; i++)
-        if (strcmp(sh->c[i].key, key) == 0)
-            return &sh->c[i];
-    if (sh->n == MAX_CONDS) {
-        for (size_t i = 0; i < sh->n; i++) /* reuse one nobody sees bad */
-            if (sh->c[i].bad == 0) {
-                snprintf(sh->c[i].key, sizeof(sh->c[i].key), "%s", key);
-                return &sh->c[i];
-            }
-        return NULL;
-    }
-    snprintf(sh->c[sh->n].key, sizeof(sh->c[sh->n].key), "%s", key);
-    sh->c[sh->n].bad = 0;
-    return &sh->c[sh->n++];
-}
-
-/* One store sees `key` go bad (or good again): true when that is the edge
- * for the process (the first bad, the last good), with *lasted_ms. A full
- * table logs every edge rather than none. */
-static bool edge(struct sl__rshared *sh, const char *key, bool bad, int64_t *lasted_ms)
-{
-    struct cond *c;
-    bool line = true;
-
-    *lasted_ms = 0;
-    uv_mutex_lock(&sh->lock);
-    if ((c = find(sh, key)) != NULL && bad) {
-        line = c->bad++ == 0;
-        if (line)
-            c->since_ms = mono_ms();
-    } else if (c != NULL) {
-        line = c->bad == 1;
-        c->bad -= c->bad > 0;
-        *lasted_ms = mono_ms() - c->since_ms;
-    }
-    uv_mutex_unlock(&sh->lock);
-    return line;
-}
-
 bool sl__revent_edge(struct sl__rstore *st, const char *key, bool bad)
 {
     int64_t lasted;
 
-    return edge(st->shared, key, bad, &lasted);
+    return sl__rnode_shared_edge(st->shared->conds, key, bad, &lasted);
 }
 
 bool sl__revent_once(struct sl__rstore *st, const char *key)
 {
     int64_t lasted;
 
-    return edge(st->shared, key, true, &lasted);
+    return sl__rnode_shared_edge(st->shared->conds, key, true, &lasted);
 }
 
 void sl__revent_clear(struct sl__rstore *st, const char *key)
 {
-    struct cond *c;
-
-    uv_mutex_lock(&st->shared->lock);
-    if ((c = find(st->shared, key)) != NULL)
-        c->bad = 0;
-    uv_mutex_unlock(&st->shared->lock);
+    sl__rnode_shared_clear(st->shared->conds, key);
 }
 
 /* What the node is, after its address: " (cluster master)", " (master
@@ -178,46 +134,35 @@ static const char *role(const struct sl__rstore *st, char *buf, size_t cap)
     return buf;
 }
 
-void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, const char *why)
+/* The link's node health (link/rnode.h) found an edge: the lines, once
+ * per process. */
+void sl__revent_node(void *arg, const struct sl__rnode_edge *e)
 {
-    char key[KEY_MAX], rb[160];
-    uint8_t *ev = &st->ev[node];
-    int64_t lasted;
+    struct sl__rstore *st = arg;
+    char rb[160];
 
-    if (up && !(*ev & SL__EV_SEEN)) {
-        *ev |= SL__EV_SEEN;
-        sl__rnode_addr(st, node, st->ev_addr[node], sizeof(st->ev_addr[node]));
-        snprintf(key, sizeof(key), "reached %s", st->ev_addr[node]);
-        if (sl__revent_once(st, key))
-            sl__rlog(st, SL__SLOG_INFO, "store.node_connected", "redis %s%s connected",
-                     st->ev_addr[node], role(st, rb, sizeof(rb)));
-    }
-    if (down && !(*ev & SL__EV_DOWN)) {
-        *ev |= SL__EV_DOWN;
-        sl__rnode_addr(st, node, st->ev_addr[node], sizeof(st->ev_addr[node]));
-        snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
-        if (edge(st->shared, key, true, &lasted))
-            sl__rlog(st, SL__SLOG_WARN, "store.node_unreachable",
-                     "redis %s%s unreachable: %s; its checks are answered by the failure "
-                     "policy until it is back",
-                     st->ev_addr[node], role(st, rb, sizeof(rb)),
-                     why[0] != '\0' ? why : "connection lost");
-    } else if (up && (*ev & SL__EV_DOWN)) {
-        *ev &= (uint8_t)~SL__EV_DOWN;
-        snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
-        if (edge(st->shared, key, false, &lasted))
-            sl__rlog(st, SL__SLOG_INFO, "store.node_back",
-                     "redis %s%s reachable again after %lld.%03lld s: decisions by Redis",
-                     st->ev_addr[node], role(st, rb, sizeof(rb)), (long long)(lasted / 1000),
-                     (long long)(lasted % 1000));
-    }
+    if (!e->say)
+        return;
+    if (e->what == SL__RNODE_REACHED)
+        sl__rlog(st, SL__SLOG_INFO, "store.node_connected", "redis %s%s connected", e->addr,
+                 role(st, rb, sizeof(rb)));
+    else if (e->what == SL__RNODE_DOWN)
+        sl__rlog(st, SL__SLOG_WARN, "store.node_unreachable",
+                 "redis %s%s unreachable: %s; its checks are answered by the failure "
+                 "policy until it is back",
+                 e->addr, role(st, rb, sizeof(rb)), e->why[0] != '\0' ? e->why : "connection lost");
+    else if (e->what == SL__RNODE_BACK)
+        sl__rlog(st, SL__SLOG_INFO, "store.node_back",
+                 "redis %s%s reachable again after %lld.%03lld s: decisions by Redis", e->addr,
+                 role(st, rb, sizeof(rb)), (long long)(e->lasted_ms / 1000),
+                 (long long)(e->lasted_ms % 1000));
 }
 
 /* A cluster has a breaker per master; one Redis (also behind Sentinel,
  * whose master may change while it is open) has the store's one. */
 void sl__revent_breaker(struct sl__rstore *st, unsigned node, bool open)
 {
-    char key[KEY_MAX], addr[sizeof(st->ev_addr[0])];
+    char key[SL__CLUSTER_HOST_MAX + 160], addr[SL__RNODE_ADDR_MAX];
     int64_t lasted;
 
     if (open == !!(st->ev[node] & SL__EV_OPEN))
@@ -228,7 +173,7 @@ void sl__revent_breaker(struct sl__rstore *st, unsigned node, bool open)
         snprintf(key, sizeof(key), "breaker %s", addr);
     else
         snprintf(key, sizeof(key), "breaker %s", st->cfg.master_name); /* "" without Sentinel */
-    if (!edge(st->shared, key, open, &lasted))
+    if (!sl__rnode_shared_edge(st->shared->conds, key, open, &lasted))
         return;
     if (open)
         sl__rlog(st, SL__SLOG_WARN, "store.breaker_open",
@@ -243,14 +188,8 @@ void sl__revent_breaker(struct sl__rstore *st, unsigned node, bool open)
 
 void sl__revent_forget(struct sl__rstore *st, unsigned node)
 {
-    char key[KEY_MAX];
-    int64_t lasted;
-
-    if (st->ev[node] & SL__EV_DOWN) {
-        snprintf(key, sizeof(key), "unreachable %s", st->ev_addr[node]);
-        edge(st->shared, key, false, &lasted);
-    }
-    st->ev[node] &= SL__EV_OPEN; /* the breaker is the store's: it closes on the new one */
+    /* the breaker is the store's: it closes on the new one */
+    sl__rnode_forget(&st->nodes, node);
 }
 
 void sl__revent_master(struct sl__rstore *st, const char *addr, const char *via)

@@ -3,11 +3,12 @@
 /*
  * redis_health.c - the Redis store's state as other threads read it: per
  * node, its address, how many of its connections are ready, whether it is
- * down (none ready and one failed) and its breaker; and with Sentinel,
- * whether a master is known. The worker publishes it under a mutex when
- * something changes (a connection's state, the map, the breaker, the
- * master) - never per call - and meanwhile tells redis_events.c about the
- * edges it sees.
+ * down (none ready and one failed) and its breaker, kept by the link's
+ * node health (link/rnode.h: st->nodes); and with Sentinel, whether a
+ * master is known. The worker notes and publishes it when something
+ * changes (a connection's state, the map, the breaker, the master) -
+ * never per call; the edges the link finds come back to redis_events.c
+ * (sl__revent_node) for their lines.
  *
  * From it: the store's health (store.h: up, degraded or down, and why),
  * the "nodes" and "sentinel" members of /healthz?verbose over every
@@ -24,15 +25,24 @@
 
 int sl__rhealth_init(struct sl__rstore *st)
 {
+    static const struct sl__rnode_events node_events = {.edge = sl__revent_node};
+
     st->policy_decides = st->cfg.policy != SL__POLICY_DENY;
     for (size_t i = 0; i < st->cfg.n_domains; i++)
         st->policy_decides = st->policy_decides || st->cfg.domains[i].policy != SL__POLICY_DENY;
     st->pub.sentinel = st->cfg.sentinels[0] != '\0';
-    return uv_mutex_init(&st->pub.lock) == 0 ? SL_OK : SL_ENOMEM;
+    if (uv_mutex_init(&st->pub.lock) != 0)
+        return SL_ENOMEM;
+    if (sl__rnode_set_init(&st->nodes, sl__rshared_conds(st->shared), &node_events, st) != 0) {
+        uv_mutex_destroy(&st->pub.lock);
+        return SL_ENOMEM;
+    }
+    return SL_OK;
 }
 
 void sl__rhealth_close(struct sl__rstore *st)
 {
+    sl__rnode_set_close(&st->nodes);
     uv_mutex_destroy(&st->pub.lock);
 }
 
@@ -70,7 +80,6 @@ static const char *why_down(const struct sl__rstore *st, unsigned node)
 
 void sl__rhealth_publish(struct sl__rstore *st)
 {
-    struct sl__rpub_node nodes[SL__CLUSTER_MAX_NODES];
     bool serves[SL__CLUSTER_MAX_NODES], any = false, all_up = true, any_down = false;
     unsigned n = st->n_nodes_started;
 
@@ -82,31 +91,25 @@ void sl__rhealth_publish(struct sl__rstore *st)
     for (unsigned k = 0; k < n; k++)
         any = any || serves[k];
     for (unsigned k = 0; k < n; k++) {
-        struct sl__rpub_node *p = &nodes[k];
-        bool failed = false;
-        memset(p, 0, sizeof(*p));
-        sl__rnode_addr(st, k, p->addr, sizeof(p->addr));
+        char addr[SL__RNODE_ADDR_MAX];
+        struct sl__rnode_state s = {.addr = addr, .why = why_down(st, k), .serving = serves[k]};
+        sl__rnode_addr(st, k, addr, sizeof(addr));
         for (unsigned i = 0; i < st->cfg.connections; i++) {
             const struct sl__rconn *c = &st->conns[k * st->cfg.connections + i];
-            p->conns++;
-            p->ready += c->state == SL__RC_READY;
-            failed = failed || c->failed;
+            s.conns++;
+            s.ready += c->state == SL__RC_READY;
+            s.failed = s.failed || c->failed;
         }
-        p->serving = serves[k];
-        p->breaker = (st->ev[k] & SL__EV_OPEN) != 0;
+        s.held = (st->ev[k] & SL__EV_OPEN) != 0;
         if (!st->cfg.cluster && st->breaker == SL__BREAKER_OPEN)
-            p->ready = 0; /* its connections are being dropped */
-        p->down = p->ready == 0 && failed;
-        if (p->serving || !any) /* a cluster's seeds count until a map names the masters */
-            sl__revent_node(st, k, p->ready > 0, p->down, why_down(st, k));
+            s.ready = 0; /* its connections are being dropped */
+        s.edges = s.serving || !any; /* a cluster's seeds count until a map names the masters */
+        sl__rnode_note(&st->nodes, k, &s);
+        all_up = all_up && (!s.serving || (s.ready > 0 && !s.held));
+        any_down = any_down || (s.ready == 0 && s.failed);
     }
-    for (unsigned k = 0; k < n; k++) {
-        all_up = all_up && (!nodes[k].serving || (nodes[k].ready > 0 && !nodes[k].breaker));
-        any_down = any_down || nodes[k].down;
-    }
+    sl__rnode_publish(&st->nodes, n);
     uv_mutex_lock(&st->pub.lock);
-    memcpy(st->pub.node, nodes, sizeof(nodes[0]) * n);
-    st->pub.n = n;
     st->pub.master_known = sl__rsentinel_known(st);
     /* what Sentinel last said of itself (redis_sentinel.c writes it) */
     st->pub.sentinel_sub = st->sview.subscribed;
@@ -134,8 +137,10 @@ static void say(char *why, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Why a published store is not up ("" when it is). Under its lock. */
-static void why_not_up(const struct sl__rstore *st, char *why, size_t cap)
+/* Why a published store is not up ("" when it is), from its nodes as
+ * published (node[0..n)). Under its lock. */
+static void why_not_up(const struct sl__rstore *st, const struct sl__rnode_pub *node, unsigned n,
+                       char *why, size_t cap)
 {
     const struct sl__rpub *p = &st->pub;
     unsigned serving = 0;
@@ -147,15 +152,15 @@ static void why_not_up(const struct sl__rstore *st, char *why, size_t cap)
             p->sentinel_at[0] != '\0' ? p->sentinel_at : "");
         return;
     }
-    for (unsigned k = 0; k < p->n; k++) {
-        if (!p->node[k].serving)
+    for (unsigned k = 0; k < n; k++) {
+        if (!node[k].serving)
             continue;
         serving++;
-        if (p->node[k].breaker)
-            say(why, cap, "circuit breaker open for redis %s", p->node[k].addr);
-        else if (p->node[k].ready == 0)
-            say(why, cap, "redis %s %s", p->node[k].addr,
-                p->node[k].down ? "unreachable" : "not connected yet");
+        if (node[k].held)
+            say(why, cap, "circuit breaker open for redis %s", node[k].addr);
+        else if (node[k].ready == 0)
+            say(why, cap, "redis %s %s", node[k].addr,
+                node[k].down ? "unreachable" : "not connected yet");
         if (why[0] != '\0')
             return;
     }
@@ -170,10 +175,12 @@ static void why_not_up(const struct sl__rstore *st, char *why, size_t cap)
 void sl__rhealth_get(const struct sl__store *s, struct sl__store_health *out)
 {
     const struct sl__rstore *st = of(s);
+    struct sl__rnode_pub node[SL__CLUSTER_MAX_NODES];
+    unsigned n = sl__rnode_read((struct sl__rnode_set *)&st->nodes, node, SL__CLUSTER_MAX_NODES);
     bool starting;
 
     uv_mutex_lock((uv_mutex_t *)&st->pub.lock);
-    why_not_up(st, out->why, sizeof(out->why));
+    why_not_up(st, node, n, out->why, sizeof(out->why));
     starting = !st->pub.ever_up && !st->pub.failed;
     uv_mutex_unlock((uv_mutex_t *)&st->pub.lock);
     /* A store whose connections are up may still refuse (breaker closing). */
@@ -189,50 +196,21 @@ void sl__rhealth_get(const struct sl__store *s, struct sl__store_health *out)
 
 /* ------------------------------------------------------------ over the workers */
 
-/* One node over the workers' stores, matched by address. */
-struct node_sum {
-    char addr[SL__CLUSTER_HOST_MAX + 8];
-    unsigned workers, up, breakers;
-    unsigned ready, conns;
-    bool serving;
-};
-
-/* Every node any store publishes, summed; returns how many. */
-static unsigned sum_nodes(struct sl__store *const *stores, unsigned n, struct node_sum *out,
+/* Every node any store publishes, summed over the workers (by address);
+ * returns how many. */
+static unsigned sum_nodes(struct sl__store *const *stores, unsigned n, struct sl__rnode_sum *out,
                           unsigned max)
 {
     unsigned m = 0;
 
-    for (unsigned i = 0; i < n; i++) {
-        const struct sl__rstore *st = of(stores[i]);
-        uv_mutex_lock((uv_mutex_t *)&st->pub.lock);
-        for (unsigned k = 0; k < st->pub.n; k++) {
-            const struct sl__rpub_node *p = &st->pub.node[k];
-            unsigned j = 0;
-            while (j < m && strcmp(out[j].addr, p->addr) != 0)
-                j++;
-            if (j == m && m == max)
-                continue;
-            if (j == m) {
-                memset(&out[m], 0, sizeof(out[m]));
-                snprintf(out[m].addr, sizeof(out[m].addr), "%s", p->addr);
-                m++;
-            }
-            out[j].workers++;
-            out[j].up += p->ready > 0 && !p->breaker;
-            out[j].breakers += p->breaker;
-            out[j].ready += p->ready;
-            out[j].conns += p->conns;
-            out[j].serving = out[j].serving || p->serving;
-        }
-        uv_mutex_unlock((uv_mutex_t *)&st->pub.lock);
-    }
+    for (unsigned i = 0; i < n; i++)
+        m = sl__rnode_sum_add(&((struct sl__rstore *)(void *)stores[i])->nodes, out, m, max);
     return m;
 }
 
-static const char *node_state(const struct node_sum *s)
+static const char *node_state(const struct sl__rnode_sum *s)
 {
-    return s->up == s->workers ? "up" : s->up == 0 ? "down" : "partial";
+    return s->up == s->owners ? "up" : s->up == 0 ? "down" : "partial";
 }
 
 static bool put_sentinel(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
@@ -244,13 +222,15 @@ static bool put_sentinel(struct sl__store *const *stores, unsigned n, char *buf,
     bool ok;
 
     for (unsigned i = 0; i < n; i++) {
-        const struct sl__rstore *st = of(stores[i]);
-        uv_mutex_lock((uv_mutex_t *)&st->pub.lock);
+        struct sl__rstore *st = (struct sl__rstore *)(void *)stores[i];
+        struct sl__rnode_pub node0;
+        bool has = sl__rnode_read(&st->nodes, &node0, 1) > 0;
+        uv_mutex_lock(&st->pub.lock);
         subscribed += st->pub.sentinel_sub;
         known += st->pub.master_known;
-        if (st->pub.master_known && st->pub.n > 0 && master[0] == '\0')
-            snprintf(master, sizeof(master), "%s", st->pub.node[0].addr);
-        uv_mutex_unlock((uv_mutex_t *)&st->pub.lock);
+        if (st->pub.master_known && has && master[0] == '\0')
+            snprintf(master, sizeof(master), "%s", node0.addr);
+        uv_mutex_unlock(&st->pub.lock);
     }
     ok = sl__store_put(buf, cap, len, ",\"sentinel\":{\"master_name\":");
     ok = ok && sl__store_put_json_str(buf, cap, len, st0->cfg.master_name);
@@ -267,21 +247,21 @@ static bool put_sentinel(struct sl__store *const *stores, unsigned n, char *buf,
 bool sl__rhealth_members(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
                          size_t *len)
 {
-    static __thread struct node_sum sum[SL__CLUSTER_MAX_NODES];
+    static __thread struct sl__rnode_sum sum[SL__CLUSTER_MAX_NODES];
     unsigned m = n > 0 ? sum_nodes(stores, n, sum, SL__CLUSTER_MAX_NODES) : 0;
     size_t start = *len;
     bool ok = sl__store_put(buf, cap, len, ",\"nodes\":[");
 
     for (unsigned j = 0; ok && j < m; j++) {
-        const struct node_sum *s = &sum[j];
+        const struct sl__rnode_sum *s = &sum[j];
         ok = sl__store_put(buf, cap, len, "%s{\"address\":", j > 0 ? "," : "");
         ok = ok && sl__store_put_json_str(buf, cap, len, s->addr);
         ok = ok && sl__store_put(buf, cap, len,
                                  ",\"role\":\"%s\",\"state\":\"%s\",\"workers_up\":%u,"
                                  "\"workers\":%u,\"connections_ready\":%u,\"connections\":%u,"
                                  "\"breakers_open\":%u}",
-                                 s->serving ? "master" : "seed", node_state(s), s->up, s->workers,
-                                 s->ready, s->conns, s->breakers);
+                                 s->serving ? "master" : "seed", node_state(s), s->up, s->owners,
+                                 s->ready, s->conns, s->held);
     }
     ok = ok && sl__store_put(buf, cap, len, "]");
     if (ok && n > 0 && of(stores[0])->pub.sentinel)
@@ -294,7 +274,7 @@ bool sl__rhealth_members(struct sl__store *const *stores, unsigned n, char *buf,
 bool sl__rhealth_metrics(struct sl__store *const *stores, unsigned n, char *buf, size_t cap,
                          size_t *len)
 {
-    static __thread struct node_sum sum[SL__CLUSTER_MAX_NODES];
+    static __thread struct sl__rnode_sum sum[SL__CLUSTER_MAX_NODES];
     unsigned m = n > 0 ? sum_nodes(stores, n, sum, SL__CLUSTER_MAX_NODES) : 0;
     size_t start = *len;
     bool ok = sl__store_put(buf, cap, len,
@@ -314,7 +294,7 @@ bool sl__rhealth_metrics(struct sl__store *const *stores, unsigned n, char *buf,
         }
         label[at] = '\0';
         ok = sl__store_put(buf, cap, len, "sluice_store_redis_node_up{node=\"%s\"} %d\n", label,
-                           sum[j].up == sum[j].workers);
+                           sum[j].up == sum[j].owners);
     }
     if (!ok)
         *len = start;

@@ -17,6 +17,7 @@
 #include <hiredis/hiredis.h>
 
 #include "redis.h"
+#include "rnode.h"
 #include "sluice_int.h"
 
 struct sl__rstore;
@@ -158,21 +159,11 @@ struct sl__rcounters {
                               (uint64_t)(d),                                                       \
                           memory_order_relaxed)
 
-/* One node as the store publishes it for other threads (redis_health.c). */
-struct sl__rpub_node {
-    char addr[SL__CLUSTER_HOST_MAX + 8]; /* "host:port", "[v6]:port" */
-    uint16_t ready, conns;               /* connections ready, started */
-    bool serving;                        /* decides: the master (owns slots on a cluster) */
-    bool down;                           /* no connection ready, and one failed */
-    bool breaker;                        /* its circuit breaker is open */
-};
-
-/* What the store publishes for /readyz, /healthz?verbose and /metrics,
- * under `lock` (written on state changes only, never per call). */
+/* What the store publishes for /readyz, /healthz?verbose and /metrics
+ * besides its nodes (those are the link's, link/rnode.h: `nodes`), under
+ * `lock` (written on state changes only, never per call). */
 struct sl__rpub {
     uv_mutex_t lock;
-    unsigned n;
-    struct sl__rpub_node node[SL__CLUSTER_MAX_NODES];
     bool sentinel;     /* the master comes from Sentinel */
     bool master_known; /* ... and one was named */
     bool sentinel_sub; /* subscribed to +switch-master on a sentinel */
@@ -181,10 +172,8 @@ struct sl__rpub {
     char sentinel_at[SL__CLUSTER_HOST_MAX + 8]; /* the sentinel in use */
 };
 
-/* Per node, what this store has said about it (redis_events.c). */
+/* Per node, what this store has said about its breaker (redis_events.c). */
 enum {
-    SL__EV_SEEN = 1u << 0, /* reached once */
-    SL__EV_DOWN = 1u << 1, /* counted unreachable in the process */
     SL__EV_OPEN = 1u << 2, /* counted with its breaker open */
 };
 
@@ -224,7 +213,10 @@ struct sl__rstore {
     struct sl__rshared *shared;     /* the process's, or own_shared */
     struct sl__rshared *own_shared; /* when no process-wide one was given */
     uint8_t ev[SL__CLUSTER_MAX_NODES];
-    char ev_addr[SL__CLUSTER_MAX_NODES][SL__CLUSTER_HOST_MAX + 8]; /* as counted */
+    /* the nodes' health (link/rnode.h): ready links, down and back, said
+     * once per process through st->shared's conditions; published for
+     * other threads. Its edges come back to sl__revent_node. */
+    struct sl__rnode_set nodes;
     bool policy_decides; /* some policy (default or a domain's) is allow or local */
     bool quiet;          /* moving to a new master: lost calls are not failures */
     struct sl__rpub pub;
@@ -452,8 +444,11 @@ bool sl__redis_master_addr(const redisReply *r, const char **host, int *port);
 void sl__rlog_line(struct sl__rstore *st, enum sl__store_level level, const char *event,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #define sl__rlog(st, level, event, ...) sl__rlog_line((st), (level), "" event "", __VA_ARGS__)
-/* The node's state may have changed (publish() saw it): log the edges. */
-void sl__revent_node(struct sl__rstore *st, unsigned node, bool up, bool down, const char *why);
+/* The nodes' health (st->nodes) found an edge: its line when the
+ * process's (the set's `edge` callback; arg: the store). */
+void sl__revent_node(void *arg, const struct sl__rnode_edge *e);
+/* The process's conditions table (link/rnode.h) inside `sh`. */
+struct sl__rnode_shared *sl__rshared_conds(struct sl__rshared *sh);
 /* Its circuit breaker opened (or closed). */
 void sl__revent_breaker(struct sl__rstore *st, unsigned node, bool open);
 /* The node's address is about to change (Sentinel): its being
