@@ -524,8 +524,10 @@ struct sl__hyshared *sl__hyshared_new(void)
     if (sh == NULL)
         return NULL;
     sh->redis = sl__rshared_new();
-    if (sh->redis == NULL || uv_mutex_init(&sh->lock) != 0) {
+    sh->sync = sl__rnode_shared_new();
+    if (sh->redis == NULL || sh->sync == NULL || uv_mutex_init(&sh->lock) != 0) {
         sl__rshared_free(sh->redis);
+        sl__rnode_shared_free(sh->sync);
         free(sh);
         return NULL;
     }
@@ -537,6 +539,7 @@ void sl__hyshared_free(struct sl__hyshared *sh)
     if (sh == NULL)
         return;
     sl__rshared_free(sh->redis);
+    sl__rnode_shared_free(sh->sync);
     uv_mutex_destroy(&sh->lock);
     free(sh);
 }

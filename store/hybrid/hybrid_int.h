@@ -14,6 +14,7 @@
 #include "rcluster.h"
 #include "rlink.h"
 #include "rmaster.h"
+#include "rnode.h"
 #include "sluice_int.h"
 
 /* Longest match key kept for syncing; a longer one is decided locally and
@@ -108,7 +109,11 @@ struct sl__hystore {
     bool closing;
     struct sl__hyshared *shared; /* the process's workers' stores, or NULL */
     struct sl__hystore *sibling; /* next in shared->stores */
-    bool stalled;                /* its Redis stopped answering; said in the log */
+    /* its nodes' health (link/rnode.h): each node's link noted on every
+     * change, and the stall (its Redis stopped answering) said once per
+     * process, through shared->sync's conditions or own_sync's */
+    struct sl__rnode_set health;
+    struct sl__rnode_shared *own_sync; /* when no process-wide one was given */
 
     /* kept deltas: entries[max_keys], an open-addressing index of
      * index_cap (a power of two) slots holding entry number + 1 */
@@ -176,9 +181,9 @@ struct sl__hyshared {
     struct sl__rshared *redis;  /* the Redis path's process-wide state */
     uv_mutex_t lock;            /* guards `stores`; the tables lock themselves */
     struct sl__hystore *stores; /* every worker's, linked by `sibling` */
-    /* workers whose Redis is stalled: the first says so, the last that
-     * recovers says it is back (one line each per process) */
-    _Atomic unsigned stalled;
+    /* the sync links' conditions (link/rnode.h): the first worker whose
+     * Redis stalls says so, the last that recovers says it is back */
+    struct sl__rnode_shared *sync;
 };
 
 /* hybrid.c */

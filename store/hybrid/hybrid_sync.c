@@ -172,28 +172,35 @@ static void lose_call(struct sl__hy_call *c)
 }
 
 /* A Redis of this worker (`at`) stopped answering (why) or they all
- * answer again: logged as the Redis store logs an unreachable node, once
- * per process (the first worker to see it, the last to see it end) when
- * the stores share state. */
+ * answer again: the link's node health (link/rnode.h) says it once per
+ * process (the first worker to see it, the last to see it end) when the
+ * stores share state; its edge comes back to on_health. */
 static void stall_edge(struct sl__hystore *st, const struct sl__cnode *at, bool bad,
                        const char *why)
 {
-    bool line = true;
+    char addr[SL__RNODE_ADDR_MAX];
+    struct sl__rnode_edge e = {.node = 0, .addr = addr, .why = why};
 
-    if (bad == st->stalled)
+    snprintf(addr, sizeof(addr), "%s:%d", at->host, at->port);
+    sl__rnode_stall(&st->health, bad, &e);
+}
+
+/* The node health's edges: the stall's lines; a node's own edges
+ * (connected, unreachable, back) are the Redis path's to say, not the
+ * sync's. */
+static void on_health(void *arg, const struct sl__rnode_edge *e)
+{
+    (void)arg;
+    if (!e->say)
         return;
-    st->stalled = bad;
-    if (st->shared != NULL)
-        line = bad ? atomic_fetch_add(&st->shared->stalled, 1) == 0
-                   : atomic_fetch_sub(&st->shared->stalled, 1) == 1;
-    if (line && bad)
+    if (e->what == SL__RNODE_STALLED)
         sl__store_log(SL__SLOG_WARN, "store.hybrid_stalled",
-                      "hybrid: redis %s:%d %s: decisions stay local, their counts are kept "
+                      "hybrid: redis %s %s: decisions stay local, their counts are kept "
                       "and pushed once it answers",
-                      at->host, at->port, why);
-    else if (line)
-        sl__store_log(SL__SLOG_INFO, "store.hybrid_back", "hybrid: redis %s:%d answers again",
-                      at->host, at->port);
+                      e->addr, e->why);
+    else if (e->what == SL__RNODE_ANSWERS)
+        sl__store_log(SL__SLOG_INFO, "store.hybrid_back", "hybrid: redis %s answers again",
+                      e->addr);
 }
 
 static void on_node_timer(uv_timer_t *t);
@@ -440,6 +447,22 @@ static void node_start(struct sl__hy_node *n)
     set_conn(n, SL__HY_DOWN); /* the follower's first answer connects it (on_named) */
 }
 
+/* Node i's link as the node health sees it: ready once the script is
+ * loaded, failed while it waits to connect again. */
+static void note(struct sl__hystore *st, unsigned i)
+{
+    const struct sl__hy_node *n = &st->nodes[i];
+    char addr[SL__RNODE_ADDR_MAX];
+    struct sl__rnode_state s = {.addr = addr, .why = "", .edges = true};
+
+    snprintf(addr, sizeof(addr), "%s:%d", n->addr.host, n->addr.port);
+    s.conns = n->link != NULL;
+    s.ready = n->conn == SL__HY_READY;
+    s.failed = n->conn == SL__HY_DOWN && uv_is_active((const uv_handle_t *)&n->timer);
+    s.serving = !st->cluster || n->owns;
+    sl__rnode_note(&st->health, i, &s);
+}
+
 /* The worker's state, from its nodes': ready when every node it syncs
  * with is (on a cluster: the map names a master for every slot and each
  * is ready); said in the log when it becomes so. */
@@ -451,11 +474,13 @@ static void update(struct sl__hystore *st)
         ready = ready && sl__cmap_complete(st->map);
     for (unsigned i = 0; i < st->n_nodes; i++) {
         const struct sl__hy_node *n = &st->nodes[i];
+        note(st, i);
         if (st->cluster && !n->owns)
             continue;
         ready = ready && n->conn == SL__HY_READY;
         connecting = connecting || n->conn == SL__HY_CONNECTING;
     }
+    sl__rnode_publish(&st->health, st->n_nodes);
     st->conn = ready ? SL__HY_READY : connecting ? SL__HY_CONNECTING : SL__HY_DOWN;
     SL__HY_SET(st, connected, ready);
     if (ready) {
@@ -522,6 +547,13 @@ int sl__hy_sync_init(struct sl__hystore *st)
     unsigned batch = st->cfg.batch;
     unsigned cap;
 
+    static const struct sl__rnode_events health_events = {.edge = on_health};
+
+    if (st->shared == NULL && (st->own_sync = sl__rnode_shared_new()) == NULL)
+        return SL_ENOMEM;
+    if (sl__rnode_set_init(&st->health, st->shared != NULL ? st->shared->sync : st->own_sync,
+                           &health_events, st) != 0)
+        return SL_ENOMEM;
     st->sentinel = rc->sentinels[0] != '\0';
     st->cluster = rc->cluster && !st->sentinel;
     cap = st->cluster ? SL__CLUSTER_MAX_NODES : 1;
@@ -603,8 +635,12 @@ void sl__hy_sync_close(struct sl__hystore *st)
 {
     unsigned cap;
 
-    if (st->calls == NULL || st->nodes == NULL)
+    if (st->calls == NULL || st->nodes == NULL) {
+        sl__rnode_set_close(&st->health);
+        sl__rnode_shared_free(st->own_sync);
+        st->own_sync = NULL;
         return;
+    }
     cap = st->cluster ? SL__CLUSTER_MAX_NODES : 1;
     sl__rmaster_free(st->follow); /* no callback after this */
     st->follow = NULL;
@@ -630,6 +666,9 @@ void sl__hy_sync_close(struct sl__hystore *st)
         sl__rlink_tls_close(&st->tls);
         st->link_conf.tls = NULL;
     }
+    sl__rnode_set_close(&st->health);
+    sl__rnode_shared_free(st->own_sync);
+    st->own_sync = NULL;
 }
 
 static void on_call_timeout(uv_timer_t *t)
