@@ -102,7 +102,7 @@ void sl__rhealth_publish(struct sl__rstore *st)
         }
         s.held = (st->ev[k] & SL__EV_OPEN) != 0;
         if (!st->cfg.cluster && st->breaker == SL__BREAKER_OPEN)
-            s.ready = 0; /* its connections are being dropped */
+            s.ready = 0;             /* its connections are being dropped */
         s.edges = s.serving || !any; /* a cluster's seeds count until a map names the masters */
         sl__rnode_note(&st->nodes, k, &s);
         all_up = all_up && (!s.serving || (s.ready > 0 && !s.held));
