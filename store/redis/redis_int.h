@@ -432,11 +432,6 @@ void sl__rnode_addr(const struct sl__rstore *st, unsigned node, char *out, size_
  * or refused by an ACL) or a reply without the policy. Pure. */
 enum sl__redis_evict { SL__EVICT_NONE, SL__EVICT_MAY, SL__EVICT_UNKNOWN };
 enum sl__redis_evict sl__redis_policy_read(const redisReply *r, char *name, size_t cap);
-/* redis_reply.c: SENTINEL get-master-addr-by-name's reply. true when it
- * names a master, [host, port]: *host borrowed from the reply, *port
- * 1..65535, or 0 when the port is not one; false for nil (the name is not
- * known), an error or any other shape. Pure. */
-bool sl__redis_master_addr(const redisReply *r, const char **host, int *port);
 
 /* redis_events.c: what the operator sees in the log (once per process):
  * sl__rlog(st, SL__SLOG_WARN, "store.what", "message %s", ...), the event a

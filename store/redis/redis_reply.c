@@ -9,7 +9,9 @@
  *    key carries an expiry, so every policy but noeviction (volatile-* as
  *    well as allkeys-*) may evict a counter under memory pressure and
  *    forgive a client it was limiting; redis_conn.c warns about it.
- *  - SENTINEL get-master-addr-by-name: [host, port] (redis_sentinel.c).
+ *  - SENTINEL get-master-addr-by-name: [host, port] is read by the link
+ *    (sl__redis_master_addr, link/rlink_sentinel.c), which the same fuzzer
+ *    feeds.
  *
  * It is pure: it reads replies and writes into the caller's buffers; it
  * sends nothing and logs nothing.
@@ -50,20 +52,4 @@ enum sl__redis_evict sl__redis_policy_read(const redisReply *r, char *name, size
     if (cap > 0)
         snprintf(name, cap, "%.*s", (int)(v->len < 64 ? v->len : 64), v->str);
     return v->len == 10 && memcmp(v->str, "noeviction", 10) == 0 ? SL__EVICT_NONE : SL__EVICT_MAY;
-}
-
-bool sl__redis_master_addr(const redisReply *r, const char **host, int *port)
-{
-    char *end;
-    long p;
-
-    *port = 0;
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
-        return false;
-    *host = r->element[0]->str;
-    p = strtol(r->element[1]->str, &end, 10);
-    if (*end == '\0' && end != r->element[1]->str && p > 0 && p <= 65535)
-        *port = (int)p;
-    return true;
 }

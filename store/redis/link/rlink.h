@@ -193,6 +193,11 @@ redisReply *sl__rlink_sync_argv(struct sl__rlink_sync *s, int argc, const char *
 void sl__rlink_sync_close(struct sl__rlink_sync *s);
 
 /* Sentinel (rlink_sentinel.c): which master a sentinel names. */
+/* SENTINEL get-master-addr-by-name's reply. true when it names a master,
+ * [host, port]: *host borrowed from the reply, *port 1..65535, or 0 when
+ * the port is not one; false for nil (the name is not known), an error or
+ * any other shape. Pure (fuzz/fuzz_redis_reply.c). */
+bool sl__redis_master_addr(const redisReply *r, const char **host, int *port);
 /* SENTINEL get-master-addr-by-name's reply: true when it names a master,
  * [host, port], with host copied (cap bytes, NUL included) and *port in
  * 1..65535; false for a NULL reply, nil (the name is not known), an error

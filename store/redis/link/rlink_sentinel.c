@@ -12,16 +12,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_int.h"
 #include "rlink.h"
 #include "sluice.h"
+
+bool sl__redis_master_addr(const redisReply *r, const char **host, int *port)
+{
+    char *end;
+    long p;
+
+    *port = 0;
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+        return false;
+    *host = r->element[0]->str;
+    p = strtol(r->element[1]->str, &end, 10);
+    if (*end == '\0' && end != r->element[1]->str && p > 0 && p <= 65535)
+        *port = (int)p;
+    return true;
+}
 
 bool sl__rlink_master_addr(const redisReply *r, char *host, size_t cap, int *port)
 {
     const char *h;
     size_t len;
 
-    /* the reading the Redis store's Sentinel uses (redis_reply.c, fuzzed) */
+    /* the reading the Redis store's Sentinel uses too (fuzzed) */
     if (!sl__redis_master_addr(r, &h, port) || *port == 0)
         return false;
     len = strlen(h);
