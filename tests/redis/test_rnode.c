@@ -48,6 +48,29 @@ static void owner_init(struct owner *o, struct sl__rnode_shared *sh)
     assert_int_equal(sl__rnode_set_init(&o->set, sh, &events, o), 0);
 }
 
+/* Each test's process: one shared table, two workers' owners on it. */
+static struct sl__rnode_shared *sh;
+static struct owner a, b;
+
+static int setup(void **state)
+{
+    (void)state;
+    if ((sh = sl__rnode_shared_new()) == NULL)
+        return -1;
+    owner_init(&a, sh);
+    owner_init(&b, sh);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sl__rnode_set_close(&a.set);
+    sl__rnode_set_close(&b.set);
+    sl__rnode_shared_free(sh);
+    return 0;
+}
+
 /* Node k at addr with `ready` of 2 links ready, `failed` one failed. */
 static void note(struct owner *o, unsigned k, const char *addr, unsigned ready, bool failed)
 {
@@ -74,46 +97,35 @@ static void assert_edge(const struct owner *o, unsigned i, enum sl__rnode_what w
 /* One owner: reached once, down once (with why), back once. */
 static void edges_of_one_node(void **state)
 {
-    struct sl__rnode_shared *sh = sl__rnode_shared_new();
-    struct owner o;
-
     (void)state;
-    assert_non_null(sh);
-    owner_init(&o, sh);
-    note(&o, 0, "10.0.0.1:6379", 0, false); /* connecting: no edge */
-    assert_int_equal(o.n, 0);
-    note(&o, 0, "10.0.0.1:6379", 1, false);
-    note(&o, 0, "10.0.0.1:6379", 2, false); /* more ready: no edge */
-    assert_int_equal(o.n, 1);
-    assert_edge(&o, 0, SL__RNODE_REACHED, true, "10.0.0.1:6379");
-    note(&o, 0, "10.0.0.1:6379", 0, false); /* none ready, none failed: not down */
-    assert_int_equal(o.n, 1);
-    note(&o, 0, "10.0.0.1:6379", 0, true);
-    note(&o, 0, "10.0.0.1:6379", 0, true); /* still down: no second edge */
-    assert_int_equal(o.n, 2);
-    assert_edge(&o, 1, SL__RNODE_DOWN, true, "10.0.0.1:6379");
-    assert_string_equal(o.why[1], "connection refused");
-    note(&o, 0, "10.0.0.1:6379", 1, false);
-    assert_int_equal(o.n, 3);
-    assert_edge(&o, 2, SL__RNODE_BACK, true, "10.0.0.1:6379");
-    assert_true(o.e[2].lasted_ms >= 0);
-    note(&o, 0, "10.0.0.1:6379", 0, true); /* down again: said again */
-    assert_int_equal(o.n, 4);
-    assert_edge(&o, 3, SL__RNODE_DOWN, true, "10.0.0.1:6379");
-    sl__rnode_set_close(&o.set);
-    sl__rnode_shared_free(sh);
+    note(&a, 0, "10.0.0.1:6379", 0, false); /* connecting: no edge */
+    assert_int_equal(a.n, 0);
+    note(&a, 0, "10.0.0.1:6379", 1, false);
+    note(&a, 0, "10.0.0.1:6379", 2, false); /* more ready: no edge */
+    assert_int_equal(a.n, 1);
+    assert_edge(&a, 0, SL__RNODE_REACHED, true, "10.0.0.1:6379");
+    note(&a, 0, "10.0.0.1:6379", 0, false); /* none ready, none failed: not down */
+    assert_int_equal(a.n, 1);
+    note(&a, 0, "10.0.0.1:6379", 0, true);
+    note(&a, 0, "10.0.0.1:6379", 0, true); /* still down: no second edge */
+    assert_int_equal(a.n, 2);
+    assert_edge(&a, 1, SL__RNODE_DOWN, true, "10.0.0.1:6379");
+    assert_string_equal(a.why[1], "connection refused");
+    note(&a, 0, "10.0.0.1:6379", 1, false);
+    assert_int_equal(a.n, 3);
+    assert_edge(&a, 2, SL__RNODE_BACK, true, "10.0.0.1:6379");
+    assert_true(a.e[2].lasted_ms >= 0);
+    note(&a, 0, "10.0.0.1:6379", 0, true); /* down again: said again */
+    assert_int_equal(a.n, 4);
+    assert_edge(&a, 3, SL__RNODE_DOWN, true, "10.0.0.1:6379");
 }
 
 /* Two owners on one shared table: each is told its edges, the line is
  * due once: the first to see it down, the last to see it back. */
 static void once_per_process(void **state)
 {
-    struct sl__rnode_shared *sh = sl__rnode_shared_new();
-    struct owner a, b;
 
     (void)state;
-    owner_init(&a, sh);
-    owner_init(&b, sh);
     note(&a, 0, "10.0.0.1:6379", 1, false);
     note(&b, 0, "10.0.0.1:6379", 1, false);
     assert_edge(&a, 0, SL__RNODE_REACHED, true, "10.0.0.1:6379");
@@ -139,9 +151,6 @@ static void once_per_process(void **state)
         sl__rnode_set_close(&c.set);
         sl__rnode_shared_free(other);
     }
-    sl__rnode_set_close(&a.set);
-    sl__rnode_set_close(&b.set);
-    sl__rnode_shared_free(sh);
 }
 
 /* A node whose address changes (Sentinel's new master): its being down is
@@ -149,12 +158,8 @@ static void once_per_process(void **state)
  * one, down for nobody now, is said again when it goes down again. */
 static void forget_address(void **state)
 {
-    struct sl__rnode_shared *sh = sl__rnode_shared_new();
-    struct owner a, b;
 
     (void)state;
-    owner_init(&a, sh);
-    owner_init(&b, sh);
     note(&a, 0, "10.0.0.1:6379", 1, false);
     note(&a, 0, "10.0.0.1:6379", 0, true);
     assert_int_equal(a.n, 2);
@@ -171,23 +176,16 @@ static void forget_address(void **state)
         sl__rnode_note(&a.set, 2, &s);
         assert_int_equal(a.n, 3);
     }
-    sl__rnode_set_close(&a.set);
-    sl__rnode_set_close(&b.set);
-    sl__rnode_shared_free(sh);
 }
 
 /* The owner-wide stall: an edge on each change only, the line once per
  * process; the one-off conditions of the shared table. */
 static void stall_and_conditions(void **state)
 {
-    struct sl__rnode_shared *sh = sl__rnode_shared_new();
-    struct owner a, b;
     struct sl__rnode_edge at = {.node = 0, .addr = "10.0.0.1:6379", .why = "does not answer"};
     int64_t lasted;
 
     (void)state;
-    owner_init(&a, sh);
-    owner_init(&b, sh);
     sl__rnode_stall(&a.set, false, &at); /* not stalled: no change */
     assert_int_equal(a.n, 0);
     sl__rnode_stall(&a.set, true, &at);
@@ -206,16 +204,11 @@ static void stall_and_conditions(void **state)
     assert_false(sl__rnode_shared_edge(sh, "auth refused", true, &lasted));
     sl__rnode_shared_clear(sh, "auth refused");
     assert_true(sl__rnode_shared_edge(sh, "auth refused", true, &lasted));
-    sl__rnode_set_close(&a.set);
-    sl__rnode_set_close(&b.set);
-    sl__rnode_shared_free(sh);
 }
 
 /* Other threads read only what was published, summed by address. */
 static void snapshot(void **state)
 {
-    struct sl__rnode_shared *sh = sl__rnode_shared_new();
-    struct owner a, b;
     struct sl__rnode_pub p[4];
     struct sl__rnode_sum sum[4];
     struct sl__rnode_state held = {
@@ -223,8 +216,6 @@ static void snapshot(void **state)
     unsigned m;
 
     (void)state;
-    owner_init(&a, sh);
-    owner_init(&b, sh);
     note(&a, 0, "10.0.0.1:6379", 2, false);
     assert_int_equal(sl__rnode_read(&a.set, p, 4), 0); /* noted, not published */
     sl__rnode_publish(&a.set, 1);
@@ -254,17 +245,16 @@ static void snapshot(void **state)
     assert_int_equal(sum[1].up, 0); /* ready but held */
     assert_int_equal(sum[1].held, 1);
     assert_int_equal(sl__rnode_sum_add(&b.set, sum, 0, 1), 1); /* max: the first only */
-    sl__rnode_set_close(&a.set);
-    sl__rnode_set_close(&b.set);
-    sl__rnode_shared_free(sh);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(edges_of_one_node), cmocka_unit_test(once_per_process),
-        cmocka_unit_test(forget_address),    cmocka_unit_test(stall_and_conditions),
-        cmocka_unit_test(snapshot),
+        cmocka_unit_test_setup_teardown(edges_of_one_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(once_per_process, setup, teardown),
+        cmocka_unit_test_setup_teardown(forget_address, setup, teardown),
+        cmocka_unit_test_setup_teardown(stall_and_conditions, setup, teardown),
+        cmocka_unit_test_setup_teardown(snapshot, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
