@@ -174,7 +174,7 @@ struct sl__rpub {
 
 /* Per node, what this store has said about its breaker (redis_events.c). */
 enum {
-    SL__EV_OPEN = 1u << 2, /* counted with its breaker open */
+    SL__EV_OPEN = 1u << 0, /* counted with its breaker open */
 };
 
 struct sl__rsentinel;
