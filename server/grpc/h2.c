@@ -336,6 +336,100 @@ static bool inflate(struct sl__h2 *h, const uint8_t *in, size_t len, bool last)
     }
 }
 
+/* HPACK's integer with a `bits`-bit prefix at *p (at most 4 bytes
+ * after it): false when it runs past the end. */
+static bool hp_int(const uint8_t **p, const uint8_t *end, unsigned bits, uint32_t *v)
+{
+    uint32_t max = (1u << bits) - 1;
+
+    if (*p >= end)
+        return false;
+    *v = *(*p)++ & max;
+    if (*v < max)
+        return true;
+    for (unsigned shift = 0; shift < 28; shift += 7) {
+        uint8_t b;
+
+        if (*p >= end)
+            return false;
+        b = *(*p)++;
+        *v += (uint32_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+static bool hp_string(const uint8_t **p, const uint8_t *end)
+{
+    uint32_t n;
+
+    if (!hp_int(p, end, 7, &n) || n > (size_t)(end - *p))
+        return false;
+    *p += n;
+    return true;
+}
+
+/* Whether a header block leaves HPACK's dynamic table as it was: only
+ * indexed fields (RFC 7541 6.1) and literals without indexing or never
+ * indexed (6.2.2, 6.2.3), well formed. Its representations are walked,
+ * not decoded (the inflater decodes). */
+static bool clean_block(const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    uint32_t index;
+
+    while (p < end) {
+        if (*p & 0x80) {
+            if (!hp_int(&p, end, 7, &index) || index == 0)
+                return false;
+            continue;
+        }
+        if (*p & 0xe0)
+            return false; /* incremental indexing, or a table size update */
+        if (!hp_int(&p, end, 4, &index) || (index == 0 && !hp_string(&p, end)) ||
+            !hp_string(&p, end))
+            return false;
+    }
+    return true;
+}
+
+/* The block p[0..len) is the cached one, decoded when the table was as it
+ * is: its call's state goes to `s` without decoding, counted as it was. */
+static bool cache_hit(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *p, size_t len)
+{
+    const struct sl__h2_block_cache *c = &h->cache;
+
+    if (!c->valid || c->gen != h->table_gen || c->len != len || memcmp(c->block, p, len) != 0 ||
+        h->hpack_bytes < (int64_t)c->list_bytes)
+        return false;
+    h->list_bytes = c->list_bytes;
+    h->hpack_bytes -= (int64_t)c->list_bytes;
+    sl__h2_head_load(s, &c->head);
+    return true;
+}
+
+/* A whole header block p[0..len) was decoded for `s` (NULL: refused or
+ * ignored): the table's generation moves unless it left the table as it
+ * was, and a request's clean block is cached. */
+static void cache_after(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *p, size_t len)
+{
+    struct sl__h2_block_cache *c = &h->cache;
+
+    if (!clean_block(p, len)) {
+        h->table_gen++;
+        return;
+    }
+    if (s == NULL || s->trailers || s->malformed || s->answered || len > SL__H2_CACHE_BLOCK)
+        return;
+    c->valid = true;
+    c->gen = h->table_gen;
+    c->len = (uint16_t)len;
+    c->list_bytes = h->list_bytes;
+    memcpy(c->block, p, len);
+    sl__h2_head_save(s, &c->head);
+}
+
 /* The header block is complete: its stream acts on it. */
 static void block_end(struct sl__h2 *h)
 {
@@ -425,8 +519,15 @@ static bool on_headers(struct sl__h2 *h, uint8_t flags, int32_t id, const uint8_
     h->cont_id = id;
     h->cont_s = s;
     h->cont_end_stream = flags & SL__H2_F_END_STREAM;
-    if (!inflate(h, p, len, flags & SL__H2_F_END_HEADERS))
-        return false;
+    if (!(flags & SL__H2_F_END_HEADERS)) {
+        h->table_gen++; /* (blocks in fragments are not looked at) */
+        if (!inflate(h, p, len, false))
+            return false;
+    } else if (s == NULL || s->trailers || !cache_hit(h, s, p, len)) {
+        if (!inflate(h, p, len, true))
+            return false;
+        cache_after(h, s, p, len);
+    }
     if (error == SL__H2_REFUSED_STREAM)
         sl__h2_put_rst(h, id, error); /* not a frame that costs: the limit's refusal */
     else if (error != 0)

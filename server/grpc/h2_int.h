@@ -55,6 +55,36 @@ enum {
 #define SL__H2_WINDOW_MAX 0x7fffffff /* 2^31 - 1 */
 #define SL__H2_WINDOW     65535      /* the initial windows we grant (never raised) */
 
+/* What a request's header block told of its call (a stream's copy, and
+ * the header block cache's). */
+struct sl__h2_head {
+    bool post; /* :method POST */
+    bool grpc; /* content-type application/grpc[+proto|;...] */
+    bool path_long;
+    bool regular;   /* a regular field was seen (pseudo-headers must come first) */
+    uint8_t pseudo; /* the pseudo-headers seen (bits) */
+    uint16_t path_len;
+    int64_t timeout_ns; /* grpc-timeout, -1 none */
+    int64_t clen;       /* content-length, -1 none */
+    char path[SL__H2_PATH_MAX];
+};
+
+#define SL__H2_CACHE_BLOCK 256 /* header blocks up to this are cached */
+
+/* The last request header block decoded that left HPACK's dynamic table
+ * as it was (only indexed fields and literals not indexed): the same
+ * bytes, with the table unchanged since (the same generation), decode to
+ * the same list, so a client that sends the same block call after call
+ * (the same path and metadata) is not decoded again. */
+struct sl__h2_block_cache {
+    bool valid;
+    uint16_t len;
+    uint32_t gen;      /* sl__h2.table_gen when it was decoded */
+    size_t list_bytes; /* its header list, as RFC 9113 counts it */
+    struct sl__h2_head head;
+    uint8_t block[SL__H2_CACHE_BLOCK];
+};
+
 struct sl__h2_stream {
     _Alignas(16) unsigned char owner[SL__H2_OWNER_BYTES];
     struct sl__h2 *h;
@@ -136,11 +166,13 @@ struct sl__h2 {
     struct sl__h2_stream *free_streams;
     struct sl__h2_stream *all_streams;
     struct sl__h2_stream *closing; /* answered streams closed at the next flush */
-    int64_t budget;                /* frames without a call the peer may still send now */
-    int64_t budget_ms;             /* when it was last refilled (CLOCK_MONOTONIC) */
-    size_t list_bytes;             /* the header list being decoded, as RFC 9113 counts it */
-    int64_t hpack_bytes;           /* header bytes the peer may still have decoded now */
-    int64_t hpack_ms;              /* when hpack_bytes was last refilled (CLOCK_MONOTONIC) */
+    uint32_t table_gen;            /* bumped by every header block that may change HPACK's table */
+    struct sl__h2_block_cache cache;
+    int64_t budget;      /* frames without a call the peer may still send now */
+    int64_t budget_ms;   /* when it was last refilled (CLOCK_MONOTONIC) */
+    size_t list_bytes;   /* the header list being decoded, as RFC 9113 counts it */
+    int64_t hpack_bytes; /* header bytes the peer may still have decoded now */
+    int64_t hpack_ms;    /* when hpack_bytes was last refilled (CLOCK_MONOTONIC) */
 };
 
 /* ---- h2.c: output and the session's state */
@@ -188,6 +220,9 @@ void sl__h2_close_answered(struct sl__h2 *h);
 void sl__h2_field(struct sl__h2_stream *s, const uint8_t *name, size_t namelen,
                   const uint8_t *value, size_t valuelen);
 void sl__h2_headers_end(struct sl__h2_stream *s, bool end_stream);
+/* The call's header state of `s`, to and from the block cache. */
+void sl__h2_head_save(const struct sl__h2_stream *s, struct sl__h2_head *head);
+void sl__h2_head_load(struct sl__h2_stream *s, const struct sl__h2_head *head);
 void sl__h2_data(struct sl__h2_stream *s, const uint8_t *data, size_t len, bool end_stream);
 /* The peer's windows grew (or shrank): send what they now allow. */
 void sl__h2_pump_all(struct sl__h2 *h);

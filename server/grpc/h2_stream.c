@@ -639,15 +639,32 @@ static bool name_ok(const uint8_t *n, size_t len)
     return true;
 }
 
-/* RFC 9113 8.2.1: no NUL, CR or LF, no whitespace at either end. */
+/* Whether a byte of x is 0 (exact for "any": the borrow cannot make a
+ * byte above a zero one look zero unless there is a zero one). */
+#define ONES           0x0101010101010101ull
+#define ZERO_BYTE(x)   (((x)-ONES) & ~(x) & (ONES << 7))
+#define HAS_BYTE(x, b) ZERO_BYTE((x) ^ (ONES * (b)))
+
+/* RFC 9113 8.2.1: no NUL, CR or LF, no whitespace at either end. Eight
+ * bytes at a time: values are most of a request's header bytes. */
 static bool value_ok(const uint8_t *v, size_t len)
 {
-    if (len > 0 && (v[0] == ' ' || v[0] == '\t' || v[len - 1] == ' ' || v[len - 1] == '\t'))
+    uint64_t bad = 0;
+    size_t i = 0;
+
+    if (len == 0)
+        return true;
+    if (v[0] == ' ' || v[0] == '\t' || v[len - 1] == ' ' || v[len - 1] == '\t')
         return false;
-    for (size_t i = 0; i < len; i++)
-        if (v[i] == 0 || v[i] == '\n' || v[i] == '\r')
-            return false;
-    return true;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t x;
+
+        memcpy(&x, v + i, 8);
+        bad |= ZERO_BYTE(x) | HAS_BYTE(x, '\n') | HAS_BYTE(x, '\r');
+    }
+    for (; i < len; i++)
+        bad |= v[i] == 0 || v[i] == '\n' || v[i] == '\r';
+    return bad == 0;
 }
 
 /* A pseudo-header of a request: false when it is not one or repeated. */
@@ -736,6 +753,32 @@ void sl__h2_field(struct sl__h2_stream *s, const uint8_t *name, size_t nl, const
     default:
         break;
     }
+}
+
+void sl__h2_head_save(const struct sl__h2_stream *s, struct sl__h2_head *head)
+{
+    head->post = s->post;
+    head->grpc = s->grpc;
+    head->path_long = s->path_long;
+    head->regular = s->regular;
+    head->pseudo = s->pseudo;
+    head->path_len = s->path_len;
+    head->timeout_ns = s->timeout_ns;
+    head->clen = s->clen;
+    memcpy(head->path, s->path, s->path_len);
+}
+
+void sl__h2_head_load(struct sl__h2_stream *s, const struct sl__h2_head *head)
+{
+    s->post = head->post;
+    s->grpc = head->grpc;
+    s->path_long = head->path_long;
+    s->regular = head->regular;
+    s->pseudo = head->pseudo;
+    s->path_len = head->path_len;
+    s->timeout_ns = head->timeout_ns;
+    s->clen = head->clen;
+    memcpy(s->path, head->path, head->path_len);
 }
 
 static struct sl_str path_of(const struct sl__h2_stream *s)

@@ -1258,6 +1258,54 @@ static void test_refused_streams_and_goaway(void **state)
     raw_free(r);
 }
 
+/* The header block cache: a block decoded that left the HPACK table as it
+ * was is not decoded again when it comes back, until a block changes the
+ * table - then the same bytes mean what the table now says. */
+static void test_header_block_cache(void **state)
+{
+    static uint8_t b[1 << 16];
+    static const char path[] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+    uint8_t fixed[128], block[256], msg[256];
+    size_t fn = 0, mn = framed_request(msg), n = hello(b);
+    struct raw *r = raw_new();
+    struct {
+        uint32_t id;
+        const char *ct; /* a content-type entered into the table, NULL: a reference to it */
+        int http;
+    } calls[] = {{1, "application/grpc", 200},  {3, NULL, 200}, {5, NULL, 200},
+                 {7, "text/plain", 415},        {9, NULL, 415}, {11, NULL, 415},
+                 {13, "application/grpc", 200}, {15, NULL, 200}};
+
+    fixed[fn++] = 0x83; /* :method POST */
+    fixed[fn++] = 0x86; /* :scheme http */
+    fixed[fn++] = 0x04; /* :path, not indexed */
+    fixed[fn++] = sizeof(path) - 1;
+    memcpy(fixed + fn, path, sizeof(path) - 1);
+    fn += sizeof(path) - 1;
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        size_t bn = fn;
+
+        memcpy(block, fixed, fn);
+        if (calls[i].ct != NULL) { /* content-type (31), incremental indexing: entry 62 */
+            block[bn++] = 0x5f;
+            block[bn++] = (uint8_t)strlen(calls[i].ct);
+            memcpy(block + bn, calls[i].ct, strlen(calls[i].ct));
+            bn += strlen(calls[i].ct);
+        } else {
+            block[bn++] = 0xbe; /* entry 62 */
+        }
+        n += fr(b + n, 1, 0x4, calls[i].id, block, bn);
+        n += fr(b + n, 0, 0x1, calls[i].id, msg, mn);
+    }
+    raw_feed(r, b, n);
+    assert_int_equal(r->goaway_error, -1);
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        assert_int_equal(r->http[calls[i].id / 2], calls[i].http);
+        assert_int_equal(r->status[calls[i].id / 2], calls[i].http == 200 ? 0 : -1);
+    }
+    raw_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1279,6 +1327,7 @@ int main(void)
         cmocka_unit_test(test_padding_continuation_ping),
         cmocka_unit_test(test_initial_window_change_releases),
         cmocka_unit_test(test_refused_streams_and_goaway),
+        cmocka_unit_test(test_header_block_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
