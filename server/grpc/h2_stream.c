@@ -645,24 +645,36 @@ static bool name_ok(const uint8_t *n, size_t len)
 #define ZERO_BYTE(x)   (((x)-ONES) & ~(x) & (ONES << 7))
 #define HAS_BYTE(x, b) ZERO_BYTE((x) ^ (ONES * (b)))
 
+#define BAD_BYTES(x) (ZERO_BYTE(x) | HAS_BYTE(x, '\n') | HAS_BYTE(x, '\r'))
+
 /* RFC 9113 8.2.1: no NUL, CR or LF, no whitespace at either end. Eight
- * bytes at a time: values are most of a request's header bytes. */
+ * bytes at a time, the last eight (or two fours) overlapping what came
+ * before: values are most of a request's header bytes. */
 static bool value_ok(const uint8_t *v, size_t len)
 {
-    uint64_t bad = 0;
-    size_t i = 0;
+    uint64_t x, bad = 0;
 
     if (len == 0)
         return true;
     if (v[0] == ' ' || v[0] == '\t' || v[len - 1] == ' ' || v[len - 1] == '\t')
         return false;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t x;
-
-        memcpy(&x, v + i, 8);
-        bad |= ZERO_BYTE(x) | HAS_BYTE(x, '\n') | HAS_BYTE(x, '\r');
+    if (len >= 8) {
+        for (size_t i = 0; i + 8 < len; i += 8) {
+            memcpy(&x, v + i, 8);
+            bad |= BAD_BYTES(x);
+        }
+        memcpy(&x, v + len - 8, 8);
+        return (bad | BAD_BYTES(x)) == 0;
     }
-    for (; i < len; i++)
+    if (len >= 4) {
+        uint32_t a, b;
+
+        memcpy(&a, v, 4);
+        memcpy(&b, v + len - 4, 4);
+        x = (uint64_t)a << 32 | b;
+        return BAD_BYTES(x) == 0;
+    }
+    for (size_t i = 0; i < len; i++)
         bad |= v[i] == 0 || v[i] == '\n' || v[i] == '\r';
     return bad == 0;
 }
@@ -713,46 +725,60 @@ void sl__h2_field(struct sl__h2_stream *s, const uint8_t *name, size_t nl, const
         return;
     }
     s->regular = true;
-    if (!name_ok(name, nl)) {
-        s->malformed = true;
-        return;
-    }
+    /* Names the call reads, or a request must not carry: compared whole,
+     * so they need no check byte by byte. */
     switch (nl) {
     case 2:
-        if (IS(name, nl, "te") && !IS(value, vl, "trailers"))
-            s->malformed = true;
-        break;
-    case 7:
-        s->malformed = IS(name, nl, "upgrade");
-        break;
-    case 10:
-        s->malformed = IS(name, nl, "connection") || IS(name, nl, "keep-alive");
-        break;
-    case 12:
-        if (s->trailers)
+        if (!IS(name, nl, "te"))
             break;
-        if (IS(name, nl, "content-type"))
-            s->grpc = grpc_content_type(value, vl);
-        else if (IS(name, nl, "grpc-timeout"))
-            s->timeout_ns = parse_timeout(value, vl);
+        s->malformed = !IS(value, vl, "trailers");
+        return;
+    case 7:
+        if (!IS(name, nl, "upgrade"))
+            break;
+        s->malformed = true;
+        return;
+    case 10:
+        if (IS(name, nl, "user-agent"))
+            return;
+        if (!IS(name, nl, "connection") && !IS(name, nl, "keep-alive"))
+            break;
+        s->malformed = true;
+        return;
+    case 12:
+        if (IS(name, nl, "content-type")) {
+            s->grpc = s->trailers ? s->grpc : grpc_content_type(value, vl);
+            return;
+        }
+        if (IS(name, nl, "grpc-timeout")) {
+            s->timeout_ns = s->trailers ? s->timeout_ns : parse_timeout(value, vl);
+            return;
+        }
         break;
     case 14:
-        if (IS(name, nl, "content-length") && !s->trailers) {
+        if (!IS(name, nl, "content-length"))
+            break;
+        if (!s->trailers) {
             int64_t n = parse_length(value, vl);
 
             s->malformed = n < 0 || (s->clen >= 0 && s->clen != n);
             s->clen = n;
         }
-        break;
+        return;
     case 16:
-        s->malformed = IS(name, nl, "proxy-connection");
-        break;
+        if (!IS(name, nl, "proxy-connection"))
+            break;
+        s->malformed = true;
+        return;
     case 17:
-        s->malformed = IS(name, nl, "transfer-encoding");
-        break;
+        if (!IS(name, nl, "transfer-encoding"))
+            break;
+        s->malformed = true;
+        return;
     default:
         break;
     }
+    s->malformed = !name_ok(name, nl);
 }
 
 void sl__h2_head_save(const struct sl__h2_stream *s, struct sl__h2_head *head)
