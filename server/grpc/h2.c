@@ -279,6 +279,11 @@ void sl__h2_calm(struct sl__h2 *h)
      * by the GOAWAY itself above it, so the session ends once the calls
      * taken are answered. */
     for (struct sl__h2_stream *s = h->all_streams; s != NULL; s = s->next_all) {
+        if (s->open && !s->busy && s->local_done && !s->closing) {
+            sl__h2_put_rst(h, s->id, SL__H2_NO_ERROR); /* refused, waiting for its end */
+            sl__h2_close(s);
+            continue;
+        }
         if (!s->open || s->busy || s->answered)
             continue;
         if (s->id < last)
@@ -582,7 +587,7 @@ static bool on_data(struct sl__h2 *h, uint8_t flags, int32_t id, const uint8_t *
     }
     s->recv_window -= (int64_t)flen;
     if (!(flags & SL__H2_F_END_STREAM) && s->recv_window <= SL__H2_WINDOW - UPDATE_AT &&
-        !s->answered) {
+        (!s->answered || s->local_done)) { /* (a body after a refusal is read to its end) */
         put_window_update(h, id, (uint32_t)(SL__H2_WINDOW - s->recv_window));
         s->recv_window = SL__H2_WINDOW;
     }

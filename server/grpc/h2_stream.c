@@ -316,19 +316,22 @@ static size_t status_fields(uint8_t *p, unsigned code, const char *text, size_t 
 
 /* Our END_STREAM was written on `s`: a request not ended yet is not
  * wanted (RST_STREAM NO_ERROR), and the stream is closed at the flush. */
+static void close_at_flush(struct sl__h2_stream *s)
+{
+    if (s->closing)
+        return;
+    s->closing = true;
+    s->next_closing = s->h->closing;
+    s->h->closing = s;
+}
+
 static void local_end(struct sl__h2_stream *s)
 {
-    struct sl__h2 *h = s->h;
-
     s->local_done = true;
     set_sending(s, false);
     if (!s->ended)
-        sl__h2_put_rst(h, s->id, SL__H2_NO_ERROR);
-    if (!s->closing) {
-        s->closing = true;
-        s->next_closing = h->closing;
-        h->closing = s;
-    }
+        sl__h2_put_rst(s->h, s->id, SL__H2_NO_ERROR);
+    close_at_flush(s);
 }
 
 /* The session answered `s` before its end: input is ignored from here. */
@@ -352,12 +355,18 @@ static void trailers_only(struct sl__h2_stream *s, enum sl__grpc_status code, co
     local_end(s);
 }
 
+/* Not a gRPC call: answered at its headers, and the stream stays
+ * half-closed (local) until the peer ends its request (its body, if any,
+ * read and dropped), so that what it sends on the stream meanwhile is
+ * judged as on any open stream. */
 static void http_refuse(struct sl__h2_stream *s, int status)
 {
     answered(s);
     sl__h2_put_headers(s->h, s->id, status == 405 ? status_405 : status_415, sizeof(status_405),
                        SL__H2_F_END_STREAM);
-    local_end(s);
+    s->local_done = true;
+    if (s->ended)
+        close_at_flush(s);
 }
 
 /* The trailers behind the last message: OK for a unary call, the owner's
@@ -963,8 +972,11 @@ static void peer_end(struct sl__h2_stream *s)
         sl__h2_stream_error(s, SL__H2_PROTOCOL_ERROR);
         return;
     }
-    if (s->answered)
+    if (s->answered) {
+        if (s->local_done)
+            close_at_flush(s); /* (refused at its headers) */
         return;
+    }
     if (!s->streaming)
         complete(s);
     else if (s->in_len > 0)

@@ -1306,6 +1306,38 @@ static void test_header_block_cache(void **state)
     raw_free(r);
 }
 
+/* A request that is not a gRPC call is answered at its headers (405) and
+ * its stream stays half-closed until the client ends it: what the client
+ * sends on it meanwhile is judged (a WINDOW_UPDATE of 0: PROTOCOL_ERROR),
+ * its body is dropped, and after its end the stream is closed. */
+static void test_refused_at_headers_stays_open(void **state)
+{
+    static uint8_t b[1 << 16];
+    const uint8_t get[] = {0x82, 0x86, 0x84, 0x01, 0x01, 't'}; /* GET http / t */
+    const uint8_t incr_0[] = {0, 0, 0, 0};
+    struct raw *r = raw_new();
+    size_t n = hello(b);
+
+    n += fr(b + n, 1, 0x4, 1, get, sizeof(get));
+    n += fr(b + n, 1, 0x4, 3, get, sizeof(get));
+    raw_feed(r, b, n);
+    assert_int_equal(r->http[0], 405);
+    assert_int_equal(r->http[1], 405);
+    assert_int_equal(r->rst[0], -1); /* not reset: the client may finish */
+    r->out_len = 0;
+    n = fr(b, 0, 0, 1, "body", 4);
+    n += fr(b + n, 0, 1, 1, "more", 4);
+    n += fr(b + n, 8, 0, 3, incr_0, 4);
+    raw_feed(r, b, n);
+    assert_int_equal(r->rst[0], -1);
+    assert_int_equal(r->rst[1], NGHTTP2_PROTOCOL_ERROR);
+    r->out_len = 0;
+    raw_feed(r, b, fr(b, 0, 0, 1, "late", 4)); /* closed since its end */
+    assert_int_equal(r->rst[0], NGHTTP2_STREAM_CLOSED);
+    assert_int_equal(r->goaway_error, -1);
+    raw_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1328,6 +1360,7 @@ int main(void)
         cmocka_unit_test(test_initial_window_change_releases),
         cmocka_unit_test(test_refused_streams_and_goaway),
         cmocka_unit_test(test_header_block_cache),
+        cmocka_unit_test(test_refused_at_headers_stays_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
