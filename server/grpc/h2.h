@@ -1,35 +1,47 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * h2.h - gRPC over HTTP/2 (cleartext, prior knowledge) on nghttp2, as a
- * pure byte-in, byte-out session (internal): it frames and unframes gRPC
- * calls and enforces the protocol's limits; it knows nothing of sockets,
- * event loops, rate limiting or protobuf. Types in h2-t.h.
+ * h2.h - gRPC over HTTP/2 (cleartext, prior knowledge) as a pure
+ * byte-in, byte-out session (internal): it frames and unframes gRPC calls
+ * and enforces the protocol's limits; it knows nothing of sockets, event
+ * loops, rate limiting or protobuf. HTTP/2 is framed by hand (h2.c,
+ * h2_stream.c); header blocks are decoded by nghttp2's HPACK inflater.
+ * Types in h2-t.h.
  *
  * What a session does by itself:
  *  - SETTINGS: MAX_CONCURRENT_STREAMS and MAX_HEADER_LIST_SIZE from its
- *    limits; PING answered; flow control and window updates (nghttp2's);
+ *    limits, ENABLE_PUSH 0, NO_RFC7540_PRIORITIES; the peer's
+ *    INITIAL_WINDOW_SIZE (applied to open streams), MAX_FRAME_SIZE and
+ *    HEADER_TABLE_SIZE honoured; PING answered; flow control both ways
+ *    (WINDOW_UPDATE for what it consumes, replies within the peer's
+ *    windows);
  *  - a request that is not a gRPC call (method not POST: HTTP 405;
  *    content-type not application/grpc: HTTP 415), a message above the limit
  *    (RESOURCE_EXHAUSTED, the rest of the stream reset with NO_ERROR), a
  *    compressed message (UNIMPLEMENTED), a second message or none
  *    (INTERNAL) are answered without the owner;
  *  - protocol errors end the connection with GOAWAY carrying the last
- *    stream id and the error (nghttp2's); floods of frames that cost the
- *    server without a call (SETTINGS, PING, RST_STREAM, PRIORITY, empty
- *    DATA, unknown types) beyond a budget of 1000 at once and 1000 a
- *    second end it with GOAWAY ENHANCE_YOUR_CALM; more streams than the
- *    limit are refused;
- *  - a header list above the limit, or more decoded header bytes than
- *    the limits' budget a second (h2.c), stop the decoding
- *    at once: the calls already taken are answered, the other streams
- *    refused, and the session ends with GOAWAY ENHANCE_YOUR_CALM.
+ *    stream id and RFC 9113's error (PROTOCOL_ERROR, FRAME_SIZE_ERROR,
+ *    FLOW_CONTROL_ERROR, STREAM_CLOSED, COMPRESSION_ERROR); errors of one
+ *    stream (a malformed request as RFC 9113 8.2 and 8.3 define it, DATA
+ *    on a half-closed stream, its window overflowing) reset it; floods of
+ *    frames that cost the server without a call (SETTINGS, PING,
+ *    RST_STREAM, PRIORITY, empty DATA, empty CONTINUATION, unknown types,
+ *    refused frames) beyond a budget of 1000 at once and 1000 a second
+ *    end it with GOAWAY ENHANCE_YOUR_CALM; streams above the limit are
+ *    refused (REFUSED_STREAM);
+ *  - a header list above the limit, more decoded header bytes than the
+ *    limits' budget a second, or a header block too long (h2.c), stop the
+ *    decoding at once: the calls already taken are answered, the other
+ *    streams refused, and the session ends with GOAWAY ENHANCE_YOUR_CALM.
  *
  * Ownership: the session owns its streams; a stream handed to ops->call()
- * stays valid until the owner answers it. Memory: nghttp2 allocates from
- * the session's own pool (h2_mem.h), streams are recycled, so a warm
- * session's calls allocate nothing from the general heap. Threads: one
- * session belongs to one thread.
+ * stays valid until the owner gives it back. A stream the owner answers
+ * is closed at the next flush, so ops->gone never runs inside the owner's
+ * own sl__h2_reply/sl__h2_fail/sl__h2_send. Memory: the HPACK inflater
+ * allocates from the session's own pool (h2_mem.h), streams are recycled
+ * and the output buffer kept, so a warm session's calls allocate nothing
+ * from the general heap. Threads: one session belongs to one thread.
  */
 #ifndef SL_SERVER_H2_H
 #define SL_SERVER_H2_H

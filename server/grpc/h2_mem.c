@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * h2_mem.c - size-class free lists for one nghttp2 session (h2_mem.h).
+ * h2_mem.c - size-class free lists for one session's HPACK inflater (h2_mem.h).
  *
  * Each block carries a 16-byte header with its class (or, for a block
  * above the largest class, its size), so free() and realloc() need no

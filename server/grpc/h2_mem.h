@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * h2_mem.h - the allocator one HTTP/2 session's nghttp2 uses (internal):
- * blocks in power-of-two size classes, kept on per-class free lists when
- * nghttp2 frees them and handed back on its next allocation, so that a
- * warm connection's calls take nothing from the general heap (nghttp2
- * allocates a stream, frames and header buffers per call).
+ * h2_mem.h - the allocator one HTTP/2 session's HPACK inflater (nghttp2)
+ * uses (internal): blocks in power-of-two size classes, kept on per-class
+ * free lists when nghttp2 frees them and handed back on its next
+ * allocation, so that a warm connection's calls take nothing from the
+ * general heap (the inflater allocates header buffers and table entries
+ * as it decodes).
  *
  * It is one connection's: no locks, no sharing between threads. Blocks
  * above the largest class go to malloc and back to free. The free lists
  * keep at most SL__H2_MEM_KEEP bytes; beyond that a freed block is
  * returned to the heap. Everything is returned by sl__h2_mem_destroy(),
  * which may be called only once nghttp2 has freed every block (after
- * nghttp2_session_del).
+ * nghttp2_hd_inflate_del).
  */
 #ifndef SL_SERVER_H2_MEM_H
 #define SL_SERVER_H2_MEM_H

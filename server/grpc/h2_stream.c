@@ -1,21 +1,32 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* Copyright (c) The Sluice authors */
 /*
- * h2_stream.c - one gRPC call on an HTTP/2 stream (h2.h): its headers
- * (:method, :path, content-type, grpc-timeout, the header list's size),
- * its message (the 5-byte prefix, the size cap, exactly one message), the
- * refusals the session makes without its owner, and the answers: a
- * message with grpc-status 0 in the trailers, or Trailers-Only.
+ * h2_stream.c - one gRPC call on an HTTP/2 stream (h2.h): its state, its
+ * header fields (checked as RFC 9113 8.2 and 8.3 want a request's: names
+ * lowercase tokens, values without NUL, CR or LF or surrounding
+ * whitespace, the pseudo-headers known, once each, before the regular
+ * fields and :method, :scheme and :path present, no connection-specific
+ * field, a content-length the DATA matches; and what the call needs:
+ * :method, :path, content-type, grpc-timeout), its message (the 5-byte
+ * prefix, the size cap, exactly one message), the refusals the session
+ * makes without its owner, and the answers, framed here: response headers
+ * and OK trailers are constant HPACK blocks (static table references and
+ * literals never indexed, so their bytes do not depend on the session's
+ * state), Trailers-Only and a stream's trailers literals written by hand.
  *
  * A stream (ops->streaming) is handed over at its headers; its request
  * messages go up one by one as each is whole (the input buffer holds one
- * message at most), and its replies queue in the output buffer, which the
- * data source drains as the peer's window allows, deferring when it is
- * empty, until the owner's end puts the trailers behind the last one.
+ * message at most), and its replies queue in the output buffer, which
+ * goes out as the peer's windows allow until the owner's end puts the
+ * trailers behind the last one. A unary reply the windows allow goes out
+ * at once, headers, message and trailers, without being queued.
  *
- * Stream objects are recycled with their buffers, so a warm session
- * allocates none per call. It keeps track of the replies that wait for
- * the peer's flow-control window, for the owner's write timeout
+ * A stream the owner answered is closed at the next flush (as nghttp2's
+ * streams closed when their last frame left), so that the owner never
+ * hears of its own ending (ops->gone) while it is still answering. Stream
+ * objects are recycled with their buffers, so a warm session allocates
+ * none per call. It keeps track of the replies that wait for the peer's
+ * flow-control window, for the owner's write timeout
  * (sl__h2_stalled_until). It does not decode protobuf (the owner does).
  */
 #include <stdio.h>
@@ -25,17 +36,29 @@
 #include "h2_int.h"
 
 #define PREFIX      5
+#define FRAME_HDR   9
 #define KEEP_BUFFER (64u << 10) /* a recycled stream keeps buffers up to this */
 
-#define NV(name, value)                                                                            \
-    {                                                                                              \
-        (uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, sizeof(value) - 1,                \
-            NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE                           \
-    }
+/* :method, :scheme, :path, :authority (h2_int.h's pseudo bits) */
+#define P_METHOD    0x1
+#define P_SCHEME    0x2
+#define P_PATH      0x4
+#define P_AUTHORITY 0x8
+#define P_REQUIRED  (P_METHOD | P_SCHEME | P_PATH)
 
-static const nghttp2_nv reply_headers[] = {NV(":status", "200"),
-                                           NV("content-type", "application/grpc")};
-static const nghttp2_nv ok_trailers[] = {NV("grpc-status", "0")};
+/* :status 200 (static index 8); content-type (static 31, a literal
+ * without indexing) application/grpc. */
+static const uint8_t reply_headers[] = {0x88, 0x0f, 0x10, 0x10, 'a', 'p', 'p', 'l', 'i', 'c',
+                                        'a',  't',  'i',  'o',  'n', '/', 'g', 'r', 'p', 'c'};
+/* grpc-status 0: a literal without indexing, new name. */
+static const uint8_t ok_trailers[] = {0x00, 0x0b, 'g', 'r', 'p', 'c',  '-', 's',
+                                      't',  'a',  't', 'u', 's', 0x01, '0'};
+/* :status 405 and 415: the name indexed (8), the value a literal. */
+static const uint8_t status_405[] = {0x08, 0x03, '4', '0', '5'};
+static const uint8_t status_415[] = {0x08, 0x03, '4', '1', '5'};
+
+/* Bytes of a header field name RFC 9113 allows: lowercase tchar. */
+static const uint32_t name_chars[8] = {0x00000000, 0x03ff6cfa, 0xc0000000, 0x57ffffff};
 
 /* ------------------------------------------------------------ objects */
 
@@ -62,20 +85,17 @@ static void set_sending(struct sl__h2_stream *s, bool sending)
     s->since_ms = -1;
 }
 
-static struct sl__h2_stream *stream_get(struct sl__h2 *h)
+static struct sl__h2_stream **bucket(struct sl__h2 *h, int32_t id)
 {
-    struct sl__h2_stream *s = h->free_streams;
+    return &h->buckets[((uint32_t)id >> 1) & (SL__H2_BUCKETS - 1)];
+}
 
-    if (s != NULL) {
-        h->free_streams = s->next_free;
-    } else {
-        s = calloc(1, sizeof(*s));
-        if (s == NULL)
-            return NULL;
-        s->next_all = h->all_streams;
-        h->all_streams = s;
-    }
-    h->n_streams++;
+struct sl__h2_stream *sl__h2_find(struct sl__h2 *h, int32_t id)
+{
+    struct sl__h2_stream *s = *bucket(h, id);
+
+    while (s != NULL && s->id != id)
+        s = s->next_hash;
     return s;
 }
 
@@ -94,12 +114,48 @@ static void give_back(struct sl__h2 *h, uint8_t **buf, size_t *cap)
     *cap = 0;
 }
 
+struct sl__h2_stream *sl__h2_open(struct sl__h2 *h, int32_t id)
+{
+    struct sl__h2_stream *s;
+
+    /* Streams the peer reset while their answer is being decided still
+     * count, so resets cannot make room for more work than the limit. */
+    if (h->n_open >= h->lim.max_concurrent_streams ||
+        h->n_streams >= 2 * h->lim.max_concurrent_streams)
+        return NULL;
+    if ((s = h->free_streams) != NULL) {
+        h->free_streams = s->next_free;
+    } else {
+        if ((s = calloc(1, sizeof(*s))) == NULL)
+            return NULL;
+        s->next_all = h->all_streams;
+        h->all_streams = s;
+    }
+    h->n_streams++;
+    h->n_open++;
+    s->h = h;
+    s->id = id;
+    s->open = true;
+    s->busy = s->answered = s->ended = s->local_done = s->closing = s->partial = false;
+    s->post = s->grpc = s->path_long = s->sending = s->streaming = s->responded = false;
+    s->finishing = s->trailers = s->malformed = s->regular = false;
+    s->pseudo = 0;
+    s->timeout_ns = s->clen = -1;
+    s->data_seen = 0;
+    s->send_window = h->peer_initial_window;
+    s->recv_window = SL__H2_WINDOW;
+    s->path_len = 0;
+    s->in_len = s->out_len = s->out_sent = s->sent_total = 0;
+    s->next_hash = *bucket(h, id);
+    *bucket(h, id) = s;
+    set_partial(s, true);
+    return s;
+}
+
 static void stream_put(struct sl__h2_stream *s)
 {
     struct sl__h2 *h = s->h;
 
-    set_partial(s, false);
-    set_sending(s, false);
     if (s->in_cap > KEEP_BUFFER)
         give_back(h, &s->in, &s->in_cap);
     if (s->out_cap > KEEP_BUFFER)
@@ -107,6 +163,52 @@ static void stream_put(struct sl__h2_stream *s)
     s->next_free = h->free_streams;
     h->free_streams = s;
     h->n_streams--;
+}
+
+void sl__h2_close(struct sl__h2_stream *s)
+{
+    struct sl__h2 *h = s->h;
+    struct sl__h2_stream **pp;
+
+    if (!s->open)
+        return;
+    if (s->closing) {
+        for (pp = &h->closing; *pp != s; pp = &(*pp)->next_closing)
+            ;
+        *pp = s->next_closing;
+        s->closing = false;
+    }
+    for (pp = bucket(h, s->id); *pp != s; pp = &(*pp)->next_hash)
+        ;
+    *pp = s->next_hash;
+    s->open = false;
+    h->n_open--;
+    set_partial(s, false);
+    set_sending(s, false);
+    if (s->busy && s->streaming && h->ops->gone != NULL) {
+        h->ops->gone(h->owner, s); /* gives it back (sl__h2_release puts it) */
+        return;
+    }
+    if (!s->busy)
+        stream_put(s);
+}
+
+void sl__h2_stream_error(struct sl__h2_stream *s, uint32_t error)
+{
+    sl__h2_put_rst(s->h, s->id, error);
+    s->local_done = true;
+    sl__h2_close(s);
+}
+
+void sl__h2_close_answered(struct sl__h2 *h)
+{
+    struct sl__h2_stream *s;
+
+    while ((s = h->closing) != NULL) {
+        h->closing = s->next_closing;
+        s->closing = false;
+        sl__h2_close(s);
+    }
 }
 
 void sl__h2_streams_free(struct sl__h2 *h)
@@ -119,7 +221,7 @@ void sl__h2_streams_free(struct sl__h2 *h)
         free(s->out);
         free(s);
     }
-    h->all_streams = h->free_streams = NULL;
+    h->all_streams = h->free_streams = h->closing = NULL;
 }
 
 void *sl__h2_owner_area(struct sl__h2_stream *s)
@@ -170,8 +272,69 @@ static size_t pct_encode(const char *message, char *out, size_t cap)
     return n;
 }
 
-/* The session answered `s` before its end: stop the peer sending the rest
- * once our END_STREAM is out (on_frame_send). */
+/* HPACK's integer with a `bits`-bit prefix, `first` its high bits. */
+static size_t hpack_int(uint8_t *p, size_t v, unsigned bits, uint8_t first)
+{
+    size_t max = ((size_t)1 << bits) - 1, n = 1;
+
+    if (v < max) {
+        p[0] = (uint8_t)(first | v);
+        return 1;
+    }
+    p[0] = (uint8_t)(first | max);
+    for (v -= max; v >= 128; v >>= 7)
+        p[n++] = (uint8_t)(v | 0x80);
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/* A literal field without indexing, new name, no Huffman. */
+static size_t literal(uint8_t *p, const char *name, size_t nl, const char *value, size_t vl)
+{
+    size_t n = 0;
+
+    p[n++] = 0x00;
+    n += hpack_int(p + n, nl, 7, 0);
+    memcpy(p + n, name, nl);
+    n += nl;
+    n += hpack_int(p + n, vl, 7, 0);
+    memcpy(p + n, value, vl);
+    return n + vl;
+}
+
+/* grpc-status `code` and, when there is one, grpc-message. */
+static size_t status_fields(uint8_t *p, unsigned code, const char *text, size_t tn)
+{
+    char status[12];
+    int sn = snprintf(status, sizeof(status), "%u", code);
+    size_t n = literal(p, "grpc-status", 11, status, (size_t)sn);
+
+    if (tn > 0)
+        n += literal(p + n, "grpc-message", 12, text, tn);
+    return n;
+}
+
+/* Our END_STREAM was written on `s`: a request not ended yet is not
+ * wanted (RST_STREAM NO_ERROR), and the stream is closed at the flush. */
+static void close_at_flush(struct sl__h2_stream *s)
+{
+    if (s->closing)
+        return;
+    s->closing = true;
+    s->next_closing = s->h->closing;
+    s->h->closing = s;
+}
+
+static void local_end(struct sl__h2_stream *s)
+{
+    s->local_done = true;
+    set_sending(s, false);
+    if (!s->ended)
+        sl__h2_put_rst(s->h, s->id, SL__H2_NO_ERROR);
+    close_at_flush(s);
+}
+
+/* The session answered `s` before its end: input is ignored from here. */
 static void answered(struct sl__h2_stream *s)
 {
     s->answered = true;
@@ -180,74 +343,97 @@ static void answered(struct sl__h2_stream *s)
 
 static void trailers_only(struct sl__h2_stream *s, enum sl__grpc_status code, const char *message)
 {
-    char status[12], text[512];
-    int sn = snprintf(status, sizeof(status), "%d", (int)code);
+    uint8_t block[sizeof(reply_headers) + 48 + 520];
+    char text[512];
     size_t tn = pct_encode(message, text, sizeof(text));
-    nghttp2_nv nv[] = {
-        NV(":status", "200"),
-        NV("content-type", "application/grpc"),
-        {(uint8_t *)"grpc-status", (uint8_t *)status, 11, (size_t)sn, NGHTTP2_NV_FLAG_NO_COPY_NAME},
-        {(uint8_t *)"grpc-message", (uint8_t *)text, 12, tn, NGHTTP2_NV_FLAG_NO_COPY_NAME},
-    };
+    size_t n = sizeof(reply_headers);
 
+    memcpy(block, reply_headers, n);
+    n += status_fields(block + n, (unsigned)code, text, tn);
     answered(s);
-    nghttp2_submit_response(s->h->ng, s->id, nv, tn > 0 ? 4 : 3, NULL);
+    sl__h2_put_headers(s->h, s->id, block, n, SL__H2_F_END_STREAM);
+    local_end(s);
 }
 
+/* Not a gRPC call: answered at its headers, and the stream stays
+ * half-closed (local) until the peer ends its request (its body, if any,
+ * read and dropped), so that what it sends on the stream meanwhile is
+ * judged as on any open stream. */
 static void http_refuse(struct sl__h2_stream *s, int status)
 {
-    static const nghttp2_nv nv405[] = {NV(":status", "405")};
-    static const nghttp2_nv nv415[] = {NV(":status", "415")};
-
     answered(s);
-    nghttp2_submit_response(s->h->ng, s->id, status == 405 ? nv405 : nv415, 1, NULL);
+    sl__h2_put_headers(s->h, s->id, status == 405 ? status_405 : status_415, sizeof(status_405),
+                       SL__H2_F_END_STREAM);
+    s->local_done = true;
+    if (s->ended)
+        close_at_flush(s);
 }
 
-/* The trailers of a stream the owner ended: its status and message. */
-static int stream_trailers(nghttp2_session *ng, struct sl__h2_stream *s)
+/* The trailers behind the last message: OK for a unary call, the owner's
+ * status for a stream. */
+static void trailers(struct sl__h2_stream *s)
 {
-    char status[12];
-    int sn = snprintf(status, sizeof(status), "%d", (int)s->fin_code);
-    nghttp2_nv nv[] = {
-        {(uint8_t *)"grpc-status", (uint8_t *)status, 11, (size_t)sn, NGHTTP2_NV_FLAG_NO_COPY_NAME},
-        {(uint8_t *)"grpc-message", (uint8_t *)s->fin_msg, 12, s->fin_len,
-         NGHTTP2_NV_FLAG_NO_COPY_NAME},
-    };
+    uint8_t block[48 + sizeof(s->fin_msg) + 8];
 
-    return nghttp2_submit_trailer(ng, s->id, nv, s->fin_len > 0 ? 2 : 1);
+    if (!s->streaming)
+        sl__h2_put_headers(s->h, s->id, ok_trailers, sizeof(ok_trailers), SL__H2_F_END_STREAM);
+    else
+        sl__h2_put_headers(s->h, s->id, block,
+                           status_fields(block, s->fin_code, s->fin_msg, s->fin_len),
+                           SL__H2_F_END_STREAM);
+    local_end(s);
 }
 
-static ssize_t read_reply(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
-                          uint32_t *flags, nghttp2_data_source *src, void *ud)
+/* Room the windows and the peer's frame size give one DATA frame. */
+static int64_t data_room(const struct sl__h2_stream *s)
 {
-    struct sl__h2_stream *s = src->ptr;
-    size_t n = s->out_len - s->out_sent;
+    int64_t room = s->h->send_window < s->send_window ? s->h->send_window : s->send_window;
 
-    if (n == 0 && s->streaming && !s->finishing) {
-        s->deferred = true; /* sl__h2_send or the end resumes it */
-        return NGHTTP2_ERR_DEFERRED;
+    return room < (int64_t)s->h->peer_max_frame ? room : (int64_t)s->h->peer_max_frame;
+}
+
+void sl__h2_pump(struct sl__h2_stream *s)
+{
+    struct sl__h2 *h = s->h;
+    int64_t room;
+
+    if (!s->open || s->local_done || !s->responded || h->fatal)
+        return;
+    while (s->out_sent < s->out_len && (room = data_room(s)) > 0) {
+        size_t n = s->out_len - s->out_sent;
+        uint8_t *p;
+
+        if ((int64_t)n > room)
+            n = (size_t)room;
+        if ((p = sl__h2_put(h, FRAME_HDR + n)) == NULL)
+            return;
+        sl__h2_frame_head(p, n, SL__H2_DATA, 0, s->id);
+        memcpy(p + FRAME_HDR, s->out + s->out_sent, n);
+        s->out_sent += n;
+        s->sent_total += n;
+        h->send_window -= (int64_t)n;
+        s->send_window -= (int64_t)n;
     }
-    if (n > length)
-        n = length;
-    memcpy(buf, s->out + s->out_sent, n);
-    s->out_sent += n;
-    s->sent_total += n;
-    if (s->out_sent == s->out_len) {
-        set_sending(s, false); /* the trailers left are not flow-controlled */
-        if (s->streaming && !s->finishing)
-            return (ssize_t)n; /* more may come */
-        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        if ((s->streaming ? stream_trailers(ng, s)
-                          : nghttp2_submit_trailer(ng, id, ok_trailers, 1)) != 0)
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (s->out_sent < s->out_len) {
+        set_sending(s, true);
+        return;
     }
-    return (ssize_t)n;
+    set_sending(s, false); /* the trailers left are not flow-controlled */
+    if (!s->streaming || s->finishing)
+        trailers(s);
+}
+
+void sl__h2_pump_all(struct sl__h2 *h)
+{
+    for (struct sl__h2_stream *s = h->all_streams; s != NULL && h->send_window > 0; s = s->next_all)
+        if (s->open && s->sending)
+            sl__h2_pump(s);
 }
 
 /* Whether the owner's answer still has a stream to go to. */
 static bool still_open(const struct sl__h2_stream *s)
 {
-    return s->open && !s->answered;
+    return s->open && !s->answered && !s->h->fatal;
 }
 
 void sl__h2_release(struct sl__h2 *h, struct sl__h2_stream *s)
@@ -257,28 +443,52 @@ void sl__h2_release(struct sl__h2 *h, struct sl__h2_stream *s)
         stream_put(s);
 }
 
+static void put_prefix(uint8_t *p, size_t len)
+{
+    p[0] = 0;
+    p[1] = (uint8_t)(len >> 24);
+    p[2] = (uint8_t)(len >> 16);
+    p[3] = (uint8_t)(len >> 8);
+    p[4] = (uint8_t)len;
+}
+
 void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
 {
-    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_reply};
+    uint8_t *p;
 
     if (!still_open(s))
         return;
-    if (len > UINT32_MAX || !reserve(s->h, &s->out, &s->out_cap, PREFIX + len, false)) {
+    if (len > UINT32_MAX) {
         trailers_only(s, SL__GRPC_INTERNAL, "reply too large");
         return;
     }
-    s->out[0] = 0;
-    s->out[1] = (uint8_t)(len >> 24);
-    s->out[2] = (uint8_t)(len >> 16);
-    s->out[3] = (uint8_t)(len >> 8);
-    s->out[4] = (uint8_t)len;
-    memcpy(s->out + PREFIX, msg, len);
-    s->out_len = PREFIX + len;
-    s->out_sent = 0;
+    if ((int64_t)(PREFIX + len) > data_room(s)) { /* queued for the windows */
+        if (!reserve(h, &s->out, &s->out_cap, PREFIX + len, false)) {
+            trailers_only(s, SL__GRPC_INTERNAL, "reply too large");
+            return;
+        }
+        put_prefix(s->out, len);
+        memcpy(s->out + PREFIX, msg, len);
+        s->out_len = PREFIX + len;
+        s->out_sent = 0;
+        answered(s);
+        s->responded = true;
+        sl__h2_put_headers(h, s->id, reply_headers, sizeof(reply_headers), 0);
+        sl__h2_pump(s);
+        return;
+    }
     answered(s);
-    set_sending(s, true);
     s->responded = true;
-    nghttp2_submit_response(h->ng, s->id, reply_headers, 2, &prd);
+    sl__h2_put_headers(h, s->id, reply_headers, sizeof(reply_headers), 0);
+    if ((p = sl__h2_put(h, FRAME_HDR + PREFIX + len)) == NULL)
+        return;
+    sl__h2_frame_head(p, PREFIX + len, SL__H2_DATA, 0, s->id);
+    put_prefix(p + FRAME_HDR, len);
+    memcpy(p + FRAME_HDR + PREFIX, msg, len);
+    s->sent_total += PREFIX + len;
+    h->send_window -= (int64_t)(PREFIX + len);
+    s->send_window -= (int64_t)(PREFIX + len);
+    trailers(s);
 }
 
 /* Frame msg[0..len) at the end of the stream's queued output. */
@@ -294,36 +504,27 @@ static bool queue_message(struct sl__h2_stream *s, const uint8_t *msg, size_t le
     if (len > UINT32_MAX || left + PREFIX + len > SL__H2_STREAM_QUEUE ||
         !reserve(s->h, &s->out, &s->out_cap, left + PREFIX + len, true))
         return false;
-    s->out[left] = 0;
-    s->out[left + 1] = (uint8_t)(len >> 24);
-    s->out[left + 2] = (uint8_t)(len >> 16);
-    s->out[left + 3] = (uint8_t)(len >> 8);
-    s->out[left + 4] = (uint8_t)len;
+    put_prefix(s->out + left, len);
     memcpy(s->out + left + PREFIX, msg, len);
     s->out_len = left + PREFIX + len;
     return true;
 }
 
-/* The stream's data source has something again: wake it. */
-static void resume(struct sl__h2_stream *s)
+/* The response headers go first. */
+static void respond(struct sl__h2_stream *s)
 {
-    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = read_reply};
-
-    if (!s->responded) {
-        s->responded = true;
-        nghttp2_submit_response(s->h->ng, s->id, reply_headers, 2, &prd);
-    } else if (s->deferred) {
-        s->deferred = false;
-        nghttp2_session_resume_data(s->h->ng, s->id);
-    }
+    if (s->responded)
+        return;
+    s->responded = true;
+    sl__h2_put_headers(s->h, s->id, reply_headers, sizeof(reply_headers), 0);
 }
 
 bool sl__h2_send(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
 {
     if (!still_open(s) || !s->streaming || !queue_message(s, msg, len))
         return false;
-    set_sending(s, true);
-    resume(s);
+    respond(s);
+    sl__h2_pump(s);
     return true;
 }
 
@@ -340,7 +541,7 @@ void sl__h2_fail(struct sl__h2 *h, struct sl__h2_stream *s, enum sl__grpc_status
     s->fin_len = (uint16_t)pct_encode(message, s->fin_msg, sizeof(s->fin_msg));
     s->finishing = true;
     answered(s);
-    resume(s);
+    sl__h2_pump(s);
 }
 
 /* The session ends a stream that is its owner's: with `code`, and the
@@ -381,50 +582,11 @@ int64_t sl__h2_stalled_until(struct sl__h2 *h, int64_t now_ms, int64_t timeout_m
             until = s->since_ms + timeout_ms;
     }
     if (until >= 0 && until <= now_ms)
-        sl__h2_terminate(h, NGHTTP2_ENHANCE_YOUR_CALM);
+        sl__h2_terminate(h, SL__H2_ENHANCE_YOUR_CALM);
     return until;
 }
 
-int sl__h2_on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
-{
-    struct sl__h2_stream *s;
-
-    if (f->hd.type != NGHTTP2_HEADERS || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
-        return 0;
-    s = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
-    if (s != NULL && !s->ended) /* answered early: the rest of the request is not wanted */
-        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
-    return 0;
-}
-
 /* ------------------------------------------------------------ requests */
-
-int sl__h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud)
-{
-    struct sl__h2 *h = ud;
-    struct sl__h2_stream *s;
-
-    h->list_bytes = 0; /* every header block is a header list of its own */
-    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
-        return 0;
-    /* Streams the peer reset while their answer is being decided still
-     * count, so resets cannot make room for more work than the limit. */
-    if (h->n_streams >= 2 * h->lim.max_concurrent_streams || (s = stream_get(h)) == NULL) {
-        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
-        return 0;
-    }
-    s->h = h;
-    s->id = f->hd.stream_id;
-    s->open = true;
-    s->busy = s->answered = s->ended = s->partial = s->post = s->grpc = s->path_long = false;
-    s->streaming = s->responded = s->deferred = s->finishing = false;
-    s->timeout_ns = -1;
-    s->path_len = 0;
-    s->in_len = s->out_len = s->out_sent = s->sent_total = 0;
-    set_partial(s, true);
-    nghttp2_session_set_stream_user_data(ng, s->id, s);
-    return 0;
-}
 
 /* grpc-timeout: up to 8 digits and a unit (H, M, S, m, u, n), in ns
  * (saturated); -1 when malformed. */
@@ -454,6 +616,21 @@ static int64_t parse_timeout(const uint8_t *v, size_t len)
     return -1;
 }
 
+/* content-length: digits only (at most 18), or -2 when malformed. */
+static int64_t parse_length(const uint8_t *v, size_t len)
+{
+    int64_t n = 0;
+
+    if (len == 0 || len > 18)
+        return -2;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -2;
+        n = n * 10 + (v[i] - '0');
+    }
+    return n;
+}
+
 /* name[0..len) is the literal `want`: lengths compared first, no strlen. */
 #define IS(name, len, want) ((len) == sizeof(want) - 1 && memcmp(name, want, sizeof(want) - 1) == 0)
 
@@ -463,36 +640,180 @@ static bool grpc_content_type(const uint8_t *v, size_t len)
            (len == 16 || v[16] == '+' || v[16] == ';');
 }
 
-int sl__h2_on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
-                     size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags, void *ud)
+static bool name_ok(const uint8_t *n, size_t len)
 {
-    struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(ng, f->hd.stream_id);
-    int rv = sl__h2_count_header(ud, namelen, valuelen); /* first: streams refused count too */
-
-    if (rv != 0 || s == NULL || s->answered || f->hd.type != NGHTTP2_HEADERS ||
-        f->headers.cat != NGHTTP2_HCAT_REQUEST)
-        return rv; /* trailers from a client are ignored */
-    if (IS(name, namelen, ":method")) {
-        s->post = IS(value, valuelen, "POST");
-    } else if (IS(name, namelen, ":path")) {
-        s->path_long = valuelen > sizeof(s->path);
-        s->path_len = s->path_long ? 0 : (uint16_t)valuelen;
-        memcpy(s->path, value, s->path_len);
-    } else if (IS(name, namelen, "content-type")) {
-        s->grpc = grpc_content_type(value, valuelen);
-    } else if (IS(name, namelen, "grpc-timeout")) {
-        s->timeout_ns = parse_timeout(value, valuelen);
-    }
-    return 0;
+    for (size_t i = 0; i < len; i++)
+        if (!(name_chars[n[i] >> 5] >> (n[i] & 31) & 1))
+            return false;
+    return true;
 }
 
-/* A field nghttp2 drops (an invalid name) cost its validation all the
- * same: counted as the others are. */
-int sl__h2_on_invalid_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name,
-                             size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
-                             void *ud)
+/* Whether a byte of x is 0 (exact for "any": the borrow cannot make a
+ * byte above a zero one look zero unless there is a zero one). */
+#define ONES           0x0101010101010101ull
+#define ZERO_BYTE(x)   (((x)-ONES) & ~(x) & (ONES << 7))
+#define HAS_BYTE(x, b) ZERO_BYTE((x) ^ (ONES * (b)))
+
+#define BAD_BYTES(x) (ZERO_BYTE(x) | HAS_BYTE(x, '\n') | HAS_BYTE(x, '\r'))
+
+/* RFC 9113 8.2.1: no NUL, CR or LF, no whitespace at either end. Eight
+ * bytes at a time, the last eight (or two fours) overlapping what came
+ * before: values are most of a request's header bytes. */
+static bool value_ok(const uint8_t *v, size_t len)
 {
-    return sl__h2_count_header(ud, namelen, valuelen);
+    uint64_t x, bad = 0;
+
+    if (len == 0)
+        return true;
+    if (v[0] == ' ' || v[0] == '\t' || v[len - 1] == ' ' || v[len - 1] == '\t')
+        return false;
+    if (len >= 8) {
+        for (size_t i = 0; i + 8 < len; i += 8) {
+            memcpy(&x, v + i, 8);
+            bad |= BAD_BYTES(x);
+        }
+        memcpy(&x, v + len - 8, 8);
+        return (bad | BAD_BYTES(x)) == 0;
+    }
+    if (len >= 4) {
+        uint32_t a, b;
+
+        memcpy(&a, v, 4);
+        memcpy(&b, v + len - 4, 4);
+        x = (uint64_t)a << 32 | b;
+        return BAD_BYTES(x) == 0;
+    }
+    for (size_t i = 0; i < len; i++)
+        bad |= v[i] == 0 || v[i] == '\n' || v[i] == '\r';
+    return bad == 0;
+}
+
+/* A pseudo-header of a request: false when it is not one or repeated. */
+static bool pseudo(struct sl__h2_stream *s, const uint8_t *name, size_t nl, const uint8_t *value,
+                   size_t vl)
+{
+    uint8_t bit;
+
+    if (IS(name, nl, ":method"))
+        bit = P_METHOD;
+    else if (IS(name, nl, ":path"))
+        bit = P_PATH;
+    else if (IS(name, nl, ":scheme"))
+        bit = P_SCHEME;
+    else if (IS(name, nl, ":authority"))
+        bit = P_AUTHORITY;
+    else
+        return false;
+    if (s->pseudo & bit)
+        return false;
+    s->pseudo |= bit;
+    if (bit == P_METHOD) {
+        s->post = IS(value, vl, "POST");
+    } else if (bit == P_PATH) {
+        if (vl == 0)
+            return false;
+        s->path_long = vl > sizeof(s->path);
+        s->path_len = s->path_long ? 0 : (uint16_t)vl;
+        memcpy(s->path, value, s->path_len);
+    }
+    return true;
+}
+
+void sl__h2_field(struct sl__h2_stream *s, const uint8_t *name, size_t nl, const uint8_t *value,
+                  size_t vl)
+{
+    if (s->answered || s->malformed)
+        return;
+    if (nl == 0 || !value_ok(value, vl)) {
+        s->malformed = true;
+        return;
+    }
+    if (name[0] == ':') {
+        if (s->trailers || s->regular || !pseudo(s, name, nl, value, vl))
+            s->malformed = true;
+        return;
+    }
+    s->regular = true;
+    /* Names the call reads, or a request must not carry: compared whole,
+     * so they need no check byte by byte. */
+    switch (nl) {
+    case 2:
+        if (!IS(name, nl, "te"))
+            break;
+        s->malformed = !IS(value, vl, "trailers");
+        return;
+    case 7:
+        if (!IS(name, nl, "upgrade"))
+            break;
+        s->malformed = true;
+        return;
+    case 10:
+        if (IS(name, nl, "user-agent"))
+            return;
+        if (!IS(name, nl, "connection") && !IS(name, nl, "keep-alive"))
+            break;
+        s->malformed = true;
+        return;
+    case 12:
+        if (IS(name, nl, "content-type")) {
+            s->grpc = s->trailers ? s->grpc : grpc_content_type(value, vl);
+            return;
+        }
+        if (IS(name, nl, "grpc-timeout")) {
+            s->timeout_ns = s->trailers ? s->timeout_ns : parse_timeout(value, vl);
+            return;
+        }
+        break;
+    case 14:
+        if (!IS(name, nl, "content-length"))
+            break;
+        if (!s->trailers) {
+            int64_t n = parse_length(value, vl);
+
+            s->malformed = n < 0 || (s->clen >= 0 && s->clen != n);
+            s->clen = n;
+        }
+        return;
+    case 16:
+        if (!IS(name, nl, "proxy-connection"))
+            break;
+        s->malformed = true;
+        return;
+    case 17:
+        if (!IS(name, nl, "transfer-encoding"))
+            break;
+        s->malformed = true;
+        return;
+    default:
+        break;
+    }
+    s->malformed = !name_ok(name, nl);
+}
+
+void sl__h2_head_save(const struct sl__h2_stream *s, struct sl__h2_head *head)
+{
+    head->post = s->post;
+    head->grpc = s->grpc;
+    head->path_long = s->path_long;
+    head->regular = s->regular;
+    head->pseudo = s->pseudo;
+    head->path_len = s->path_len;
+    head->timeout_ns = s->timeout_ns;
+    head->clen = s->clen;
+    memcpy(head->path, s->path, s->path_len);
+}
+
+void sl__h2_head_load(struct sl__h2_stream *s, const struct sl__h2_head *head)
+{
+    s->post = head->post;
+    s->grpc = head->grpc;
+    s->path_long = head->path_long;
+    s->regular = head->regular;
+    s->pseudo = head->pseudo;
+    s->path_len = head->path_len;
+    s->timeout_ns = head->timeout_ns;
+    s->clen = head->clen;
+    memcpy(s->path, head->path, head->path_len);
 }
 
 static struct sl_str path_of(const struct sl__h2_stream *s)
@@ -600,45 +921,33 @@ static void stream_data(struct sl__h2_stream *s, const uint8_t *data, size_t len
     set_partial(s, s->in_len > 0 && still_open(s));
 }
 
-int sl__h2_on_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data, size_t len,
-                   void *ud)
+/* A unary call's bytes: never more than one message's prefix and bytes
+ * plus one are kept. */
+static void unary_data(struct sl__h2_stream *s, const uint8_t *data, size_t len)
 {
-    struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(ng, id);
     enum sl__grpc_status code;
     const char *bad;
     char why[128];
-    size_t take;
 
-    if (s == NULL || s->answered)
-        return 0;
-    if (s->streaming) {
-        stream_data(s, data, len);
-        return 0;
-    }
-    /* Never buffer more than one message's prefix and bytes plus one. */
-    take = len;
-    if (s->in_len + take > PREFIX + s->h->lim.max_message_bytes + 1)
-        take = PREFIX + s->h->lim.max_message_bytes + 1 - s->in_len;
-    if (!reserve(s->h, &s->in, &s->in_cap, s->in_len + take, true)) {
+    if (s->in_len + len > PREFIX + s->h->lim.max_message_bytes + 1)
+        len = PREFIX + s->h->lim.max_message_bytes + 1 - s->in_len;
+    if (!reserve(s->h, &s->in, &s->in_cap, s->in_len + len, true)) {
         trailers_only(s, SL__GRPC_RESOURCE_EXHAUSTED,
                       "no memory for the message (server.max_buffer_bytes)");
-        return 0;
+        return;
     }
-    memcpy(s->in + s->in_len, data, take);
-    s->in_len += take;
+    memcpy(s->in + s->in_len, data, len);
+    s->in_len += len;
     if ((bad = check_message(s, why, sizeof(why), &code)) != NULL)
         trailers_only(s, code, bad);
-    return 0;
 }
 
-/* The peer ended the stream: hand the call over, or refuse it. */
+/* The peer ended the stream with a whole unary call: hand it over, or
+ * refuse it. */
 static void complete(struct sl__h2_stream *s)
 {
     struct sl__h2_call call;
-    size_t len =
-        s->in_len >= PREFIX
-            ? ((size_t)s->in[1] << 24 | (size_t)s->in[2] << 16 | (size_t)s->in[3] << 8 | s->in[4])
-            : 0;
+    size_t len = s->in_len >= PREFIX ? message_len(s) : 0;
 
     if (s->in_len < PREFIX || s->in_len != PREFIX + len) {
         trailers_only(s, SL__GRPC_INTERNAL,
@@ -655,19 +964,19 @@ static void complete(struct sl__h2_stream *s)
     s->h->ops->call(s->h->owner, s, &call);
 }
 
-void sl__h2_stream_frame(struct sl__h2 *h, const nghttp2_frame *f)
+/* The peer sent END_STREAM (its content-length checked). */
+static void peer_end(struct sl__h2_stream *s)
 {
-    struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(h->ng, f->hd.stream_id);
-
-    if (s == NULL)
-        return;
-    if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST && !s->answered)
-        end_of_headers(s);
-    if (!(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
-        return;
     s->ended = true;
-    if (s->answered)
+    if (s->clen >= 0 && s->data_seen != s->clen) {
+        sl__h2_stream_error(s, SL__H2_PROTOCOL_ERROR);
         return;
+    }
+    if (s->answered) {
+        if (s->local_done)
+            close_at_flush(s); /* (refused at its headers) */
+        return;
+    }
     if (!s->streaming)
         complete(s);
     else if (s->in_len > 0)
@@ -676,20 +985,43 @@ void sl__h2_stream_frame(struct sl__h2 *h, const nghttp2_frame *f)
         s->h->ops->message(s->h->owner, s, NULL, 0); /* half-closed */
 }
 
-int sl__h2_on_stream_close(nghttp2_session *ng, int32_t id, uint32_t error, void *ud)
+void sl__h2_headers_end(struct sl__h2_stream *s, bool end_stream)
 {
-    struct sl__h2_stream *s = nghttp2_session_get_stream_user_data(ng, id);
-
-    if (s == NULL)
-        return 0;
-    s->open = false;
-    set_partial(s, false);
-    set_sending(s, false);
-    if (s->busy && s->streaming && s->h->ops->gone != NULL) {
-        s->h->ops->gone(s->h->owner, s); /* gives it back (sl__h2_release puts it) */
-        return 0;
+    if (s->trailers) {
+        s->trailers = false;
+        if (s->malformed)
+            sl__h2_stream_error(s, SL__H2_PROTOCOL_ERROR);
+        else
+            peer_end(s);
+        return;
     }
-    if (!s->busy)
-        stream_put(s);
-    return 0;
+    if (s->malformed || (s->pseudo & P_REQUIRED) != P_REQUIRED) {
+        sl__h2_stream_error(s, SL__H2_PROTOCOL_ERROR); /* a malformed request */
+        return;
+    }
+    if (end_stream && s->clen > 0) {
+        sl__h2_stream_error(s, SL__H2_PROTOCOL_ERROR); /* a length without its bytes */
+        return;
+    }
+    s->ended = end_stream; /* (an answer made now needs no RST_STREAM) */
+    end_of_headers(s);
+    if (end_stream)
+        peer_end(s);
+}
+
+void sl__h2_data(struct sl__h2_stream *s, const uint8_t *data, size_t len, bool end_stream)
+{
+    s->data_seen += (int64_t)len;
+    if (s->clen >= 0 && s->data_seen > s->clen) {
+        sl__h2_stream_error(s, SL__H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (len > 0 && !s->answered) {
+        if (s->streaming)
+            stream_data(s, data, len);
+        else
+            unary_data(s, data, len);
+    }
+    if (end_stream && s->open)
+        peer_end(s);
 }

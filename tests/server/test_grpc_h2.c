@@ -736,6 +736,608 @@ static void test_stream_left_open(void **state)
     assert_int_equal(echo.gones, 0);
 }
 
+/* ------------------------------------------------------------ raw frames */
+
+/* A session fed frames written by hand, its output parsed here: for what
+ * a conforming client never sends. */
+struct raw {
+    struct pair p;        /* (its client unused: p.server and the owner) */
+    uint8_t out[1 << 18]; /* what the server sent */
+    size_t out_len;
+    nghttp2_hd_inflater *inf; /* the client's side of the server's HPACK */
+    int goaway_error;         /* -1 none */
+    int32_t goaway_last;
+    int rst[256];     /* RST_STREAM error by stream id / 2, -1 none */
+    int status[256];  /* grpc-status by stream id / 2, -1 none */
+    int http[256];    /* :status by stream id / 2, -1 none */
+    size_t data[256]; /* DATA payload bytes by stream id / 2 */
+    unsigned settings_acks, pings, window_updates;
+    uint8_t ping[8];
+};
+
+static void raw_send(void *owner, const uint8_t *buf, size_t len)
+{
+    struct raw *r = owner;
+
+    assert_true(r->out_len + len <= sizeof(r->out));
+    memcpy(r->out + r->out_len, buf, len);
+    r->out_len += len;
+}
+
+static const struct sl__h2_ops raw_ops = {.send = raw_send, .call = on_call};
+
+static struct raw *raw_new(void)
+{
+    struct raw *r = calloc(1, sizeof(*r));
+    struct sl__h2_limits lim = {100, 65536, 16384, 0};
+
+    r->p.server = sl__h2_new(&lim, &raw_ops, r);
+    assert_non_null(r->p.server);
+    assert_int_equal(nghttp2_hd_inflate_new(&r->inf), 0);
+    return r;
+}
+
+static void raw_free(struct raw *r)
+{
+    nghttp2_hd_inflate_del(r->inf);
+    sl__h2_free(r->p.server);
+    free(r);
+}
+
+/* Parse what the server sent since the last look. */
+static void raw_parse(struct raw *r)
+{
+    size_t off = 0;
+
+    memset(r->rst, -1, sizeof(r->rst));
+    memset(r->status, -1, sizeof(r->status));
+    memset(r->http, -1, sizeof(r->http));
+    memset(r->data, 0, sizeof(r->data));
+    r->goaway_error = -1;
+    r->settings_acks = r->pings = r->window_updates = 0;
+    while (off + 9 <= r->out_len) {
+        const uint8_t *f = r->out + off;
+        size_t len = (size_t)f[0] << 16 | f[1] << 8 | f[2];
+        int32_t id = (int32_t)((uint32_t)f[5] << 24 | f[6] << 16 | f[7] << 8 | f[8]);
+        const uint8_t *pl = f + 9;
+
+        assert_true(off + 9 + len <= r->out_len);
+        assert_true(id / 2 < 256);
+        switch (f[3]) {
+        case 0:
+            r->data[id / 2] += len;
+            break;
+        case 1: {
+            size_t in = len;
+            for (;;) {
+                nghttp2_nv nv;
+                int fl = 0;
+                ssize_t rv = nghttp2_hd_inflate_hd2(r->inf, &nv, &fl, pl, in, 1);
+                assert_true(rv >= 0);
+                pl += rv;
+                in -= (size_t)rv;
+                if (fl & NGHTTP2_HD_INFLATE_EMIT) {
+                    if (nv.namelen == 11 && memcmp(nv.name, "grpc-status", 11) == 0)
+                        r->status[id / 2] = atoi((const char *)nv.value);
+                    if (nv.namelen == 7 && memcmp(nv.name, ":status", 7) == 0)
+                        r->http[id / 2] = atoi((const char *)nv.value);
+                }
+                if (fl & NGHTTP2_HD_INFLATE_FINAL) {
+                    nghttp2_hd_inflate_end_headers(r->inf);
+                    break;
+                }
+                if (!(fl & NGHTTP2_HD_INFLATE_EMIT) && in == 0)
+                    break;
+            }
+            break;
+        }
+        case 3:
+            r->rst[id / 2] = (int)pl[3];
+            break;
+        case 4:
+            r->settings_acks += f[4] & 1;
+            break;
+        case 6:
+            r->pings++;
+            memcpy(r->ping, pl, 8);
+            break;
+        case 7:
+            r->goaway_last = (int32_t)((uint32_t)pl[0] << 24 | pl[1] << 16 | pl[2] << 8 | pl[3]);
+            r->goaway_error = (int)pl[7];
+            break;
+        case 8:
+            r->window_updates++;
+            break;
+        }
+        off += 9 + len;
+    }
+}
+
+/* Feed bytes[0..len) (all of it consumed) and flush; the output parsed. */
+static void raw_feed(struct raw *r, const uint8_t *bytes, size_t len)
+{
+    assert_int_equal(sl__h2_feed(r->p.server, bytes, len), len);
+    sl__h2_flush(r->p.server);
+    raw_parse(r);
+}
+
+/* One frame at p: its length. */
+static size_t fr(uint8_t *p, uint8_t type, uint8_t flags, uint32_t id, const void *payload,
+                 size_t len)
+{
+    p[0] = (uint8_t)(len >> 16);
+    p[1] = (uint8_t)(len >> 8);
+    p[2] = (uint8_t)len;
+    p[3] = type;
+    p[4] = flags;
+    p[5] = (uint8_t)(id >> 24);
+    p[6] = (uint8_t)(id >> 16);
+    p[7] = (uint8_t)(id >> 8);
+    p[8] = (uint8_t)id;
+    if (len > 0)
+        memcpy(p + 9, payload, len);
+    return 9 + len;
+}
+
+#define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+/* The preface and an empty SETTINGS. */
+static size_t hello(uint8_t *p)
+{
+    memcpy(p, PREFACE, 24);
+    return 24 + fr(p + 24, 4, 0, 0, NULL, 0);
+}
+
+/* A request's header block (static references and literals, no Huffman)
+ * with `extra` (already encoded) after its fields. */
+static size_t request_block(uint8_t *p, const char *extra, size_t extra_len)
+{
+    static const char path[] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+    size_t n = 0;
+
+    p[n++] = 0x83; /* :method POST */
+    p[n++] = 0x86; /* :scheme http */
+    p[n++] = 0x04; /* :path, a literal */
+    p[n++] = sizeof(path) - 1;
+    memcpy(p + n, path, sizeof(path) - 1);
+    n += sizeof(path) - 1;
+    p[n++] = 0x01; /* :authority t */
+    p[n++] = 1;
+    p[n++] = 't';
+    p[n++] = 0x0f; /* content-type application/grpc */
+    p[n++] = 0x10;
+    p[n++] = 16;
+    memcpy(p + n, "application/grpc", 16);
+    n += 16;
+    memcpy(p + n, extra, extra_len);
+    return n + extra_len;
+}
+
+/* A whole unary call on `id`: HEADERS and one DATA with END_STREAM. */
+static size_t raw_call(uint8_t *p, uint32_t id)
+{
+    uint8_t block[256], msg[256];
+    size_t bn = request_block(block, "", 0), mn = framed_request(msg);
+    size_t n = fr(p, 1, 0x4, id, block, bn);
+
+    return n + fr(p + n, 0, 0x1, id, msg, mn);
+}
+
+/* A connection error: the session ends with GOAWAY `error`. */
+static void expect_goaway_at(const uint8_t *bytes, size_t len, int error, int32_t last, int line)
+{
+    struct raw *r = raw_new();
+
+    raw_feed(r, bytes, len);
+    if (r->goaway_error != error || r->goaway_last != last)
+        print_error("case at line %d: GOAWAY %d, last %d\n", line, r->goaway_error,
+                    (int)r->goaway_last);
+    assert_int_equal(r->goaway_error, error);
+    assert_int_equal(r->goaway_last, last);
+    assert_true(sl__h2_done(r->p.server));
+    raw_free(r);
+}
+
+#define expect_goaway(b, n, e, l) expect_goaway_at(b, n, e, l, __LINE__)
+
+/* RFC 9113's connection errors, each ending the session with GOAWAY, its
+ * code and the last stream id. */
+static void test_connection_errors(void **state)
+{
+    static uint8_t b[1 << 16];
+    uint8_t pl[64] = {0};
+    size_t n;
+
+    memcpy(b, "PRI * HTTP/1.1\r\n\r\nSM\r\n\r\n", 24); /* a bad preface */
+    expect_goaway(b, 24, NGHTTP2_PROTOCOL_ERROR, 0);
+    memcpy(b, PREFACE, 24); /* the first frame is not SETTINGS */
+    n = 24 + fr(b + 24, 6, 0, 0, pl, 8);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    n = hello(b); /* a call answered, then DATA on stream 0: the GOAWAY covers it */
+    n += raw_call(b + n, 1);
+    n += fr(b + n, 0, 0, 0, pl, 4);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 1);
+
+    n = hello(b); /* an even stream id */
+    uint8_t block[256];
+    size_t bn = request_block(block, "", 0);
+    n += fr(b + n, 1, 0x5, 2, block, bn);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    n = hello(b); /* a stream id below the last */
+    n += fr(b + n, 1, 0x5, 5, block, bn);
+    n += fr(b + n, 1, 0x5, 3, block, bn);
+    expect_goaway(b, n, NGHTTP2_STREAM_CLOSED, 5);
+
+    n = hello(b); /* a header block interrupted by another frame */
+    n += fr(b + n, 1, 0, 1, block, 10);
+    n += fr(b + n, 6, 0, 0, pl, 8);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 1);
+
+    n = hello(b); /* ... by CONTINUATION on another stream */
+    n += fr(b + n, 1, 0, 1, block, 10);
+    n += fr(b + n, 9, 0x4, 3, block + 10, bn - 10);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 1);
+
+    n = hello(b); /* CONTINUATION without a header block */
+    n += fr(b + n, 9, 0x4, 1, block, bn);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    n = hello(b); /* a frame above SETTINGS_MAX_FRAME_SIZE: refused from its header */
+    n += fr(b + n, 0, 0, 1, NULL, 0);
+    b[n - 9] = 0; /* 16,385 bytes announced */
+    b[n - 8] = 0x40;
+    b[n - 7] = 0x01;
+    expect_goaway(b, n, NGHTTP2_FRAME_SIZE_ERROR, 0);
+
+    n = hello(b); /* SETTINGS of 5 bytes */
+    n += fr(b + n, 4, 0, 0, pl, 5);
+    expect_goaway(b, n, NGHTTP2_FRAME_SIZE_ERROR, 0);
+
+    n = hello(b); /* SETTINGS ACK with a payload */
+    n += fr(b + n, 4, 1, 0, pl, 6);
+    expect_goaway(b, n, NGHTTP2_FRAME_SIZE_ERROR, 0);
+
+    n = hello(b); /* SETTINGS on a stream */
+    n += fr(b + n, 4, 0, 1, NULL, 0);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    const uint8_t window_2_31[] = {0, 4, 0x80, 0, 0, 0};
+    n = hello(b); /* INITIAL_WINDOW_SIZE above 2^31 - 1 */
+    n += fr(b + n, 4, 0, 0, window_2_31, 6);
+    expect_goaway(b, n, NGHTTP2_FLOW_CONTROL_ERROR, 0);
+
+    const uint8_t frame_100[] = {0, 5, 0, 0, 0, 100};
+    n = hello(b); /* MAX_FRAME_SIZE below 16,384 */
+    n += fr(b + n, 4, 0, 0, frame_100, 6);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    const uint8_t push_2[] = {0, 2, 0, 0, 0, 2};
+    n = hello(b); /* ENABLE_PUSH 2 */
+    n += fr(b + n, 4, 0, 0, push_2, 6);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    const uint8_t incr_max[] = {0x7f, 0xff, 0xff, 0xff}, incr_0[] = {0, 0, 0, 0};
+    n = hello(b); /* the connection's window above 2^31 - 1 */
+    n += fr(b + n, 8, 0, 0, incr_max, 4);
+    expect_goaway(b, n, NGHTTP2_FLOW_CONTROL_ERROR, 0);
+
+    n = hello(b); /* a WINDOW_UPDATE of 0 on the connection */
+    n += fr(b + n, 8, 0, 0, incr_0, 4);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    n = hello(b); /* WINDOW_UPDATE of 3 bytes */
+    n += fr(b + n, 8, 0, 0, incr_0, 3);
+    expect_goaway(b, n, NGHTTP2_FRAME_SIZE_ERROR, 0);
+
+    n = hello(b); /* PING of 7 bytes */
+    n += fr(b + n, 6, 0, 0, pl, 7);
+    expect_goaway(b, n, NGHTTP2_FRAME_SIZE_ERROR, 0);
+
+    n = hello(b); /* PING on a stream */
+    n += fr(b + n, 6, 0, 1, pl, 8);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    n = hello(b); /* PUSH_PROMISE from a client */
+    n += fr(b + n, 5, 0x4, 1, pl, 4);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    n = hello(b); /* DATA whose padding is longer than the frame */
+    n += fr(b + n, 1, 0x4, 1, block, bn);
+    pl[0] = 10;
+    n += fr(b + n, 0, 0x8, 1, pl, 5);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 1);
+
+    n = hello(b); /* DATA on an idle stream */
+    n += fr(b + n, 0, 0, 7, pl, 5);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    n = hello(b); /* RST_STREAM on an idle stream */
+    n += fr(b + n, 3, 0, 9, incr_0, 4);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+
+    n = hello(b); /* a header block HPACK cannot decode (index 127 + 1000: no entry) */
+    const uint8_t bad_hpack[] = {0xff, 0xe8, 0x07};
+    n += fr(b + n, 1, 0x5, 1, bad_hpack, sizeof(bad_hpack));
+    expect_goaway(b, n, NGHTTP2_COMPRESSION_ERROR, 1);
+
+    n = hello(b); /* GOAWAY on a stream */
+    n += fr(b + n, 7, 0, 1, pl, 8);
+    expect_goaway(b, n, NGHTTP2_PROTOCOL_ERROR, 0);
+}
+
+/* A malformed request or a frame wrong for its stream: RST_STREAM, and
+ * the connection goes on (a call after it is answered). */
+static void expect_rst(const uint8_t *frames, size_t len, int32_t id, int error)
+{
+    static uint8_t b[1 << 17];
+    struct raw *r = raw_new();
+    size_t n = hello(b);
+
+    memcpy(b + n, frames, len);
+    n += len;
+    n += raw_call(b + n, 41);
+    raw_feed(r, b, n);
+    assert_int_equal(r->rst[id / 2], error);
+    assert_int_equal(r->goaway_error, -1);
+    assert_int_equal(r->status[41 / 2], 0);
+    assert_false(sl__h2_done(r->p.server));
+    raw_free(r);
+}
+
+static size_t headers_with(uint8_t *p, uint32_t id, uint8_t flags, const char *extra, size_t len)
+{
+    uint8_t block[512];
+
+    return fr(p, 1, 0x4 | flags, id, block, request_block(block, extra, len));
+}
+
+static void test_stream_errors(void **state)
+{
+    static uint8_t b[1 << 16];
+    uint8_t msg[256];
+    size_t n, mn = framed_request(msg);
+    static const char upper[] = "\x00\x03X-a\x01v",
+                      conn[] = "\x00\x0a"
+                               "connection\x01x",
+                      te[] = "\x00\x02te\x04gzip", nul[] = "\x00\x03x-a\x02v\x00",
+                      space[] = "\x00\x03x-a\x02v ", late_pseudo[] = "\x00\x03x-a\x01v\x84",
+                      twice[] = "\x83", unknown[] = "\x00\x05:fooo\x01v",
+                      clen[] = "\x00\x0e"
+                               "content-length\x02"
+                               "99";
+
+    expect_rst(b, headers_with(b, 1, 1, upper, sizeof(upper) - 1), 1, NGHTTP2_PROTOCOL_ERROR);
+    expect_rst(b, headers_with(b, 1, 1, conn, sizeof(conn) - 1), 1, NGHTTP2_PROTOCOL_ERROR);
+    expect_rst(b, headers_with(b, 1, 1, te, sizeof(te) - 1), 1, NGHTTP2_PROTOCOL_ERROR);
+    expect_rst(b, headers_with(b, 1, 1, nul, sizeof(nul) - 1), 1, NGHTTP2_PROTOCOL_ERROR);
+    expect_rst(b, headers_with(b, 1, 1, space, sizeof(space) - 1), 1, NGHTTP2_PROTOCOL_ERROR);
+    expect_rst(b, headers_with(b, 1, 1, late_pseudo, sizeof(late_pseudo) - 1), 1,
+               NGHTTP2_PROTOCOL_ERROR);
+    expect_rst(b, headers_with(b, 1, 1, twice, 1), 1, NGHTTP2_PROTOCOL_ERROR);
+    expect_rst(b, headers_with(b, 1, 1, unknown, sizeof(unknown) - 1), 1, NGHTTP2_PROTOCOL_ERROR);
+    /* content-length 99 and a shorter message */
+    n = headers_with(b, 1, 0, clen, sizeof(clen) - 1);
+    n += fr(b + n, 0, 1, 1, msg, mn);
+    expect_rst(b, n, 1, NGHTTP2_PROTOCOL_ERROR);
+    /* no :path */
+    const uint8_t no_path[] = {0x83, 0x86, 0x01, 0x01, 't'};
+    expect_rst(b, fr(b, 1, 0x5, 1, no_path, sizeof(no_path)), 1, NGHTTP2_PROTOCOL_ERROR);
+    /* DATA after END_STREAM (half-closed remote) */
+    n = headers_with(b, 1, 0, "", 0);
+    n += fr(b + n, 0, 0, 1, msg, 3);
+    n += fr(b + n, 0, 1, 1, msg + 3, 2); /* an incomplete message: INTERNAL, answered */
+    n += fr(b + n, 0, 0, 1, msg, 3);
+    expect_rst(b, n, 1, NGHTTP2_STREAM_CLOSED);
+    /* a stream's window above 2^31 - 1 */
+    const uint8_t incr_max[] = {0x7f, 0xff, 0xff, 0xff}, incr_0[] = {0, 0, 0, 0};
+    n = headers_with(b, 1, 0, "", 0);
+    n += fr(b + n, 8, 0, 1, incr_max, 4);
+    expect_rst(b, n, 1, NGHTTP2_FLOW_CONTROL_ERROR);
+    n = headers_with(b, 1, 0, "", 0); /* a WINDOW_UPDATE of 0 on a stream */
+    n += fr(b + n, 8, 0, 1, incr_0, 4);
+    expect_rst(b, n, 1, NGHTTP2_PROTOCOL_ERROR);
+    /* a stream that depends on itself */
+    const uint8_t self[] = {0, 0, 0, 3, 16};
+    expect_rst(b, fr(b, 2, 0, 3, self, 5), 3, NGHTTP2_PROTOCOL_ERROR);
+    /* PRIORITY of 4 bytes */
+    expect_rst(b, fr(b, 2, 0, 3, self, 4), 3, NGHTTP2_FRAME_SIZE_ERROR);
+    /* trailers without END_STREAM */
+    n = headers_with(b, 1, 0, "", 0);
+    n += fr(b + n, 1, 0x4, 1, "\x00\x01x\x01y", 5);
+    expect_rst(b, n, 1, NGHTTP2_PROTOCOL_ERROR);
+    /* pseudo-headers in trailers */
+    n = headers_with(b, 1, 0, "", 0);
+    n += fr(b + n, 0, 0, 1, msg, mn);
+    n += fr(b + n, 1, 0x5, 1, "\x83", 1);
+    expect_rst(b, n, 1, NGHTTP2_PROTOCOL_ERROR);
+}
+
+/* Padding (HEADERS with PRIORITY and padding, CONTINUATION, padded DATA
+ * in two frames) is read through; trailers from the client are taken;
+ * PING is answered with its payload and SETTINGS acknowledged. */
+static void test_padding_continuation_ping(void **state)
+{
+    static uint8_t b[1 << 16];
+    uint8_t block[256], msg[256], pl[300] = {0};
+    size_t bn = request_block(block, "", 0), mn = framed_request(msg), n;
+    struct raw *r = raw_new();
+
+    n = hello(b);
+    pl[0] = 7;                                 /* pad length */
+    memcpy(pl + 1, "\x00\x00\x00\x00\x10", 5); /* depends on 0, weight 16 */
+    memcpy(pl + 6, block, 10);
+    n += fr(b + n, 1, 0x8 | 0x20, 1, pl, 6 + 10 + 7);
+    n += fr(b + n, 9, 0, 1, block + 10, 20);
+    n += fr(b + n, 9, 0x4, 1, block + 30, bn - 30);
+    pl[0] = 3;
+    memcpy(pl + 1, msg, 4);
+    n += fr(b + n, 0, 0x8, 1, pl, 1 + 4 + 3);
+    pl[0] = 0;
+    memcpy(pl + 1, msg + 4, mn - 4);
+    n += fr(b + n, 0, 0x8, 1, pl, 1 + mn - 4);
+    n += fr(b + n, 1, 0x5, 1, "\x00\x01x\x01y", 5); /* trailers end it */
+    n += fr(b + n, 6, 0, 0, "pingpong", 8);
+    raw_feed(r, b, n);
+    assert_int_equal(r->goaway_error, -1);
+    assert_int_equal(r->http[0], 200);
+    assert_int_equal(r->status[0], 0);
+    assert_true(r->data[0] > 5);
+    assert_int_equal(r->pings, 1);
+    assert_memory_equal(r->ping, "pingpong", 8);
+    assert_int_equal(r->settings_acks, 1);
+    raw_free(r);
+}
+
+/* A peer that starts with no window: the reply's headers go, its message
+ * waits; SETTINGS_INITIAL_WINDOW_SIZE raised releases it and its
+ * trailers. Its HEADER_TABLE_SIZE of 0 is honoured (a table size update
+ * first: the client's decoder insists). */
+static void test_initial_window_change_releases(void **state)
+{
+    static uint8_t b[1 << 16];
+    const uint8_t zero[] = {0, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+    const uint8_t open[] = {0, 4, 0, 0, 0xff, 0xff};
+    struct raw *r = raw_new();
+    size_t n;
+
+    memcpy(b, PREFACE, 24);
+    n = 24 + fr(b + 24, 4, 0, 0, zero, sizeof(zero));
+    n += raw_call(b + n, 1);
+    assert_int_equal(nghttp2_hd_inflate_change_table_size(r->inf, 0), 0);
+    raw_feed(r, b, n);
+    assert_int_equal(r->http[0], 200);
+    assert_int_equal(r->data[0], 0);
+    assert_int_equal(r->status[0], -1);
+    assert_true(sl__h2_waiting(r->p.server));
+    r->out_len = 0;
+    raw_feed(r, b, fr(b, 4, 0, 0, open, sizeof(open)));
+    assert_true(r->data[0] > 0);
+    assert_int_equal(r->status[0], 0);
+    assert_int_equal(r->settings_acks, 1);
+    assert_false(sl__h2_waiting(r->p.server));
+    assert_int_equal(r->goaway_error, -1);
+    raw_free(r);
+}
+
+/* Streams above SETTINGS_MAX_CONCURRENT_STREAMS are refused
+ * (REFUSED_STREAM), the others kept; a graceful GOAWAY covers the last
+ * stream, streams after it are ignored, and the session is done once
+ * the streams it covers are over. */
+static void test_refused_streams_and_goaway(void **state)
+{
+    static uint8_t b[1 << 17];
+    uint8_t msg[256];
+    size_t n = hello(b), mn = framed_request(msg);
+    struct raw *r = raw_new();
+
+    for (uint32_t id = 1; id <= 201; id += 2)
+        n += headers_with(b + n, id, 0, "", 0);
+    raw_feed(r, b, n);
+    assert_int_equal(r->rst[201 / 2], NGHTTP2_REFUSED_STREAM);
+    assert_int_equal(r->goaway_error, -1);
+    assert_true(sl__h2_partial(r->p.server));
+    r->out_len = 0;
+    sl__h2_goaway(r->p.server);
+    sl__h2_flush(r->p.server);
+    raw_parse(r);
+    assert_int_equal(r->goaway_error, NGHTTP2_NO_ERROR);
+    assert_int_equal(r->goaway_last, 201);
+    assert_false(sl__h2_done(r->p.server));
+    r->out_len = 0;
+    n = 0;
+    for (uint32_t id = 1; id <= 199; id += 2)
+        n += fr(b + n, 0, 1, id, msg, mn);
+    n += raw_call(b + n, 203); /* after the GOAWAY: ignored */
+    raw_feed(r, b, n);
+    assert_int_equal(r->status[1 / 2], 0);
+    assert_int_equal(r->status[199 / 2], 0);
+    assert_false(sl__h2_partial(r->p.server));
+    assert_true(sl__h2_done(r->p.server));
+    raw_free(r);
+}
+
+/* The header block cache: a block decoded that left the HPACK table as it
+ * was is not decoded again when it comes back, until a block changes the
+ * table - then the same bytes mean what the table now says. */
+static void test_header_block_cache(void **state)
+{
+    static uint8_t b[1 << 16];
+    static const char path[] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+    uint8_t fixed[128], block[256], msg[256];
+    size_t fn = 0, mn = framed_request(msg), n = hello(b);
+    struct raw *r = raw_new();
+    struct {
+        uint32_t id;
+        const char *ct; /* a content-type entered into the table, NULL: a reference to it */
+        int http;
+    } calls[] = {{1, "application/grpc", 200},  {3, NULL, 200}, {5, NULL, 200},
+                 {7, "text/plain", 415},        {9, NULL, 415}, {11, NULL, 415},
+                 {13, "application/grpc", 200}, {15, NULL, 200}};
+
+    fixed[fn++] = 0x83; /* :method POST */
+    fixed[fn++] = 0x86; /* :scheme http */
+    fixed[fn++] = 0x04; /* :path, not indexed */
+    fixed[fn++] = sizeof(path) - 1;
+    memcpy(fixed + fn, path, sizeof(path) - 1);
+    fn += sizeof(path) - 1;
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        size_t bn = fn;
+
+        memcpy(block, fixed, fn);
+        if (calls[i].ct != NULL) { /* content-type (31), incremental indexing: entry 62 */
+            block[bn++] = 0x5f;
+            block[bn++] = (uint8_t)strlen(calls[i].ct);
+            memcpy(block + bn, calls[i].ct, strlen(calls[i].ct));
+            bn += strlen(calls[i].ct);
+        } else {
+            block[bn++] = 0xbe; /* entry 62 */
+        }
+        n += fr(b + n, 1, 0x4, calls[i].id, block, bn);
+        n += fr(b + n, 0, 0x1, calls[i].id, msg, mn);
+    }
+    raw_feed(r, b, n);
+    assert_int_equal(r->goaway_error, -1);
+    for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        assert_int_equal(r->http[calls[i].id / 2], calls[i].http);
+        assert_int_equal(r->status[calls[i].id / 2], calls[i].http == 200 ? 0 : -1);
+    }
+    raw_free(r);
+}
+
+/* A request that is not a gRPC call is answered at its headers (405) and
+ * its stream stays half-closed until the client ends it: what the client
+ * sends on it meanwhile is judged (a WINDOW_UPDATE of 0: PROTOCOL_ERROR),
+ * its body is dropped, and after its end the stream is closed. */
+static void test_refused_at_headers_stays_open(void **state)
+{
+    static uint8_t b[1 << 16];
+    const uint8_t get[] = {0x82, 0x86, 0x84, 0x01, 0x01, 't'}; /* GET http / t */
+    const uint8_t incr_0[] = {0, 0, 0, 0};
+    struct raw *r = raw_new();
+    size_t n = hello(b);
+
+    n += fr(b + n, 1, 0x4, 1, get, sizeof(get));
+    n += fr(b + n, 1, 0x4, 3, get, sizeof(get));
+    raw_feed(r, b, n);
+    assert_int_equal(r->http[0], 405);
+    assert_int_equal(r->http[1], 405);
+    assert_int_equal(r->rst[0], -1); /* not reset: the client may finish */
+    r->out_len = 0;
+    n = fr(b, 0, 0, 1, "body", 4);
+    n += fr(b + n, 0, 1, 1, "more", 4);
+    n += fr(b + n, 8, 0, 3, incr_0, 4);
+    raw_feed(r, b, n);
+    assert_int_equal(r->rst[0], -1);
+    assert_int_equal(r->rst[1], NGHTTP2_PROTOCOL_ERROR);
+    r->out_len = 0;
+    raw_feed(r, b, fr(b, 0, 0, 1, "late", 4)); /* closed since its end */
+    assert_int_equal(r->rst[0], NGHTTP2_STREAM_CLOSED);
+    assert_int_equal(r->goaway_error, -1);
+    raw_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -752,6 +1354,13 @@ int main(void)
         cmocka_unit_test(test_stream_message_above_cap),
         cmocka_unit_test(test_stream_queue_bounded),
         cmocka_unit_test(test_stream_left_open),
+        cmocka_unit_test(test_connection_errors),
+        cmocka_unit_test(test_stream_errors),
+        cmocka_unit_test(test_padding_continuation_ping),
+        cmocka_unit_test(test_initial_window_change_releases),
+        cmocka_unit_test(test_refused_streams_and_goaway),
+        cmocka_unit_test(test_header_block_cache),
+        cmocka_unit_test(test_refused_at_headers_stays_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
