@@ -21,6 +21,21 @@
  * end. */
 static inline char *put_num(char *p, char type, int64_t v)
 {
+    /* -9..99 first: nearly every CL.THROTTLE field (the flag, -1, small
+     * limits, remaining counts and seconds), without a division. */
+    if (v >= -9 && v < 100) {
+        *p++ = type;
+        if (v < 0) {
+            *p++ = '-';
+            v = -v;
+        }
+        if (v >= 10)
+            *p++ = (char)('0' + v / 10);
+        *p++ = (char)('0' + v % 10);
+        p[0] = '\r';
+        p[1] = '\n';
+        return p + 2;
+    }
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     size_t digits = 1;
     char *end, *q;
