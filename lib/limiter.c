@@ -400,6 +400,59 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     return check_matched(lim, m, n, req, res, NULL);
 }
 
+/* The common request, one descriptor of one limit that consumes and takes
+ * no lease (CL.THROTTLE, most checks): what the items below amount to for
+ * it, without them: one shard locked, the entry found or created and
+ * pinned, checked, committed unless it denies (or it counts rejected
+ * requests), put back, and reported as its descriptor's status. `fp` is
+ * the prefetch's fingerprint, or NULL to hash here. */
+static int check_one(sl_limiter *lim, const struct sl_match *m, const struct sl_request *req,
+                     uint64_t cost, struct sl_result *res, const struct sl__fp *fp)
+{
+    const struct sl_limit *l = m->limits[0];
+    const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
+    struct sl_status *st = &res->statuses[0];
+    struct sl_decision d;
+    struct sl__fp own;
+    struct sl__ref ref;
+    int64_t now_ns = req->now_ns;
+    unsigned shard;
+    int rc;
+
+    if (fp == NULL) {
+        char buf[SL_KEY_MAX + sizeof(uint64_t)];
+        memcpy(buf, m->key, m->key_len);
+        limit_fp(lim->table, buf, m->key_len, l->id, &own);
+        fp = &own;
+    }
+    shard = sl__table_shard(lim->table, fp);
+    memset(&d, 0, sizeof(d));
+    sl__table_lock(lim->table, shard);
+    rc = sl__table_get(lim->table, fp, l, now_ns, SL__GET_CREATE | SL__GET_PIN, &ref);
+    if (rc == SL_OK) {
+        ops->check(ref.state, l, now_ns, cost, &d);
+        if (l->count_rejected || d.verdict != SL_DENY) {
+            ops->commit(ref.state, l, now_ns, cost, &d);
+            if (lim->on_commit != NULL)
+                lim->on_commit(lim->on_commit_arg, m, l, cost, now_ns);
+        }
+        sl__table_put(lim->table, &ref, l, now_ns, true);
+    }
+    sl__table_unlock(lim->table, shard);
+    if (rc != SL_OK) {
+        res->verdict = SL_DENY;
+        return rc;
+    }
+    memset(st, 0, sizeof(*st));
+    st->d = sl__report_shadow(d, l, &st->shadow_denied);
+    st->limit = l;
+    if (st->d.verdict > res->verdict)
+        res->verdict = st->d.verdict;
+    if (st->d.verdict == SL_DELAY && st->d.delay_ns > 0)
+        res->delay_ns = st->d.delay_ns;
+    return SL_OK;
+}
+
 static int check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
                          const struct sl_request *req, struct sl_result *res,
                          const struct fp_hint *hint)
@@ -417,6 +470,12 @@ static int check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
         return rc;
     }
     result_init(res, n);
+    if (n == 1 && !m->unlimited && m->n_limits == 1 && !leased(m->limits[0]) &&
+        (hint == NULL || hint->n == 1)) {
+        uint64_t cost = descriptor_cost(req, 0);
+        if (cost > 0)
+            return check_one(lim, m, req, cost, res, hint != NULL ? hint->fp : NULL);
+    }
     /* `batch` (~40 KiB) is on the stack: on the heap it would be an
      * allocation per request. */
     b->hint = hint != NULL ? hint->fp : NULL;
