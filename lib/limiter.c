@@ -400,23 +400,44 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     return check_matched(lim, m, n, req, res, NULL);
 }
 
+/* check_one() with a commit callback: the items' steps for one item. */
+static int decide_one(sl_limiter *lim, const struct sl_match *m, const struct sl__fp *fp,
+                      int64_t now_ns, uint64_t cost, struct sl_decision *d)
+{
+    const struct sl_limit *l = m->limits[0];
+    const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
+    unsigned shard = sl__table_shard(lim->table, fp);
+    struct sl__ref ref;
+    int rc;
+
+    sl__table_lock(lim->table, shard);
+    rc = sl__table_get(lim->table, fp, l, now_ns, SL__GET_CREATE | SL__GET_PIN, &ref);
+    if (rc == SL_OK) {
+        ops->check(ref.state, l, now_ns, cost, d);
+        if (l->count_rejected || d->verdict != SL_DENY) {
+            ops->commit(ref.state, l, now_ns, cost, d);
+            lim->on_commit(lim->on_commit_arg, m, l, cost, now_ns);
+        }
+        sl__table_put(lim->table, &ref, l, now_ns, true);
+    }
+    sl__table_unlock(lim->table, shard);
+    return rc;
+}
+
 /* The common request, one descriptor of one limit that consumes and takes
  * no lease (CL.THROTTLE, most checks): what the items below amount to for
- * it, without them: one shard locked, the entry found or created and
- * pinned, checked, committed unless it denies (or it counts rejected
- * requests), put back, and reported as its descriptor's status. `fp` is
- * the prefetch's fingerprint, or NULL to hash here. */
+ * it, without them: one shard locked, the entry found or created, checked,
+ * committed unless it denies (or it counts rejected requests), and
+ * reported as its descriptor's status. Without a commit callback that is
+ * the table's own check (sl__table_check_fp). `fp` is the prefetch's
+ * fingerprint, or NULL to hash here. */
 static int check_one(sl_limiter *lim, const struct sl_match *m, const struct sl_request *req,
                      uint64_t cost, struct sl_result *res, const struct sl__fp *fp)
 {
     const struct sl_limit *l = m->limits[0];
-    const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
     struct sl_status *st = &res->statuses[0];
     struct sl_decision d;
     struct sl__fp own;
-    struct sl__ref ref;
-    int64_t now_ns = req->now_ns;
-    unsigned shard;
     int rc;
 
     if (fp == NULL) {
@@ -425,20 +446,11 @@ static int check_one(sl_limiter *lim, const struct sl_match *m, const struct sl_
         limit_fp(lim->table, buf, m->key_len, l->id, &own);
         fp = &own;
     }
-    shard = sl__table_shard(lim->table, fp);
     memset(&d, 0, sizeof(d));
-    sl__table_lock(lim->table, shard);
-    rc = sl__table_get(lim->table, fp, l, now_ns, SL__GET_CREATE | SL__GET_PIN, &ref);
-    if (rc == SL_OK) {
-        ops->check(ref.state, l, now_ns, cost, &d);
-        if (l->count_rejected || d.verdict != SL_DENY) {
-            ops->commit(ref.state, l, now_ns, cost, &d);
-            if (lim->on_commit != NULL)
-                lim->on_commit(lim->on_commit_arg, m, l, cost, now_ns);
-        }
-        sl__table_put(lim->table, &ref, l, now_ns, true);
-    }
-    sl__table_unlock(lim->table, shard);
+    if (lim->on_commit == NULL)
+        rc = sl__table_check_fp(lim->table, fp, l, req->now_ns, cost, &d);
+    else
+        rc = decide_one(lim, m, fp, req->now_ns, cost, &d);
     if (rc != SL_OK) {
         res->verdict = SL_DENY;
         return rc;
