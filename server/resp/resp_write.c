@@ -16,6 +16,12 @@
 /* The longest number line: a type byte, a sign, 20 digits, CRLF. */
 #define NUM_MAX 24
 
+/* "00" .. "99" */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+
 /* ":<v>\r\n" with `type` instead of ':' at p, which has NUM_MAX bytes of
  * room: the digits counted first, then written from the last. Returns the
  * end. */
@@ -24,14 +30,16 @@ static inline char *put_num(char *p, char type, int64_t v)
     /* -9..99 first: nearly every CL.THROTTLE field (the flag, -1, small
      * limits, remaining counts and seconds), without a division. */
     if (v >= -9 && v < 100) {
+        unsigned d = (unsigned)(v < 0 ? -v : v);
         *p++ = type;
-        if (v < 0) {
+        if (v < 0)
             *p++ = '-';
-            v = -v;
+        if (d >= 10) {
+            memcpy(p, &digit_pairs[2 * d], 2);
+            p += 2;
+        } else {
+            *p++ = (char)('0' + d);
         }
-        if (v >= 10)
-            *p++ = (char)('0' + v / 10);
-        *p++ = (char)('0' + v % 10);
         p[0] = '\r';
         p[1] = '\n';
         return p + 2;
