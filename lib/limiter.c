@@ -400,6 +400,21 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     return check_matched(lim, m, n, req, res, NULL);
 }
 
+/* Is the request one descriptor of one lease-free limit, and valid (what
+ * validate() asks of it, checked directly)? */
+static bool one_item(const struct sl_match *m, size_t n, const struct sl_request *req)
+{
+    const struct sl_limit *l;
+
+    if (n != 1 || m == NULL || m->unlimited || m->n_limits != 1 || m->key_len > SL_KEY_MAX)
+        return false;
+    l = m->limits[0];
+    if (l == NULL || leased(l) || sl__algo_ops(l->algo) == NULL)
+        return false;
+    return req->descriptors == NULL || req->n_descriptors == 0 ||
+           (req->n_descriptors == 1 && req->descriptors[0].n_entries <= SL_MAX_ENTRIES);
+}
+
 /* check_one() with a commit callback: the items' steps for one item. */
 static int decide_one(sl_limiter *lim, const struct sl_match *m, const struct sl__fp *fp,
                       int64_t now_ns, uint64_t cost, struct sl_decision *d)
@@ -475,6 +490,13 @@ static int check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
 
     if (lim == NULL || req == NULL || res == NULL)
         return SL_EINVAL;
+    if (one_item(m, n, req) && (hint == NULL || hint->n == 1)) {
+        uint64_t cost = descriptor_cost(req, 0);
+        if (cost > 0) {
+            result_init(res, 1);
+            return check_one(lim, m, req, cost, res, hint != NULL ? hint->fp : NULL);
+        }
+    }
     rc = validate(m, n, req);
     if (rc != SL_OK) {
         result_init(res, 0);
@@ -482,12 +504,6 @@ static int check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
         return rc;
     }
     result_init(res, n);
-    if (n == 1 && !m->unlimited && m->n_limits == 1 && !leased(m->limits[0]) &&
-        (hint == NULL || hint->n == 1)) {
-        uint64_t cost = descriptor_cost(req, 0);
-        if (cost > 0)
-            return check_one(lim, m, req, cost, res, hint != NULL ? hint->fp : NULL);
-    }
     /* `batch` (~40 KiB) is on the stack: on the heap it would be an
      * allocation per request. */
     b->hint = hint != NULL ? hint->fp : NULL;
