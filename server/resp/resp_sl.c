@@ -115,7 +115,7 @@ static void w_throttle(struct sl__buf *b, const struct sl_result *res)
         sl__resp_cell_seconds(d->reset_ns),
     };
 
-    sl__resp_w_ints(b, v, 5);
+    sl__resp_w_ints5(b, v);
 }
 
 static void w_store_error(struct sl__buf *b, int err)

@@ -81,6 +81,19 @@ void sl__resp_w_ints(struct sl__buf *b, const int64_t *v, size_t n)
     b->len += (size_t)(p - at);
 }
 
+void sl__resp_w_ints5(struct sl__buf *b, const int64_t v[5])
+{
+    char *at = sl__buf_room(b, NUM_MAX * 6), *p = at;
+
+    memcpy(p, "*5\r\n", 4);
+    p = put_num(p + 4, ':', v[0]);
+    p = put_num(p, ':', v[1]);
+    p = put_num(p, ':', v[2]);
+    p = put_num(p, ':', v[3]);
+    p = put_num(p, ':', v[4]);
+    b->len += (size_t)(p - at);
+}
+
 void sl__resp_w_simple(struct sl__buf *b, const char *s)
 {
     sl__buf_append(b, "+", 1);

@@ -4,7 +4,7 @@
  * test_resp_write.c - the RESP reply writer's integers against printf:
  * every value of the short path (-9..99) and its edges, both sides of it,
  * powers of ten, INT64_MIN and INT64_MAX, alone (sl__resp_w_int) and as an
- * array (sl__resp_w_ints, CL.THROTTLE's reply). It does not test commands.
+ * array (sl__resp_w_ints, and sl__resp_w_ints5 for CL.THROTTLE's reply). It does not test commands.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -64,6 +64,10 @@ static void an_array_of_integers(void **state)
     sl__resp_w_ints(&b, v, 5);
     assert_int_equal(b.len, sizeof(want) - 1);
     assert_memory_equal(b.p, want, sizeof(want) - 1);
+    sl__resp_w_ints5(&b, v); /* appended: the same five, unrolled */
+    assert_int_equal(b.len, 2 * (sizeof(want) - 1));
+    assert_memory_equal(b.p + sizeof(want) - 1, want, sizeof(want) - 1);
+    b.len = sizeof(want) - 1;
     sl__resp_w_ints(&b, v, 0); /* appended: an empty array */
     assert_int_equal(b.len, sizeof(want) - 1 + 4);
     assert_memory_equal(b.p + sizeof(want) - 1, "*0\r\n", 4);
