@@ -7,6 +7,9 @@
  * (madvise(MADV_HUGEPAGE)), from which the shard headers, the indexes, the
  * chunk directories and the entry chunks are carved.
  *
+ * Only regions of at least HUGE_MIN are offered: a smaller table is within
+ * the TLB's reach anyway, and a huge page would multiply what it holds.
+ *
  * Why: over a table larger than the caches every decision misses on the
  * shard header, the index slot and the entry, and with 4 KiB pages each of
  * those lines is also a TLB miss (expensive under nested paging); with the
@@ -49,6 +52,9 @@
 #define GRANULE     64u
 #define HUGE_BYTES  ((size_t)2 << 20)
 #define ARENA_LIMIT ((size_t)64 << 30) /* granule numbers fit 32 bits with room */
+/* Below this a table's arrays are within the TLB's reach with small pages,
+ * and a huge page would make a 1 MiB table (the admin guard's) hold 2 MiB. */
+#define HUGE_MIN ((size_t)16 << 20)
 
 #if defined(__linux__) && defined(MAP_NORESERVE) && !defined(ARENA_OFF)
 /* Reserve `bytes` (a multiple of HUGE_BYTES) at a 2 MiB-aligned address. */
@@ -91,7 +97,7 @@ void sl__arena_init(struct sl__arena *a, size_t max_bytes, size_t chunk_bytes)
     a->chunk_granules = (uint32_t)((chunk_bytes + GRANULE - 1) / GRANULE);
 #ifdef MADV_HUGEPAGE
     /* Refused (THP off or absent): the region serves with small pages. */
-    a->huge = madvise(a->base, bytes, MADV_HUGEPAGE) == 0;
+    a->huge = bytes >= HUGE_MIN && madvise(a->base, bytes, MADV_HUGEPAGE) == 0;
 #endif
     atomic_init(&a->used, 0);
     for (unsigned i = 0; i < SL__ARENA_CLASSES; i++)

@@ -132,6 +132,15 @@ static void test_region_offered_to_huge_pages(void **st)
     assert_true(a.huge);
     assert_int_equal(a.size, 64 * MIB);
     sl__arena_fini(&a);
+    /* a small table's region is not offered (it would hold 2 MiB) */
+    sl__arena_init(&a, 1 * MIB, 40 * 8);
+    assert_non_null(a.base);
+    assert_false(a.huge);
+    char *p = sl__arena_alloc(&a, 4096, true);
+    assert_true(inside(&a, p));
+    p[0] = 1;
+    assert_true(huge_kb_at(p) == 0);
+    sl__arena_fini(&a);
 }
 
 /* 100,000 keys, each decided twice: the second decision finds the first's
