@@ -23,8 +23,8 @@
  * request of that class takes it first. The lists' links live in a side
  * array of the region's granules, read and written only atomically; their
  * heads carry a tag against ABA. When the region is used up, cannot be
- * reserved, or the build is sanitized (the sanitizers watch the C heap),
- * the C allocator serves: correctness never depends on the region. Nothing
+ * reserved, or the build is under the address sanitizer (it watches the C
+ * heap), the C allocator serves: correctness never depends on the region. Nothing
  * here is on a decision's path: blocks come and go when a shard's index
  * doubles or it gains or gives back a chunk.
  *
@@ -40,11 +40,12 @@
 
 #include "table_int.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+/* Off where a sanitizer watches the C heap for overflows and leaks (the
+ * thread sanitizer keeps it: it checks the lists' atomics). */
+#if defined(__SANITIZE_ADDRESS__)
 #define ARENA_OFF 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
-    __has_feature(memory_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
 #define ARENA_OFF 1
 #endif
 #endif

@@ -7,11 +7,13 @@
  * the C allocator once the region is used up; the region offered to
  * transparent huge pages, and a 100,000-key table deciding from it with
  * huge pages behind it (AnonHugePages in /proc/self/smaps) when the
- * kernel has them to give.
+ * kernel has them to give; threads taking and giving back blocks at once
+ * never share one (each block keeps its owner's pattern until freed).
  *
- * In a sanitized build the region is off (the sanitizers watch the C
- * heap): every block then comes from the C allocator, which is checked too.
+ * Under the address sanitizer the region is off (it watches the C heap):
+ * every block then comes from the C allocator, which is checked too.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,7 +89,7 @@ static void test_blocks_and_classes(void **st)
     assert_int_equal((uintptr_t)c1 % 64, 0);
     assert_int_equal((uintptr_t)i1 % 64, 0);
     assert_int_equal((uintptr_t)i2 % 64, 0);
-    if (a.base == NULL) { /* sanitized build: the C allocator serves */
+    if (a.base == NULL) { /* address sanitizer: the C allocator serves */
         sl__arena_free(&a, c1, chunk);
         sl__arena_free(&a, i1, 128);
         sl__arena_free(&a, i2, 1000);
@@ -194,12 +196,76 @@ static void test_large_table_decides_from_the_region(void **st)
     sl_table_free(t);
 }
 
+/* Threads taking and giving back blocks of four classes from one small
+ * region (so that it runs out and the C allocator serves some): a block
+ * filled with its owner's byte must still hold it when given back. */
+#define MT_THREADS 4
+#define MT_HELD    32
+#define MT_ROUNDS  20000
+
+struct mt_arg {
+    struct sl__arena *a;
+    unsigned id;
+    unsigned bad;
+};
+
+static void *mt_run(void *p)
+{
+    static const size_t sizes[4] = {128, 256, 1024, 40 * 32};
+    struct mt_arg *m = p;
+    char *held[MT_HELD] = {0};
+    size_t bytes[MT_HELD] = {0};
+    unsigned r = m->id * 2654435761u + 1;
+
+    for (unsigned i = 0; i < MT_ROUNDS; i++) {
+        r = r * 1103515245u + 12345u;
+        unsigned k = (r >> 8) % MT_HELD;
+        if (held[k] != NULL) {
+            for (size_t j = 0; j < bytes[k]; j++)
+                m->bad += held[k][j] != (char)m->id;
+            sl__arena_free(m->a, held[k], bytes[k]);
+            held[k] = NULL;
+            continue;
+        }
+        bytes[k] = sizes[(r >> 20) % 4];
+        held[k] = sl__arena_alloc(m->a, bytes[k], (r >> 24) & 1);
+        if (held[k] == NULL) {
+            m->bad++;
+            continue;
+        }
+        memset(held[k], (char)m->id, bytes[k]);
+    }
+    for (unsigned k = 0; k < MT_HELD; k++)
+        sl__arena_free(m->a, held[k], bytes[k]);
+    return NULL;
+}
+
+static void test_threads_never_share_a_block(void **st)
+{
+    struct sl__arena a;
+    pthread_t th[MT_THREADS];
+    struct mt_arg args[MT_THREADS];
+
+    (void)st;
+    sl__arena_init(&a, 2 * MIB, 40 * 32);
+    for (unsigned i = 0; i < MT_THREADS; i++) {
+        args[i] = (struct mt_arg){&a, i + 1, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, mt_run, &args[i]), 0);
+    }
+    for (unsigned i = 0; i < MT_THREADS; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(args[i].bad, 0);
+    }
+    sl__arena_fini(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocks_and_classes),
         cmocka_unit_test(test_region_offered_to_huge_pages),
         cmocka_unit_test(test_large_table_decides_from_the_region),
+        cmocka_unit_test(test_threads_never_share_a_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
