@@ -162,6 +162,10 @@ tu=$(median "${th_user_100k_p16[@]}")
 above=$(awk -v a="$tu" -v b="$ping_user_p16" 'BEGIN { printf "%.3f", a - b }')
 echo "cpu_cl_throttle_utime_100k_p16 $tu us"
 echo "cpu_cl_throttle_utime_above_ping_100k_p16 $above us $(at_most "$above" 0.25) target<=0.25"
+# Whether the state table's region got transparent huge pages (table_mem.c;
+# none when THP is off): the kernel's count for the whole process.
+echo "sluiced_anon_huge_pages $(awk '/^AnonHugePages:/ { kb += $2 } END { print kb + 0 }' \
+    "/proc/$sl_pid/smaps") kB"
 
 # Latency at 50 % and 90 % of the most oload reaches (its own connections).
 lat() { # NAME PROTO KEYS

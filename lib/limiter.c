@@ -400,6 +400,86 @@ int sl_limiter_check_matched(sl_limiter *lim, const struct sl_match *m, size_t n
     return check_matched(lim, m, n, req, res, NULL);
 }
 
+/* Is the request one descriptor of one lease-free limit, and valid (what
+ * validate() asks of it, checked directly)? */
+static bool one_item(const struct sl_match *m, size_t n, const struct sl_request *req)
+{
+    const struct sl_limit *l;
+
+    if (n != 1 || m == NULL || m->unlimited || m->n_limits != 1 || m->key_len > SL_KEY_MAX)
+        return false;
+    l = m->limits[0];
+    if (l == NULL || leased(l) || sl__algo_ops(l->algo) == NULL)
+        return false;
+    return req->descriptors == NULL || req->n_descriptors == 0 ||
+           (req->n_descriptors == 1 && req->descriptors[0].n_entries <= SL_MAX_ENTRIES);
+}
+
+/* check_one() with a commit callback: the items' steps for one item. */
+static int decide_one(sl_limiter *lim, const struct sl_match *m, const struct sl__fp *fp,
+                      int64_t now_ns, uint64_t cost, struct sl_decision *d)
+{
+    const struct sl_limit *l = m->limits[0];
+    const struct sl__algo_ops *ops = sl__algo_ops(l->algo);
+    unsigned shard = sl__table_shard(lim->table, fp);
+    struct sl__ref ref;
+    int rc;
+
+    sl__table_lock(lim->table, shard);
+    rc = sl__table_get(lim->table, fp, l, now_ns, SL__GET_CREATE | SL__GET_PIN, &ref);
+    if (rc == SL_OK) {
+        ops->check(ref.state, l, now_ns, cost, d);
+        if (l->count_rejected || d->verdict != SL_DENY) {
+            ops->commit(ref.state, l, now_ns, cost, d);
+            lim->on_commit(lim->on_commit_arg, m, l, cost, now_ns);
+        }
+        sl__table_put(lim->table, &ref, l, now_ns, true);
+    }
+    sl__table_unlock(lim->table, shard);
+    return rc;
+}
+
+/* The common request, one descriptor of one limit that consumes and takes
+ * no lease (CL.THROTTLE, most checks): what the items below amount to for
+ * it, without them: one shard locked, the entry found or created, checked,
+ * committed unless it denies (or it counts rejected requests), and
+ * reported as its descriptor's status. Without a commit callback that is
+ * the table's own check (sl__table_check_fp). `fp` is the prefetch's
+ * fingerprint, or NULL to hash here. */
+static int check_one(sl_limiter *lim, const struct sl_match *m, const struct sl_request *req,
+                     uint64_t cost, struct sl_result *res, const struct sl__fp *fp)
+{
+    const struct sl_limit *l = m->limits[0];
+    struct sl_status *st = &res->statuses[0];
+    struct sl_decision d;
+    struct sl__fp own;
+    int rc;
+
+    if (fp == NULL) {
+        char buf[SL_KEY_MAX + sizeof(uint64_t)];
+        memcpy(buf, m->key, m->key_len);
+        limit_fp(lim->table, buf, m->key_len, l->id, &own);
+        fp = &own;
+    }
+    memset(&d, 0, sizeof(d));
+    if (lim->on_commit == NULL)
+        rc = sl__table_check_fp(lim->table, fp, l, req->now_ns, cost, &d);
+    else
+        rc = decide_one(lim, m, fp, req->now_ns, cost, &d);
+    if (rc != SL_OK) {
+        res->verdict = SL_DENY;
+        return rc;
+    }
+    memset(st, 0, sizeof(*st));
+    st->d = sl__report_shadow(d, l, &st->shadow_denied);
+    st->limit = l;
+    if (st->d.verdict > res->verdict)
+        res->verdict = st->d.verdict;
+    if (st->d.verdict == SL_DELAY && st->d.delay_ns > 0)
+        res->delay_ns = st->d.delay_ns;
+    return SL_OK;
+}
+
 static int check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
                          const struct sl_request *req, struct sl_result *res,
                          const struct fp_hint *hint)
@@ -410,6 +490,13 @@ static int check_matched(sl_limiter *lim, const struct sl_match *m, size_t n,
 
     if (lim == NULL || req == NULL || res == NULL)
         return SL_EINVAL;
+    if (one_item(m, n, req) && (hint == NULL || hint->n == 1)) {
+        uint64_t cost = descriptor_cost(req, 0);
+        if (cost > 0) {
+            result_init(res, 1);
+            return check_one(lim, m, req, cost, res, hint != NULL ? hint->fp : NULL);
+        }
+    }
     rc = validate(m, n, req);
     if (rc != SL_OK) {
         result_init(res, 0);

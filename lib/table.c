@@ -80,7 +80,7 @@ static size_t fixed_bytes_for(unsigned n)
 int sl__shard_grow_index(sl_table *t, struct sl__shard *s)
 {
     uint32_t ncap = s->cap * 2, mask = ncap - 1;
-    uint64_t *n = calloc(ncap, sizeof(*n));
+    uint64_t *n = sl__arena_alloc(&t->arena, (size_t)ncap * sizeof(*n), true);
 
     if (n == NULL)
         return SL_ENOMEM;
@@ -93,7 +93,7 @@ int sl__shard_grow_index(sl_table *t, struct sl__shard *s)
             j = (j + 1) & mask;
         n[j] = slot;
     }
-    free(s->index);
+    sl__arena_free(&t->arena, s->index, (size_t)s->cap * sizeof(*n));
     s->index = n;
     s->bytes += (size_t)s->cap * sizeof(uint64_t);
     s->cap = ncap;
@@ -152,9 +152,9 @@ static int shard_init(sl_table *t, struct sl__shard *s)
 {
     atomic_init(&s->lock, 0);
     s->cap = INDEX_MIN;
-    s->index = calloc(s->cap, sizeof(uint64_t));
+    s->index = sl__arena_alloc(&t->arena, s->cap * sizeof(uint64_t), true);
     s->dir_cap = DIR_MIN < t->max_chunks ? DIR_MIN : t->max_chunks;
-    s->chunks = calloc(s->dir_cap, sizeof(*s->chunks));
+    s->chunks = sl__arena_alloc(&t->arena, s->dir_cap * sizeof(*s->chunks), true);
     if (s->index == NULL || s->chunks == NULL)
         return SL_ENOMEM;
     s->bytes = s->cap * sizeof(uint64_t) + s->dir_cap * sizeof(*s->chunks);
@@ -169,9 +169,9 @@ static void shard_fini(sl_table *t, struct sl__shard *s)
     while (s->count > 0)
         sl__shard_remove_at(t, s, (uint32_t)(lookup(t, s, entry_at(t, s, 0)->fp, NULL)));
     for (uint32_t i = 0; i < s->nchunks; i++)
-        free(s->chunks[i]);
-    free(s->chunks);
-    free(s->index);
+        sl__arena_free(&t->arena, s->chunks[i], chunk_bytes(t));
+    sl__arena_free(&t->arena, s->chunks, s->dir_cap * sizeof(*s->chunks));
+    sl__arena_free(&t->arena, s->index, s->cap * sizeof(uint64_t));
     free(s->scratch);
 }
 
@@ -224,12 +224,15 @@ int sl_table_new(const struct sl_table_config *c, sl_table **out)
         free(t);
         return SL_EINVAL;
     }
-    t->shards = aligned_alloc(64, n * sizeof(struct sl__shard));
-    t->pf = aligned_alloc(64, fixed_bytes_for(n) - n * sizeof(struct sl__shard));
+    /* The headers first: the region's first bytes (table_mem.c). */
+    sl__arena_init(&t->arena, c->max_bytes, chunk_bytes(t));
+    t->shards = sl__arena_alloc(&t->arena, n * sizeof(struct sl__shard), false);
+    t->pf = sl__arena_alloc(&t->arena, fixed_bytes_for(n) - n * sizeof(struct sl__shard), false);
     if (t->shards == NULL || t->pf == NULL || sl__debt_init(t, c->max_bytes) != SL_OK) {
-        free(t->shards);
-        free(t->pf);
+        sl__arena_free(&t->arena, t->shards, n * sizeof(struct sl__shard));
+        sl__arena_free(&t->arena, t->pf, fixed_bytes_for(n) - n * sizeof(struct sl__shard));
         sl__debt_free(t);
+        sl__arena_fini(&t->arena);
         free(t);
         return SL_ENOMEM;
     }
@@ -251,9 +254,11 @@ void sl_table_free(sl_table *t)
         return;
     for (unsigned i = 0; i < t->nshards; i++)
         shard_fini(t, &t->shards[i]);
-    free(t->shards);
-    free(t->pf);
+    sl__arena_free(&t->arena, t->shards, t->nshards * sizeof(struct sl__shard));
+    sl__arena_free(&t->arena, t->pf,
+                   fixed_bytes_for(t->nshards) - t->nshards * sizeof(struct sl__shard));
     sl__debt_free(t);
+    sl__arena_fini(&t->arena);
     free(t);
 }
 

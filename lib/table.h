@@ -87,6 +87,10 @@ void sl__table_prefetch_entry(sl_table *t, const struct sl__fp *fp);
 bool sl__table_large(const sl_table *t);
 int sl__table_check_fp(sl_table *t, const struct sl__fp *fp, const struct sl_limit *l,
                        int64_t now_ns, uint64_t cost, struct sl_decision *d);
+/* Are the table's arrays in a region the kernel accepted for transparent
+ * huge pages (madvise(MADV_HUGEPAGE), table_mem.c)? Whether it has backed
+ * it with them yet is the kernel's (AnonHugePages in /proc/PID/smaps). */
+bool sl__table_huge_pages(const sl_table *t);
 /* Index slots examined by lookups so far (for the hash-flooding test). */
 uint64_t sl__table_probes(const sl_table *t);
 /* With `shard` locked: a buffer of `size` bytes owned by the shard (kept

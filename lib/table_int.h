@@ -131,6 +131,18 @@ struct sl__pf {
     atomic_uint mask;
 };
 
+/* The region the table's arrays are carved from (table_mem.c). */
+#define SL__ARENA_CLASSES 40u
+struct sl__arena {
+    char *base; /* NULL: none, the C allocator serves */
+    size_t size;
+    _Atomic size_t used;                      /* bump offset */
+    _Atomic uint64_t head[SL__ARENA_CLASSES]; /* free lists: tag << 32 | granule + 1 */
+    _Atomic uint32_t *link;                   /* per granule: the next free one + 1 */
+    uint32_t chunk_granules;                  /* class 0's size */
+    bool huge;                                /* madvise(MADV_HUGEPAGE) accepted */
+};
+
 struct sl_table {
     struct sl__shard *shards;
     struct sl__pf *pf; /* nshards */
@@ -151,6 +163,7 @@ struct sl_table {
     uint32_t debt_lines;
     uint32_t debt_shared;       /* lines of the shared array, from line 0 */
     _Atomic uint32_t debt_next; /* the first line not yet carved */
+    struct sl__arena arena;
 };
 
 /* ---------------------------------------------------------------- locks */
@@ -269,6 +282,17 @@ static inline uint32_t table_prefetch(const sl_table *t, unsigned si, const uint
     __builtin_prefetch((const void *)(ix + (uintptr_t)(fp[0] & mask) * sizeof(uint64_t)));
     return mask + 1;
 }
+
+/* ------------------------------------------------------------- memory */
+
+/* table_mem.c: reserve the region (none when it cannot be: then alloc and
+ * free are malloc/calloc and free); a block of `bytes` (zeroed when
+ * `zero`), NULL when out of memory; give back a block of `bytes` (as asked
+ * for). Any thread, no lock. */
+void sl__arena_init(struct sl__arena *a, size_t max_bytes, size_t chunk_bytes);
+void sl__arena_fini(struct sl__arena *a);
+void *sl__arena_alloc(struct sl__arena *a, size_t bytes, bool zero);
+void sl__arena_free(struct sl__arena *a, void *p, size_t bytes);
 
 /* --------------------------------------------------------- index basics */
 

@@ -15,6 +15,7 @@
  * is the only full scan.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "table_int.h"
 
@@ -127,14 +128,17 @@ static int add_chunk(sl_table *t, struct sl__shard *s)
         uint32_t n = dir_next(t, s);
         if (n == s->dir_cap)
             return SL_EFULL; /* not reached: the budget stops first */
-        struct sl__entry **d = realloc(s->chunks, n * sizeof(*d));
+        struct sl__entry **d = sl__arena_alloc(&t->arena, n * sizeof(*d), false);
         if (d == NULL)
             return SL_ENOMEM;
+        memcpy(d, s->chunks, s->dir_cap * sizeof(*d));
+        memset(d + s->dir_cap, 0, (n - s->dir_cap) * sizeof(*d));
+        sl__arena_free(&t->arena, s->chunks, s->dir_cap * sizeof(*d));
         s->chunks = d;
         s->bytes += (size_t)(n - s->dir_cap) * sizeof(*d);
         s->dir_cap = n;
     }
-    struct sl__entry *c = malloc(chunk_bytes(t));
+    struct sl__entry *c = sl__arena_alloc(&t->arena, chunk_bytes(t), false);
     if (c == NULL)
         return SL_ENOMEM;
     s->chunks[s->nchunks++] = c;
@@ -149,7 +153,7 @@ static void free_spare_chunks(sl_table *t, struct sl__shard *s)
     uint32_t need = (s->count + (1u << t->chunk_shift) - 1) >> t->chunk_shift;
 
     while (s->nchunks > need) {
-        free(s->chunks[--s->nchunks]);
+        sl__arena_free(&t->arena, s->chunks[--s->nchunks], chunk_bytes(t));
         s->chunks[s->nchunks] = NULL;
         s->bytes -= chunk_bytes(t);
     }

@@ -511,6 +511,12 @@ int64_t sl__conn_slot_reserve(struct sl__conn *c)
         return -1;
     if (c->slots == NULL)
         c->slots = sl__xzalloc(SL__CONN_MAX_SLOTS * sizeof(*c->slots));
+    /* Nothing in flight: start again at the ring's first slot (and op), so
+     * that a pipelined batch reuses the few lines the last one wrote, not
+     * the next of 256 ops that left the cache long ago. Ids keep growing. */
+    if (c->slot_n == 0)
+        c->slot_seq =
+            (c->slot_seq + SL__CONN_MAX_SLOTS - 1) / SL__CONN_MAX_SLOTS * SL__CONN_MAX_SLOTS;
     s = slot_at(c, c->slot_seq);
     s->held_off = c->held.len;
     s->filled = false;

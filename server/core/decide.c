@@ -128,7 +128,8 @@ static void on_store(void *arg, int err, const struct sl_result *res, enum sl__s
     } else {
         op->done(op, err, res);
     }
-    free(labels);
+    if (labels != NULL) /* rare (detailed domains): no call into free per decision */
+        free(labels);
 }
 
 const char *sl__decide_policy(const struct sl__decide_op *op)

@@ -23,8 +23,10 @@
 enum { NEED = -2, BAD = -1 };
 
 /* Parse the decimal line after a type byte at buf[*pos]; on success *pos is
- * past its CRLF. Returns 0, NEED or BAD. */
-static int parse_len_line(const char *buf, size_t len, size_t *pos, long long *out)
+ * past its CRLF. Returns 0, NEED or BAD. Inlined: it runs once per
+ * argument, and its short-line path is a few compares. */
+static inline __attribute__((always_inline)) int parse_len_line(const char *buf, size_t len,
+                                                                size_t *pos, long long *out)
 {
     size_t i = *pos + 1;
     long long v = 0;

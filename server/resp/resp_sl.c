@@ -34,8 +34,18 @@ static int parse_i64(struct sl_str s, int64_t *out)
 {
     uint64_t v = 0;
     size_t i = 0;
-    bool neg = s.len > 0 && s.p[0] == '-';
+    bool neg;
 
+    /* One or two digits, what CL.THROTTLE's parameters nearly always are. */
+    if (s.len == 1 || s.len == 2) {
+        unsigned d0 = (unsigned)(unsigned char)s.p[0] - '0';
+        unsigned d1 = (unsigned)(unsigned char)s.p[s.len - 1] - '0';
+        if (d0 <= 9 && d1 <= 9) {
+            *out = s.len == 1 ? d0 : d0 * 10 + d1;
+            return 0;
+        }
+    }
+    neg = s.len > 0 && s.p[0] == '-';
     i = neg;
     if (s.len == i || s.len - i > 19)
         return -1;
@@ -115,7 +125,7 @@ static void w_throttle(struct sl__buf *b, const struct sl_result *res)
         sl__resp_cell_seconds(d->reset_ns),
     };
 
-    sl__resp_w_ints(b, v, 5);
+    sl__resp_w_ints5(b, v);
 }
 
 static void w_store_error(struct sl__buf *b, int err)

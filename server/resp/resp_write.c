@@ -16,11 +16,34 @@
 /* The longest number line: a type byte, a sign, 20 digits, CRLF. */
 #define NUM_MAX 24
 
+/* "00" .. "99" */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+
 /* ":<v>\r\n" with `type` instead of ':' at p, which has NUM_MAX bytes of
  * room: the digits counted first, then written from the last. Returns the
  * end. */
 static inline char *put_num(char *p, char type, int64_t v)
 {
+    /* -9..99 first: nearly every CL.THROTTLE field (the flag, -1, small
+     * limits, remaining counts and seconds), without a division. */
+    if (v >= -9 && v < 100) {
+        unsigned d = (unsigned)(v < 0 ? -v : v);
+        *p++ = type;
+        if (v < 0)
+            *p++ = '-';
+        if (d >= 10) {
+            memcpy(p, &digit_pairs[2 * d], 2);
+            p += 2;
+        } else {
+            *p++ = (char)('0' + d);
+        }
+        p[0] = '\r';
+        p[1] = '\n';
+        return p + 2;
+    }
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     size_t digits = 1;
     char *end, *q;
@@ -55,6 +78,19 @@ void sl__resp_w_ints(struct sl__buf *b, const int64_t *v, size_t n)
     p = put_num(at, '*', (int64_t)n);
     for (size_t i = 0; i < n; i++)
         p = put_num(p, ':', v[i]);
+    b->len += (size_t)(p - at);
+}
+
+void sl__resp_w_ints5(struct sl__buf *b, const int64_t v[5])
+{
+    char *at = sl__buf_room(b, NUM_MAX * 6), *p = at;
+
+    memcpy(p, "*5\r\n", 4);
+    p = put_num(p + 4, ':', v[0]);
+    p = put_num(p, ':', v[1]);
+    p = put_num(p, ':', v[2]);
+    p = put_num(p, ':', v[3]);
+    p = put_num(p, ':', v[4]);
     b->len += (size_t)(p - at);
 }
 

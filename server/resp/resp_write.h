@@ -23,5 +23,7 @@ void sl__resp_w_nil(struct sl__buf *b);                           /* $-1 */
 void sl__resp_w_array(struct sl__buf *b, size_t n);               /* *n, then n values */
 /* An array of n integers, room made once (CL.THROTTLE's five). */
 void sl__resp_w_ints(struct sl__buf *b, const int64_t *v, size_t n);
+/* The same for exactly five, unrolled. */
+void sl__resp_w_ints5(struct sl__buf *b, const int64_t v[5]);
 
 #endif /* SL_SERVER_RESP_WRITE_H */

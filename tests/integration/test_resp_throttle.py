@@ -95,6 +95,18 @@ def test_burst_then_deny_then_clock_reopens(sluiced):
     (["k", 1, 10], "Cell error: Usage: cl.throttle"),
     (["k", 1, 10, 60, 1, 2], "Cell error: Usage: cl.throttle"),
     (["k", -1, 10, 60], "must not be negative"),
+    (["k", 1, 10, 60, -1], "must not be negative"),
+    (["k", 1, 10, 60, "9223372036854775808"], "Couldn't parse as integer: 9223372036854775808"),
+    (["k", 1, 10, 60, "18446744073709551616"], "Couldn't parse as integer: 18446744073709551616"),
+    (["k", "-", 10, 60], "Couldn't parse as integer: -"),
+    (["k", "+1", 10, 60], "Couldn't parse as integer: +1"),
+    (["k", "1x", 10, 60], "Couldn't parse as integer: 1x"),
+    (["k", 1, "x1", 60], "Couldn't parse as integer: x1"),
+    (["k", 1, 10, "6 "], "Couldn't parse as integer: 6 "),
+    (["k", "", 10, 60], "Couldn't parse as integer"),
+    (["k", " 1", 10, 60], "Couldn't parse as integer:  1"),
+    (["k", "9223372036854775807", 10, 60], "max_burst too large"),
+    (["k", 1, 10, "9223372036854775807"], "period or max_burst too large"),
 ])
 def test_errors_keep_the_connection(sluiced, args, message):
     s = sluiced()
@@ -112,3 +124,28 @@ def test_quantity_zero_peeks(sluiced):
     again = c.execute_command("CL.THROTTLE", "peek", 9, 10, 10, 0)
     assert first == again == [0, 10, 10, -1, 0]
     assert c.execute_command("CL.THROTTLE", "peek", 9, 10, 10)[2] == 9
+
+
+def test_huge_quantity_is_denied_not_refused(sluiced):
+    """A quantity far above the burst is a decision (denied, nothing
+    consumed), not an error; the reply's integers keep their sign."""
+    s = sluiced()
+    c = s.client()
+    limited, limit, remaining, retry, reset = c.execute_command(
+        "CL.THROTTLE", "huge", 4, 10, 60, "9223372036854775807")
+    assert (limited, limit, remaining) == (1, 5, 5)
+    assert retry == -1 or retry > 0  # never to be admitted: redis-cell says -1
+    assert reset == 0
+    assert c.execute_command("CL.THROTTLE", "huge", 4, 10, 60)[:3] == [0, 5, 4]
+
+
+def test_reply_integers_of_every_width(sluiced):
+    """The reply writer's short path (-9..99) and its general one agree
+    with the arithmetic: one-, two-, three- and many-digit fields."""
+    s = sluiced()
+    c = s.client()
+    for burst in (0, 8, 9, 98, 99, 100, 12345, 10**6):
+        r = c.execute_command("CL.THROTTLE", "w%d" % burst, burst, 1, 3600)
+        assert r[:3] == [0, burst + 1, burst], r
+        assert r[3] == -1
+        assert r[4] == 3600, r

@@ -161,6 +161,32 @@ static void slots_run_out_then_recover(void **state)
     expect(f, "xy");
 }
 
+/* With nothing in flight the next slot is the ring's first again (its op's
+ * lines the likeliest cached), its id still above every earlier one; with
+ * a slot open, the next follows it. */
+static void an_idle_ring_starts_again_at_its_first_slot(void **state)
+{
+    struct fixture *f = *state;
+    int64_t a = sl__conn_slot_reserve(f->c);
+    int64_t b = sl__conn_slot_reserve(f->c);
+
+    assert_int_equal(b, a + 1);
+    fill(f->c, a, "1");
+    int64_t c = sl__conn_slot_reserve(f->c); /* b still open */
+    assert_int_equal(c, b + 1);
+    fill(f->c, b, "2");
+    fill(f->c, c, "3");
+    int64_t d = sl__conn_slot_reserve(f->c);
+    assert_true(d > c);
+    assert_int_equal(d % SL__CONN_MAX_SLOTS, 0);
+    fill(f->c, d, "4");
+    int64_t e = sl__conn_slot_reserve(f->c);
+    assert_true(e > d);
+    assert_int_equal(e % SL__CONN_MAX_SLOTS, 0);
+    fill(f->c, e, "5");
+    expect(f, "12345");
+}
+
 static void closed_connection_waits_for_its_slots(void **state)
 {
     struct fixture *f = *state;
@@ -179,6 +205,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(in_order_fills_flow_through, setup, teardown),
         cmocka_unit_test_setup_teardown(out_of_order_fills_wait_for_the_head, setup, teardown),
         cmocka_unit_test_setup_teardown(slots_run_out_then_recover, setup, teardown),
+        cmocka_unit_test_setup_teardown(an_idle_ring_starts_again_at_its_first_slot, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(closed_connection_waits_for_its_slots, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Copyright (c) The Sluice authors */
+/*
+ * test_resp_write.c - the RESP reply writer's integers against printf:
+ * every value of the short path (-9..99) and its edges, both sides of it,
+ * powers of ten, INT64_MIN and INT64_MAX, alone (sl__resp_w_int) and as an
+ * array (sl__resp_w_ints, and sl__resp_w_ints5 for CL.THROTTLE's reply). It does not test commands.
+ */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "resp_write.h"
+
+static void expect_int(int64_t v)
+{
+    struct sl__buf b = {0};
+    char want[32];
+    int n = snprintf(want, sizeof(want), ":%" PRId64 "\r\n", v);
+
+    sl__resp_w_int(&b, v);
+    assert_int_equal(b.len, (size_t)n);
+    assert_memory_equal(b.p, want, (size_t)n);
+    free(b.p);
+}
+
+static void every_short_value_and_edges(void **state)
+{
+    (void)state;
+    for (int64_t v = -1000; v <= 1000; v++)
+        expect_int(v);
+}
+
+static void powers_of_ten_and_extremes(void **state)
+{
+    int64_t p = 1;
+
+    (void)state;
+    for (int i = 0; i < 19; i++, p *= 10) {
+        expect_int(p);
+        expect_int(p - 1);
+        expect_int(-p);
+        expect_int(-p + 1);
+    }
+    expect_int(INT64_MAX);
+    expect_int(INT64_MIN);
+    expect_int(INT64_MIN + 1);
+}
+
+static void an_array_of_integers(void **state)
+{
+    const int64_t v[5] = {1, 16, 0, -1, 100};
+    const char want[] = "*5\r\n:1\r\n:16\r\n:0\r\n:-1\r\n:100\r\n";
+    struct sl__buf b = {0};
+
+    (void)state;
+    sl__resp_w_ints(&b, v, 5);
+    assert_int_equal(b.len, sizeof(want) - 1);
+    assert_memory_equal(b.p, want, sizeof(want) - 1);
+    sl__resp_w_ints5(&b, v); /* appended: the same five, unrolled */
+    assert_int_equal(b.len, 2 * (sizeof(want) - 1));
+    assert_memory_equal(b.p + sizeof(want) - 1, want, sizeof(want) - 1);
+    b.len = sizeof(want) - 1;
+    sl__resp_w_ints(&b, v, 0); /* appended: an empty array */
+    assert_int_equal(b.len, sizeof(want) - 1 + 4);
+    assert_memory_equal(b.p + sizeof(want) - 1, "*0\r\n", 4);
+    free(b.p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_short_value_and_edges),
+        cmocka_unit_test(powers_of_ten_and_extremes),
+        cmocka_unit_test(an_array_of_integers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
