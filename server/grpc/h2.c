@@ -133,24 +133,25 @@ void sl__h2_put_headers(struct sl__h2 *h, int32_t id, const uint8_t *block, size
     memcpy(p + FRAME_HDR + extra, block, len);
 }
 
-void sl__h2_put_rst(struct sl__h2 *h, int32_t id, uint32_t error)
+/* A frame whose payload is one 32-bit word (RST_STREAM, WINDOW_UPDATE). */
+static void put_word_frame(struct sl__h2 *h, uint8_t type, int32_t id, uint32_t word)
 {
     uint8_t *p = sl__h2_put(h, FRAME_HDR + 4);
 
     if (p == NULL)
         return;
-    sl__h2_frame_head(p, 4, SL__H2_RST_STREAM, 0, id);
-    put32(p + FRAME_HDR, error);
+    sl__h2_frame_head(p, 4, type, 0, id);
+    put32(p + FRAME_HDR, word);
+}
+
+void sl__h2_put_rst(struct sl__h2 *h, int32_t id, uint32_t error)
+{
+    put_word_frame(h, SL__H2_RST_STREAM, id, error);
 }
 
 static void put_window_update(struct sl__h2 *h, int32_t id, uint32_t n)
 {
-    uint8_t *p = sl__h2_put(h, FRAME_HDR + 4);
-
-    if (p == NULL)
-        return;
-    sl__h2_frame_head(p, 4, SL__H2_WINDOW_UPDATE, 0, id);
-    put32(p + FRAME_HDR, n);
+    put_word_frame(h, SL__H2_WINDOW_UPDATE, id, n);
 }
 
 static void put_goaway(struct sl__h2 *h, int32_t last, uint32_t error)
