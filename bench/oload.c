@@ -20,10 +20,11 @@
  * their type (RESP error replies count as errors). gRPC: each call is a
  * stream (HPACK from the static table and literals, never indexed, so no
  * dynamic table is kept), answered when its trailers end it, matched to
- * its due time by stream id; RST_STREAM counts as an error, a grpc-status
- * in the trailers is not read. At most GRPC_INFLIGHT calls per connection
- * (the server's default SETTINGS_MAX_CONCURRENT_STREAMS is 100): beyond
- * that the schedule waits, which shows as latency.
+ * its due time by stream id; RST_STREAM and a call without a message
+ * count as errors, a grpc-status in the trailers is not read. At most
+ * GRPC_INFLIGHT calls per connection, and no more than the server's
+ * SETTINGS_MAX_CONCURRENT_STREAMS (100 by default): beyond that the schedule
+ * waits, which shows as latency.
  *
  * With --api gubernator the gRPC calls are gubernator v2's GetRateLimits
  * instead (one RateLimitReq: name "bench", the key as unique_key, 1 hit, a
@@ -34,9 +35,36 @@
  * usage: oload --proto resp|http|grpc --port P [--host 127.0.0.1] --rate N
  *              [--conns C] [--seconds S] [--keys K] [--warmup S] [--name PREFIX]
  *              [--api rls|gubernator] [--behavior N] [--order random|sequential]
+ *        oload --closed [--inflight M] --proto resp|http|grpc --port P [...]
  *
  * --order sequential sends k0, k1, ... k(K-1), k0, ... instead of random
  * keys, so that a run of at least K requests touches every key (a fill).
+ *
+ * --closed: a closed loop instead, as h2load -m and redis-benchmark -P
+ * drive a server, so that every protocol can be driven by one client of
+ * one cost. Each of the --conns connections keeps --inflight M (16)
+ * requests in flight (gRPC: M streams open; RESP and HTTP/1.1: M requests
+ * pipelined). After each read, one new request goes for each answer that
+ * came back, all of them in one write (with whatever HTTP/2 acknowledgement
+ * the read called for): the refill semantics of h2load -m, for RESP too.
+ * redis-benchmark -P instead waits for all M replies of a batch before it
+ * writes the next M, so its connections dip below M in flight; this client
+ * never lets them. gRPC connections start after the server's SETTINGS, and
+ * M must not exceed the server's SETTINGS_MAX_CONCURRENT_STREAMS (nor
+ * GRPC_INFLIGHT). --rate is not used. Output: NAME_closed_rate (answers a
+ * second between --warmup and its end, over --seconds), NAME_closed_inflight,
+ * the round-trip time from a request's write to its answer as
+ * NAME_closed_rtt_p50/p99/p999 (not the open loop's latency from a due
+ * time: a closed loop waits for the server, so it hides its stalls), then
+ * the answers, errors and unanswered requests. A closed run exits 1 if any
+ * answer was an error or any request went unanswered.
+ *
+ * Both modes keep HTTP/2's flow control: calls are sent only while the
+ * server's connection window has room for their DATA, and the connection
+ * window oload grants (about 1 GiB at the start) is given back with one
+ * WINDOW_UPDATE per MiB of DATA received, not per frame. A gRPC call ended
+ * by trailers with no DATA before them (Trailers-Only: the server's error
+ * answer) counts as an error, like RST_STREAM.
  */
 #define _GNU_SOURCE /* memmem */
 #include <errno.h>
@@ -54,9 +82,17 @@
 #include <unistd.h>
 
 #define MAX_CONNS     1024
-#define RING          65536 /* due times of requests in flight, per connection */
-#define HIST_BUCKETS  4096  /* log-linear latency buckets */
-#define GRPC_INFLIGHT 96    /* calls in flight per HTTP/2 connection */
+#define RING          65536     /* due times of requests in flight, per connection */
+#define HIST_BUCKETS  4096      /* log-linear latency buckets */
+#define GRPC_INFLIGHT 96        /* calls in flight per HTTP/2 connection */
+#define PIPE_INFLIGHT 256       /* --closed: RESP/HTTP requests in flight per connection */
+#define WINDOW_GIVE   (1 << 20) /* DATA received before a connection WINDOW_UPDATE */
+#define CALL_DATA_MAX 128       /* the most DATA one call's request sends */
+
+/* A gRPC call's state, by stream id: an RST_STREAM behind the trailers (or
+ * behind a Trailers-Only answer given before the request ended) does not
+ * end it again. */
+enum { CALL_OPEN, CALL_MESSAGE, CALL_ENDED };
 
 struct conn {
     int fd;
@@ -67,11 +103,17 @@ struct conn {
     size_t in_len;
     char out[1 << 16];
     size_t out_len;
-    uint32_t next_stream; /* gRPC: the next stream id (odd) */
+    uint32_t next_stream;      /* gRPC: the next stream id (odd) */
+    uint32_t max_streams;      /* gRPC: the server's SETTINGS_MAX_CONCURRENT_STREAMS */
+    bool settled;              /* gRPC: the server's SETTINGS came */
+    int64_t send_window;       /* gRPC: the server's connection window for our DATA */
+    uint32_t unacked;          /* gRPC: DATA received and not given back yet */
+    unsigned char state[RING]; /* gRPC: a stream's CALL_* */
 };
 
 static struct {
-    bool http, grpc, gubernator, sequential;
+    bool http, grpc, gubernator, sequential, closed;
+    unsigned inflight; /* --closed: requests in flight per connection */
     unsigned next_key; /* --order sequential: the next key's number */
     unsigned behavior; /* gubernator's RateLimitReq.behavior */
     const char *host, *name;
@@ -83,7 +125,12 @@ static struct {
     uint64_t sent, answered, errors, late_sends;
     uint64_t hist[HIST_BUCKETS];
     uint64_t recorded;
-} g = {.host = "127.0.0.1", .name = "oload", .conns = 16, .seconds = 10, .keys = 100000};
+} g = {.host = "127.0.0.1",
+       .name = "oload",
+       .conns = 16,
+       .seconds = 10,
+       .keys = 100000,
+       .inflight = 16};
 
 static int64_t now_ns(void)
 {
@@ -218,7 +265,7 @@ static int put_grpc(struct conn *c, const char *key, int kn, size_t room)
     const char *path = g.gubernator ? guber_path : grpc_path;
     size_t pl = strlen(path);
 
-    if (room < 9 + sizeof(h) + 9 + 5 + sizeof(m))
+    if (room < 9 + sizeof(h) + 9 + 5 + sizeof(m) || c->send_window < CALL_DATA_MAX)
         return 0;
     h[hl++] = (char)0x83; /* :method POST */
     h[hl++] = (char)0x86; /* :scheme http */
@@ -251,6 +298,8 @@ static int put_grpc(struct conn *c, const char *key, int kn, size_t room)
     p[10] = p[11] = p[12] = 0;
     p[13] = (char)ml;
     memcpy(p + 14, m, ml);
+    c->send_window -= (int64_t)(5 + ml);
+    c->state[(id - 1) / 2 % RING] = CALL_OPEN;
     c->next_stream += 2;
     return (int)(9 + hl + 9 + 5 + ml);
 }
@@ -271,10 +320,13 @@ static void grpc_start(struct conn *c)
     p += 13;
     c->out_len = (size_t)(p - c->out);
     c->next_stream = 1;
+    c->max_streams = GRPC_INFLIGHT;
+    c->send_window = 65535; /* RFC 9113's initial window */
 }
 
-/* One request for a random key into c->out. */
-static void put_request(struct conn *c)
+/* One request for a random key into c->out; false if it did not fit (or
+ * the server's HTTP/2 window has no room for it). */
+static bool put_request(struct conn *c)
 {
     char key[32], body[160];
     unsigned k = g.sequential ? g.next_key++ % g.keys : (unsigned)(random() % g.keys);
@@ -295,8 +347,12 @@ static void put_request(struct conn *c)
             "*5\r\n$8\r\nSL.CHECK\r\n$5\r\nbench\r\n$1\r\n1\r\n$4\r\nuser\r\n$%d\r\n%s\r\n", kn,
             key);
     }
-    if (n > 0 && (size_t)n < room)
-        c->out_len += (size_t)n;
+    if (n <= 0 || (size_t)n >= room) {
+        g.next_key -= g.sequential; /* the key goes with the next request */
+        return false;
+    }
+    c->out_len += (size_t)n;
+    return true;
 }
 
 /* Bytes of one complete RESP reply at b[0..n), 0 if incomplete, -1 if bad. */
@@ -362,11 +418,18 @@ static void record(struct conn *c, int64_t now, bool error, bool measure)
     }
 }
 
-/* The call on stream `id` ended (due times are kept by stream id). */
-static void record_stream(struct conn *c, uint32_t id, int64_t now, bool error, bool measure)
+/* A frame ended the call on stream `id` (due times are kept by stream id):
+ * trailers (`rst` false) end it well if a message came before them, an
+ * RST_STREAM ends it as an error; a call already ended is not counted. */
+static void record_stream(struct conn *c, uint32_t id, int64_t now, bool rst, bool measure)
 {
-    int64_t due = c->due[(id - 1) / 2 % RING];
+    unsigned slot = (id - 1) / 2 % RING;
+    int64_t due = c->due[slot];
+    bool error = rst || c->state[slot] != CALL_MESSAGE;
 
+    if (id >= c->next_stream || c->state[slot] == CALL_ENDED)
+        return;
+    c->state[slot] = CALL_ENDED;
     c->n--;
     g.answered++;
     g.errors += error;
@@ -398,20 +461,45 @@ static int parse_frames(struct conn *c, int64_t now, bool measure)
         } else if (type == 3 && id != 0) {
             record_stream(c, id, now, true, measure);
         } else if (type == 4 && !(flags & 0x1)) {
+            for (size_t i = 0; i + 6 <= len; i += 6) {
+                const unsigned char *e = f + 9 + i;
+                uint32_t v =
+                    (uint32_t)e[2] << 24 | (uint32_t)e[3] << 16 | (uint32_t)e[4] << 8 | e[5];
+                if ((e[0] << 8 | e[1]) == 0x3)
+                    c->max_streams = v < GRPC_INFLIGHT ? v : GRPC_INFLIGHT;
+            }
+            if (g.closed && g.grpc && g.inflight > c->max_streams) {
+                fprintf(stderr,
+                        "oload: --inflight %u exceeds the server's "
+                        "SETTINGS_MAX_CONCURRENT_STREAMS %u\n",
+                        g.inflight, c->max_streams);
+                return -1;
+            }
+            c->settled = true;
             put_frame_head(c->out + c->out_len, 0, 4, 0x1, 0);
             c->out_len += 9;
+        } else if (type == 8 && id == 0 && len == 4) {
+            c->send_window += (int64_t)(((uint32_t)f[9] & 0x7f) << 24 | (uint32_t)f[10] << 16 |
+                                        (uint32_t)f[11] << 8 | f[12]);
         } else if (type == 6 && !(flags & 0x1) && len == 8) {
             put_frame_head(c->out + c->out_len, 8, 6, 0x1, 0);
             memcpy(c->out + c->out_len + 9, f + 9, 8);
             c->out_len += 17;
-        } else if (type == 0 && len > 0) {
-            char *p = c->out + c->out_len;
-            put_frame_head(p, 4, 8, 0, 0);
-            p[9] = (char)(len >> 24);
-            p[10] = (char)(len >> 16);
-            p[11] = (char)(len >> 8);
-            p[12] = (char)len;
-            c->out_len += 13;
+        } else if (type == 0) {
+            if (id != 0 && len > 0 && id < c->next_stream &&
+                c->state[(id - 1) / 2 % RING] == CALL_OPEN)
+                c->state[(id - 1) / 2 % RING] = CALL_MESSAGE;
+            c->unacked += (uint32_t)len;
+            if (c->unacked >= WINDOW_GIVE) { /* given back in bulk, not per frame */
+                char *p = c->out + c->out_len;
+                put_frame_head(p, 4, 8, 0, 0);
+                p[9] = (char)(c->unacked >> 24);
+                p[10] = (char)(c->unacked >> 16);
+                p[11] = (char)(c->unacked >> 8);
+                p[12] = (char)c->unacked;
+                c->out_len += 13;
+                c->unacked = 0;
+            }
         } else if (type == 7) {
             fprintf(stderr, "oload: the server sent GOAWAY\n");
             return -1;
@@ -462,10 +550,27 @@ static int connect_one(void)
     return fd;
 }
 
+static void usage(void)
+{
+    fprintf(stderr, "usage: oload --proto resp|http|grpc --port P --rate N [--conns C] "
+                    "[--seconds S] [--warmup S] [--keys K] [--name PREFIX] "
+                    "[--api rls|gubernator] [--behavior N] [--order random|sequential]\n"
+                    "       oload --closed [--inflight M] --proto resp|http|grpc --port P "
+                    "[the options above but --rate]\n");
+    exit(2);
+}
+
 static void parse_args(int argc, char **argv)
 {
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v;
+        if (!strcmp(k, "--closed")) {
+            g.closed = true;
+            continue;
+        }
+        if (i + 1 >= argc)
+            usage();
+        v = argv[++i];
         if (!strcmp(k, "--proto")) {
             g.http = !strcmp(v, "http");
             g.grpc = !strcmp(v, "grpc");
@@ -491,33 +596,44 @@ static void parse_args(int argc, char **argv)
             g.sequential = !strcmp(v, "sequential");
         else if (!strcmp(k, "--behavior"))
             g.behavior = (unsigned)atoi(v);
+        else if (!strcmp(k, "--inflight"))
+            g.inflight = (unsigned)atoi(v);
         else {
             fprintf(stderr, "oload: unknown option %s\n", k);
             exit(2);
         }
     }
-    if (g.port <= 0 || g.rate <= 0 || g.conns < 1 || g.conns > MAX_CONNS || g.keys < 1) {
-        fprintf(stderr, "usage: oload --proto resp|http|grpc --port P --rate N [--conns C] "
-                        "[--seconds S] [--warmup S] [--keys K] [--name PREFIX] "
-                        "[--api rls|gubernator] [--behavior N] [--order random|sequential]\n");
+    if (g.port <= 0 || (!g.closed && g.rate <= 0) || g.conns < 1 || g.conns > MAX_CONNS ||
+        g.keys < 1 || (g.closed && g.seconds <= 0))
+        usage();
+    if (g.closed && (g.inflight < 1 || g.inflight > (g.grpc ? GRPC_INFLIGHT : PIPE_INFLIGHT))) {
+        fprintf(stderr, "oload: --inflight must be 1..%d for --proto %s\n",
+                g.grpc ? GRPC_INFLIGHT : PIPE_INFLIGHT,
+                g.grpc   ? "grpc"
+                : g.http ? "http"
+                         : "resp");
         exit(2);
     }
 }
 
-/* Send what is due on c (and what a short write left). */
-static int send_due(struct conn *c, int64_t now, int64_t interval)
+/* Queue one request due (or, closed, written) at `due`; false if it did
+ * not fit. */
+static bool queue_one(struct conn *c, int64_t due)
 {
-    while (c->next_due_ns <= now && c->n < (g.grpc ? GRPC_INFLIGHT : RING - 1) &&
-           c->out_len < sizeof(c->out) - 512) {
-        if (g.grpc)
-            c->due[(c->next_stream - 1) / 2 % RING] = c->next_due_ns;
-        else
-            c->due[(c->head + c->n) % RING] = c->next_due_ns;
-        put_request(c);
-        c->n++;
-        g.sent++;
-        c->next_due_ns += interval;
-    }
+    if (g.grpc)
+        c->due[(c->next_stream - 1) / 2 % RING] = due;
+    else
+        c->due[(c->head + c->n) % RING] = due;
+    if (!put_request(c))
+        return false;
+    c->n++;
+    g.sent++;
+    return true;
+}
+
+/* Write what c->out holds (what a short write left stays for later). */
+static int flush(struct conn *c)
+{
     if (c->out_len > 0) {
         ssize_t w = send(c->fd, c->out, c->out_len, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (w < 0 && errno != EAGAIN)
@@ -530,6 +646,117 @@ static int send_due(struct conn *c, int64_t now, int64_t interval)
     return 0;
 }
 
+/* Send what is due on c (and what a short write left). */
+static int send_due(struct conn *c, int64_t now, int64_t interval)
+{
+    unsigned cap = g.grpc ? c->max_streams : RING - 1;
+
+    while (c->next_due_ns <= now && c->n < cap && c->out_len < sizeof(c->out) - 512 &&
+           queue_one(c, c->next_due_ns))
+        c->next_due_ns += interval;
+    return flush(c);
+}
+
+/* --closed: top c up to --inflight requests in flight, all in one write
+ * with what else c->out holds. A gRPC connection waits for the server's
+ * SETTINGS (its MAX_CONCURRENT_STREAMS) before its first call. */
+static int refill(struct conn *c, int64_t now)
+{
+    if (!g.grpc || c->settled)
+        while (c->n < g.inflight && queue_one(c, now))
+            ;
+    return flush(c);
+}
+
+/* Read what came on c and count the answers in it; -1 if that failed. */
+static int read_conn(struct conn *c, int64_t now, bool measure)
+{
+    ssize_t r = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, MSG_DONTWAIT);
+
+    if (r == 0 || (r < 0 && errno != EAGAIN)) {
+        fprintf(stderr, "oload: the server closed a connection\n");
+        return -1;
+    }
+    if (r > 0) {
+        c->in_len += (size_t)r;
+        if (parse_answers(c, now, measure) != 0) {
+            fprintf(stderr, "oload: malformed answer\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void print_counts(void)
+{
+    printf("%s_answered %llu count\n", g.name, (unsigned long long)g.answered);
+    printf("%s_errors %llu count\n", g.name, (unsigned long long)g.errors);
+    printf("%s_unanswered %llu count\n", g.name, (unsigned long long)(g.sent - g.answered));
+}
+
+/* The closed loop on connections already made; its exit status. */
+static int run_closed(struct conn *conns, int ep)
+{
+    struct epoll_event evs[64];
+    int64_t start = now_ns();
+    int64_t measure_from = start + (int64_t)(g.warmup * 1e9);
+    int64_t end = measure_from + (int64_t)(g.seconds * 1e9);
+
+    for (int i = 0; i < g.conns; i++)
+        if (refill(&conns[i], start) != 0) {
+            fprintf(stderr, "oload: send failed\n");
+            return 1;
+        }
+    for (;;) {
+        int64_t now = now_ns(), wait = end - now;
+        if (now >= end)
+            break; /* then the answers still due are waited for below */
+        for (int i = 0; i < g.conns; i++) {
+            if (conns[i].out_len == 0)
+                continue;
+            if (flush(&conns[i]) != 0) {
+                fprintf(stderr, "oload: send failed\n");
+                return 1;
+            }
+            if (conns[i].out_len > 0 && wait > 1000000)
+                wait = 1000000; /* a short write: try again soon */
+        }
+        struct timespec ts = {wait / 1000000000, wait % 1000000000};
+        int n = epoll_pwait2(ep, evs, 64, &ts, NULL);
+        now = now_ns();
+        bool measure = now >= measure_from && now < end;
+        for (int k = 0; k < n; k++) {
+            struct conn *c = evs[k].data.ptr;
+            if (read_conn(c, now, measure) != 0)
+                return 1;
+            if (now < end && refill(c, now) != 0) {
+                fprintf(stderr, "oload: send failed\n");
+                return 1;
+            }
+        }
+    }
+    /* Send nothing more; give the answers still due up to 5 s to arrive. */
+    for (int64_t stop = now_ns() + 5000000000LL; g.answered < g.sent && now_ns() < stop;) {
+        int n = epoll_wait(ep, evs, 64, 100);
+        int64_t now = now_ns();
+        for (int k = 0; k < n; k++)
+            if (read_conn(evs[k].data.ptr, now, false) != 0)
+                return 1;
+    }
+    printf("%s_closed_rate %.0f req/s\n", g.name, (double)g.recorded / g.seconds);
+    printf("%s_closed_inflight %u count\n", g.name, g.inflight);
+    printf("%s_closed_rtt_p50 %.1f us\n", g.name, percentile(0.50));
+    printf("%s_closed_rtt_p99 %.1f us\n", g.name, percentile(0.99));
+    printf("%s_closed_rtt_p999 %.1f us\n", g.name, percentile(0.999));
+    print_counts();
+    if (g.errors > 0 || g.answered < g.sent) {
+        fprintf(stderr, "oload: %llu errors, %llu unanswered\n", (unsigned long long)g.errors,
+                (unsigned long long)(g.sent - g.answered));
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct conn conns[MAX_CONNS];
@@ -538,6 +765,17 @@ int main(int argc, char **argv)
     int64_t start, end, measure_from, interval;
 
     parse_args(argc, argv);
+    if (g.closed) {
+        for (int i = 0; i < g.conns; i++) {
+            conns[i].fd = connect_one();
+            if (g.grpc)
+                grpc_start(&conns[i]);
+            ev.events = EPOLLIN;
+            ev.data.ptr = &conns[i];
+            epoll_ctl(ep, EPOLL_CTL_ADD, conns[i].fd, &ev);
+        }
+        return run_closed(conns, ep);
+    }
     interval = (int64_t)(1e9 * g.conns / g.rate);
     start = now_ns();
     measure_from = start + (int64_t)(g.warmup * 1e9);
@@ -604,8 +842,6 @@ int main(int argc, char **argv)
     printf("%s_p50 %.1f us\n", g.name, percentile(0.50));
     printf("%s_p99 %.1f us\n", g.name, percentile(0.99));
     printf("%s_p999 %.1f us\n", g.name, percentile(0.999));
-    printf("%s_answered %llu count\n", g.name, (unsigned long long)g.answered);
-    printf("%s_errors %llu count\n", g.name, (unsigned long long)g.errors);
-    printf("%s_unanswered %llu count\n", g.name, (unsigned long long)(g.sent - g.answered));
+    print_counts();
     return 0;
 }
