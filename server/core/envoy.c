@@ -43,6 +43,11 @@ void sl__envoy_unit_of(const struct sl_limit *l, unsigned *unit, uint32_t *per_u
     /* The longest unit not longer than the period (SECOND below 1 s). */
     while (u + 1 < SL__ENVOY_N_UNITS && sl__envoy_units[u + 1].ns <= l->period_ns)
         u++;
+    if (sl__envoy_units[u].ns == l->period_ns && l->requests > 0) { /* a whole unit: no division */
+        *unit = u;
+        *per_unit = l->requests > UINT32_MAX ? UINT32_MAX : (uint32_t)l->requests;
+        return;
+    }
     for (;; u++) {
         unsigned __int128 n = (unsigned __int128)l->requests * (uint64_t)sl__envoy_units[u].ns /
                               (uint64_t)l->period_ns;

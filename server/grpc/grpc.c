@@ -53,18 +53,22 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 _Static_assert(sizeof(struct sl__grpc_op) <= SL__H2_OWNER_BYTES, "an op fits its stream");
 
+#define PATH(p) p, sizeof(p) - 1
+
 static const struct {
     const char *path;
+    size_t len;                                                         /* strlen(path) */
     void (*fn)(struct sl__grpc_op *op, const struct sl__h2_call *call); /* unary */
     const struct sl__grpc_streamer *st;                                 /* streams */
 } methods[] = {
-    {"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", sl__grpc_rls, NULL},
-    {"/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas", NULL,
+    {PATH("/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"), sl__grpc_rls, NULL},
+    {PATH("/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas"), NULL,
      &sl__grpc_rlqs},
-    {"/grpc.health.v1.Health/Check", sl__grpc_health_check, NULL},
-    {"/grpc.health.v1.Health/Watch", NULL, &sl__grpc_health_watch},
-    {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", NULL, &sl__grpc_reflect},
-    {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", NULL, &sl__grpc_reflect},
+    {PATH("/grpc.health.v1.Health/Check"), sl__grpc_health_check, NULL},
+    {PATH("/grpc.health.v1.Health/Watch"), NULL, &sl__grpc_health_watch},
+    {PATH("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"), NULL, &sl__grpc_reflect},
+    {PATH("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"), NULL,
+     &sl__grpc_reflect},
 };
 
 #define N_METHODS (sizeof(methods) / sizeof(methods[0]))
@@ -72,7 +76,7 @@ static const struct {
 static int method_of(struct sl_str path)
 {
     for (size_t i = 0; i < N_METHODS; i++)
-        if (strlen(methods[i].path) == path.len && memcmp(methods[i].path, path.p, path.len) == 0)
+        if (methods[i].len == path.len && memcmp(methods[i].path, path.p, path.len) == 0)
             return (int)i;
     return -1;
 }
@@ -327,6 +331,7 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     struct sl__grpc_conn *g = owner;
     struct sl__grpc_op *op = sl__h2_owner_area(s);
     int64_t now = (int64_t)uv_now(g->deadline.loop);
+    bool timed;
     int m;
 
     memset(op, 0, sizeof(*op));
@@ -349,8 +354,12 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
             rearm(g);
         return;
     }
+    timed = op->deadline_ms >= 0; /* (op may be reused once fn answered it) */
     methods[m].fn(op, call);
-    if (g->waiting != NULL)
+    /* A call left deciding with a deadline may be the earliest; one
+     * without adds nothing to the timer (the waiting list is not walked
+     * per call). */
+    if (timed && g->waiting != NULL)
         rearm(g);
 }
 

@@ -98,6 +98,7 @@ static int map_descriptor(struct sl__grpc_rls_req *r, size_t i, const struct raw
 {
     char what[48];
 
+    r->overrides[i].set = false;
     r->descs[i].entries = r->entries[i];
     r->descs[i].n_entries = d->n_entries;
     r->descs[i].hits = -1;
@@ -143,7 +144,7 @@ struct rd {
     const uint8_t *p, *end;
 };
 
-static bool rd_varint(struct rd *b, uint64_t *v)
+static bool rd_varint_long(struct rd *b, uint64_t *v)
 {
     uint64_t x = 0;
 
@@ -161,8 +162,20 @@ static bool rd_varint(struct rd *b, uint64_t *v)
     return false;
 }
 
+/* A varint: the one-byte case (every tag and length of Envoy's requests)
+ * inline, the rest out of line. */
+static inline __attribute__((always_inline)) bool rd_varint(struct rd *b, uint64_t *v)
+{
+    if (b->p < b->end && *b->p < 0x80) {
+        *v = *b->p++;
+        return true;
+    }
+    return rd_varint_long(b, v);
+}
+
 /* A tag: field number and wire type. */
-static bool rd_tag(struct rd *b, uint32_t *field, unsigned *wt)
+static inline __attribute__((always_inline)) bool rd_tag(struct rd *b, uint32_t *field,
+                                                         unsigned *wt)
 {
     uint64_t t;
 
@@ -174,7 +187,7 @@ static bool rd_tag(struct rd *b, uint32_t *field, unsigned *wt)
 }
 
 /* A length-delimited field's bytes, as a sub-reader. */
-static bool rd_len(struct rd *b, unsigned wt, struct rd *sub)
+static inline __attribute__((always_inline)) bool rd_len(struct rd *b, unsigned wt, struct rd *sub)
 {
     uint64_t n;
 
@@ -196,11 +209,34 @@ static bool rd_u32(struct rd *b, unsigned wt, uint32_t *v)
     return true;
 }
 
+/* Whether p[0..n) holds a NUL: eight bytes at a time, the last eight
+ * overlapping what came before (a libc call costs more than the short
+ * strings of a request). */
+#define ONES         0x0101010101010101ull
+#define ZERO_BYTE(x) (((x)-ONES) & ~(x) & (ONES << 7))
+
+static bool has_nul(const uint8_t *p, size_t n)
+{
+    uint64_t x, bad = 0;
+
+    if (n < 8) {
+        for (size_t i = 0; i < n; i++)
+            bad |= p[i] == 0;
+        return bad != 0;
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, p + i, 8);
+        bad |= ZERO_BYTE(x);
+    }
+    memcpy(&x, p + n - 8, 8);
+    return (bad | ZERO_BYTE(x)) != 0;
+}
+
 static bool rd_str(struct rd *b, unsigned wt, struct sl_str *s)
 {
     struct rd sub;
 
-    if (!rd_len(b, wt, &sub) || memchr(sub.p, '\0', (size_t)(sub.end - sub.p)) != NULL)
+    if (!rd_len(b, wt, &sub) || has_nul(sub.p, (size_t)(sub.end - sub.p)))
         return false;
     *s = (struct sl_str){(const char *)sub.p, (size_t)(sub.end - sub.p)};
     return true;
@@ -292,7 +328,6 @@ static bool rd_descriptor(struct rd b, struct sl_entry *entries, struct raw_desc
 static void reset_request(struct sl__grpc_rls_req *r)
 {
     memset(&r->req, 0, sizeof(r->req));
-    memset(r->overrides, 0, sizeof(r->overrides));
     r->error[0] = '\0';
     r->msg = NULL;
     r->fast = false;
@@ -407,19 +442,20 @@ void sl__grpc_rls_release(struct sl__grpc_rls_req *r)
 #define WT_LEN         2u
 #define TAG(field, wt) ((uint8_t)((field) << 3 | (wt)))
 
+/* 7 bits a byte: from the highest bit set, no loop. */
 static size_t varint_size(uint64_t v)
 {
-    size_t n = 1;
+    unsigned bits = 64 - (unsigned)__builtin_clzll(v | 1);
 
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
+    return (bits * 9 + 64) / 64;
 }
 
 static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
+    if (v < 0x80) { /* tags, lengths and codes */
+        *p = (uint8_t)v;
+        return p + 1;
+    }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -520,6 +556,78 @@ static size_t header_size(struct sl_str k, struct sl_str v)
     return (kl != 0 ? len_field_size(kl) : 0) + (vl != 0 ? len_field_size(vl) : 0);
 }
 
+/*
+ * The short form: every sub-message under 128 bytes (one length byte),
+ * as an answer without long names or headers is. Written in one pass,
+ * each length byte left open and filled in behind its sub-message; false
+ * when one turns out longer, and the sized encoder writes it instead.
+ * SHORT_ROOM bounds what one status or header writes before its length
+ * is seen (its varints and at most SHORT_TEXT bytes of strings).
+ */
+#define SHORT_TEXT 100
+#define SHORT_ROOM (2 * (2 + 10) + 2 * 2 + 2 * 10 + 2 + 2 + 10 + SHORT_TEXT + 2)
+
+static bool close_short(uint8_t *at, const uint8_t *p)
+{
+    size_t n = (size_t)(p - at - 1);
+
+    *at = (uint8_t)n;
+    return n < 0x80;
+}
+
+static bool encode_short(const struct sl__envoy_answer *a, size_t n, size_t nh, uint8_t *buf,
+                         size_t cap, size_t *len)
+{
+    uint8_t *p = buf, *st, *sub;
+
+    if (cap < 11 + (n + nh) * SHORT_ROOM)
+        return false;
+    p = put_uint_field(p, TAG(1, WT_VARINT), enum_wire((int)a->overall));
+    for (size_t i = 0; i < n; i++) {
+        const struct sl__envoy_status *e = &a->st[i];
+
+        *p++ = TAG(2, WT_LEN); /* RateLimitResponse.statuses */
+        st = p++;
+        p = put_uint_field(p, TAG(1, WT_VARINT), enum_wire((int)e->code));
+        if (e->has_limit) {
+            size_t nl = e->name != NULL ? strlen(e->name) : 0;
+
+            if (nl > SHORT_TEXT)
+                return false;
+            *p++ = TAG(2, WT_LEN); /* current_limit */
+            sub = p++;
+            p = put_uint_field(p, TAG(1, WT_VARINT), e->requests_per_unit);
+            p = put_uint_field(p, TAG(2, WT_VARINT), enum_wire((int)e->unit));
+            p = put_str_field(p, TAG(3, WT_LEN), e->name, nl);
+            if (!close_short(sub, p))
+                return false;
+        }
+        p = put_uint_field(p, TAG(3, WT_VARINT), e->limit_remaining);
+        if (e->has_limit) {
+            *p++ = TAG(4, WT_LEN); /* duration_until_reset: seconds only */
+            sub = p++;
+            p = put_uint_field(p, TAG(1, WT_VARINT), (uint64_t)e->reset_s);
+            close_short(sub, p);
+        }
+        if (!close_short(st, p))
+            return false;
+    }
+    for (size_t i = 0; i < nh; i++) {
+        struct sl_str k = a->headers.h[i].key, v = a->headers.h[i].value;
+        size_t kl = cstr_len(k), vl = cstr_len(v);
+
+        if (kl + vl > SHORT_TEXT)
+            return false;
+        *p++ = TAG(3, WT_LEN); /* response_headers_to_add */
+        st = p++;
+        p = put_str_field(p, TAG(1, WT_LEN), k.p, kl);
+        p = put_str_field(p, TAG(2, WT_LEN), v.p, vl);
+        close_short(st, p);
+    }
+    *len = (size_t)(p - buf);
+    return true;
+}
+
 int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t cap, size_t *len)
 {
     struct status_size z[SL_MAX_DESCRIPTORS];
@@ -529,6 +637,8 @@ int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t c
     size_t total = uint_field_size(enum_wire((int)a->overall));
     uint8_t *p = buf;
 
+    if (encode_short(a, n, nh, buf, cap, len))
+        return SL_OK;
     for (size_t i = 0; i < n; i++) {
         status_size(&a->st[i], &z[i]);
         total += len_field_size(z[i].all);

@@ -37,8 +37,8 @@ struct sl__grpc_rls_req {
     struct sl_request req;
     struct sl_descriptor descs[SL_MAX_DESCRIPTORS];
     struct sl_entry entries[SL_MAX_DESCRIPTORS][SL_MAX_ENTRIES];
-    struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS];
-    struct sl_limit override_limits[SL_MAX_DESCRIPTORS]; /* descs[i].limit points here */
+    struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS]; /* [0..req.n_descriptors) */
+    struct sl_limit override_limits[SL_MAX_DESCRIPTORS];     /* descs[i].limit points here */
     void *msg;       /* protobuf-c's unpacked message, when it decoded */
     bool fast;       /* decoded in place, without protobuf-c */
     char error[160]; /* what is wrong, for grpc-message */

@@ -106,16 +106,6 @@ uint8_t *sl__h2_put(struct sl__h2 *h, size_t n)
     return p;
 }
 
-void sl__h2_frame_head(uint8_t *p, size_t len, uint8_t type, uint8_t flags, int32_t id)
-{
-    p[0] = (uint8_t)(len >> 16);
-    p[1] = (uint8_t)(len >> 8);
-    p[2] = (uint8_t)len;
-    p[3] = type;
-    p[4] = flags;
-    put32(p + 5, (uint32_t)id);
-}
-
 void sl__h2_put_headers(struct sl__h2 *h, int32_t id, const uint8_t *block, size_t len,
                         uint8_t flags)
 {

@@ -181,7 +181,19 @@ struct sl__h2 {
  * memory, the session is over (fatal). */
 uint8_t *sl__h2_put(struct sl__h2 *h, size_t n);
 /* A frame header at p. */
-void sl__h2_frame_head(uint8_t *p, size_t len, uint8_t type, uint8_t flags, int32_t id);
+static inline void sl__h2_frame_head(uint8_t *p, size_t len, uint8_t type, uint8_t flags,
+                                     int32_t id)
+{
+    p[0] = (uint8_t)(len >> 16);
+    p[1] = (uint8_t)(len >> 8);
+    p[2] = (uint8_t)len;
+    p[3] = type;
+    p[4] = flags;
+    p[5] = (uint8_t)((uint32_t)id >> 24);
+    p[6] = (uint8_t)((uint32_t)id >> 16);
+    p[7] = (uint8_t)((uint32_t)id >> 8);
+    p[8] = (uint8_t)id;
+}
 /* A HEADERS frame of block[0..len) on `id` (END_HEADERS and `flags`). */
 void sl__h2_put_headers(struct sl__h2 *h, int32_t id, const uint8_t *block, size_t len,
                         uint8_t flags);

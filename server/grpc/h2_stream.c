@@ -454,7 +454,7 @@ static void put_prefix(uint8_t *p, size_t len)
 
 void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
 {
-    uint8_t *p;
+    uint8_t *p, *q = NULL;
 
     if (!still_open(s))
         return;
@@ -479,16 +479,33 @@ void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg,
     }
     answered(s);
     s->responded = true;
-    sl__h2_put_headers(h, s->id, reply_headers, sizeof(reply_headers), 0);
-    if ((p = sl__h2_put(h, FRAME_HDR + PREFIX + len)) == NULL)
-        return;
-    sl__h2_frame_head(p, PREFIX + len, SL__H2_DATA, 0, s->id);
+    if (h->table_update || s->streaming) { /* a table size update first; a stream's trailers */
+        sl__h2_put_headers(h, s->id, reply_headers, sizeof(reply_headers), 0);
+        if ((p = sl__h2_put(h, FRAME_HDR + PREFIX + len)) == NULL)
+            return;
+        sl__h2_frame_head(p, PREFIX + len, SL__H2_DATA, 0, s->id);
+    } else { /* the three frames at once: one reservation, constant blocks */
+        if ((p = sl__h2_put(h, 3 * FRAME_HDR + sizeof(reply_headers) + PREFIX + len +
+                                   sizeof(ok_trailers))) == NULL)
+            return;
+        sl__h2_frame_head(p, sizeof(reply_headers), SL__H2_HEADERS, SL__H2_F_END_HEADERS, s->id);
+        memcpy(p + FRAME_HDR, reply_headers, sizeof(reply_headers));
+        p += FRAME_HDR + sizeof(reply_headers);
+        sl__h2_frame_head(p, PREFIX + len, SL__H2_DATA, 0, s->id);
+        q = p + FRAME_HDR + PREFIX + len;
+        sl__h2_frame_head(q, sizeof(ok_trailers), SL__H2_HEADERS,
+                          SL__H2_F_END_HEADERS | SL__H2_F_END_STREAM, s->id);
+        memcpy(q + FRAME_HDR, ok_trailers, sizeof(ok_trailers));
+    }
     put_prefix(p + FRAME_HDR, len);
     memcpy(p + FRAME_HDR + PREFIX, msg, len);
     s->sent_total += PREFIX + len;
     h->send_window -= (int64_t)(PREFIX + len);
     s->send_window -= (int64_t)(PREFIX + len);
-    trailers(s);
+    if (q != NULL)
+        local_end(s);
+    else
+        trailers(s);
 }
 
 /* Frame msg[0..len) at the end of the stream's queued output. */
