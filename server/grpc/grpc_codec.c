@@ -50,8 +50,9 @@ static void arena_free(void *ud, void *p)
 static ProtobufCAllocator arena_allocator = {arena_alloc, arena_free, NULL};
 
 /* Protobuf's wire types that these messages use. */
-#define WT_VARINT 0u
-#define WT_LEN    2u
+#define WT_VARINT      0u
+#define WT_LEN         2u
+#define TAG(field, wt) ((uint8_t)((field) << 3 | (wt)))
 
 /* ------------------------------------------------------------ RateLimitRequest */
 
@@ -367,6 +368,108 @@ static int fast_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t le
     return map_request(r, domain, hits, d, n);
 }
 
+/*
+ * The shape Envoy sends nearly always: a domain, descriptors of entries
+ * only, perhaps a small hits_addend, every length and varint one byte.
+ * Read in one pass straight into the request; anything else (an override,
+ * a descriptor's hits_addend, a longer length, a repeated field) goes to
+ * fast_decode (FALLBACK), which reads it from the start.
+ */
+static bool tiny_str(const uint8_t **p, const uint8_t *end, struct sl_str *s)
+{
+    size_t n;
+
+    if (*p >= end || **p >= 0x80 || (n = **p) > (size_t)(end - *p - 1) || has_nul(*p + 1, n))
+        return false;
+    *s = (struct sl_str){(const char *)*p + 1, n};
+    *p += 1 + n;
+    return true;
+}
+
+static bool tiny_descriptor(const uint8_t *p, const uint8_t *end, struct sl_entry *entries,
+                            size_t *n)
+{
+    const uint8_t *eend;
+
+    for (*n = 0; p < end; (*n)++) {
+        struct sl_entry *e = &entries[*n];
+        bool key = false, value = false;
+
+        if (*p != TAG(1, WT_LEN) || *n == SL_MAX_ENTRIES || end - p < 2 || p[1] >= 0x80 ||
+            p[1] > end - p - 2)
+            return false;
+        eend = p + 2 + p[1];
+        p += 2;
+        e->key = e->value = (struct sl_str){"", 0};
+        while (p < eend) {
+            uint8_t tag = *p++;
+            struct sl_str *f;
+
+            if (tag == TAG(1, WT_LEN) && !key) {
+                key = true;
+                f = &e->key;
+            } else if (tag == TAG(2, WT_LEN) && !value) {
+                value = true;
+                f = &e->value;
+            } else {
+                return false;
+            }
+            if (!tiny_str(&p, eend, f))
+                return false;
+        }
+    }
+    return true;
+}
+
+static int tiny_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
+{
+    const uint8_t *p = buf, *end = buf + len;
+    struct sl_str domain = {"", 0};
+    bool seen_domain = false, seen_hits = false, bad_key = false;
+    uint32_t hits = 0;
+    size_t n = 0;
+
+    while (p < end) {
+        uint8_t tag = *p++;
+
+        if (tag == TAG(1, WT_LEN) && !seen_domain) {
+            if (!tiny_str(&p, end, &domain))
+                return FALLBACK;
+            seen_domain = true;
+        } else if (tag == TAG(2, WT_LEN) && n < SL_MAX_DESCRIPTORS) {
+            struct sl_descriptor *d = &r->descs[n];
+            size_t dl;
+
+            if (p >= end || *p >= 0x80 || (dl = *p) > (size_t)(end - p - 1) ||
+                !tiny_descriptor(p + 1, p + 1 + dl, r->entries[n], &d->n_entries))
+                return FALLBACK;
+            p += 1 + dl;
+            d->entries = r->entries[n];
+            d->hits = -1;
+            d->limit = NULL;
+            r->overrides[n].set = false;
+            for (size_t j = 0; j < d->n_entries; j++)
+                bad_key |= d->entries[j].key.len == 0;
+            n++;
+        } else if (tag == TAG(3, WT_VARINT) && !seen_hits) {
+            if (p >= end || *p >= 0x80)
+                return FALLBACK;
+            hits = *p++;
+            seen_hits = true;
+        } else {
+            return FALLBACK;
+        }
+    }
+    r->fast = true;
+    r->req.domain = domain;
+    r->req.descriptors = r->descs;
+    r->req.n_descriptors = n;
+    r->req.hits = sl__envoy_request_hits(hits);
+    if (domain.len == 0 || n == 0 || bad_key) /* refused: envoy.h's words */
+        return sl__envoy_request_check(&r->req, r->error, sizeof(r->error));
+    return SL_OK;
+}
+
 /* protobuf-c's reading, into the per-thread arena. */
 int sl__grpc_rls_decode_general(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
 {
@@ -414,7 +517,7 @@ int sl__grpc_rls_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t l
     int rc;
 
     reset_request(r);
-    if ((rc = fast_decode(r, buf, len)) != FALLBACK)
+    if ((rc = tiny_decode(r, buf, len)) != FALLBACK || (rc = fast_decode(r, buf, len)) != FALLBACK)
         return rc;
     return sl__grpc_rls_decode_general(r, buf, len);
 }
@@ -438,9 +541,6 @@ void sl__grpc_rls_release(struct sl__grpc_rls_req *r)
  * it): fields in number order, proto3 zeros and empty strings left out,
  * a present sub-message written even when empty.
  */
-#define WT_VARINT      0u
-#define WT_LEN         2u
-#define TAG(field, wt) ((uint8_t)((field) << 3 | (wt)))
 
 /* 7 bits a byte: from the highest bit set, no loop. */
 static size_t varint_size(uint64_t v)
