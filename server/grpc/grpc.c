@@ -193,9 +193,12 @@ static void rearm(struct sl__grpc_conn *g)
  * looked at (sl__h2_stalled_until), and the timer follows the oldest. */
 static void watch_stalls(struct sl__grpc_conn *g)
 {
-    int64_t timeout_ms = g->c->w->srv->cfg.write_timeout_ms, was = g->stall_ms;
-    int64_t now = (int64_t)uv_now(g->deadline.loop);
+    int64_t timeout_ms, was = g->stall_ms, now;
 
+    if (was < 0 && !sl__h2_waiting(g->h2))
+        return; /* no reply waits, none did: nothing to look at (every flush) */
+    timeout_ms = g->c->w->srv->cfg.write_timeout_ms;
+    now = (int64_t)uv_now(g->deadline.loop);
     g->stall_ms = timeout_ms > 0 ? sl__h2_stalled_until(g->h2, now, timeout_ms) : -1;
     if (g->stall_ms >= 0 && g->stall_ms <= now) {
         sl__dbg("conn.write_timeout",

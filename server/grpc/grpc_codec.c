@@ -220,10 +220,15 @@ static bool has_nul(const uint8_t *p, size_t n)
 {
     uint64_t x, bad = 0;
 
-    if (n < 8) {
-        for (size_t i = 0; i < n; i++)
-            bad |= p[i] == 0;
-        return bad != 0;
+    if (n < 4) /* the first, middle and last bytes are all of them */
+        return n != 0 && (p[0] == 0 || p[n >> 1] == 0 || p[n - 1] == 0);
+    if (n < 8) { /* two fours, overlapping */
+        uint32_t a, b;
+
+        memcpy(&a, p, 4);
+        memcpy(&b, p + n - 4, 4);
+        x = (uint64_t)a << 32 | b;
+        return ZERO_BYTE(x) != 0;
     }
     for (size_t i = 0; i + 8 < n; i += 8) {
         memcpy(&x, p + i, 8);
@@ -667,6 +672,27 @@ static size_t header_size(struct sl_str k, struct sl_str v)
 #define SHORT_TEXT 100
 #define SHORT_ROOM (2 * (2 + 10) + 2 * 2 + 2 * 10 + 2 + 2 + 10 + SHORT_TEXT + 2)
 
+/* A varint field (left out when 0) where ten bytes may be written
+ * whatever its length: up to 35 bits without a loop. */
+static uint8_t *put_uint_short(uint8_t *p, uint8_t tag, uint64_t v)
+{
+    size_t n;
+
+    if (v == 0)
+        return p;
+    *p++ = tag;
+    if (v < 0x80 || v >> 35 != 0)
+        return put_varint(p, v);
+    n = varint_size(v);
+    p[0] = (uint8_t)(v | 0x80);
+    p[1] = (uint8_t)(v >> 7 | 0x80);
+    p[2] = (uint8_t)(v >> 14 | 0x80);
+    p[3] = (uint8_t)(v >> 21 | 0x80);
+    p[4] = (uint8_t)(v >> 28);
+    p[n - 1] &= 0x7f;
+    return p + n;
+}
+
 static bool close_short(uint8_t *at, const uint8_t *p)
 {
     size_t n = (size_t)(p - at - 1);
@@ -682,13 +708,13 @@ static bool encode_short(const struct sl__envoy_answer *a, size_t n, size_t nh, 
 
     if (cap < 11 + (n + nh) * SHORT_ROOM)
         return false;
-    p = put_uint_field(p, TAG(1, WT_VARINT), enum_wire((int)a->overall));
+    p = put_uint_short(p, TAG(1, WT_VARINT), enum_wire((int)a->overall));
     for (size_t i = 0; i < n; i++) {
         const struct sl__envoy_status *e = &a->st[i];
 
         *p++ = TAG(2, WT_LEN); /* RateLimitResponse.statuses */
         st = p++;
-        p = put_uint_field(p, TAG(1, WT_VARINT), enum_wire((int)e->code));
+        p = put_uint_short(p, TAG(1, WT_VARINT), enum_wire((int)e->code));
         if (e->has_limit) {
             size_t nl = e->name != NULL ? strlen(e->name) : 0;
 
@@ -696,17 +722,17 @@ static bool encode_short(const struct sl__envoy_answer *a, size_t n, size_t nh, 
                 return false;
             *p++ = TAG(2, WT_LEN); /* current_limit */
             sub = p++;
-            p = put_uint_field(p, TAG(1, WT_VARINT), e->requests_per_unit);
-            p = put_uint_field(p, TAG(2, WT_VARINT), enum_wire((int)e->unit));
+            p = put_uint_short(p, TAG(1, WT_VARINT), e->requests_per_unit);
+            p = put_uint_short(p, TAG(2, WT_VARINT), enum_wire((int)e->unit));
             p = put_str_field(p, TAG(3, WT_LEN), e->name, nl);
             if (!close_short(sub, p))
                 return false;
         }
-        p = put_uint_field(p, TAG(3, WT_VARINT), e->limit_remaining);
+        p = put_uint_short(p, TAG(3, WT_VARINT), e->limit_remaining);
         if (e->has_limit) {
             *p++ = TAG(4, WT_LEN); /* duration_until_reset: seconds only */
             sub = p++;
-            p = put_uint_field(p, TAG(1, WT_VARINT), (uint64_t)e->reset_s);
+            p = put_uint_short(p, TAG(1, WT_VARINT), (uint64_t)e->reset_s);
             close_short(sub, p);
         }
         if (!close_short(st, p))

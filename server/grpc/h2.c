@@ -441,7 +441,8 @@ static void block_end(struct sl__h2 *h)
 
 /* The payload of a PADDED frame without its padding: false (a connection
  * error) when the padding is longer than the frame. */
-static bool unpad(struct sl__h2 *h, uint8_t flags, const uint8_t **p, size_t *len)
+static inline __attribute__((always_inline)) bool unpad(struct sl__h2 *h, uint8_t flags,
+                                                        const uint8_t **p, size_t *len)
 {
     size_t pad;
 
