@@ -345,7 +345,7 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
         sl__grpc_fail(op, SL__GRPC_DEADLINE_EXCEEDED, "grpc-timeout of 0");
         return;
     }
-    if ((m = method_of(call->path)) < 0) {
+    if ((m = call->route & ~SL__H2_ROUTE_STREAM) >= (int)N_METHODS) {
         sl__grpc_fail(op, SL__GRPC_UNIMPLEMENTED, "unknown method");
         return;
     }
@@ -366,11 +366,15 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
         rearm(g);
 }
 
-static bool is_stream(void *owner, struct sl_str path)
+/* A call's route: its method's index, SL__H2_ROUTE_STREAM for a stream;
+ * N_METHODS for an unknown path. */
+static int32_t route(void *owner, struct sl_str path)
 {
     int m = method_of(path);
 
-    return m >= 0 && methods[m].st != NULL;
+    if (m < 0)
+        return (int32_t)N_METHODS;
+    return m | (methods[m].st != NULL ? SL__H2_ROUTE_STREAM : 0);
 }
 
 static void on_message(void *owner, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
@@ -408,8 +412,7 @@ static bool on_budget(void *owner, int64_t delta, bool refusable)
     return false;
 }
 
-static const struct sl__h2_ops h2_ops = {on_send,   on_call,    on_budget,
-                                         is_stream, on_message, on_gone};
+static const struct sl__h2_ops h2_ops = {on_send, on_call, on_budget, route, on_message, on_gone};
 
 /* ------------------------------------------------------------ protocol */
 

@@ -339,7 +339,8 @@ static void reset_request(struct sl__grpc_rls_req *r)
     r->fast = false;
 }
 
-static int fast_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
+static __attribute__((noinline)) int fast_decode(struct sl__grpc_rls_req *r, const uint8_t *buf,
+                                                 size_t len)
 {
     struct raw_desc d[SL_MAX_DESCRIPTORS];
     struct rd b = {buf, buf + len}, sub;
@@ -754,17 +755,15 @@ static bool encode_short(const struct sl__envoy_answer *a, size_t n, size_t nh, 
     return true;
 }
 
-int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t cap, size_t *len)
+/* Every answer, each size computed before a byte is written. */
+static __attribute__((noinline)) int encode_sized(const struct sl__envoy_answer *a, size_t n,
+                                                  size_t nh, uint8_t *buf, size_t cap, size_t *len)
 {
     struct status_size z[SL_MAX_DESCRIPTORS];
     size_t hz[SL__ENVOY_MAX_HEADERS];
-    size_t n = a->n < SL_MAX_DESCRIPTORS ? a->n : SL_MAX_DESCRIPTORS;
-    size_t nh = a->headers.n < SL__ENVOY_MAX_HEADERS ? a->headers.n : SL__ENVOY_MAX_HEADERS;
     size_t total = uint_field_size(enum_wire((int)a->overall));
     uint8_t *p = buf;
 
-    if (encode_short(a, n, nh, buf, cap, len))
-        return SL_OK;
     for (size_t i = 0; i < n; i++) {
         status_size(&a->st[i], &z[i]);
         total += len_field_size(z[i].all);
@@ -788,6 +787,16 @@ int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t c
     }
     *len = (size_t)(p - buf);
     return SL_OK;
+}
+
+int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t cap, size_t *len)
+{
+    size_t n = a->n < SL_MAX_DESCRIPTORS ? a->n : SL_MAX_DESCRIPTORS;
+    size_t nh = a->headers.n < SL__ENVOY_MAX_HEADERS ? a->headers.n : SL__ENVOY_MAX_HEADERS;
+
+    if (encode_short(a, n, nh, buf, cap, len))
+        return SL_OK;
+    return encode_sized(a, n, nh, buf, cap, len);
 }
 
 /* ------------------------------------------------------------ health */

@@ -71,7 +71,14 @@ static int64_t mono_ms(void)
 
 static uint32_t get32(const uint8_t *p)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    uint32_t v;
+
+    memcpy(&v, p, 4); /* one load, not four */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return v;
+#else
+    return __builtin_bswap32(v);
+#endif
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -402,6 +409,7 @@ static bool cache_hit(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *
     h->list_bytes = c->list_bytes;
     h->hpack_bytes -= (int64_t)c->list_bytes;
     sl__h2_head_load(s, &c->head);
+    h->cache_s = s; /* (a route not asked yet goes to the cache too) */
     return true;
 }
 
@@ -423,7 +431,8 @@ static void cache_after(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t
     c->len = (uint16_t)len;
     c->list_bytes = h->list_bytes;
     memcpy(c->block, p, len);
-    sl__h2_head_save(s, &c->head);
+    sl__h2_head_save(s, &c->head); /* (its route follows at the block's end) */
+    h->cache_s = s;
 }
 
 /* The header block is complete: its stream acts on it. */
@@ -496,6 +505,7 @@ static bool on_headers(struct sl__h2 *h, uint8_t flags, int32_t id, const uint8_
     }
     h->list_bytes = 0; /* every header block is a header list of its own */
     h->block_bytes = 0;
+    h->cache_s = NULL;
     if (id > h->last_id) { /* a new stream */
         h->last_id = id;
         if (!h->goaway && error == 0 && (s = sl__h2_open(h, id)) == NULL)

@@ -63,7 +63,9 @@ struct sl__h2_head {
     bool path_long;
     bool regular;   /* a regular field was seen (pseudo-headers must come first) */
     uint8_t pseudo; /* the pseudo-headers seen (bits) */
+    bool routed;    /* route is known (ops->route was asked) */
     uint16_t path_len;
+    int32_t route;      /* ops->route's answer, once routed */
     int64_t timeout_ns; /* grpc-timeout, -1 none */
     int64_t clen;       /* content-length, -1 none */
     char path[SL__H2_PATH_MAX];
@@ -111,6 +113,8 @@ struct sl__h2_stream {
     bool malformed;   /* the header block broke RFC 9113 8.2/8.3: stream error */
     bool regular;     /* a regular field was seen (pseudo-headers must come first) */
     uint8_t pseudo;   /* the pseudo-headers seen (bits) */
+    bool routed;      /* route is known: from the block cache, or asked */
+    int32_t route;    /* ops->route's answer for its path */
     uint8_t fin_code; /* its grpc-status */
     uint16_t fin_len; /* and its grpc-message, percent-encoded */
     char fin_msg[256];
@@ -168,6 +172,8 @@ struct sl__h2 {
     struct sl__h2_stream *closing; /* answered streams closed at the next flush */
     uint32_t table_gen;            /* bumped by every header block that may change HPACK's table */
     struct sl__h2_block_cache cache;
+    struct sl__h2_stream
+        *cache_s;        /* the stream whose block was just cached (its route goes there) */
     int64_t budget;      /* frames without a call the peer may still send now */
     int64_t budget_ms;   /* when it was last refilled (CLOCK_MONOTONIC) */
     size_t list_bytes;   /* the header list being decoded, as RFC 9113 counts it */

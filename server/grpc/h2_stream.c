@@ -14,7 +14,7 @@
  * literals never indexed, so their bytes do not depend on the session's
  * state), Trailers-Only and a stream's trailers literals written by hand.
  *
- * A stream (ops->streaming) is handed over at its headers; its request
+ * A stream (ops->route) is handed over at its headers; its request
  * messages go up one by one as each is whole (the input buffer holds one
  * message at most), and its replies queue in the output buffer, which
  * goes out as the peer's windows allow until the owner's end puts the
@@ -138,7 +138,7 @@ struct sl__h2_stream *sl__h2_open(struct sl__h2 *h, int32_t id)
     s->open = true;
     s->busy = s->answered = s->ended = s->local_done = s->closing = s->partial = false;
     s->post = s->grpc = s->path_long = s->sending = s->streaming = s->responded = false;
-    s->finishing = s->trailers = s->malformed = s->regular = false;
+    s->finishing = s->trailers = s->malformed = s->regular = s->routed = false;
     s->pseudo = 0;
     s->timeout_ns = s->clen = -1;
     s->data_seen = 0;
@@ -814,6 +814,8 @@ void sl__h2_head_save(const struct sl__h2_stream *s, struct sl__h2_head *head)
     head->path_long = s->path_long;
     head->regular = s->regular;
     head->pseudo = s->pseudo;
+    head->routed = s->routed;
+    head->route = s->route;
     head->path_len = s->path_len;
     head->timeout_ns = s->timeout_ns;
     head->clen = s->clen;
@@ -827,6 +829,8 @@ void sl__h2_head_load(struct sl__h2_stream *s, const struct sl__h2_head *head)
     s->path_long = head->path_long;
     s->regular = head->regular;
     s->pseudo = head->pseudo;
+    s->routed = head->routed;
+    s->route = head->route;
     s->path_len = head->path_len;
     s->timeout_ns = head->timeout_ns;
     s->clen = head->clen;
@@ -853,11 +857,19 @@ static void end_of_headers(struct sl__h2_stream *s)
         http_refuse(s, 415);
         return;
     }
-    if (ops->streaming == NULL || ops->message == NULL || !ops->streaming(s->h->owner, path_of(s)))
+    if (!s->routed) {
+        s->route = ops->route != NULL ? ops->route(s->h->owner, path_of(s)) : 0;
+        s->routed = true;
+        if (s->h->cache_s == s) { /* its block was cached: the route goes with it */
+            s->h->cache.head.routed = true;
+            s->h->cache.head.route = s->route;
+        }
+    }
+    if (!(s->route & SL__H2_ROUTE_STREAM) || ops->message == NULL)
         return;
     s->streaming = true;
     set_partial(s, false); /* from now on, only while a message is half there */
-    call = (struct sl__h2_call){path_of(s), NULL, 0, s->timeout_ns, true};
+    call = (struct sl__h2_call){path_of(s), NULL, 0, s->timeout_ns, true, s->route};
     s->busy = true;
     ops->call(s->h->owner, s, &call);
 }
@@ -976,6 +988,7 @@ static void complete(struct sl__h2_stream *s)
     call.len = len;
     call.timeout_ns = s->timeout_ns;
     call.stream = false;
+    call.route = s->route;
     set_partial(s, false);
     s->busy = true;
     s->h->ops->call(s->h->owner, s, &call);
