@@ -376,16 +376,20 @@ static __attribute__((noinline)) int fast_decode(struct sl__grpc_rls_req *r, con
 
 /*
  * The shape Envoy sends nearly always: a domain, descriptors of entries
- * only, perhaps a small hits_addend, every length and varint one byte.
- * Read in one pass straight into the request; anything else (an override,
- * a descriptor's hits_addend, a longer length, a repeated field) goes to
+ * only, perhaps a hits_addend, every length and varint one byte and no
+ * NUL byte anywhere (so no empty string or zero either). Read in one pass
+ * straight into the request; anything else (an override, a descriptor's
+ * hits_addend, a longer length, a repeated field, a NUL) goes to
  * fast_decode (FALLBACK), which reads it from the start.
  */
-static bool tiny_str(const uint8_t **p, const uint8_t *end, struct sl_str *s)
+
+/* A one-byte length at *p and its bytes, within end: *p moves past them. */
+static inline __attribute__((always_inline)) bool tiny_len(const uint8_t **p, const uint8_t *end,
+                                                           struct sl_str *s)
 {
     size_t n;
 
-    if (*p >= end || **p >= 0x80 || (n = **p) > (size_t)(end - *p - 1) || has_nul(*p + 1, n))
+    if (*p >= end || (n = **p) >= 0x80 || n >= (size_t)(end - *p))
         return false;
     *s = (struct sl_str){(const char *)*p + 1, n};
     *p += 1 + n;
@@ -393,36 +397,35 @@ static bool tiny_str(const uint8_t **p, const uint8_t *end, struct sl_str *s)
 }
 
 static bool tiny_descriptor(const uint8_t *p, const uint8_t *end, struct sl_entry *entries,
-                            size_t *n)
+                            size_t *n, bool *bad_key)
 {
-    const uint8_t *eend;
+    struct sl_str e;
 
     for (*n = 0; p < end; (*n)++) {
-        struct sl_entry *e = &entries[*n];
+        struct sl_entry *en = &entries[*n];
+        const uint8_t *q;
         bool key = false, value = false;
 
-        if (*p != TAG(1, WT_LEN) || *n == SL_MAX_ENTRIES || end - p < 2 || p[1] >= 0x80 ||
-            p[1] > end - p - 2)
+        if (*n == SL_MAX_ENTRIES || *p++ != TAG(1, WT_LEN) || !tiny_len(&p, end, &e))
             return false;
-        eend = p + 2 + p[1];
-        p += 2;
-        e->key = e->value = (struct sl_str){"", 0};
-        while (p < eend) {
-            uint8_t tag = *p++;
-            struct sl_str *f;
+        en->key = en->value = (struct sl_str){"", 0};
+        for (q = (const uint8_t *)e.p; q < (const uint8_t *)e.p + e.len;) {
+            uint8_t tag = *q++;
+            struct sl_str *to;
 
             if (tag == TAG(1, WT_LEN) && !key) {
                 key = true;
-                f = &e->key;
+                to = &en->key;
             } else if (tag == TAG(2, WT_LEN) && !value) {
                 value = true;
-                f = &e->value;
+                to = &en->value;
             } else {
                 return false;
             }
-            if (!tiny_str(&p, eend, f))
+            if (!tiny_len(&q, (const uint8_t *)e.p + e.len, to))
                 return false;
         }
+        *bad_key |= !key;
     }
     return true;
 }
@@ -430,38 +433,39 @@ static bool tiny_descriptor(const uint8_t *p, const uint8_t *end, struct sl_entr
 static int tiny_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
 {
     const uint8_t *p = buf, *end = buf + len;
-    struct sl_str domain = {"", 0};
+    struct sl_str domain = {"", 0}, f;
     bool seen_domain = false, seen_hits = false, bad_key = false;
     uint32_t hits = 0;
     size_t n = 0;
 
+    if (has_nul(buf, len)) /* every string's bytes at once */
+        return FALLBACK;
     while (p < end) {
         uint8_t tag = *p++;
 
-        if (tag == TAG(1, WT_LEN) && !seen_domain) {
-            if (!tiny_str(&p, end, &domain))
-                return FALLBACK;
-            seen_domain = true;
-        } else if (tag == TAG(2, WT_LEN) && n < SL_MAX_DESCRIPTORS) {
-            struct sl_descriptor *d = &r->descs[n];
-            size_t dl;
-
-            if (p >= end || *p >= 0x80 || (dl = *p) > (size_t)(end - p - 1) ||
-                !tiny_descriptor(p + 1, p + 1 + dl, r->entries[n], &d->n_entries))
-                return FALLBACK;
-            p += 1 + dl;
-            d->entries = r->entries[n];
-            d->hits = -1;
-            d->limit = NULL;
-            r->overrides[n].set = false;
-            for (size_t j = 0; j < d->n_entries; j++)
-                bad_key |= d->entries[j].key.len == 0;
-            n++;
-        } else if (tag == TAG(3, WT_VARINT) && !seen_hits) {
+        if (tag == TAG(3, WT_VARINT) && !seen_hits) {
             if (p >= end || *p >= 0x80)
                 return FALLBACK;
             hits = *p++;
             seen_hits = true;
+            continue;
+        }
+        if (!tiny_len(&p, end, &f))
+            return FALLBACK;
+        if (tag == TAG(1, WT_LEN) && !seen_domain) {
+            domain = f;
+            seen_domain = true;
+        } else if (tag == TAG(2, WT_LEN) && n < SL_MAX_DESCRIPTORS) {
+            struct sl_descriptor *d = &r->descs[n];
+
+            if (!tiny_descriptor((const uint8_t *)f.p, (const uint8_t *)f.p + f.len, r->entries[n],
+                                 &d->n_entries, &bad_key))
+                return FALLBACK;
+            d->entries = r->entries[n];
+            d->hits = -1;
+            d->limit = NULL;
+            r->overrides[n].set = false;
+            n++;
         } else {
             return FALLBACK;
         }
