@@ -456,6 +456,7 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
     size_t n;
 
     sl__decide_batch_begin(c->w);
+    sl__h2_clock(g->h2, (int64_t)uv_now(g->deadline.loop));
     n = sl__h2_feed(g->h2, (const uint8_t *)buf, len);
     sl__decide_batch_end(c->w);
     sl__h2_flush(g->h2);

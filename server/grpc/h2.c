@@ -61,12 +61,27 @@
 #define SET_MAX_HEADER_LIST_SIZE   0x6
 #define SET_NO_RFC7540_PRIORITIES  0x9
 
-static int64_t mono_ms(void)
+static int64_t coarse_ms(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The budgets' clock: the owner's (sl__h2_clock), else the system's; never
+ * before `last` (the two may differ by a tick). */
+static int64_t mono_ms(const struct sl__h2 *h, int64_t last)
+{
+    int64_t now = h->own_clock ? h->clock_ms : coarse_ms();
+
+    return now > last ? now : last;
+}
+
+void sl__h2_clock(struct sl__h2 *h, int64_t now_ms)
+{
+    h->clock_ms = now_ms;
+    h->own_clock = true;
 }
 
 static uint32_t get32(const uint8_t *p)
@@ -197,7 +212,7 @@ void sl__h2_terminate(struct sl__h2 *h, uint32_t error)
 
 bool sl__h2_spend(struct sl__h2 *h)
 {
-    int64_t now = mono_ms();
+    int64_t now = mono_ms(h, h->budget_ms);
 
     h->budget += (now - h->budget_ms) * FLOOD_PER_S / 1000;
     if (h->budget > FLOOD_BURST)
@@ -229,7 +244,7 @@ static void hpack_refill(struct sl__h2 *h)
         h->hpack_bytes = INT64_MAX / 2;
         return;
     }
-    now = mono_ms();
+    now = mono_ms(h, h->hpack_ms);
     if (now - h->hpack_ms >= 1000)
         h->hpack_bytes = burst; /* (no product to overflow) */
     else
@@ -849,8 +864,8 @@ struct sl__h2 *sl__h2_new(const struct sl__h2_limits *lim, const struct sl__h2_o
     h->ops = ops;
     h->owner = owner;
     h->budget = FLOOD_BURST;
-    h->budget_ms = mono_ms();
-    h->hpack_ms = h->budget_ms - 1000; /* the first refill fills it */
+    h->budget_ms = coarse_ms();
+    h->hpack_ms = h->budget_ms - 3600 * 1000; /* the first refill fills it, whichever clock */
     h->peer_initial_window = SL__H2_WINDOW;
     h->peer_max_frame = 16384;
     h->send_window = SL__H2_WINDOW;

@@ -175,10 +175,12 @@ struct sl__h2 {
     struct sl__h2_stream
         *cache_s;        /* the stream whose block was just cached (its route goes there) */
     int64_t budget;      /* frames without a call the peer may still send now */
-    int64_t budget_ms;   /* when it was last refilled (CLOCK_MONOTONIC) */
+    int64_t budget_ms;   /* when it was last refilled (CLOCK_MONOTONIC, ms) */
     size_t list_bytes;   /* the header list being decoded, as RFC 9113 counts it */
     int64_t hpack_bytes; /* header bytes the peer may still have decoded now */
     int64_t hpack_ms;    /* when hpack_bytes was last refilled (CLOCK_MONOTONIC) */
+    bool own_clock;      /* the owner gives the time (sl__h2_clock) */
+    int64_t clock_ms;    /* its last */
 };
 
 /* ---- h2.c: output and the session's state */
