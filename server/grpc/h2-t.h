@@ -51,7 +51,8 @@ struct sl__h2_limits {
  * headers are. Borrowed for the duration of the ops->call() only. */
 struct sl__h2_call {
     struct sl_str path; /* ":path", e.g. "/grpc.health.v1.Health/Check" */
-    const uint8_t *msg; /* the request message, without its prefix (NULL: a stream) */
+    const uint8_t *msg; /* the request message, without its prefix (NULL: a stream);
+                           borrowed for the callback */
     size_t len;         /* its bytes (may be 0: an all-default message) */
     int64_t timeout_ns; /* grpc-timeout, -1 when absent */
     bool stream;        /* a stream: its messages come through ops->message */

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <nghttp2/nghttp2.h>
 
@@ -192,6 +193,15 @@ uint8_t *sl__h2_put(struct sl__h2 *h, size_t n);
 static inline void sl__h2_frame_head(uint8_t *p, size_t len, uint8_t type, uint8_t flags,
                                      int32_t id)
 {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the first eight bytes in one store */
+    uint64_t v = (uint64_t)(len & 0xffffff) << 40 | (uint64_t)type << 32 | (uint64_t)flags << 24 |
+                 (uint32_t)id >> 8;
+
+    v = __builtin_bswap64(v);
+    memcpy(p, &v, 8);
+    p[8] = (uint8_t)id;
+#else
     p[0] = (uint8_t)(len >> 16);
     p[1] = (uint8_t)(len >> 8);
     p[2] = (uint8_t)len;
@@ -201,6 +211,7 @@ static inline void sl__h2_frame_head(uint8_t *p, size_t len, uint8_t type, uint8
     p[6] = (uint8_t)((uint32_t)id >> 16);
     p[7] = (uint8_t)((uint32_t)id >> 8);
     p[8] = (uint8_t)id;
+#endif
 }
 /* A HEADERS frame of block[0..len) on `id` (END_HEADERS and `flags`). */
 void sl__h2_put_headers(struct sl__h2 *h, int32_t id, const uint8_t *block, size_t len,

@@ -874,9 +874,15 @@ static void end_of_headers(struct sl__h2_stream *s)
     ops->call(s->h->owner, s, &call);
 }
 
+/* The length in a message's 5-byte prefix at p. */
+static size_t prefix_len(const uint8_t *p)
+{
+    return (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+}
+
 static size_t message_len(const struct sl__h2_stream *s)
 {
-    return (size_t)s->in[1] << 24 | (size_t)s->in[2] << 16 | (size_t)s->in[3] << 8 | s->in[4];
+    return prefix_len(s->in);
 }
 
 /* What is wrong with the message whose prefix is in s->in, or NULL. */
@@ -971,20 +977,13 @@ static void unary_data(struct sl__h2_stream *s, const uint8_t *data, size_t len)
         trailers_only(s, code, bad);
 }
 
-/* The peer ended the stream with a whole unary call: hand it over, or
- * refuse it. */
-static void complete(struct sl__h2_stream *s)
+/* A unary call's whole message msg[0..len) goes to the owner. */
+static void hand_over(struct sl__h2_stream *s, const uint8_t *msg, size_t len)
 {
     struct sl__h2_call call;
-    size_t len = s->in_len >= PREFIX ? message_len(s) : 0;
 
-    if (s->in_len < PREFIX || s->in_len != PREFIX + len) {
-        trailers_only(s, SL__GRPC_INTERNAL,
-                      s->in_len == 0 ? "no request message" : "incomplete request message");
-        return;
-    }
     call.path = path_of(s);
-    call.msg = s->in + PREFIX;
+    call.msg = msg;
     call.len = len;
     call.timeout_ns = s->timeout_ns;
     call.stream = false;
@@ -992,6 +991,20 @@ static void complete(struct sl__h2_stream *s)
     set_partial(s, false);
     s->busy = true;
     s->h->ops->call(s->h->owner, s, &call);
+}
+
+/* The peer ended the stream with a whole unary call: hand it over, or
+ * refuse it. */
+static void complete(struct sl__h2_stream *s)
+{
+    size_t len = s->in_len >= PREFIX ? message_len(s) : 0;
+
+    if (s->in_len < PREFIX || s->in_len != PREFIX + len) {
+        trailers_only(s, SL__GRPC_INTERNAL,
+                      s->in_len == 0 ? "no request message" : "incomplete request message");
+        return;
+    }
+    hand_over(s, s->in + PREFIX, len);
 }
 
 /* The peer sent END_STREAM (its content-length checked). */
@@ -1044,6 +1057,16 @@ void sl__h2_data(struct sl__h2_stream *s, const uint8_t *data, size_t len, bool 
     s->data_seen += (int64_t)len;
     if (s->clen >= 0 && s->data_seen > s->clen) {
         sl__h2_stream_error(s, SL__H2_PROTOCOL_ERROR);
+        return;
+    }
+    /* A unary call whose one frame is its whole request, as clients send
+     * it: handed over from the frame itself, not copied (what unary_data,
+     * peer_end and complete would find good). */
+    if (end_stream && !s->streaming && !s->answered && s->in_len == 0 && len >= PREFIX &&
+        data[0] == 0 && prefix_len(data) == len - PREFIX &&
+        len - PREFIX <= s->h->lim.max_message_bytes && (s->clen < 0 || s->data_seen == s->clen)) {
+        s->ended = true;
+        hand_over(s, data + PREFIX, len - PREFIX);
         return;
     }
     if (len > 0 && !s->answered) {
