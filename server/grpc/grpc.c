@@ -35,6 +35,7 @@
  * It does not decode messages or decide (grpc_rls.c, grpc_health.c,
  * grpc_reflect.c).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,7 +338,13 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     bool timed;
     int m;
 
-    memset(op, 0, sizeof(*op));
+    if (call->stream) {
+        memset(op, 0, sizeof(*op));
+    } else { /* a unary call: no stream state, and its domain is written before it is read */
+        memset(op, 0, offsetof(struct sl__grpc_op, d.domain));
+        memset(&op->d.stats, 0,
+               offsetof(struct sl__grpc_op, u) - offsetof(struct sl__grpc_op, d.stats));
+    }
     op->g = g;
     op->s = s;
     op->deadline_ms = call->timeout_ns < 0 ? -1 : now + sl_ns_to_ms_ceil(call->timeout_ns);
