@@ -686,7 +686,11 @@ static uint8_t *put_uint_short(uint8_t *p, uint8_t tag, uint64_t v)
     if (v == 0)
         return p;
     *p++ = tag;
-    if (v < 0x80 || v >> 35 != 0)
+    if (v < 0x80) {
+        *p = (uint8_t)v;
+        return p + 1;
+    }
+    if (v >> 35 != 0)
         return put_varint(p, v);
     n = varint_size(v);
     p[0] = (uint8_t)(v | 0x80);
