@@ -16,6 +16,7 @@
 
 #include "envoy/service/ratelimit/v3/rls.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "cert_entry.h"
 #include "grpc_codec.h"
 
 typedef Envoy__Service__Ratelimit__V3__RateLimitRequest RlsRequest;
@@ -337,6 +338,7 @@ static void reset_request(struct sl__grpc_rls_req *r)
     r->error[0] = '\0';
     r->msg = NULL;
     r->fast = false;
+    r->no_cert = false;
 }
 
 static __attribute__((noinline)) int fast_decode(struct sl__grpc_rls_req *r, const uint8_t *buf,
@@ -397,7 +399,7 @@ static inline __attribute__((always_inline)) bool tiny_len(const uint8_t **p, co
 }
 
 static bool tiny_descriptor(const uint8_t *p, const uint8_t *end, struct sl_entry *entries,
-                            size_t *n, bool *bad_key)
+                            size_t *n, bool *bad_key, bool *cert)
 {
     struct sl_str e;
 
@@ -426,6 +428,7 @@ static bool tiny_descriptor(const uint8_t *p, const uint8_t *end, struct sl_entr
                 return false;
         }
         *bad_key |= !key;
+        *cert |= en->key.len == sizeof(SL__CERT_ENTRY_KEY) - 1; /* (its length will do) */
     }
     return true;
 }
@@ -434,7 +437,7 @@ static int tiny_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t le
 {
     const uint8_t *p = buf, *end = buf + len;
     struct sl_str domain = {"", 0}, f;
-    bool seen_domain = false, seen_hits = false, bad_key = false;
+    bool seen_domain = false, seen_hits = false, bad_key = false, cert = false;
     uint32_t hits = 0;
     size_t n = 0;
 
@@ -459,7 +462,7 @@ static int tiny_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t le
             struct sl_descriptor *d = &r->descs[n];
 
             if (!tiny_descriptor((const uint8_t *)f.p, (const uint8_t *)f.p + f.len, r->entries[n],
-                                 &d->n_entries, &bad_key))
+                                 &d->n_entries, &bad_key, &cert))
                 return FALLBACK;
             d->entries = r->entries[n];
             d->hits = -1;
@@ -471,6 +474,7 @@ static int tiny_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t le
         }
     }
     r->fast = true;
+    r->no_cert = !cert;
     r->req.domain = domain;
     r->req.descriptors = r->descs;
     r->req.n_descriptors = n;
