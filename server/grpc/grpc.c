@@ -120,7 +120,15 @@ static void on_send(void *owner, const uint8_t *buf, size_t len)
     sl__conn_write(g->c, buf, len);
 }
 
-static void watch_stalls(struct sl__grpc_conn *g);
+static void look_at_stalls(struct sl__grpc_conn *g);
+
+/* After a flush: look at the replies waiting for the client's window, if
+ * one waits or did (every flush asks; nearly none has any). */
+static inline void watch_stalls(struct sl__grpc_conn *g)
+{
+    if (g->stall_ms >= 0 || sl__h2_waiting(g->h2))
+        look_at_stalls(g);
+}
 
 /* Outside on_read: send what the session has to say, and close when it is
  * over. (Inside, on_read flushes once nghttp2 has taken the input: its
@@ -192,12 +200,10 @@ static void rearm(struct sl__grpc_conn *g)
 
 /* After a flush: the replies still waiting for the client's window are
  * looked at (sl__h2_stalled_until), and the timer follows the oldest. */
-static void watch_stalls(struct sl__grpc_conn *g)
+static void look_at_stalls(struct sl__grpc_conn *g)
 {
     int64_t timeout_ms, was = g->stall_ms, now;
 
-    if (was < 0 && !sl__h2_waiting(g->h2))
-        return; /* no reply waits, none did: nothing to look at (every flush) */
     timeout_ms = g->c->w->srv->cfg.write_timeout_ms;
     now = (int64_t)uv_now(g->deadline.loop);
     g->stall_ms = timeout_ms > 0 ? sl__h2_stalled_until(g->h2, now, timeout_ms) : -1;
@@ -334,7 +340,6 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
 {
     struct sl__grpc_conn *g = owner;
     struct sl__grpc_op *op = sl__h2_owner_area(s);
-    int64_t now = (int64_t)uv_now(g->deadline.loop);
     bool timed;
     int m;
 
@@ -347,7 +352,9 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     }
     op->g = g;
     op->s = s;
-    op->deadline_ms = call->timeout_ns < 0 ? -1 : now + sl_ns_to_ms_ceil(call->timeout_ns);
+    op->deadline_ms = call->timeout_ns < 0
+                          ? -1
+                          : (int64_t)uv_now(g->deadline.loop) + sl_ns_to_ms_ceil(call->timeout_ns);
     if (call->timeout_ns == 0) {
         sl__grpc_fail(op, SL__GRPC_DEADLINE_EXCEEDED, "grpc-timeout of 0");
         return;
