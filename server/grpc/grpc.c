@@ -120,11 +120,11 @@ static void on_send(void *owner, const uint8_t *buf, size_t len)
     sl__conn_write(g->c, buf, len);
 }
 
-static void look_at_stalls(struct sl__grpc_conn *g);
+static __attribute__((noinline)) void look_at_stalls(struct sl__grpc_conn *g);
 
 /* After a flush: look at the replies waiting for the client's window, if
  * one waits or did (every flush asks; nearly none has any). */
-static inline void watch_stalls(struct sl__grpc_conn *g)
+static inline __attribute__((always_inline)) void watch_stalls(struct sl__grpc_conn *g)
 {
     if (g->stall_ms >= 0 || sl__h2_waiting(g->h2))
         look_at_stalls(g);
