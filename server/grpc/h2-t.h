@@ -47,7 +47,7 @@ struct sl__h2_limits {
 #define SL__H2_SMALL_MESSAGE (16u << 10)
 
 /* One call, handed to the owner: a unary call when its request is
- * complete, a stream (ops->streaming says which paths are) as soon as its
+ * complete, a stream (ops->route says which paths are) as soon as its
  * headers are. Borrowed for the duration of the ops->call() only. */
 struct sl__h2_call {
     struct sl_str path; /* ":path", e.g. "/grpc.health.v1.Health/Check" */

@@ -107,7 +107,7 @@ struct sl__h2_stream {
     bool grpc;       /* content-type application/grpc[+proto|;...] */
     bool path_long;
     bool sending;     /* counted in h->n_sending: reply bytes wait for the peer's window */
-    bool streaming;   /* a stream (ops->streaming): messages handed over one by one */
+    bool streaming;   /* a stream (ops->route): messages handed over one by one */
     bool responded;   /* the response headers were written */
     bool finishing;   /* a stream's end was asked for: trailers after its messages */
     bool trailers;    /* the header block being decoded is the request's trailers */
