@@ -48,9 +48,9 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
     sl__h2_release(session, s);
 }
 
-static bool streaming(void *owner, struct sl_str path)
+static int32_t route(void *owner, struct sl_str path)
 {
-    return path.len >= 2 && memcmp(path.p, "/s", 2) == 0;
+    return path.len >= 2 && memcmp(path.p, "/s", 2) == 0 ? SL__H2_ROUTE_STREAM : 0;
 }
 
 static void on_message(void *owner, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
@@ -66,11 +66,8 @@ static void on_gone(void *owner, struct sl__h2_stream *s)
     sl__h2_release(session, s);
 }
 
-static const struct sl__h2_ops ops = {.send = on_send,
-                                      .call = on_call,
-                                      .streaming = streaming,
-                                      .message = on_message,
-                                      .gone = on_gone};
+static const struct sl__h2_ops ops = {
+    .send = on_send, .call = on_call, .route = route, .message = on_message, .gone = on_gone};
 
 /* The two RateLimitRequest readers agree (one decode at a time: the
  * arena is per thread). */

@@ -43,6 +43,11 @@ void sl__envoy_unit_of(const struct sl_limit *l, unsigned *unit, uint32_t *per_u
     /* The longest unit not longer than the period (SECOND below 1 s). */
     while (u + 1 < SL__ENVOY_N_UNITS && sl__envoy_units[u + 1].ns <= l->period_ns)
         u++;
+    if (sl__envoy_units[u].ns == l->period_ns && l->requests > 0) { /* a whole unit: no division */
+        *unit = u;
+        *per_unit = l->requests > UINT32_MAX ? UINT32_MAX : (uint32_t)l->requests;
+        return;
+    }
     for (;; u++) {
         unsigned __int128 n = (unsigned __int128)l->requests * (uint64_t)sl__envoy_units[u].ns /
                               (uint64_t)l->period_ns;
@@ -56,9 +61,12 @@ void sl__envoy_unit_of(const struct sl_limit *l, unsigned *unit, uint32_t *per_u
 
 static int64_t ceil_s(int64_t ns)
 {
+    int64_t s;
+
     if (ns <= 0)
         return 0;
-    return ns / SL_NS_PER_S + (ns % SL_NS_PER_S != 0);
+    s = ns / SL_NS_PER_S; /* (one division: the remainder from it) */
+    return s + (s * SL_NS_PER_S != ns);
 }
 
 static void status_of(const struct sl_status *s, bool shadow, struct sl__envoy_status *e)
@@ -142,12 +150,12 @@ static void headers_of(const struct sl__config *cfg, const struct sl_result *res
                        struct sl__envoy_answer *a)
 {
     struct sl__envoy_headers *h = &a->headers;
-    int i = headline(a);
     size_t used = 0;
+    int i;
 
     h->n = 0;
-    if (cfg == NULL || !cfg->envoy_headers || i < 0)
-        return;
+    if (cfg == NULL || !cfg->envoy_headers || (i = headline(a)) < 0)
+        return; /* (the headline is looked for only when headers are wanted) */
     if (cfg->envoy_header_style == SL__ENVOY_STYLE_IETF) {
         ietf_headers(res, now_ns, h);
         return;

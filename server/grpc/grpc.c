@@ -35,6 +35,7 @@
  * It does not decode messages or decide (grpc_rls.c, grpc_health.c,
  * grpc_reflect.c).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,18 +54,22 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 _Static_assert(sizeof(struct sl__grpc_op) <= SL__H2_OWNER_BYTES, "an op fits its stream");
 
+#define PATH(p) p, sizeof(p) - 1
+
 static const struct {
     const char *path;
+    size_t len;                                                         /* strlen(path) */
     void (*fn)(struct sl__grpc_op *op, const struct sl__h2_call *call); /* unary */
     const struct sl__grpc_streamer *st;                                 /* streams */
 } methods[] = {
-    {"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", sl__grpc_rls, NULL},
-    {"/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas", NULL,
+    {PATH("/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"), sl__grpc_rls, NULL},
+    {PATH("/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas"), NULL,
      &sl__grpc_rlqs},
-    {"/grpc.health.v1.Health/Check", sl__grpc_health_check, NULL},
-    {"/grpc.health.v1.Health/Watch", NULL, &sl__grpc_health_watch},
-    {"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", NULL, &sl__grpc_reflect},
-    {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", NULL, &sl__grpc_reflect},
+    {PATH("/grpc.health.v1.Health/Check"), sl__grpc_health_check, NULL},
+    {PATH("/grpc.health.v1.Health/Watch"), NULL, &sl__grpc_health_watch},
+    {PATH("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"), NULL, &sl__grpc_reflect},
+    {PATH("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"), NULL,
+     &sl__grpc_reflect},
 };
 
 #define N_METHODS (sizeof(methods) / sizeof(methods[0]))
@@ -72,7 +77,7 @@ static const struct {
 static int method_of(struct sl_str path)
 {
     for (size_t i = 0; i < N_METHODS; i++)
-        if (strlen(methods[i].path) == path.len && memcmp(methods[i].path, path.p, path.len) == 0)
+        if (methods[i].len == path.len && memcmp(methods[i].path, path.p, path.len) == 0)
             return (int)i;
     return -1;
 }
@@ -115,7 +120,15 @@ static void on_send(void *owner, const uint8_t *buf, size_t len)
     sl__conn_write(g->c, buf, len);
 }
 
-static void watch_stalls(struct sl__grpc_conn *g);
+static __attribute__((noinline)) void look_at_stalls(struct sl__grpc_conn *g);
+
+/* After a flush: look at the replies waiting for the client's window, if
+ * one waits or did (every flush asks; nearly none has any). */
+static inline __attribute__((always_inline)) void watch_stalls(struct sl__grpc_conn *g)
+{
+    if (g->stall_ms >= 0 || sl__h2_waiting(g->h2))
+        look_at_stalls(g);
+}
 
 /* Outside on_read: send what the session has to say, and close when it is
  * over. (Inside, on_read flushes once nghttp2 has taken the input: its
@@ -187,11 +200,12 @@ static void rearm(struct sl__grpc_conn *g)
 
 /* After a flush: the replies still waiting for the client's window are
  * looked at (sl__h2_stalled_until), and the timer follows the oldest. */
-static void watch_stalls(struct sl__grpc_conn *g)
+static void look_at_stalls(struct sl__grpc_conn *g)
 {
-    int64_t timeout_ms = g->c->w->srv->cfg.write_timeout_ms, was = g->stall_ms;
-    int64_t now = (int64_t)uv_now(g->deadline.loop);
+    int64_t timeout_ms, was = g->stall_ms, now;
 
+    timeout_ms = g->c->w->srv->cfg.write_timeout_ms;
+    now = (int64_t)uv_now(g->deadline.loop);
     g->stall_ms = timeout_ms > 0 ? sl__h2_stalled_until(g->h2, now, timeout_ms) : -1;
     if (g->stall_ms >= 0 && g->stall_ms <= now) {
         sl__dbg("conn.write_timeout",
@@ -326,18 +340,26 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
 {
     struct sl__grpc_conn *g = owner;
     struct sl__grpc_op *op = sl__h2_owner_area(s);
-    int64_t now = (int64_t)uv_now(g->deadline.loop);
+    bool timed;
     int m;
 
-    memset(op, 0, sizeof(*op));
+    if (call->stream) {
+        memset(op, 0, sizeof(*op));
+    } else { /* a unary call: no stream state, and its domain is written before it is read */
+        memset(op, 0, offsetof(struct sl__grpc_op, d.domain));
+        memset(&op->d.stats, 0,
+               offsetof(struct sl__grpc_op, u) - offsetof(struct sl__grpc_op, d.stats));
+    }
     op->g = g;
     op->s = s;
-    op->deadline_ms = call->timeout_ns < 0 ? -1 : now + sl_ns_to_ms_ceil(call->timeout_ns);
+    op->deadline_ms = call->timeout_ns < 0
+                          ? -1
+                          : (int64_t)uv_now(g->deadline.loop) + sl_ns_to_ms_ceil(call->timeout_ns);
     if (call->timeout_ns == 0) {
         sl__grpc_fail(op, SL__GRPC_DEADLINE_EXCEEDED, "grpc-timeout of 0");
         return;
     }
-    if ((m = method_of(call->path)) < 0) {
+    if ((m = call->route & ~SL__H2_ROUTE_STREAM) >= (int)N_METHODS) {
         sl__grpc_fail(op, SL__GRPC_UNIMPLEMENTED, "unknown method");
         return;
     }
@@ -349,16 +371,24 @@ static void on_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_ca
             rearm(g);
         return;
     }
+    timed = op->deadline_ms >= 0; /* (op may be reused once fn answered it) */
     methods[m].fn(op, call);
-    if (g->waiting != NULL)
+    /* A call left deciding with a deadline may be the earliest; one
+     * without adds nothing to the timer (the waiting list is not walked
+     * per call). */
+    if (timed && g->waiting != NULL)
         rearm(g);
 }
 
-static bool is_stream(void *owner, struct sl_str path)
+/* A call's route: its method's index, SL__H2_ROUTE_STREAM for a stream;
+ * N_METHODS for an unknown path. */
+static int32_t route(void *owner, struct sl_str path)
 {
     int m = method_of(path);
 
-    return m >= 0 && methods[m].st != NULL;
+    if (m < 0)
+        return (int32_t)N_METHODS;
+    return m | (methods[m].st != NULL ? SL__H2_ROUTE_STREAM : 0);
 }
 
 static void on_message(void *owner, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
@@ -396,8 +426,7 @@ static bool on_budget(void *owner, int64_t delta, bool refusable)
     return false;
 }
 
-static const struct sl__h2_ops h2_ops = {on_send,   on_call,    on_budget,
-                                         is_stream, on_message, on_gone};
+static const struct sl__h2_ops h2_ops = {on_send, on_call, on_budget, route, on_message, on_gone};
 
 /* ------------------------------------------------------------ protocol */
 
@@ -441,6 +470,7 @@ static ssize_t on_read(struct sl__conn *c, const char *buf, size_t len)
     size_t n;
 
     sl__decide_batch_begin(c->w);
+    sl__h2_clock(g->h2, (int64_t)uv_now(g->deadline.loop));
     n = sl__h2_feed(g->h2, (const uint8_t *)buf, len);
     sl__decide_batch_end(c->w);
     sl__h2_flush(g->h2);

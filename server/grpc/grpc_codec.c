@@ -16,6 +16,7 @@
 
 #include "envoy/service/ratelimit/v3/rls.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "cert_entry.h"
 #include "grpc_codec.h"
 
 typedef Envoy__Service__Ratelimit__V3__RateLimitRequest RlsRequest;
@@ -50,8 +51,9 @@ static void arena_free(void *ud, void *p)
 static ProtobufCAllocator arena_allocator = {arena_alloc, arena_free, NULL};
 
 /* Protobuf's wire types that these messages use. */
-#define WT_VARINT 0u
-#define WT_LEN    2u
+#define WT_VARINT      0u
+#define WT_LEN         2u
+#define TAG(field, wt) ((uint8_t)((field) << 3 | (wt)))
 
 /* ------------------------------------------------------------ RateLimitRequest */
 
@@ -98,6 +100,7 @@ static int map_descriptor(struct sl__grpc_rls_req *r, size_t i, const struct raw
 {
     char what[48];
 
+    r->overrides[i].set = false;
     r->descs[i].entries = r->entries[i];
     r->descs[i].n_entries = d->n_entries;
     r->descs[i].hits = -1;
@@ -143,7 +146,7 @@ struct rd {
     const uint8_t *p, *end;
 };
 
-static bool rd_varint(struct rd *b, uint64_t *v)
+static bool rd_varint_long(struct rd *b, uint64_t *v)
 {
     uint64_t x = 0;
 
@@ -161,8 +164,20 @@ static bool rd_varint(struct rd *b, uint64_t *v)
     return false;
 }
 
+/* A varint: the one-byte case (every tag and length of Envoy's requests)
+ * inline, the rest out of line. */
+static inline __attribute__((always_inline)) bool rd_varint(struct rd *b, uint64_t *v)
+{
+    if (b->p < b->end && *b->p < 0x80) {
+        *v = *b->p++;
+        return true;
+    }
+    return rd_varint_long(b, v);
+}
+
 /* A tag: field number and wire type. */
-static bool rd_tag(struct rd *b, uint32_t *field, unsigned *wt)
+static inline __attribute__((always_inline)) bool rd_tag(struct rd *b, uint32_t *field,
+                                                         unsigned *wt)
 {
     uint64_t t;
 
@@ -174,7 +189,7 @@ static bool rd_tag(struct rd *b, uint32_t *field, unsigned *wt)
 }
 
 /* A length-delimited field's bytes, as a sub-reader. */
-static bool rd_len(struct rd *b, unsigned wt, struct rd *sub)
+static inline __attribute__((always_inline)) bool rd_len(struct rd *b, unsigned wt, struct rd *sub)
 {
     uint64_t n;
 
@@ -196,11 +211,39 @@ static bool rd_u32(struct rd *b, unsigned wt, uint32_t *v)
     return true;
 }
 
+/* Whether p[0..n) holds a NUL: eight bytes at a time, the last eight
+ * overlapping what came before (a libc call costs more than the short
+ * strings of a request). */
+#define ONES         0x0101010101010101ull
+#define ZERO_BYTE(x) (((x)-ONES) & ~(x) & (ONES << 7))
+
+static bool has_nul(const uint8_t *p, size_t n)
+{
+    uint64_t x, bad = 0;
+
+    if (n < 4) /* the first, middle and last bytes are all of them */
+        return n != 0 && (p[0] == 0 || p[n >> 1] == 0 || p[n - 1] == 0);
+    if (n < 8) { /* two fours, overlapping */
+        uint32_t a, b;
+
+        memcpy(&a, p, 4);
+        memcpy(&b, p + n - 4, 4);
+        x = (uint64_t)a << 32 | b;
+        return ZERO_BYTE(x) != 0;
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, p + i, 8);
+        bad |= ZERO_BYTE(x);
+    }
+    memcpy(&x, p + n - 8, 8);
+    return (bad | ZERO_BYTE(x)) != 0;
+}
+
 static bool rd_str(struct rd *b, unsigned wt, struct sl_str *s)
 {
     struct rd sub;
 
-    if (!rd_len(b, wt, &sub) || memchr(sub.p, '\0', (size_t)(sub.end - sub.p)) != NULL)
+    if (!rd_len(b, wt, &sub) || has_nul(sub.p, (size_t)(sub.end - sub.p)))
         return false;
     *s = (struct sl_str){(const char *)sub.p, (size_t)(sub.end - sub.p)};
     return true;
@@ -292,13 +335,14 @@ static bool rd_descriptor(struct rd b, struct sl_entry *entries, struct raw_desc
 static void reset_request(struct sl__grpc_rls_req *r)
 {
     memset(&r->req, 0, sizeof(r->req));
-    memset(r->overrides, 0, sizeof(r->overrides));
     r->error[0] = '\0';
     r->msg = NULL;
     r->fast = false;
+    r->no_cert = false;
 }
 
-static int fast_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
+static __attribute__((noinline)) int fast_decode(struct sl__grpc_rls_req *r, const uint8_t *buf,
+                                                 size_t len)
 {
     struct raw_desc d[SL_MAX_DESCRIPTORS];
     struct rd b = {buf, buf + len}, sub;
@@ -330,6 +374,114 @@ static int fast_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t le
     }
     r->fast = true;
     return map_request(r, domain, hits, d, n);
+}
+
+/*
+ * The shape Envoy sends nearly always: a domain, descriptors of entries
+ * only, perhaps a hits_addend, every length and varint one byte and no
+ * NUL byte anywhere (so no empty string or zero either). Read in one pass
+ * straight into the request; anything else (an override, a descriptor's
+ * hits_addend, a longer length, a repeated field, a NUL) goes to
+ * fast_decode (FALLBACK), which reads it from the start.
+ */
+
+/* A one-byte length at *p and its bytes, within end: *p moves past them. */
+static inline __attribute__((always_inline)) bool tiny_len(const uint8_t **p, const uint8_t *end,
+                                                           struct sl_str *s)
+{
+    size_t n;
+
+    if (*p >= end || (n = **p) >= 0x80 || n >= (size_t)(end - *p))
+        return false;
+    *s = (struct sl_str){(const char *)*p + 1, n};
+    *p += 1 + n;
+    return true;
+}
+
+static bool tiny_descriptor(const uint8_t *p, const uint8_t *end, struct sl_entry *entries,
+                            size_t *n, bool *bad_key, bool *cert)
+{
+    struct sl_str e;
+
+    for (*n = 0; p < end; (*n)++) {
+        struct sl_entry *en = &entries[*n];
+        const uint8_t *q;
+        bool key = false, value = false;
+
+        if (*n == SL_MAX_ENTRIES || *p++ != TAG(1, WT_LEN) || !tiny_len(&p, end, &e))
+            return false;
+        en->key = en->value = (struct sl_str){"", 0};
+        for (q = (const uint8_t *)e.p; q < (const uint8_t *)e.p + e.len;) {
+            uint8_t tag = *q++;
+            struct sl_str *to;
+
+            if (tag == TAG(1, WT_LEN) && !key) {
+                key = true;
+                to = &en->key;
+            } else if (tag == TAG(2, WT_LEN) && !value) {
+                value = true;
+                to = &en->value;
+            } else {
+                return false;
+            }
+            if (!tiny_len(&q, (const uint8_t *)e.p + e.len, to))
+                return false;
+        }
+        *bad_key |= !key;
+        *cert |= en->key.len == sizeof(SL__CERT_ENTRY_KEY) - 1; /* (its length will do) */
+    }
+    return true;
+}
+
+static int tiny_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t len)
+{
+    const uint8_t *p = buf, *end = buf + len;
+    struct sl_str domain = {"", 0}, f;
+    bool seen_domain = false, seen_hits = false, bad_key = false, cert = false;
+    uint32_t hits = 0;
+    size_t n = 0;
+
+    if (has_nul(buf, len)) /* every string's bytes at once */
+        return FALLBACK;
+    while (p < end) {
+        uint8_t tag = *p++;
+
+        if (tag == TAG(3, WT_VARINT) && !seen_hits) {
+            if (p >= end || *p >= 0x80)
+                return FALLBACK;
+            hits = *p++;
+            seen_hits = true;
+            continue;
+        }
+        if (!tiny_len(&p, end, &f))
+            return FALLBACK;
+        if (tag == TAG(1, WT_LEN) && !seen_domain) {
+            domain = f;
+            seen_domain = true;
+        } else if (tag == TAG(2, WT_LEN) && n < SL_MAX_DESCRIPTORS) {
+            struct sl_descriptor *d = &r->descs[n];
+
+            if (!tiny_descriptor((const uint8_t *)f.p, (const uint8_t *)f.p + f.len, r->entries[n],
+                                 &d->n_entries, &bad_key, &cert))
+                return FALLBACK;
+            d->entries = r->entries[n];
+            d->hits = -1;
+            d->limit = NULL;
+            r->overrides[n].set = false;
+            n++;
+        } else {
+            return FALLBACK;
+        }
+    }
+    r->fast = true;
+    r->no_cert = !cert;
+    r->req.domain = domain;
+    r->req.descriptors = r->descs;
+    r->req.n_descriptors = n;
+    r->req.hits = sl__envoy_request_hits(hits);
+    if (domain.len == 0 || n == 0 || bad_key) /* refused: envoy.h's words */
+        return sl__envoy_request_check(&r->req, r->error, sizeof(r->error));
+    return SL_OK;
 }
 
 /* protobuf-c's reading, into the per-thread arena. */
@@ -379,7 +531,7 @@ int sl__grpc_rls_decode(struct sl__grpc_rls_req *r, const uint8_t *buf, size_t l
     int rc;
 
     reset_request(r);
-    if ((rc = fast_decode(r, buf, len)) != FALLBACK)
+    if ((rc = tiny_decode(r, buf, len)) != FALLBACK || (rc = fast_decode(r, buf, len)) != FALLBACK)
         return rc;
     return sl__grpc_rls_decode_general(r, buf, len);
 }
@@ -403,23 +555,21 @@ void sl__grpc_rls_release(struct sl__grpc_rls_req *r)
  * it): fields in number order, proto3 zeros and empty strings left out,
  * a present sub-message written even when empty.
  */
-#define WT_VARINT      0u
-#define WT_LEN         2u
-#define TAG(field, wt) ((uint8_t)((field) << 3 | (wt)))
 
+/* 7 bits a byte: from the highest bit set, no loop. */
 static size_t varint_size(uint64_t v)
 {
-    size_t n = 1;
+    unsigned bits = 64 - (unsigned)__builtin_clzll(v | 1);
 
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
+    return (bits * 9 + 64) / 64;
 }
 
 static uint8_t *put_varint(uint8_t *p, uint64_t v)
 {
+    if (v < 0x80) { /* tags, lengths and codes */
+        *p = (uint8_t)v;
+        return p + 1;
+    }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -520,12 +670,117 @@ static size_t header_size(struct sl_str k, struct sl_str v)
     return (kl != 0 ? len_field_size(kl) : 0) + (vl != 0 ? len_field_size(vl) : 0);
 }
 
-int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t cap, size_t *len)
+/*
+ * The short form: every sub-message under 128 bytes (one length byte),
+ * as an answer without long names or headers is. Written in one pass,
+ * each length byte left open and filled in behind its sub-message; false
+ * when one turns out longer, and the sized encoder writes it instead.
+ * SHORT_ROOM bounds what one status or header writes before its length
+ * is seen (its varints and at most SHORT_TEXT bytes of strings).
+ */
+#define SHORT_TEXT 100
+#define SHORT_ROOM (2 * (2 + 10) + 2 * 2 + 2 * 10 + 2 + 2 + 10 + SHORT_TEXT + 2)
+
+/* A varint field (left out when 0) where ten bytes may be written
+ * whatever its length: up to 35 bits without a loop. */
+static uint8_t *put_uint_short(uint8_t *p, uint8_t tag, uint64_t v)
+{
+    size_t n;
+
+    if (v == 0)
+        return p;
+    *p++ = tag;
+    if (v < 0x80) {
+        *p = (uint8_t)v;
+        return p + 1;
+    }
+    if (v >> 35 != 0)
+        return put_varint(p, v);
+    n = varint_size(v);
+    p[0] = (uint8_t)(v | 0x80);
+    p[1] = (uint8_t)(v >> 7 | 0x80);
+    p[2] = (uint8_t)(v >> 14 | 0x80);
+    p[3] = (uint8_t)(v >> 21 | 0x80);
+    p[4] = (uint8_t)(v >> 28);
+    p[n - 1] &= 0x7f;
+    return p + n;
+}
+
+static bool close_short(uint8_t *at, const uint8_t *p)
+{
+    size_t n = (size_t)(p - at - 1);
+
+    *at = (uint8_t)n;
+    return n < 0x80;
+}
+
+static bool encode_short(const struct sl__envoy_answer *a, size_t n, size_t nh, uint8_t *buf,
+                         size_t cap, size_t *len)
+{
+    uint8_t *p = buf, *st, *sub;
+
+    if (cap < 11 + (n + nh) * SHORT_ROOM)
+        return false;
+    p = put_uint_short(p, TAG(1, WT_VARINT), enum_wire((int)a->overall));
+    for (size_t i = 0; i < n; i++) {
+        const struct sl__envoy_status *e = &a->st[i];
+
+        *p++ = TAG(2, WT_LEN); /* RateLimitResponse.statuses */
+        st = p++;
+        p = put_uint_short(p, TAG(1, WT_VARINT), enum_wire((int)e->code));
+        if (e->has_limit) {
+            size_t nl = e->name != NULL ? strlen(e->name) : 0;
+
+            if (nl > SHORT_TEXT)
+                return false;
+            *p++ = TAG(2, WT_LEN); /* current_limit */
+            sub = p++;
+            p = put_uint_short(p, TAG(1, WT_VARINT), e->requests_per_unit);
+            p = put_uint_short(p, TAG(2, WT_VARINT), enum_wire((int)e->unit));
+            if (nl >= 8 && nl <= 16) { /* a short name: two overlapping copies, no call */
+                *p++ = TAG(3, WT_LEN);
+                *p++ = (uint8_t)nl;
+                memcpy(p, e->name, 8);
+                memcpy(p + nl - 8, e->name + nl - 8, 8);
+                p += nl;
+            } else {
+                p = put_str_field(p, TAG(3, WT_LEN), e->name, nl);
+            }
+            if (!close_short(sub, p))
+                return false;
+        }
+        p = put_uint_short(p, TAG(3, WT_VARINT), e->limit_remaining);
+        if (e->has_limit) {
+            *p++ = TAG(4, WT_LEN); /* duration_until_reset: seconds only */
+            sub = p++;
+            p = put_uint_short(p, TAG(1, WT_VARINT), (uint64_t)e->reset_s);
+            close_short(sub, p);
+        }
+        if (!close_short(st, p))
+            return false;
+    }
+    for (size_t i = 0; i < nh; i++) {
+        struct sl_str k = a->headers.h[i].key, v = a->headers.h[i].value;
+        size_t kl = cstr_len(k), vl = cstr_len(v);
+
+        if (kl + vl > SHORT_TEXT)
+            return false;
+        *p++ = TAG(3, WT_LEN); /* response_headers_to_add */
+        st = p++;
+        p = put_str_field(p, TAG(1, WT_LEN), k.p, kl);
+        p = put_str_field(p, TAG(2, WT_LEN), v.p, vl);
+        close_short(st, p);
+    }
+    *len = (size_t)(p - buf);
+    return true;
+}
+
+/* Every answer, each size computed before a byte is written. */
+static __attribute__((noinline)) int encode_sized(const struct sl__envoy_answer *a, size_t n,
+                                                  size_t nh, uint8_t *buf, size_t cap, size_t *len)
 {
     struct status_size z[SL_MAX_DESCRIPTORS];
     size_t hz[SL__ENVOY_MAX_HEADERS];
-    size_t n = a->n < SL_MAX_DESCRIPTORS ? a->n : SL_MAX_DESCRIPTORS;
-    size_t nh = a->headers.n < SL__ENVOY_MAX_HEADERS ? a->headers.n : SL__ENVOY_MAX_HEADERS;
     size_t total = uint_field_size(enum_wire((int)a->overall));
     uint8_t *p = buf;
 
@@ -552,6 +807,16 @@ int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t c
     }
     *len = (size_t)(p - buf);
     return SL_OK;
+}
+
+int sl__grpc_rls_encode(const struct sl__envoy_answer *a, uint8_t *buf, size_t cap, size_t *len)
+{
+    size_t n = a->n < SL_MAX_DESCRIPTORS ? a->n : SL_MAX_DESCRIPTORS;
+    size_t nh = a->headers.n < SL__ENVOY_MAX_HEADERS ? a->headers.n : SL__ENVOY_MAX_HEADERS;
+
+    if (encode_short(a, n, nh, buf, cap, len))
+        return SL_OK;
+    return encode_sized(a, n, nh, buf, cap, len);
 }
 
 /* ------------------------------------------------------------ health */

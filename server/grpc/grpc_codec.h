@@ -37,10 +37,11 @@ struct sl__grpc_rls_req {
     struct sl_request req;
     struct sl_descriptor descs[SL_MAX_DESCRIPTORS];
     struct sl_entry entries[SL_MAX_DESCRIPTORS][SL_MAX_ENTRIES];
-    struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS];
-    struct sl_limit override_limits[SL_MAX_DESCRIPTORS]; /* descs[i].limit points here */
-    void *msg;       /* protobuf-c's unpacked message, when it decoded */
-    bool fast;       /* decoded in place, without protobuf-c */
+    struct sl__envoy_override overrides[SL_MAX_DESCRIPTORS]; /* [0..req.n_descriptors) */
+    struct sl_limit override_limits[SL_MAX_DESCRIPTORS];     /* descs[i].limit points here */
+    void *msg;    /* protobuf-c's unpacked message, when it decoded */
+    bool fast;    /* decoded in place, without protobuf-c */
+    bool no_cert; /* known to have no SL__CERT_ENTRY_KEY entry (sl__cert_entries: nothing to do) */
     char error[160]; /* what is wrong, for grpc-message */
 };
 

@@ -74,7 +74,8 @@ void sl__grpc_rls(struct sl__grpc_op *op, const struct sl__h2_call *call)
     if (rc == SL_OK) {
         /* Answered now: no deadline to run. Later: the deadline runs (and
          * pins the connection) until on_done. */
-        sl__cert_entries(op->g->c, &rreq.req); /* client_cert_name: the server's */
+        if (!rreq.no_cert)
+            sl__cert_entries(op->g->c, &rreq.req); /* client_cert_name: the server's */
         if (sl__decide(op->g->c->w, &op->d, SL__DECIDE_CHECK, &rreq.req, on_done, &now))
             answer_with(op, now.err, now.res);
         else

@@ -47,15 +47,20 @@ struct sl__h2_limits {
 #define SL__H2_SMALL_MESSAGE (16u << 10)
 
 /* One call, handed to the owner: a unary call when its request is
- * complete, a stream (ops->streaming says which paths are) as soon as its
+ * complete, a stream (ops->route says which paths are) as soon as its
  * headers are. Borrowed for the duration of the ops->call() only. */
 struct sl__h2_call {
     struct sl_str path; /* ":path", e.g. "/grpc.health.v1.Health/Check" */
-    const uint8_t *msg; /* the request message, without its prefix (NULL: a stream) */
+    const uint8_t *msg; /* the request message, without its prefix (NULL: a stream);
+                           borrowed for the callback */
     size_t len;         /* its bytes (may be 0: an all-default message) */
     int64_t timeout_ns; /* grpc-timeout, -1 when absent */
     bool stream;        /* a stream: its messages come through ops->message */
+    int32_t route;      /* ops->route's answer for the path (0 without ops->route) */
 };
+
+/* In a route (ops->route): calls to the path are streams. */
+#define SL__H2_ROUTE_STREAM 0x40000000
 
 struct sl__h2;
 struct sl__h2_stream;
@@ -75,10 +80,14 @@ struct sl__h2_ops {
      * call is answered RESOURCE_EXHAUSTED). Replies, small requests and
      * giving back are counted and never refused. NULL: nothing counted. */
     bool (*budget)(void *owner, int64_t delta, bool refusable);
-    /* Whether calls to `path` are streams (client, server or both ways):
-     * handed over at their headers, then each request message on its own.
-     * NULL: every call is unary. */
-    bool (*streaming)(void *owner, struct sl_str path);
+    /* The owner's route for calls to `path` (its method, say), >= 0:
+     * handed back with each call (sl__h2_call.route); with
+     * SL__H2_ROUTE_STREAM set the calls are streams (client, server or both
+     * ways): handed over at their headers, then each request message on
+     * its own. A function of the path alone: asked once per request
+     * header block, and remembered with a header block the session does
+     * not decode again. NULL: every call is unary, route 0. */
+    int32_t (*route)(void *owner, struct sl_str path);
     /* One whole request message of the stream `s` (borrowed for the
      * callback); msg NULL: the peer has sent its last (half-close). The
      * owner may send (sl__h2_send) and end the call (sl__h2_fail) from

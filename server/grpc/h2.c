@@ -61,7 +61,7 @@
 #define SET_MAX_HEADER_LIST_SIZE   0x6
 #define SET_NO_RFC7540_PRIORITIES  0x9
 
-static int64_t mono_ms(void)
+static int64_t coarse_ms(void)
 {
     struct timespec ts;
 
@@ -69,9 +69,31 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The budgets' clock: the owner's (sl__h2_clock), else the system's; never
+ * before `last` (the two may differ by a tick). */
+static int64_t mono_ms(const struct sl__h2 *h, int64_t last)
+{
+    int64_t now = h->own_clock ? h->clock_ms : coarse_ms();
+
+    return now > last ? now : last;
+}
+
+void sl__h2_clock(struct sl__h2 *h, int64_t now_ms)
+{
+    h->clock_ms = now_ms;
+    h->own_clock = true;
+}
+
 static uint32_t get32(const uint8_t *p)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    uint32_t v;
+
+    memcpy(&v, p, 4); /* one load, not four */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return v;
+#else
+    return __builtin_bswap32(v);
+#endif
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -104,16 +126,6 @@ uint8_t *sl__h2_put(struct sl__h2 *h, size_t n)
     p = h->out + h->out_len;
     h->out_len += n;
     return p;
-}
-
-void sl__h2_frame_head(uint8_t *p, size_t len, uint8_t type, uint8_t flags, int32_t id)
-{
-    p[0] = (uint8_t)(len >> 16);
-    p[1] = (uint8_t)(len >> 8);
-    p[2] = (uint8_t)len;
-    p[3] = type;
-    p[4] = flags;
-    put32(p + 5, (uint32_t)id);
 }
 
 void sl__h2_put_headers(struct sl__h2 *h, int32_t id, const uint8_t *block, size_t len,
@@ -200,7 +212,7 @@ void sl__h2_terminate(struct sl__h2 *h, uint32_t error)
 
 bool sl__h2_spend(struct sl__h2 *h)
 {
-    int64_t now = mono_ms();
+    int64_t now = mono_ms(h, h->budget_ms);
 
     h->budget += (now - h->budget_ms) * FLOOD_PER_S / 1000;
     if (h->budget > FLOOD_BURST)
@@ -232,7 +244,7 @@ static void hpack_refill(struct sl__h2 *h)
         h->hpack_bytes = INT64_MAX / 2;
         return;
     }
-    now = mono_ms();
+    now = mono_ms(h, h->hpack_ms);
     if (now - h->hpack_ms >= 1000)
         h->hpack_bytes = burst; /* (no product to overflow) */
     else
@@ -412,6 +424,7 @@ static bool cache_hit(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *
     h->list_bytes = c->list_bytes;
     h->hpack_bytes -= (int64_t)c->list_bytes;
     sl__h2_head_load(s, &c->head);
+    h->cache_s = s; /* (a route not asked yet goes to the cache too) */
     return true;
 }
 
@@ -433,7 +446,8 @@ static void cache_after(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t
     c->len = (uint16_t)len;
     c->list_bytes = h->list_bytes;
     memcpy(c->block, p, len);
-    sl__h2_head_save(s, &c->head);
+    sl__h2_head_save(s, &c->head); /* (its route follows at the block's end) */
+    h->cache_s = s;
 }
 
 /* The header block is complete: its stream acts on it. */
@@ -451,7 +465,8 @@ static void block_end(struct sl__h2 *h)
 
 /* The payload of a PADDED frame without its padding: false (a connection
  * error) when the padding is longer than the frame. */
-static bool unpad(struct sl__h2 *h, uint8_t flags, const uint8_t **p, size_t *len)
+static inline __attribute__((always_inline)) bool unpad(struct sl__h2 *h, uint8_t flags,
+                                                        const uint8_t **p, size_t *len)
 {
     size_t pad;
 
@@ -505,6 +520,7 @@ static bool on_headers(struct sl__h2 *h, uint8_t flags, int32_t id, const uint8_
     }
     h->list_bytes = 0; /* every header block is a header list of its own */
     h->block_bytes = 0;
+    h->cache_s = NULL;
     if (id > h->last_id) { /* a new stream */
         h->last_id = id;
         if (!h->goaway && error == 0 && (s = sl__h2_open(h, id)) == NULL)
@@ -848,8 +864,8 @@ struct sl__h2 *sl__h2_new(const struct sl__h2_limits *lim, const struct sl__h2_o
     h->ops = ops;
     h->owner = owner;
     h->budget = FLOOD_BURST;
-    h->budget_ms = mono_ms();
-    h->hpack_ms = h->budget_ms - 1000; /* the first refill fills it */
+    h->budget_ms = coarse_ms();
+    h->hpack_ms = h->budget_ms - 3600 * 1000; /* the first refill fills it, whichever clock */
     h->peer_initial_window = SL__H2_WINDOW;
     h->peer_max_frame = 16384;
     h->send_window = SL__H2_WINDOW;

@@ -69,6 +69,12 @@ void sl__h2_free(struct sl__h2 *h);
  */
 size_t sl__h2_feed(struct sl__h2 *h, const uint8_t *buf, size_t len);
 
+/* The time (CLOCK_MONOTONIC, ms: an event loop's cached time, say) the
+ * session's flood and HPACK budgets go by from now on, until the next
+ * call: a feed then reads no clock of its own. Without it the session
+ * reads CLOCK_MONOTONIC_COARSE. */
+void sl__h2_clock(struct sl__h2 *h, int64_t now_ms);
+
 /* Hand everything the session has to say to ops->send(), in one call. */
 void sl__h2_flush(struct sl__h2 *h);
 

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <nghttp2/nghttp2.h>
 
@@ -63,7 +64,9 @@ struct sl__h2_head {
     bool path_long;
     bool regular;   /* a regular field was seen (pseudo-headers must come first) */
     uint8_t pseudo; /* the pseudo-headers seen (bits) */
+    bool routed;    /* route is known (ops->route was asked) */
     uint16_t path_len;
+    int32_t route;      /* ops->route's answer, once routed */
     int64_t timeout_ns; /* grpc-timeout, -1 none */
     int64_t clen;       /* content-length, -1 none */
     char path[SL__H2_PATH_MAX];
@@ -104,13 +107,15 @@ struct sl__h2_stream {
     bool grpc;       /* content-type application/grpc[+proto|;...] */
     bool path_long;
     bool sending;     /* counted in h->n_sending: reply bytes wait for the peer's window */
-    bool streaming;   /* a stream (ops->streaming): messages handed over one by one */
+    bool streaming;   /* a stream (ops->route): messages handed over one by one */
     bool responded;   /* the response headers were written */
     bool finishing;   /* a stream's end was asked for: trailers after its messages */
     bool trailers;    /* the header block being decoded is the request's trailers */
     bool malformed;   /* the header block broke RFC 9113 8.2/8.3: stream error */
     bool regular;     /* a regular field was seen (pseudo-headers must come first) */
     uint8_t pseudo;   /* the pseudo-headers seen (bits) */
+    bool routed;      /* route is known: from the block cache, or asked */
+    int32_t route;    /* ops->route's answer for its path */
     uint8_t fin_code; /* its grpc-status */
     uint16_t fin_len; /* and its grpc-message, percent-encoded */
     char fin_msg[256];
@@ -168,11 +173,15 @@ struct sl__h2 {
     struct sl__h2_stream *closing; /* answered streams closed at the next flush */
     uint32_t table_gen;            /* bumped by every header block that may change HPACK's table */
     struct sl__h2_block_cache cache;
+    struct sl__h2_stream
+        *cache_s;        /* the stream whose block was just cached (its route goes there) */
     int64_t budget;      /* frames without a call the peer may still send now */
-    int64_t budget_ms;   /* when it was last refilled (CLOCK_MONOTONIC) */
+    int64_t budget_ms;   /* when it was last refilled (CLOCK_MONOTONIC, ms) */
     size_t list_bytes;   /* the header list being decoded, as RFC 9113 counts it */
     int64_t hpack_bytes; /* header bytes the peer may still have decoded now */
     int64_t hpack_ms;    /* when hpack_bytes was last refilled (CLOCK_MONOTONIC) */
+    bool own_clock;      /* the owner gives the time (sl__h2_clock) */
+    int64_t clock_ms;    /* its last */
 };
 
 /* ---- h2.c: output and the session's state */
@@ -181,7 +190,29 @@ struct sl__h2 {
  * memory, the session is over (fatal). */
 uint8_t *sl__h2_put(struct sl__h2 *h, size_t n);
 /* A frame header at p. */
-void sl__h2_frame_head(uint8_t *p, size_t len, uint8_t type, uint8_t flags, int32_t id);
+static inline void sl__h2_frame_head(uint8_t *p, size_t len, uint8_t type, uint8_t flags,
+                                     int32_t id)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* the first eight bytes in one store */
+    uint64_t v = (uint64_t)(len & 0xffffff) << 40 | (uint64_t)type << 32 | (uint64_t)flags << 24 |
+                 (uint32_t)id >> 8;
+
+    v = __builtin_bswap64(v);
+    memcpy(p, &v, 8);
+    p[8] = (uint8_t)id;
+#else
+    p[0] = (uint8_t)(len >> 16);
+    p[1] = (uint8_t)(len >> 8);
+    p[2] = (uint8_t)len;
+    p[3] = type;
+    p[4] = flags;
+    p[5] = (uint8_t)((uint32_t)id >> 24);
+    p[6] = (uint8_t)((uint32_t)id >> 16);
+    p[7] = (uint8_t)((uint32_t)id >> 8);
+    p[8] = (uint8_t)id;
+#endif
+}
 /* A HEADERS frame of block[0..len) on `id` (END_HEADERS and `flags`). */
 void sl__h2_put_headers(struct sl__h2 *h, int32_t id, const uint8_t *block, size_t len,
                         uint8_t flags);

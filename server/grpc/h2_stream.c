@@ -14,7 +14,7 @@
  * literals never indexed, so their bytes do not depend on the session's
  * state), Trailers-Only and a stream's trailers literals written by hand.
  *
- * A stream (ops->streaming) is handed over at its headers; its request
+ * A stream (ops->route) is handed over at its headers; its request
  * messages go up one by one as each is whole (the input buffer holds one
  * message at most), and its replies queue in the output buffer, which
  * goes out as the peer's windows allow until the owner's end puts the
@@ -138,7 +138,7 @@ struct sl__h2_stream *sl__h2_open(struct sl__h2 *h, int32_t id)
     s->open = true;
     s->busy = s->answered = s->ended = s->local_done = s->closing = s->partial = false;
     s->post = s->grpc = s->path_long = s->sending = s->streaming = s->responded = false;
-    s->finishing = s->trailers = s->malformed = s->regular = false;
+    s->finishing = s->trailers = s->malformed = s->regular = s->routed = false;
     s->pseudo = 0;
     s->timeout_ns = s->clen = -1;
     s->data_seen = 0;
@@ -454,7 +454,7 @@ static void put_prefix(uint8_t *p, size_t len)
 
 void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg, size_t len)
 {
-    uint8_t *p;
+    uint8_t *p, *q = NULL;
 
     if (!still_open(s))
         return;
@@ -479,16 +479,38 @@ void sl__h2_reply(struct sl__h2 *h, struct sl__h2_stream *s, const uint8_t *msg,
     }
     answered(s);
     s->responded = true;
-    sl__h2_put_headers(h, s->id, reply_headers, sizeof(reply_headers), 0);
-    if ((p = sl__h2_put(h, FRAME_HDR + PREFIX + len)) == NULL)
-        return;
-    sl__h2_frame_head(p, PREFIX + len, SL__H2_DATA, 0, s->id);
+    if (h->table_update || s->streaming) { /* a table size update first; a stream's trailers */
+        sl__h2_put_headers(h, s->id, reply_headers, sizeof(reply_headers), 0);
+        if ((p = sl__h2_put(h, FRAME_HDR + PREFIX + len)) == NULL)
+            return;
+        sl__h2_frame_head(p, PREFIX + len, SL__H2_DATA, 0, s->id);
+    } else { /* the three frames at once: one reservation, constant blocks */
+        if ((p = sl__h2_put(h, 3 * FRAME_HDR + sizeof(reply_headers) + PREFIX + len +
+                                   sizeof(ok_trailers))) == NULL)
+            return;
+        sl__h2_frame_head(p, sizeof(reply_headers), SL__H2_HEADERS, SL__H2_F_END_HEADERS, s->id);
+        memcpy(p + FRAME_HDR, reply_headers, sizeof(reply_headers));
+        p += FRAME_HDR + sizeof(reply_headers);
+        sl__h2_frame_head(p, PREFIX + len, SL__H2_DATA, 0, s->id);
+        q = p + FRAME_HDR + PREFIX + len;
+        sl__h2_frame_head(q, sizeof(ok_trailers), SL__H2_HEADERS,
+                          SL__H2_F_END_HEADERS | SL__H2_F_END_STREAM, s->id);
+        memcpy(q + FRAME_HDR, ok_trailers, sizeof(ok_trailers));
+    }
     put_prefix(p + FRAME_HDR, len);
-    memcpy(p + FRAME_HDR + PREFIX, msg, len);
+    if (len >= 16 && len <= 32) { /* an answer's usual size: two overlapping copies, no call */
+        memcpy(p + FRAME_HDR + PREFIX, msg, 16);
+        memcpy(p + FRAME_HDR + PREFIX + len - 16, msg + len - 16, 16);
+    } else {
+        memcpy(p + FRAME_HDR + PREFIX, msg, len);
+    }
     s->sent_total += PREFIX + len;
     h->send_window -= (int64_t)(PREFIX + len);
     s->send_window -= (int64_t)(PREFIX + len);
-    trailers(s);
+    if (q != NULL)
+        local_end(s);
+    else
+        trailers(s);
 }
 
 /* Frame msg[0..len) at the end of the stream's queued output. */
@@ -797,6 +819,8 @@ void sl__h2_head_save(const struct sl__h2_stream *s, struct sl__h2_head *head)
     head->path_long = s->path_long;
     head->regular = s->regular;
     head->pseudo = s->pseudo;
+    head->routed = s->routed;
+    head->route = s->route;
     head->path_len = s->path_len;
     head->timeout_ns = s->timeout_ns;
     head->clen = s->clen;
@@ -810,6 +834,8 @@ void sl__h2_head_load(struct sl__h2_stream *s, const struct sl__h2_head *head)
     s->path_long = head->path_long;
     s->regular = head->regular;
     s->pseudo = head->pseudo;
+    s->routed = head->routed;
+    s->route = head->route;
     s->path_len = head->path_len;
     s->timeout_ns = head->timeout_ns;
     s->clen = head->clen;
@@ -836,18 +862,32 @@ static void end_of_headers(struct sl__h2_stream *s)
         http_refuse(s, 415);
         return;
     }
-    if (ops->streaming == NULL || ops->message == NULL || !ops->streaming(s->h->owner, path_of(s)))
+    if (!s->routed) {
+        s->route = ops->route != NULL ? ops->route(s->h->owner, path_of(s)) : 0;
+        s->routed = true;
+        if (s->h->cache_s == s) { /* its block was cached: the route goes with it */
+            s->h->cache.head.routed = true;
+            s->h->cache.head.route = s->route;
+        }
+    }
+    if (!(s->route & SL__H2_ROUTE_STREAM) || ops->message == NULL)
         return;
     s->streaming = true;
     set_partial(s, false); /* from now on, only while a message is half there */
-    call = (struct sl__h2_call){path_of(s), NULL, 0, s->timeout_ns, true};
+    call = (struct sl__h2_call){path_of(s), NULL, 0, s->timeout_ns, true, s->route};
     s->busy = true;
     ops->call(s->h->owner, s, &call);
 }
 
+/* The length in a message's 5-byte prefix at p. */
+static size_t prefix_len(const uint8_t *p)
+{
+    return (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+}
+
 static size_t message_len(const struct sl__h2_stream *s)
 {
-    return (size_t)s->in[1] << 24 | (size_t)s->in[2] << 16 | (size_t)s->in[3] << 8 | s->in[4];
+    return prefix_len(s->in);
 }
 
 /* What is wrong with the message whose prefix is in s->in, or NULL. */
@@ -942,11 +982,26 @@ static void unary_data(struct sl__h2_stream *s, const uint8_t *data, size_t len)
         trailers_only(s, code, bad);
 }
 
+/* A unary call's whole message msg[0..len) goes to the owner. */
+static void hand_over(struct sl__h2_stream *s, const uint8_t *msg, size_t len)
+{
+    struct sl__h2_call call;
+
+    call.path = path_of(s);
+    call.msg = msg;
+    call.len = len;
+    call.timeout_ns = s->timeout_ns;
+    call.stream = false;
+    call.route = s->route;
+    set_partial(s, false);
+    s->busy = true;
+    s->h->ops->call(s->h->owner, s, &call);
+}
+
 /* The peer ended the stream with a whole unary call: hand it over, or
  * refuse it. */
 static void complete(struct sl__h2_stream *s)
 {
-    struct sl__h2_call call;
     size_t len = s->in_len >= PREFIX ? message_len(s) : 0;
 
     if (s->in_len < PREFIX || s->in_len != PREFIX + len) {
@@ -954,14 +1009,7 @@ static void complete(struct sl__h2_stream *s)
                       s->in_len == 0 ? "no request message" : "incomplete request message");
         return;
     }
-    call.path = path_of(s);
-    call.msg = s->in + PREFIX;
-    call.len = len;
-    call.timeout_ns = s->timeout_ns;
-    call.stream = false;
-    set_partial(s, false);
-    s->busy = true;
-    s->h->ops->call(s->h->owner, s, &call);
+    hand_over(s, s->in + PREFIX, len);
 }
 
 /* The peer sent END_STREAM (its content-length checked). */
@@ -1014,6 +1062,16 @@ void sl__h2_data(struct sl__h2_stream *s, const uint8_t *data, size_t len, bool 
     s->data_seen += (int64_t)len;
     if (s->clen >= 0 && s->data_seen > s->clen) {
         sl__h2_stream_error(s, SL__H2_PROTOCOL_ERROR);
+        return;
+    }
+    /* A unary call whose one frame is its whole request, as clients send
+     * it: handed over from the frame itself, not copied (what unary_data,
+     * peer_end and complete would find good). */
+    if (end_stream && !s->streaming && !s->answered && s->in_len == 0 && len >= PREFIX &&
+        data[0] == 0 && prefix_len(data) == len - PREFIX &&
+        len - PREFIX <= s->h->lim.max_message_bytes && (s->clen < 0 || s->data_seen == s->clen)) {
+        s->ended = true;
+        hand_over(s, data + PREFIX, len - PREFIX);
         return;
     }
     if (len > 0 && !s->answered) {

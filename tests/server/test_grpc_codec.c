@@ -513,6 +513,36 @@ static void test_request_random(void **state)
     assert_true(general_only > 1000);
 }
 
+/* The one-pass reader says when no entry can be the client certificate's
+ * (sl__cert_entries is then skipped); the key, or a reader that does not
+ * look, leaves it to sl__cert_entries. */
+static void test_request_cert_key(void **state)
+{
+    static const uint8_t user[] = {0x0a, 0x01, 'd', 0x12, 0x0b, 0x0a, 0x09, 0x0a,
+                                   0x04, 'u',  's', 'e',  'r',  0x12, 0x01, 'x'};
+    static const uint8_t cert[] = {0x0a, 0x01, 'd', 0x12, 0x17, 0x0a, 0x15, 0x0a, 0x10, 'c',
+                                   'l',  'i',  'e', 'n',  't',  '_',  'c',  'e',  'r',  't',
+                                   '_',  'n',  'a', 'm',  'e',  0x12, 0x01, 'x'};
+    /* the same as `user`, its hits_addend a two-byte varint: not the one-pass reader's */
+    static const uint8_t slow[] = {0x0a, 0x01, 'd', 0x12, 0x0b, 0x0a, 0x09, 0x0a, 0x04, 'u',
+                                   's',  'e',  'r', 0x12, 0x01, 'x',  0x18, 0x81, 0x01};
+    static struct sl__grpc_rls_req r;
+
+    assert_int_equal(sl__grpc_rls_decode(&r, user, sizeof(user)), SL_OK);
+    assert_true(r.fast);
+    assert_true(r.no_cert);
+    sl__grpc_rls_release(&r);
+    assert_int_equal(sl__grpc_rls_decode(&r, cert, sizeof(cert)), SL_OK);
+    assert_true(r.fast);
+    assert_int_equal(r.req.descriptors[0].entries[0].key.len, 16);
+    assert_false(r.no_cert);
+    sl__grpc_rls_release(&r);
+    assert_int_equal(sl__grpc_rls_decode(&r, slow, sizeof(slow)), SL_OK);
+    assert_int_equal(r.req.hits, 129);
+    assert_false(r.no_cert);
+    sl__grpc_rls_release(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_request_fixed),
         cmocka_unit_test(test_request_random),
+        cmocka_unit_test(test_request_cert_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

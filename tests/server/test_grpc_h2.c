@@ -530,9 +530,10 @@ static struct {
     struct sl__h2_stream *open;
 } echo;
 
-static bool echo_streaming(void *owner, struct sl_str path)
+static int32_t echo_route(void *owner, struct sl_str path)
 {
-    return path.len == strlen(ECHO) && memcmp(path.p, ECHO, path.len) == 0;
+    return path.len == strlen(ECHO) && memcmp(path.p, ECHO, path.len) == 0 ? SL__H2_ROUTE_STREAM
+                                                                           : 0;
 }
 
 static void echo_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *c)
@@ -571,7 +572,7 @@ static void echo_gone(void *owner, struct sl__h2_stream *s)
 
 static const struct sl__h2_ops echo_ops = {.send = on_send,
                                            .call = echo_call,
-                                           .streaming = echo_streaming,
+                                           .route = echo_route,
                                            .message = echo_message,
                                            .gone = echo_gone};
 
@@ -1306,6 +1307,48 @@ static void test_header_block_cache(void **state)
     raw_free(r);
 }
 
+/* The owner's route for a path is asked at a request's headers and handed
+ * back with its call; a header block the session does not decode again
+ * (the same block, call after call) keeps the route it had. */
+static unsigned routes_asked;
+
+static int32_t count_route(void *owner, struct sl_str path)
+{
+    routes_asked++;
+    return 41;
+}
+
+static void routed_call(void *owner, struct sl__h2_stream *s, const struct sl__h2_call *c)
+{
+    assert_false(c->stream);
+    assert_int_equal(c->route, 41);
+    on_call(owner, s, c);
+}
+
+static const struct sl__h2_ops route_ops = {
+    .send = on_send, .call = routed_call, .route = count_route};
+
+static void test_route_remembered(void **state)
+{
+    struct pair *p = pair_new_ops(65536, &route_ops);
+    static uint8_t msg[256];
+    static struct sl_str bodies[20];
+    size_t len = framed_request(msg);
+
+    routes_asked = 0;
+    for (size_t i = 0; i < 20; i++) {
+        bodies[i] = (struct sl_str){(const char *)msg, len};
+        submit(p, &bodies[i]);
+        exchange(p);
+    }
+    assert_int_equal(p->answers, 20);
+    for (int sid = 1; sid < 40; sid += 2)
+        assert_int_equal(p->grpc_status[sid / 2], 0);
+    /* the first block indexes its fields, the second is the one cached */
+    assert_true(routes_asked >= 1 && routes_asked <= 2);
+    pair_free(p);
+}
+
 /* A request that is not a gRPC call is answered at its headers (405) and
  * its stream stays half-closed until the client ends it: what the client
  * sends on it meanwhile is judged (a WINDOW_UPDATE of 0: PROTOCOL_ERROR),
@@ -1360,6 +1403,7 @@ int main(void)
         cmocka_unit_test(test_initial_window_change_releases),
         cmocka_unit_test(test_refused_streams_and_goaway),
         cmocka_unit_test(test_header_block_cache),
+        cmocka_unit_test(test_route_remembered),
         cmocka_unit_test(test_refused_at_headers_stays_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
