@@ -583,42 +583,31 @@ static void prefetch_match(sl_limiter *lim, const struct sl_match *m, struct bat
 /* A hint only: an item that will fail, or whose rules resolve it otherwise
  * (replaces, quota mode), at worst loads a line it does not use. The match
  * of a rules item of one descriptor is made into *one and kept for its
- * check (true); any other rules item is matched again when checked. */
-static bool prefetch_item(sl_limiter *lim, const struct sl_limiter_item *it, struct batch_fps *kept,
-                          struct sl_match *one)
+ * check (returned); any other rules item is matched again when checked. */
+static const struct sl_match *prefetch_item(sl_limiter *lim, const struct sl_limiter_item *it,
+                                            struct batch_fps *kept, struct sl_match *one)
 {
     const struct sl_request *req = it->req;
     struct sl_match m;
 
     if (req == NULL)
-        return false;
+        return NULL;
     if (it->rules == NULL) {
         for (size_t i = 0; it->m != NULL && i < it->n && i < SL_MAX_DESCRIPTORS; i++)
             prefetch_match(lim, &it->m[i], kept);
-        return false;
+        return NULL;
     }
     if (req->descriptors != NULL && req->n_descriptors == 1) {
         if (sl_rules_match(it->rules, req, 0, one) != SL_OK)
-            return false; /* its check reports the error */
+            return NULL; /* its check reports the error */
         prefetch_match(lim, one, kept);
-        return true;
+        return one;
     }
     for (size_t i = 0; req->descriptors != NULL && i < req->n_descriptors && i < SL_MAX_DESCRIPTORS;
          i++)
         if (sl_rules_match(it->rules, req, i, &m) == SL_OK)
             prefetch_match(lim, &m, kept);
-    return false;
-}
-
-/* Decide one item, as its own call would. */
-static void check_item(sl_limiter *lim, struct sl_limiter_item *it, const struct fp_hint *hint)
-{
-    if (it->res == NULL)
-        it->rc = SL_EINVAL;
-    else if (it->rules != NULL)
-        it->rc = sl_limiter_check(lim, it->rules, it->req, it->res);
-    else
-        it->rc = check_matched(lim, it->m, it->n, it->req, it->res, hint);
+    return NULL;
 }
 
 /* Contract: see sluice.h. The decisions are the single calls, in order;
@@ -634,8 +623,8 @@ int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_
 {
     struct batch_fps kept;
     struct fp_hint hint[BATCH_GROUP];
-    struct sl_match one[BATCH_GROUP]; /* the rules items' matches */
-    bool matched[BATCH_GROUP];
+    struct sl_match one[BATCH_GROUP];         /* the rules items' matches */
+    const struct sl_match *made[BATCH_GROUP]; /* read for rules items only */
     bool large;
 
     if (lim == NULL || (items == NULL && n > 0))
@@ -644,8 +633,15 @@ int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_
     for (size_t g = 0; g < n; g += BATCH_GROUP) {
         size_t end = n - g < BATCH_GROUP ? n : g + BATCH_GROUP;
         if (!large || end - g == 1) { /* one check alone overlaps nothing */
-            for (size_t i = g; i < end; i++)
-                check_item(lim, &items[i], NULL);
+            for (size_t i = g; i < end; i++) {
+                struct sl_limiter_item *it = &items[i];
+                if (it->res == NULL)
+                    it->rc = SL_EINVAL;
+                else if (it->rules != NULL)
+                    it->rc = sl_limiter_check(lim, it->rules, it->req, it->res);
+                else
+                    it->rc = check_matched(lim, it->m, it->n, it->req, it->res, NULL);
+            }
             continue;
         }
         kept.n = 0;
@@ -654,8 +650,8 @@ int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_
 
             hint[i - g].fp = NULL;
             kept.dropped = false;
-            matched[i - g] = prefetch_item(lim, &items[i], &kept, &one[i - g]);
-            if ((items[i].rules == NULL || matched[i - g]) && !kept.dropped)
+            made[i - g] = prefetch_item(lim, &items[i], &kept, &one[i - g]);
+            if ((items[i].rules == NULL || made[i - g] != NULL) && !kept.dropped)
                 hint[i - g] = (struct fp_hint){&kept.fp[from], kept.n - from};
         }
         for (size_t i = 0; i < kept.n; i++)
@@ -663,11 +659,16 @@ int sl_limiter_check_batch(sl_limiter *lim, struct sl_limiter_item *items, size_
         for (size_t i = g; i < end; i++) {
             struct sl_limiter_item *it = &items[i];
             const struct fp_hint *h = &hint[i - g];
-            if (it->res != NULL && matched[i - g])
+            if (it->res == NULL)
+                it->rc = SL_EINVAL;
+            else if (it->rules == NULL)
+                it->rc =
+                    check_matched(lim, it->m, it->n, it->req, it->res, h->fp != NULL ? h : NULL);
+            else if (made[i - g] != NULL)
                 it->rc = sl__limiter_check_prematched(lim, it->rules, it->req, &one[i - g], h->fp,
                                                       h->n, it->res);
             else
-                check_item(lim, it, h->fp != NULL ? h : NULL);
+                it->rc = sl_limiter_check(lim, it->rules, it->req, it->res);
         }
     }
     return SL_OK;
