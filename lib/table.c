@@ -375,8 +375,8 @@ static int create(sl_table *t, struct sl__shard *s, const uint32_t fp[3], const 
 
     if (extra > t->shard_budget)
         return SL_ETOOBIG;
-    if (s->count > 0)
-        sl__shard_expire(t, s, now_ns, EXPIRE_STEP);
+    if (s->count > 0) /* drained for EXPIRE_GRACE_NS: as of that long ago */
+        sl__shard_expire(t, s, now_ns - EXPIRE_GRACE_NS, EXPIRE_STEP);
     rc = sl__shard_make_room(t, s, extra, now_ns);
     if (rc != SL_OK)
         return rc;

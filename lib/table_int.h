@@ -44,6 +44,15 @@
  * keeps sweeping drained entries out meanwhile. */
 #define EVICT_SCAN  16u
 #define EXPIRE_STEP 2u /* slots examined per insert */
+/* How long an entry stays drained before the step on inserts drops it (the
+ * memory cap and sl_table_sweep do not wait). A drained state equals a
+ * fresh one, so keeping it decides nothing differently; dropping it only
+ * pays when its key does not come back soon: a key that does (a large key
+ * space whose states drain between two of its requests, as a fast token
+ * bucket's do) would be created again, with the removal's moves, the debt
+ * summary's lookup and a new entry each time, and every removal would make
+ * room that the hand then keeps emptying. */
+#define EXPIRE_GRACE_NS (4 * SL_NS_PER_S)
 
 /* Slot bits. */
 #define S_IDX        UINT64_C(0xffffff) /* entry number + 1; 0 = empty slot */

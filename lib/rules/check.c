@@ -94,8 +94,10 @@ static void deny_all_status(const struct sl_limit *l, int64_t now_ns, struct sl_
 
 /* Take deny-all limits out of the matches; banned[i] is descriptor i's
  * (an enforced one first). Returns true if the request must be denied. */
-static bool take_deny_all(struct sl_match *m, size_t n, const struct sl_limit **banned,
-                          const struct sl_request *req)
+/* Inlined: in sl__rules_resolve it is on every rules decision's path. */
+static inline __attribute__((always_inline)) bool take_deny_all(struct sl_match *m, size_t n,
+                                                                const struct sl_limit **banned,
+                                                                const struct sl_request *req)
 {
     bool deny = false;
     size_t quota = 0, quota_banned = 0;
@@ -189,6 +191,18 @@ static bool denies_unmatched(const sl_rules *rules, const struct sl_request *req
     return dom != NULL && dom->unmatched == SL__UNMATCHED_DENY;
 }
 
+/* What descriptor i's match m leaves for the report; whether it is an
+ * unmatched descriptor that denies the request. */
+static inline bool note_match(const struct sl_match *m, size_t i, bool deny_unmatched,
+                              struct sl__resolved *rv)
+{
+    rv->unlimited[i] = m->unlimited;
+    rv->detailed[i] = m->detailed_metric != NULL;
+    /* before `replaces`: a limit another descriptor replaced still applied */
+    rv->unmatched[i] = deny_unmatched && m->n_limits == 0 && !m->unlimited;
+    return rv->unmatched[i];
+}
+
 int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struct sl_match *m,
                       struct sl__resolved *rv)
 {
@@ -201,11 +215,7 @@ int sl__rules_resolve(const sl_rules *rules, const struct sl_request *req, struc
         int rc = sl_rules_match(rules, req, i, &m[i]);
         if (rc != SL_OK)
             return rc;
-        rv->unlimited[i] = m[i].unlimited;
-        rv->detailed[i] = m[i].detailed_metric != NULL;
-        /* before `replaces`: a limit another descriptor replaced still applied */
-        rv->unmatched[i] = deny_unmatched && m[i].n_limits == 0 && !m[i].unlimited;
-        unmatched = unmatched || rv->unmatched[i];
+        unmatched = note_match(&m[i], i, deny_unmatched, rv) || unmatched;
     }
     apply_replaces(m, n, req);
     rv->deny_all = take_deny_all(m, n, rv->banned, req) || unmatched;
@@ -239,6 +249,34 @@ void sl__rules_finish(const struct sl__resolved *rv, int64_t now_ns, struct sl_r
         res->statuses[i].unlimited = rv->unlimited[i];
         res->statuses[i].detailed = rv->detailed[i];
     }
+}
+
+/* Contract: rules_int.h. sl_limiter_check() for a request of one
+ * descriptor whose match m0 (sl_rules_match) and the fingerprints of its
+ * limits fp[0..nfp) the batch's prefetch made: resolved from there, and
+ * decided with the fingerprints while the resolution keeps every limit
+ * (a deny-all limit taken out, or a quota recheck, hashes again). */
+int sl__limiter_check_prematched(sl_limiter *lim, const sl_rules *rules,
+                                 const struct sl_request *req, struct sl_match *m0,
+                                 const struct sl__fp *fp, size_t nfp, struct sl_result *res)
+{
+    struct sl__resolved rv;
+    size_t limits = m0->n_limits;
+    int rc;
+
+    /* one descriptor: `replaces` names limits of other descriptors only */
+    rv.deny_all = note_match(m0, 0, denies_unmatched(rules, req), &rv);
+    rv.deny_all = take_deny_all(m0, 1, rv.banned, req) || rv.deny_all;
+    if (rv.deny_all) {
+        rc = peek_denied(lim, m0, 1, req, res);
+    } else {
+        rc = sl__limiter_check_hinted(lim, m0, req, res, m0->n_limits == limits ? fp : NULL, nfp);
+        if (rc == SL_OK && res->verdict == SL_DENY && quota_excused(m0, 1, res))
+            rc = recheck_without_denied_quota(lim, m0, 1, req, res);
+    }
+    if (rc == SL_OK)
+        sl__rules_finish(&rv, req->now_ns, res);
+    return rc;
 }
 
 int sl_limiter_check(sl_limiter *lim, const sl_rules *rules, const struct sl_request *req,

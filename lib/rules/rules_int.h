@@ -186,4 +186,22 @@ const struct sl__rdomain *sl__rules_find_domain(const sl_rules *r, struct sl_str
 /* '*' matches any run of bytes, everything else itself. */
 bool sl__glob_match(const char *pat, const char *s, size_t len);
 
+/* ------------------------------------------- the limiter's batches */
+
+struct sl__fp;
+/* sl_limiter_check() of a request of one descriptor (req->n_descriptors
+ * 1, req->descriptors[0] valid) already matched: m0 is what
+ * sl_rules_match(rules, req, 0, m0) gave (changed here as the resolution
+ * changes it), fp[0..nfp) the fingerprints of its limits in order (or
+ * NULL: hashed here). The same result and state as sl_limiter_check(). */
+int sl__limiter_check_prematched(sl_limiter *lim, const sl_rules *rules,
+                                 const struct sl_request *req, struct sl_match *m0,
+                                 const struct sl__fp *fp, size_t nfp, struct sl_result *res);
+/* sl_limiter_check_matched() of one match m0 whose limits' fingerprints
+ * fp[0..nfp) are known (NULL: hashed; a count that is not m0's limits:
+ * hashed). In lib/limiter.c. */
+int sl__limiter_check_hinted(sl_limiter *lim, const struct sl_match *m0,
+                             const struct sl_request *req, struct sl_result *res,
+                             const struct sl__fp *fp, size_t nfp);
+
 #endif /* SL_RULES_INT_H */

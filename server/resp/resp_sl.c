@@ -71,17 +71,16 @@ static _Thread_local struct sl_limit override_limit; /* SL.CHECK's LIMIT clause 
  * switch) would have denied (docs/protocol.md). */
 static void w_status(struct sl__buf *b, const struct sl_status *s)
 {
+    const int64_t v[5] = {s->d.quota, s->d.remaining, sl_ns_to_ms_ceil(s->d.reset_ns),
+                          sl_ns_to_ms_ceil(s->d.retry_after_ns), s->shadow_denied};
+
     sl__resp_w_array(b, 7);
     sl__resp_w_cstr(b, sl_verdict_name(s->d.verdict));
     if (s->limit && s->limit->name)
         sl__resp_w_cstr(b, s->limit->name);
     else
         sl__resp_w_nil(b);
-    sl__resp_w_int(b, s->d.quota);
-    sl__resp_w_int(b, s->d.remaining);
-    sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.reset_ns));
-    sl__resp_w_int(b, sl_ns_to_ms_ceil(s->d.retry_after_ns));
-    sl__resp_w_int(b, s->shadow_denied);
+    sl__resp_w_int_run(b, v, 5);
 }
 
 /* [verdict, delay_ms, statuses, (lease,) (policy)]: the failure policy

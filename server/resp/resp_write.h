@@ -25,5 +25,8 @@ void sl__resp_w_array(struct sl__buf *b, size_t n);               /* *n, then n 
 void sl__resp_w_ints(struct sl__buf *b, const int64_t *v, size_t n);
 /* The same for exactly five, unrolled. */
 void sl__resp_w_ints5(struct sl__buf *b, const int64_t v[5]);
+/* n integers one after the other, no array header, room made once (the
+ * last five elements of an SL.* status). */
+void sl__resp_w_int_run(struct sl__buf *b, const int64_t *v, size_t n);
 
 #endif /* SL_SERVER_RESP_WRITE_H */

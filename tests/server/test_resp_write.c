@@ -3,8 +3,10 @@
 /*
  * test_resp_write.c - the RESP reply writer's integers against printf:
  * every value of the short path (-9..99) and its edges, both sides of it,
- * powers of ten, INT64_MIN and INT64_MAX, alone (sl__resp_w_int) and as an
- * array (sl__resp_w_ints, and sl__resp_w_ints5 for CL.THROTTLE's reply). It does not test commands.
+ * powers of ten, INT64_MIN and INT64_MAX, values of every length, alone
+ * (sl__resp_w_int), as an array (sl__resp_w_ints, and sl__resp_w_ints5
+ * for CL.THROTTLE's reply) and as a run (sl__resp_w_int_run, SL.CHECK's
+ * status). It does not test commands.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -56,6 +58,21 @@ static void powers_of_ten_and_extremes(void **state)
     expect_int(INT64_MIN + 1);
 }
 
+/* Values of every length, pseudo-random, against printf. */
+static void values_of_every_length(void **state)
+{
+    uint64_t x = 0x9e3779b97f4a7c15u;
+
+    (void)state;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        expect_int((int64_t)(x >> (i % 64)));
+        expect_int(-(int64_t)(x >> (1 + i % 63)));
+    }
+}
+
 static void an_array_of_integers(void **state)
 {
     const int64_t v[5] = {1, 16, 0, -1, 100};
@@ -73,6 +90,10 @@ static void an_array_of_integers(void **state)
     sl__resp_w_ints(&b, v, 0); /* appended: an empty array */
     assert_int_equal(b.len, sizeof(want) - 1 + 4);
     assert_memory_equal(b.p + sizeof(want) - 1, "*0\r\n", 4);
+    b.len = 0;
+    sl__resp_w_int_run(&b, v, 5); /* the five without the array's header */
+    assert_int_equal(b.len, sizeof(want) - 1 - 4);
+    assert_memory_equal(b.p, want + 4, sizeof(want) - 1 - 4);
     free(b.p);
 }
 
@@ -81,6 +102,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_short_value_and_edges),
         cmocka_unit_test(powers_of_ten_and_extremes),
+        cmocka_unit_test(values_of_every_length),
         cmocka_unit_test(an_array_of_integers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

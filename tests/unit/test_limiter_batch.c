@@ -55,11 +55,37 @@ static const char rules_text[] =
     "      - {algorithm: token_bucket, requests: 20, period: 10s, name: slow}\n"
     "  - key: shadow\n"
     "    shadow_mode: true\n"
-    "    limits: [{algorithm: gcra, requests: 2, period: 1s, name: shadow}]\n";
+    "    limits: [{algorithm: gcra, requests: 2, period: 1s, name: shadow}]\n"
+    "  - key: free\n"
+    "    rate_limit: {unlimited: true}\n"
+    "  - key: q1\n"
+    "    quota_mode: true\n"
+    "    rate_limit: {unit: second, requests_per_unit: 2}\n"
+    "  - key: banned\n"
+    "    rate_limit: {unit: second, requests_per_unit: 0, name: banned}\n"
+    "  - key: qb\n"
+    "    quota_mode: true\n"
+    "    rate_limit: {unit: second, requests_per_unit: 0}\n"
+    "  - key: sb\n"
+    "    shadow_mode: true\n"
+    "    rate_limit: {unit: second, requests_per_unit: 0}\n";
 
-static const char *const rule_keys[] = {"tb", "gc", "lb",    "fw",    "sw",
-                                        "sl", "cc", "multi", "shadow"};
+/* A domain that denies what no rule matches (most keys above). */
+static const char unmatched_text[] = "domain: u\n"
+                                     "on_unmatched: deny\n"
+                                     "descriptors:\n"
+                                     "  - key: tb\n"
+                                     "    limits: [{algorithm: token_bucket, requests: 5, period: "
+                                     "1s, name: utb}]\n"
+                                     "  - key: free\n"
+                                     "    rate_limit: {unlimited: true}\n";
+
+static const char *const rule_keys[] = {"tb",    "gc",     "lb",   "fw", "sw",     "sl", "cc",
+                                        "multi", "shadow", "free", "q1", "banned", "qb", "sb"};
 #define NKEYS_RULE (sizeof(rule_keys) / sizeof(rule_keys[0]))
+
+/* A value that makes a counter key longer than SL_KEY_MAX. */
+static char long_value[SL_KEY_MAX + 16];
 
 struct fx {
     sl_rules *rules;
@@ -92,8 +118,12 @@ static void fx_init(struct fx *f, size_t max_bytes)
 {
     sl_rules_builder *b = sl_rules_builder_new();
 
+    memset(long_value, 'x', sizeof(long_value));
     assert_int_equal(
         sl_rules_builder_add_yaml(b, rules_text, strlen(rules_text), "d.yaml", SL_SRC_FILE), SL_OK);
+    assert_int_equal(
+        sl_rules_builder_add_yaml(b, unmatched_text, strlen(unmatched_text), "u.yaml", SL_SRC_FILE),
+        SL_OK);
     if (sl_rules_build(b, &f->rules) != SL_OK)
         for (size_t i = 0; i < sl_rules_builder_ndiags(b); i++)
             fprintf(stderr, "%s\n", sl_rules_builder_diag(b, i));
@@ -159,7 +189,10 @@ static void assert_same(const struct sl_limiter_item *it, int rc, const struct s
 
 /* One random request into q and its batch item; the kinds of error a
  * pipeline may carry in the middle (too many descriptors, a key too long,
- * a match with no limit, no result) come up about one item in twelve. */
+ * a match with no limit, no result) come up about one item in twelve.
+ * Rules requests go now and then to the domain that denies unmatched
+ * descriptors, bring their own limit (Envoy's override) or a value too
+ * long for a counter key. */
 static void make(struct fx *f, struct req *q, struct sl_limiter_item *it, struct sl_result *res,
                  unsigned nkeys, int64_t now, uint64_t *seed)
 {
@@ -174,14 +207,18 @@ static void make(struct fx *f, struct req *q, struct sl_limiter_item *it, struct
     it->res = res;
     if (kind < 5) { /* a rules request of 1-3 descriptors */
         size_t nd = 1 + (x >> 16) % 3;
-        q->r.domain = (struct sl_str){"d", 1};
+        q->r.domain = (x >> 24) % 8 == 0 ? (struct sl_str){"u", 1} : (struct sl_str){"d", 1};
         for (size_t i = 0; i < nd; i++) {
             uint64_t y = rnd(seed);
             const char *k = rule_keys[y % NKEYS_RULE];
             int n = snprintf(q->vals[i], sizeof(q->vals[i]), "v%u", (unsigned)((y >> 8) % nkeys));
             q->e[i].key = (struct sl_str){k, strlen(k)};
             q->e[i].value = (struct sl_str){q->vals[i], (size_t)n};
+            if ((y >> 44) % 64 == 0)
+                q->e[i].value = (struct sl_str){long_value, sizeof(long_value)};
             q->d[i] = (struct sl_descriptor){&q->e[i], 1, (y >> 40) % 7 == 0 ? 2 : -1, NULL};
+            if ((y >> 50) % 10 == 0)
+                q->d[i].limit = &f->adhoc[SL_ALGO_FIXED_WINDOW];
         }
         q->r.descriptors = q->d;
         q->r.n_descriptors = nd;

@@ -225,6 +225,34 @@ static void test_amortised_expiry(void **st)
     sl_table_free(t);
 }
 
+/* The step on inserts leaves an entry drained for less than 4 s (its key
+ * may come back: a new entry would cost more than keeping it); the sweep
+ * does not wait. */
+static void test_amortised_expiry_waits(void **st)
+{
+    struct sl_limit l;
+    struct sl_decision d;
+    struct sl_table_stats s;
+    sl_table *t = table_of(16 << 20, 4, SL_ON_FULL_EVICT, 1);
+
+    (void)st;
+    limit_of(&l, SL_ALGO_GCRA, 10, SL_NS_PER_S); /* drained from T0 + 1 s */
+    for (unsigned k = 0; k < 2000; k++)
+        assert_int_equal(check_key(t, k, &l, T0, &d), SL_OK);
+    for (unsigned k = 2000; k < 4000; k++)
+        assert_int_equal(check_key(t, k, &l, T0 + 4 * SL_NS_PER_S, &d), SL_OK);
+    sl_table_stats(t, &s);
+    assert_int_equal(s.expired, 0);
+    assert_int_equal(s.entries, 4000);
+    for (unsigned k = 4000; k < 6000; k++)
+        assert_int_equal(check_key(t, k, &l, T0 + 5 * SL_NS_PER_S + 1, &d), SL_OK);
+    sl_table_stats(t, &s);
+    assert_true(s.expired > 0);
+    assert_int_equal(s.entries + s.expired, 6000);
+    assert_int_equal(sl_table_sweep(t, T0 + 7 * SL_NS_PER_S), s.entries);
+    sl_table_free(t);
+}
+
 /* The cap is never exceeded, whatever is inserted, and every key that
  * left is accounted for as evicted or expired. */
 static void test_memory_cap_never_exceeded(void **st)
@@ -557,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_reset_starts_fresh),
         cmocka_unit_test(test_sweep_drops_only_drained),
         cmocka_unit_test(test_amortised_expiry),
+        cmocka_unit_test(test_amortised_expiry_waits),
         cmocka_unit_test(test_memory_cap_never_exceeded),
         cmocka_unit_test(test_drained_entries_go_first),
         cmocka_unit_test(test_clock_eviction_counted),
