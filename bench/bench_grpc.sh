@@ -35,8 +35,10 @@
 # generator on CPU 1. Each figure is the median of SL_BENCH_ROUNDS (3)
 # interleaved rounds (each round runs every group once) of
 # SL_BENCH_GRPC_SECONDS (5) seconds. Target: gRPC's CPU per decision <= 1.5x
-# RESP's, judged for either pair (grpc_vs_resp_cpu_per_decision and
-# grpc_vs_resp_cpu_per_decision_same_client). Output: `name value unit`
+# RESP's, printed with MET or MISSED for each pair: the h2load and
+# redis-benchmark pair (grpc_vs_resp_cpu_per_decision, the one the target
+# was set on) and the same-client pair
+# (grpc_vs_resp_cpu_per_decision_same_client). Output: `name value unit`
 # lines, the ratios with MET or MISSED and the target. Any failed call,
 # error reply or non-2xx fails the script. It does not build anything and
 # kills only the server it started (by PID).
