@@ -135,34 +135,22 @@ for r in "${runs[@]}"; do eval "${r}_rps=() ${r}_us=() ${r}_user=() ${r}_busy=()
 for _ in $(seq "$rounds"); do
     for r in "${runs[@]}"; do measure "$r"; done
 done
-# saturation RUN PREFIX: the busy fraction and context-switch rows.
-saturation() {
-    local -n busy=${1}_busy csw=${1}_csw
+# group RUN PREFIX: a run group's rows (the medians of its rounds).
+group() {
+    local -n rps=${1}_rps us=${1}_us user=${1}_user busy=${1}_busy csw=${1}_csw
+    echo "${2}_rps $(median "${rps[@]}") req/s"
+    echo "${2}_cpu_per_decision $(median "${us[@]}") us"
+    echo "${2}_utime_per_decision $(median "${user[@]}") us"
     echo "${2}_server_busy $(median "${busy[@]}") cores"
     echo "${2}_server_vol_ctxsw_per_1k_decisions $(median "${csw[@]}") count"
 }
 g=$(median "${grpc_us[@]}") r=$(median "${resp_us[@]}") h=$(median "${http_us[@]}")
-echo "grpc_rls_rps $(median "${grpc_rps[@]}") req/s"
-echo "grpc_rls_cpu_per_decision $g us"
-echo "grpc_rls_utime_per_decision $(median "${grpc_user[@]}") us"
-saturation grpc grpc_rls
-echo "resp_sl_check_p16_rps $(median "${resp_rps[@]}") req/s"
-echo "resp_sl_check_p16_cpu_per_decision $r us"
-echo "resp_sl_check_p16_utime_per_decision $(median "${resp_user[@]}") us"
-saturation resp resp_sl_check_p16
-echo "http_v1_check_rps $(median "${http_rps[@]}") req/s"
-echo "http_v1_check_cpu_per_decision $h us"
-echo "http_v1_check_utime_per_decision $(median "${http_user[@]}") us"
-saturation http http_v1_check
 gs=$(median "${grpc_same_us[@]}") rs=$(median "${resp_same_us[@]}")
-echo "grpc_rls_same_client_rps $(median "${grpc_same_rps[@]}") req/s"
-echo "grpc_rls_same_client_cpu_per_decision $gs us"
-echo "grpc_rls_same_client_utime_per_decision $(median "${grpc_same_user[@]}") us"
-saturation grpc_same grpc_rls_same_client
-echo "resp_sl_check_same_client_rps $(median "${resp_same_rps[@]}") req/s"
-echo "resp_sl_check_same_client_cpu_per_decision $rs us"
-echo "resp_sl_check_same_client_utime_per_decision $(median "${resp_same_user[@]}") us"
-saturation resp_same resp_sl_check_same_client
+group grpc grpc_rls
+group resp resp_sl_check_p16
+group http http_v1_check
+group grpc_same grpc_rls_same_client
+group resp_same resp_sl_check_same_client
 ratio=$(awk -v a="$g" -v b="$r" 'BEGIN { printf "%.2f", a / b }')
 verdict=$(awk -v x="$ratio" 'BEGIN { print (x <= 1.5) ? "MET" : "MISSED" }')
 echo "grpc_vs_resp_cpu_per_decision $ratio x $verdict target<=1.5"
