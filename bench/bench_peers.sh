@@ -242,9 +242,18 @@ start_case() { # NAME
     return 0
 }
 
+# stop_case: SIGTERM to every process of the case at once, SIGKILL to what
+# is still there after 10 s (a GLOBAL gubernator node's graceful leave takes
+# about a minute, which measured nothing), then reap them, all by PID.
 stop_case() {
-    local p
-    for p in "${case_pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    local p i
+    for p in "${case_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for i in $(seq 100); do
+        for p in "${case_pids[@]}"; do kill -0 "$p" 2>/dev/null && break; done
+        kill -0 "$p" 2>/dev/null || break
+        sleep 0.1
+    done
+    for p in "${case_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 }
 
 tck=$(getconf CLK_TCK)
