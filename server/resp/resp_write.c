@@ -127,6 +127,43 @@ void sl__resp_w_ints5(struct sl__buf *b, const int64_t v[5])
     b->len += (size_t)(p - at);
 }
 
+/* "$<n>\r\n<s>\r\n" at p (room for NUM_MAX + n + 2). */
+static inline char *put_bulk(char *p, struct sl_str s)
+{
+    p = put_num(p, '$', (int64_t)s.len);
+    memcpy(p, s.p, s.len);
+    p[s.len] = '\r';
+    p[s.len + 1] = '\n';
+    return p + s.len + 2;
+}
+
+void sl__resp_w_decision1(struct sl__buf *b, struct sl_str verdict, int64_t delay_ms,
+                          struct sl_str status_verdict, struct sl_str name, bool has_name,
+                          const int64_t v[5])
+{
+    /* the fixed parts, the three bulk strings' bytes, nine numbers */
+    char *at = sl__buf_room(b, verdict.len + status_verdict.len + name.len + 12 * NUM_MAX);
+    char *p = at;
+
+    memcpy(p, "*3\r\n", 4);
+    p = put_bulk(p + 4, verdict);
+    p = put_num(p, ':', delay_ms);
+    memcpy(p, "*1\r\n*7\r\n", 8);
+    p = put_bulk(p + 8, status_verdict);
+    if (has_name) {
+        p = put_bulk(p, name);
+    } else {
+        memcpy(p, "$-1\r\n", 5);
+        p += 5;
+    }
+    p = put_num(p, ':', v[0]);
+    p = put_num(p, ':', v[1]);
+    p = put_num(p, ':', v[2]);
+    p = put_num(p, ':', v[3]);
+    p = put_num(p, ':', v[4]);
+    b->len += (size_t)(p - at);
+}
+
 void sl__resp_w_simple(struct sl__buf *b, const char *s)
 {
     sl__buf_append(b, "+", 1);

@@ -8,10 +8,12 @@
 #ifndef SL_SERVER_RESP_WRITE_H
 #define SL_SERVER_RESP_WRITE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "conn-t.h"
+#include "sluice.h"
 
 void sl__resp_w_simple(struct sl__buf *b, const char *s);      /* +s */
 void sl__resp_w_error(struct sl__buf *b, const char *fmt, ...) /* -ERR-like line */
@@ -28,5 +30,12 @@ void sl__resp_w_ints5(struct sl__buf *b, const int64_t v[5]);
 /* n integers one after the other, no array header, room made once (the
  * last five elements of an SL.* status). */
 void sl__resp_w_int_run(struct sl__buf *b, const int64_t *v, size_t n);
+
+/* A whole SL.CHECK-style decision of one status, no lease and no policy,
+ * in one pass: [verdict, delay_ms, [[status verdict, name or nil, v0..v4]]], the
+ * same bytes as the general writer's (resp_sl.c). */
+void sl__resp_w_decision1(struct sl__buf *b, struct sl_str verdict, int64_t delay_ms,
+                          struct sl_str status_verdict, struct sl_str name, bool has_name,
+                          const int64_t v[5]);
 
 #endif /* SL_SERVER_RESP_WRITE_H */
