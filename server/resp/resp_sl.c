@@ -69,11 +69,20 @@ static _Thread_local struct sl_limit override_limit; /* SL.CHECK's LIMIT clause 
 /* One status: six elements, then a seventh added later so that the first
  * six keep their positions: 1 when a shadow limit (or the shadow kill
  * switch) would have denied (docs/protocol.md). */
+static void status_ints(const struct sl_status *s, int64_t v[5])
+{
+    v[0] = s->d.quota;
+    v[1] = s->d.remaining;
+    v[2] = sl_ns_to_ms_ceil(s->d.reset_ns);
+    v[3] = sl_ns_to_ms_ceil(s->d.retry_after_ns);
+    v[4] = s->shadow_denied;
+}
+
 static void w_status(struct sl__buf *b, const struct sl_status *s)
 {
-    const int64_t v[5] = {s->d.quota, s->d.remaining, sl_ns_to_ms_ceil(s->d.reset_ns),
-                          sl_ns_to_ms_ceil(s->d.retry_after_ns), s->shadow_denied};
+    int64_t v[5];
 
+    status_ints(s, v);
     sl__resp_w_array(b, 7);
     sl__resp_w_cstr(b, sl_verdict_name(s->d.verdict));
     if (s->limit && s->limit->name)
@@ -106,11 +115,11 @@ static void w_decision(struct sl__buf *b, const struct sl_result *res, bool leas
         /* The common answer (one limit, no lease, the store's state),
          * written in one pass: the same bytes as below. */
         const struct sl_status *s = &res->statuses[0];
-        const int64_t v[5] = {s->d.quota, s->d.remaining, sl_ns_to_ms_ceil(s->d.reset_ns),
-                              sl_ns_to_ms_ceil(s->d.retry_after_ns), s->shadow_denied};
+        int64_t v[5];
         bool named = s->limit && s->limit->name;
         struct sl_str name = {named ? s->limit->name : "", named ? strlen(s->limit->name) : 0};
 
+        status_ints(s, v);
         sl__resp_w_decision1(b, verdict_str(res->verdict),
                              res->verdict == SL_DELAY ? sl_ns_to_ms_ceil(res->delay_ns) : 0,
                              verdict_str(s->d.verdict), name, named, v);
